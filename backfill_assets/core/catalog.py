@@ -1,0 +1,448 @@
+"""The transactional catalog: versions, the current pointer per partition, the publish log and consumer reads.
+
+Publish and rollback are compare-and-swap updates of ``pointers`` in one transaction with the ``versions`` state
+changes and a ``publish_log`` row. Both first take the single ``log_head`` row lock, which serializes them and
+makes ``publish_log.seq`` gapless and in commit order.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from .db import engine_for, retry_transient
+from .errors import InvalidInput, NotFound, PublishConflict
+from .identity import RunIdentity, make_version_id, validate_asset_name, validate_partition_key
+from .intervals import iso, utc_now
+from .schema import log_head, pointers, publish_log, reads, versions
+from .states import VERIFIED, VersionState, check_transition
+
+ACTION_PUBLISH = "publish"
+ACTION_ROLLBACK = "rollback"
+ACTION_REPAIR = "repair"
+
+_JSON_COLUMNS = ("stats_json", "checks_json", "input_versions_json")
+
+
+@dataclass(frozen=True)
+class Version:
+    """One row of ``versions`` with its JSON columns decoded."""
+
+    data: dict[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.data[name]
+        except KeyError as exc:
+            raise AttributeError(name) from exc
+
+    @classmethod
+    def from_row(cls, row: sa.Row) -> "Version":
+        data = dict(row._mapping)
+        for col in _JSON_COLUMNS:
+            raw = data.get(col)
+            data[col.removesuffix("_json")] = json.loads(raw) if raw else None
+            data.pop(col, None)
+        return cls(data)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.data)
+
+
+@dataclass(frozen=True)
+class Consumer:
+    consumer: str
+    consumer_version_id: str | None
+    consumer_run_id: str | None
+    request_id: str | None
+    state: str | None
+    at: str
+
+
+@dataclass(frozen=True)
+class PointerMove:
+    """Result of a publish or rollback: where the pointer went, from where, and the log entry."""
+
+    seq: int
+    asset: str
+    partition_key: str
+    version_id: str
+    previous_version_id: str | None
+    action: str
+    consumers_of_previous: list[Consumer] = field(default_factory=list)
+
+
+class Catalog:
+    def __init__(self, url: str):
+        self.url = url
+        self.engine = engine_for(url)
+
+    # ---- versions ---------------------------------------------------------------------------------------------
+
+    def begin_version(self, identity: RunIdentity) -> Version:
+        """Register a new attempt of ``identity`` in state WRITING.
+
+        The catalog numbers attempts within a logical run, so a run re-execution and a step retry can never
+        collide on one version id. The pointer seen now is remembered as the CAS expectation for publish.
+        """
+
+        def txn() -> Version:
+            with self.engine.begin() as conn:
+                attempt_no = 1 + (
+                    conn.execute(
+                        sa.select(sa.func.max(versions.c.attempt_no)).where(
+                            versions.c.asset == identity.asset,
+                            versions.c.partition_key == identity.partition_key,
+                            versions.c.run_id == identity.run_id,
+                        )
+                    ).scalar()
+                    or 0
+                )
+                version_id = make_version_id(identity.asset, identity.partition_key, identity.run_id, attempt_no)
+                expected = self._pointer(conn, identity.asset, identity.partition_key)
+                now = iso(utc_now())
+                conn.execute(
+                    versions.insert().values(
+                        version_id=version_id,
+                        asset=identity.asset,
+                        partition_key=identity.partition_key,
+                        interval_start=iso(identity.interval.start),
+                        interval_end=iso(identity.interval.end),
+                        run_id=identity.run_id,
+                        dagster_run_id=identity.dagster_run_id,
+                        attempt_no=attempt_no,
+                        request_id=identity.request_id,
+                        lane=identity.lane,
+                        code_version=identity.code_version,
+                        params_digest=identity.params_digest,
+                        state=VersionState.WRITING.value,
+                        expected_previous_version_id=expected["version_id"] if expected else None,
+                        requested_at=identity.requested_at,
+                        started_at=identity.started_at,
+                        created_at=now,
+                    )
+                )
+                return self._get(conn, version_id)
+
+        return retry_transient(txn)
+
+    def mark_verifying(
+        self,
+        version_id: str,
+        *,
+        path: str,
+        rows: int,
+        sha256: str,
+        stats: dict[str, Any],
+        input_versions: dict[str, Any],
+        source_fingerprint: str | None = None,
+    ) -> Version:
+        with self.engine.begin() as conn:
+            self._transition(
+                conn,
+                version_id,
+                VersionState.VERIFYING,
+                path=path,
+                rows=rows,
+                sha256=sha256,
+                stats_json=json.dumps(stats, default=str),
+                input_versions_json=json.dumps(input_versions, sort_keys=True),
+                source_fingerprint=source_fingerprint,
+            )
+            return self._get(conn, version_id)
+
+    def reject(self, version_id: str, checks: list[dict[str, Any]], error: str) -> Version:
+        with self.engine.begin() as conn:
+            self._transition(
+                conn,
+                version_id,
+                VersionState.REJECTED,
+                checks_json=json.dumps(checks, default=str),
+                error=error,
+                ended_at=iso(utc_now()),
+            )
+            return self._get(conn, version_id)
+
+    def abandon(self, version_id: str, reason: str) -> Version:
+        with self.engine.begin() as conn:
+            self._transition(conn, version_id, VersionState.ABANDONED, error=reason, ended_at=iso(utc_now()))
+            return self._get(conn, version_id)
+
+    def get(self, version_id: str) -> Version:
+        with self.engine.connect() as conn:
+            return self._get(conn, version_id)
+
+    def versions_of(self, asset: str, partition_key: str) -> list[Version]:
+        validate_asset_name(asset)
+        validate_partition_key(partition_key)
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(versions)
+                .where(versions.c.asset == asset, versions.c.partition_key == partition_key)
+                .order_by(versions.c.created_at, versions.c.version_id)
+            ).all()
+        return [Version.from_row(r) for r in rows]
+
+    def versions_where(self, *criteria: Any) -> list[Version]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(versions).where(*criteria).order_by(versions.c.created_at)).all()
+        return [Version.from_row(r) for r in rows]
+
+    # ---- pointers ---------------------------------------------------------------------------------------------
+
+    def current(self, asset: str, partition_key: str) -> Version | None:
+        validate_asset_name(asset)
+        validate_partition_key(partition_key)
+        with self.engine.connect() as conn:
+            ptr = self._pointer(conn, asset, partition_key)
+            return self._get(conn, ptr["version_id"]) if ptr else None
+
+    def current_many(self, asset: str, partition_keys: Iterable[str]) -> dict[str, Version]:
+        keys = list(partition_keys)
+        if not keys:
+            return {}
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(versions)
+                .join(pointers, pointers.c.version_id == versions.c.version_id)
+                .where(pointers.c.asset == asset, pointers.c.partition_key.in_(keys))
+            ).all()
+        return {r.partition_key: Version.from_row(r) for r in rows}
+
+    def publish(self, version_id: str, checks: list[dict[str, Any]]) -> PointerMove:
+        """CAS the pointer from the version seen at ``begin_version`` to ``version_id``.
+
+        Raises ``PublishConflict`` (and changes nothing) when another version was published in between.
+        """
+        with self.engine.begin() as conn:
+            seq = self._next_seq(conn)
+            version = self._get(conn, version_id)
+            check_transition(version_id, version.state, VersionState.PUBLISHED)
+            expected = version.expected_previous_version_id
+            ptr = self._pointer(conn, version.asset, version.partition_key)
+            current = ptr["version_id"] if ptr else None
+            if current != expected:
+                raise PublishConflict(
+                    f"lost the publish race to {current} (expected current {expected or 'none'})", current
+                )
+            now = iso(utc_now())
+            self._swap_pointer(conn, version.asset, version.partition_key, expected, version_id, now)
+            self._transition(
+                conn,
+                version_id,
+                VersionState.PUBLISHED,
+                checks_json=json.dumps(checks, default=str),
+                ended_at=now,
+                published_at=now,
+            )
+            if expected is not None:
+                self._transition(conn, expected, VersionState.SUPERSEDED)
+            self._log(conn, seq, version, expected, ACTION_PUBLISH, now, version.request_id, version.lane)
+            return PointerMove(seq, version.asset, version.partition_key, version_id, expected, ACTION_PUBLISH)
+
+    def rollback(
+        self, asset: str, partition_key: str, reason: str, to_version_id: str | None = None
+    ) -> PointerMove:
+        validate_asset_name(asset)
+        validate_partition_key(partition_key)
+        if not reason or not reason.strip():
+            raise InvalidInput("rollback needs --reason")
+        with self.engine.begin() as conn:
+            seq = self._next_seq(conn)
+            ptr = self._pointer(conn, asset, partition_key)
+            if ptr is None:
+                raise NotFound(f"{asset} {partition_key} has no published version to roll back")
+            bad = ptr["version_id"]
+            target = self._rollback_target(conn, asset, partition_key, bad, to_version_id)
+            now = iso(utc_now())
+            self._swap_pointer(conn, asset, partition_key, bad, target.version_id, now)
+            self._transition(conn, bad, VersionState.ROLLED_BACK)
+            self._transition(conn, target.version_id, VersionState.PUBLISHED, published_at=now)
+            self._log(conn, seq, target, bad, ACTION_ROLLBACK, now, None, None, reason=reason)
+            consumers = self._consumers(conn, bad)
+            return PointerMove(seq, asset, partition_key, target.version_id, bad, ACTION_ROLLBACK, consumers)
+
+    def rollback_target(self, asset: str, partition_key: str) -> Version | None:
+        """The version a rollback of the current pointer would restore (gc must never purge it)."""
+        with self.engine.connect() as conn:
+            ptr = self._pointer(conn, asset, partition_key)
+            if ptr is None:
+                return None
+            try:
+                return self._rollback_target(conn, asset, partition_key, ptr["version_id"], None)
+            except NotFound:
+                return None
+
+    # ---- reads and log ----------------------------------------------------------------------------------------
+
+    def record_reads(self, consumer_version_id: str, consumer_run_id: str, inputs: Sequence[Version]) -> None:
+        if not inputs:
+            return
+        now = iso(utc_now())
+        with self.engine.begin() as conn:
+            conn.execute(
+                reads.insert(),
+                [
+                    dict(
+                        consumer_version_id=consumer_version_id,
+                        consumer_run_id=consumer_run_id,
+                        consumer=consumer_version_id,
+                        upstream_asset=v.asset,
+                        upstream_partition=v.partition_key,
+                        upstream_version_id=v.version_id,
+                        at=now,
+                    )
+                    for v in inputs
+                ],
+            )
+
+    def record_external_read(self, reader: str, version: Version) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                reads.insert().values(
+                    consumer=f"external:{reader}",
+                    upstream_asset=version.asset,
+                    upstream_partition=version.partition_key,
+                    upstream_version_id=version.version_id,
+                    at=iso(utc_now()),
+                )
+            )
+
+    def consumers_of(self, version_id: str) -> list[Consumer]:
+        with self.engine.connect() as conn:
+            return self._consumers(conn, version_id)
+
+    def log_after(self, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(publish_log).where(publish_log.c.seq > seq).order_by(publish_log.c.seq).limit(limit)
+            ).all()
+        return [dict(r._mapping) for r in rows]
+
+    # ---- internals --------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _next_seq(conn: Connection) -> int:
+        conn.execute(log_head.update().where(log_head.c.id == 1).values(seq=log_head.c.seq + 1))
+        return int(conn.execute(sa.select(log_head.c.seq).where(log_head.c.id == 1)).scalar_one())
+
+    @staticmethod
+    def _pointer(conn: Connection, asset: str, partition_key: str) -> dict[str, Any] | None:
+        row = conn.execute(
+            sa.select(pointers).where(pointers.c.asset == asset, pointers.c.partition_key == partition_key)
+        ).first()
+        return dict(row._mapping) if row else None
+
+    @staticmethod
+    def _get(conn: Connection, version_id: str) -> Version:
+        row = conn.execute(sa.select(versions).where(versions.c.version_id == version_id)).first()
+        if row is None:
+            raise NotFound(f"unknown version {version_id!r}")
+        return Version.from_row(row)
+
+    def _transition(self, conn: Connection, version_id: str, target: VersionState, **values: Any) -> None:
+        state = self._get(conn, version_id).state
+        check_transition(version_id, state, target)
+        result = conn.execute(
+            versions.update()
+            .where(versions.c.version_id == version_id, versions.c.state == state)
+            .values(state=target.value, **values)
+        )
+        if result.rowcount != 1:
+            raise PublishConflict(f"version {version_id} changed state concurrently", None)
+
+    @staticmethod
+    def _swap_pointer(
+        conn: Connection, asset: str, key: str, expected: str | None, new: str, now: str | None
+    ) -> None:
+        if expected is None:
+            conn.execute(
+                pointers.insert().values(
+                    asset=asset, partition_key=key, version_id=new, previous_version_id=None, updated_at=now
+                )
+            )
+            return
+        result = conn.execute(
+            pointers.update()
+            .where(pointers.c.asset == asset, pointers.c.partition_key == key, pointers.c.version_id == expected)
+            .values(version_id=new, previous_version_id=expected, updated_at=now)
+        )
+        if result.rowcount != 1:
+            raise PublishConflict(f"pointer of {asset} {key} moved concurrently", None)
+
+    @staticmethod
+    def _log(
+        conn: Connection,
+        seq: int,
+        version: Version,
+        previous: str | None,
+        action: str,
+        now: str | None,
+        request_id: str | None,
+        lane: str | None,
+        reason: str | None = None,
+    ) -> None:
+        conn.execute(
+            publish_log.insert().values(
+                seq=seq,
+                asset=version.asset,
+                partition_key=version.partition_key,
+                version_id=version.version_id,
+                previous_version_id=previous,
+                action=action,
+                request_id=request_id,
+                lane=lane,
+                reason=reason,
+                at=now,
+            )
+        )
+
+    def _rollback_target(
+        self, conn: Connection, asset: str, key: str, bad: str, to_version_id: str | None
+    ) -> Version:
+        if to_version_id is not None:
+            target = self._get(conn, to_version_id)
+            if (target.asset, target.partition_key) != (asset, key):
+                raise InvalidInput(f"--to {to_version_id} is not a version of {asset} {key}")
+            if target.version_id == bad:
+                raise InvalidInput(f"--to {to_version_id} is already the current version")
+            if VersionState(target.state) not in VERIFIED:
+                raise InvalidInput(f"--to {to_version_id} is {target.state}, not a verified version")
+            return target
+        row = conn.execute(
+            sa.select(versions)
+            .where(
+                versions.c.asset == asset,
+                versions.c.partition_key == key,
+                versions.c.version_id != bad,
+                versions.c.state == VersionState.SUPERSEDED.value,
+            )
+            .order_by(versions.c.published_at.desc())
+            .limit(1)
+        ).first()
+        if row is None:
+            raise NotFound(f"{asset} {key} has no previous verified version to roll back to")
+        return Version.from_row(row)
+
+    def _consumers(self, conn: Connection, version_id: str) -> list[Consumer]:
+        rows = conn.execute(
+            sa.select(reads, versions.c.request_id, versions.c.state)
+            .select_from(reads.outerjoin(versions, versions.c.version_id == reads.c.consumer_version_id))
+            .where(reads.c.upstream_version_id == version_id)
+            .order_by(reads.c.id)
+        ).all()
+        return [
+            Consumer(
+                consumer=r.consumer,
+                consumer_version_id=r.consumer_version_id,
+                consumer_run_id=r.consumer_run_id,
+                request_id=r.request_id,
+                state=r.state,
+                at=r.at,
+            )
+            for r in rows
+        ]

@@ -1,0 +1,75 @@
+"""Side effects through an outbox: one delivery per idempotency key, however often the step runs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from .catalog import Catalog
+from .intervals import iso, utc_now
+from .schema import outbox
+
+
+@dataclass(frozen=True)
+class Delivery:
+    idempotency_key: str
+    sent_now: bool
+    sent_at: str | None
+
+
+def idempotency_key(asset: str, partition_key: str, upstream_version: str, upstream_sha256: str) -> str:
+    # The content digest, not the run: an identical upstream republished by a new run sends nothing again.
+    return f"{asset}/{partition_key}/{upstream_sha256[:16]}"
+
+
+def send_once(
+    catalog: Catalog,
+    sink_path: str,
+    key: str,
+    *,
+    asset: str,
+    partition_key: str,
+    payload: dict[str, Any],
+    run_id: str,
+    request_id: str | None,
+) -> Delivery:
+    now = iso(utc_now())
+    with catalog.engine.begin() as conn:
+        row = conn.execute(sa.select(outbox).where(outbox.c.idempotency_key == key)).first()
+        if row is None:
+            conn.execute(
+                outbox.insert().values(
+                    idempotency_key=key,
+                    asset=asset,
+                    partition_key=partition_key,
+                    payload_json=json.dumps(payload, sort_keys=True),
+                    run_id=run_id,
+                    request_id=request_id,
+                    created_at=now,
+                )
+            )
+        elif row.sent_at is not None:
+            return Delivery(key, False, row.sent_at)
+    # Delivery is at-least-once only across a crash between this append and the mark below; the sink
+    # receives the key with every message so it can drop such a repeat itself.
+    sink = Path(sink_path)
+    sink.parent.mkdir(parents=True, exist_ok=True)
+    with sink.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"idempotency_key": key, **payload}, sort_keys=True) + "\n")
+    with catalog.engine.begin() as conn:
+        conn.execute(
+            outbox.update().where(outbox.c.idempotency_key == key, outbox.c.sent_at.is_(None)).values(sent_at=now)
+        )
+    return Delivery(key, True, now)
+
+
+def deliveries(catalog: Catalog, partition_key: str | None = None) -> list[dict[str, Any]]:
+    query = sa.select(outbox).order_by(outbox.c.created_at)
+    if partition_key:
+        query = query.where(outbox.c.partition_key == partition_key)
+    with catalog.engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(query).all()]

@@ -1,0 +1,173 @@
+"""Catalog tables (names are the contract of DESIGN §5). SQLAlchemy Core; the same DDL on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+_ts = sa.String(40)  # UTC ISO-8601 with offset; strings compare in time order and round-trip exactly
+_key = sa.String(64)
+_asset = sa.String(64)
+_vid = sa.String(255)
+_req = sa.String(80)
+
+versions = sa.Table(
+    "versions",
+    metadata,
+    sa.Column("version_id", _vid, primary_key=True),
+    sa.Column("asset", _asset, nullable=False),
+    sa.Column("partition_key", _key, nullable=False),
+    sa.Column("interval_start", _ts, nullable=False),
+    sa.Column("interval_end", _ts, nullable=False),
+    sa.Column("run_id", sa.String(64), nullable=False),
+    sa.Column("dagster_run_id", sa.String(64), nullable=False),
+    sa.Column("attempt_no", sa.Integer, nullable=False),
+    sa.Column("request_id", _req),
+    sa.Column("lane", sa.String(16)),
+    sa.Column("code_version", sa.String(80), nullable=False),
+    sa.Column("params_digest", sa.String(64), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("path", sa.Text),
+    sa.Column("rows", sa.BigInteger),
+    sa.Column("sha256", sa.String(64)),
+    sa.Column("stats_json", sa.Text),
+    sa.Column("checks_json", sa.Text),
+    sa.Column("input_versions_json", sa.Text),
+    sa.Column("source_fingerprint", sa.String(64)),
+    sa.Column("expected_previous_version_id", _vid),
+    sa.Column("error", sa.Text),
+    sa.Column("requested_at", _ts),
+    sa.Column("started_at", _ts, nullable=False),
+    sa.Column("ended_at", _ts),
+    sa.Column("published_at", _ts),
+    sa.Column("created_at", _ts, nullable=False),
+    sa.UniqueConstraint("asset", "partition_key", "run_id", "attempt_no", name="uq_versions_attempt"),
+    sa.Index("ix_versions_cell", "asset", "partition_key"),
+    sa.Index("ix_versions_request", "request_id"),
+)
+
+pointers = sa.Table(
+    "pointers",
+    metadata,
+    sa.Column("asset", _asset, primary_key=True),
+    sa.Column("partition_key", _key, primary_key=True),
+    sa.Column("version_id", _vid, nullable=False),
+    sa.Column("previous_version_id", _vid),
+    sa.Column("updated_at", _ts, nullable=False),
+)
+
+publish_log = sa.Table(
+    "publish_log",
+    metadata,
+    # Assigned under the log_head row lock, so seq order is commit order (a cursor never skips a late commit).
+    sa.Column("seq", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("asset", _asset, nullable=False),
+    sa.Column("partition_key", _key, nullable=False),
+    sa.Column("version_id", _vid, nullable=False),
+    sa.Column("previous_version_id", _vid),
+    sa.Column("action", sa.String(16), nullable=False),
+    sa.Column("request_id", _req),
+    sa.Column("lane", sa.String(16)),
+    sa.Column("reason", sa.Text),
+    sa.Column("at", _ts, nullable=False),
+)
+
+log_head = sa.Table(
+    "log_head",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+)
+
+reads = sa.Table(
+    "reads",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("consumer_version_id", _vid),  # NULL for an external reader
+    sa.Column("consumer_run_id", sa.String(64)),
+    sa.Column("consumer", sa.String(200)),  # who read: a version id or an external reader's label
+    sa.Column("upstream_asset", _asset, nullable=False),
+    sa.Column("upstream_partition", _key, nullable=False),
+    sa.Column("upstream_version_id", _vid, nullable=False),
+    sa.Column("at", _ts, nullable=False),
+    sa.Index("ix_reads_upstream", "upstream_version_id"),
+)
+
+outbox = sa.Table(
+    "outbox",
+    metadata,
+    sa.Column("idempotency_key", sa.String(255), primary_key=True),
+    sa.Column("asset", _asset, nullable=False),
+    sa.Column("partition_key", _key, nullable=False),
+    sa.Column("payload_json", sa.Text, nullable=False),
+    sa.Column("run_id", sa.String(64)),
+    sa.Column("request_id", _req),
+    sa.Column("created_at", _ts, nullable=False),
+    sa.Column("sent_at", _ts),
+)
+
+requests = sa.Table(
+    "requests",
+    metadata,
+    sa.Column("request_id", _req, primary_key=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("assets_json", sa.Text, nullable=False),
+    sa.Column("partitions_json", sa.Text, nullable=False),
+    sa.Column("code_version", sa.String(80), nullable=False),
+    sa.Column("reprocess", sa.String(16), nullable=False),
+    sa.Column("downstream", sa.String(16), nullable=False),
+    sa.Column("confirm_cascade", sa.Boolean, nullable=False, default=False),
+    sa.Column("order", sa.String(16), nullable=False),
+    sa.Column("max_active", sa.Integer, nullable=False),
+    sa.Column("conf_json", sa.Text, nullable=False),
+    sa.Column("side_effects_json", sa.Text, nullable=False),
+    sa.Column("approved_by", sa.String(120)),
+    sa.Column("requested_by", sa.String(120), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("requested_at", _ts, nullable=False),
+    sa.Column("source", sa.String(16), nullable=False),  # cli | dagster (adopted)
+    sa.Column("message", sa.Text),
+    sa.Column("confirmed_at", _ts),
+    sa.Column("closed_at", _ts),
+)
+
+request_items = sa.Table(
+    "request_items",
+    metadata,
+    sa.Column("request_id", _req, primary_key=True),
+    sa.Column("asset", _asset, primary_key=True),
+    sa.Column("partition_key", _key, primary_key=True),
+    sa.Column("ordinal", sa.Integer, nullable=False),
+    sa.Column("origin", sa.String(16), nullable=False),  # planned | cascade | handoff
+    sa.Column("decision", sa.String(24), nullable=False),  # pending | submitted | skipped | cancelled | ...
+    sa.Column("reason", sa.Text),
+    sa.Column("run_id", sa.String(64)),
+    sa.Column("run_key", sa.String(255)),
+    sa.Column("submitted_at", _ts),
+    sa.Column("updated_at", _ts, nullable=False),
+)
+
+claims = sa.Table(
+    "claims",
+    metadata,
+    sa.Column("asset", _asset, primary_key=True),
+    sa.Column("partition_key", _key, primary_key=True),
+    sa.Column("request_id", _req, nullable=False),
+    sa.Column("claimed_at", _ts, nullable=False),
+)
+
+handoffs = sa.Table(
+    "handoffs",
+    metadata,
+    sa.Column("handoff_id", sa.String(80), primary_key=True),
+    sa.Column("request_id", _req, nullable=False),
+    sa.Column("asset", _asset, nullable=False),
+    sa.Column("owner", sa.String(200), nullable=False),
+    sa.Column("partitions_json", sa.Text, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("deadline", _ts, nullable=False),
+    sa.Column("created_at", _ts, nullable=False),
+    sa.Column("decided_at", _ts),
+    sa.Column("decided_by", sa.String(120)),
+)

@@ -1,0 +1,33 @@
+"""Run tag names (DESIGN §6). Plain strings so the planner in core/ and the wiring in defs/ share them."""
+
+REQUEST_ID = "backfill/request_id"
+CODE_VERSION = "backfill/code_version"
+REPROCESS = "backfill/reprocess"
+DOWNSTREAM = "backfill/downstream"
+LANE = "backfill/lane"
+REQUESTED_BY = "backfill/requested_by"
+REQUESTED_AT = "backfill/requested_at"
+ALLOW_SIDE_EFFECTS = "backfill/allow_side_effects"
+APPROVED_BY = "backfill/approved_by"
+
+# Asset tag marking an asset whose step acts on the outside world.
+SIDE_EFFECT = "backfill/side_effect"
+DEPENDS_ON_PAST = "backfill/depends_on_past"
+
+LANE_PRODUCTION = "production"
+LANE_BACKFILL = "backfill"
+LANE_MANUAL = "manual"
+
+PRIORITY_PRODUCTION = 10
+PRIORITY_BACKFILL = -5
+
+# Dagster's own tags, used as they are.
+DAGSTER_BACKFILL = "dagster/backfill"
+DAGSTER_PARTITION = "dagster/partition"
+DAGSTER_PRIORITY = "dagster/priority"
+DAGSTER_ROOT_RUN_ID = "dagster/root_run_id"
+DAGSTER_RETRY_NUMBER = "dagster/retry_number"
+DAGSTER_RANGE_START = "dagster/asset_partition_range_start"
+DAGSTER_RANGE_END = "dagster/asset_partition_range_end"
+
+ADOPTED_PREFIX = "dg-"

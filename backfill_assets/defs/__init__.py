@@ -1,0 +1,1 @@
+"""Thin Dagster wiring over backfill_assets.core."""

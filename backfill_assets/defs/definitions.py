@@ -1,0 +1,19 @@
+"""The code location: assembles assets, checks, jobs, schedules and resources."""
+
+import dagster as dg
+
+from backfill_assets.core.domain import DATA_ASSETS, SPECS
+
+from .alert import revenue_alert
+from .gated import build_gated_asset
+from .jobs import production_job, production_schedule
+from .resources import BackfillResource
+
+data_assets = [build_gated_asset(SPECS[name]) for name in DATA_ASSETS]
+
+defs = dg.Definitions(
+    assets=[*data_assets, revenue_alert],
+    jobs=[production_job],
+    schedules=[production_schedule],
+    resources={"backfill": BackfillResource()},
+)

@@ -1,0 +1,24 @@
+"""Jobs and the production schedule."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from backfill_assets.core import tags as T
+
+from .partitions import daily_partitions
+
+PRODUCTION_JOB = "production_daily"
+
+production_job = dg.define_asset_job(
+    PRODUCTION_JOB,
+    selection=dg.AssetSelection.all(),
+    partitions_def=daily_partitions,
+    tags={T.LANE: T.LANE_PRODUCTION, T.DAGSTER_PRIORITY: str(T.PRIORITY_PRODUCTION)},
+    description="Production: every asset for the newest complete business day.",
+)
+
+# Runs at 01:00 business time for the day that just ended.
+production_schedule = dg.build_schedule_from_partitioned_job(
+    production_job, hour_of_day=1, minute_of_hour=0, default_status=dg.DefaultScheduleStatus.STOPPED
+)
