@@ -16,7 +16,13 @@ from sqlalchemy.engine import Connection
 
 from .db import engine_for, retry_transient
 from .errors import InvalidInput, NotFound, PublishConflict
-from .identity import RunIdentity, make_version_id, validate_asset_name, validate_partition_key
+from .identity import (
+    RunIdentity,
+    make_version_id,
+    parse_version_id,
+    validate_asset_name,
+    validate_partition_key,
+)
 from .intervals import iso, utc_now
 from .schema import log_head, pointers, publish_log, reads, versions
 from .states import VERIFIED, VersionState, check_transition
@@ -173,6 +179,7 @@ class Catalog:
             return self._get(conn, version_id)
 
     def get(self, version_id: str) -> Version:
+        parse_version_id(version_id)
         with self.engine.connect() as conn:
             return self._get(conn, version_id)
 
@@ -405,6 +412,7 @@ class Catalog:
         self, conn: Connection, asset: str, key: str, bad: str, to_version_id: str | None
     ) -> Version:
         if to_version_id is not None:
+            parse_version_id(to_version_id)
             target = self._get(conn, to_version_id)
             if (target.asset, target.partition_key) != (asset, key):
                 raise InvalidInput(f"--to {to_version_id} is not a version of {asset} {key}")

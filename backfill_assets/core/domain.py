@@ -186,3 +186,13 @@ def topological(assets: list[str] | tuple[str, ...]) -> list[str]:
 
 
 ExpectationFn = Callable[..., Expectations]
+
+
+def require_asset(name: object, data_only: bool = True) -> AssetSpec:
+    """The spec of a known asset, or a one-line error naming the known ones."""
+    from .errors import InvalidInput
+
+    known = DATA_ASSETS if data_only else tuple(SPECS)
+    if not isinstance(name, str) or name not in known:
+        raise InvalidInput(f"unknown asset {name!r}; known: {', '.join(known)}")
+    return SPECS[name]

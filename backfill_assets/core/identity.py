@@ -58,17 +58,18 @@ def make_version_id(asset: str, partition_key: str, run_id: str, attempt_no: int
     validate_asset_name(asset)
     validate_partition_key(partition_key)
     validate_run_id(run_id)
-    if not isinstance(attempt_no, int) or attempt_no < 1:
+    if isinstance(attempt_no, bool) or not isinstance(attempt_no, int) or attempt_no < 1:
         raise UnsafeName(f"attempt number {attempt_no!r} must be a positive integer")
     return f"{asset}/{partition_key}/{run_id}/{attempt_no}"
 
 
 def parse_version_id(version_id: str) -> tuple[str, str, str, int]:
     parts = version_id.split("/") if isinstance(version_id, str) else []
-    if len(parts) != 4 or not parts[3].isdigit():
+    if len(parts) != 4 or not (parts[3].isascii() and parts[3].isdigit()):
         raise UnsafeName(f"version id {version_id!r} is not <asset>/<partition>/<run_id>/<attempt>")
     asset, key, run_id, attempt = parts
-    make_version_id(asset, key, run_id, int(attempt))
+    if make_version_id(asset, key, run_id, int(attempt)) != version_id:
+        raise UnsafeName(f"version id {version_id!r} is not canonical (attempt {int(attempt)})")
     return asset, key, run_id, int(attempt)
 
 

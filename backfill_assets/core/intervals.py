@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from .errors import InvalidInput
 
 PARTITION_KEY_FORMAT = "%Y-%m-%d"
-_KEY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_KEY_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")  # ASCII digits only: \d also matches e.g. full-width digits
 
 
 def load_timezone(name: str) -> ZoneInfo:

@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from .catalog import Catalog
+from .identity import params_digest
 from .intervals import iso, utc_now
 from .schema import outbox
 
@@ -21,9 +22,11 @@ class Delivery:
     sent_at: str | None
 
 
-def idempotency_key(asset: str, partition_key: str, upstream_version: str, upstream_sha256: str) -> str:
-    # The content digest, not the run: an identical upstream republished by a new run sends nothing again.
-    return f"{asset}/{partition_key}/{upstream_sha256[:16]}"
+def idempotency_key(asset: str, partition_key: str, payload: dict[str, Any]) -> str:
+    """Keyed by what the message says, not by the run or version that produced it: recomputing identical
+    numbers sends nothing again, while a corrected figure is a new message."""
+    content = {k: v for k, v in payload.items() if k != "source_version_id"}
+    return f"{asset}/{partition_key}/{params_digest(content)}"
 
 
 def send_once(

@@ -9,7 +9,6 @@ from datetime import datetime, timedelta, timezone
 
 import pandas as pd
 import sqlalchemy as sa
-
 from sqlalchemy.dialects import postgresql, sqlite
 
 from .db import create_engine, retry_transient

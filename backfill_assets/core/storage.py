@@ -71,7 +71,7 @@ class Warehouse:
         validate_asset_name(asset)
         validate_partition_key(partition_key)
         validate_run_id(run_id)
-        if not isinstance(attempt_no, int) or attempt_no < 1:
+        if isinstance(attempt_no, bool) or not isinstance(attempt_no, int) or attempt_no < 1:
             raise UnsafeName(f"attempt number {attempt_no!r} must be a positive integer")
         path = (
             self.root / asset / f"{PARTITION_COLUMN}={partition_key}" / "_runs" / run_id / f"attempt={attempt_no}"
@@ -161,7 +161,8 @@ class Warehouse:
 
     @staticmethod
     def read_identity(data_path: str) -> dict[str, str]:
-        meta = pq.read_schema(UPath(data_path).open("rb")).metadata or {}
+        with UPath(data_path).open("rb") as fh:
+            meta = pq.read_schema(fh).metadata or {}
         raw = meta.get(IDENTITY_METADATA_KEY)
         return json.loads(raw) if raw else {}
 

@@ -46,15 +46,16 @@ def revenue_alert(context: dg.AssetExecutionContext, backfill: BackfillResource)
     if revenue is None:
         raise dg.Failure(description=f"{REVENUE_ALERT} {key}: {DAILY_REVENUE} {key} has no published version")
     frame = backfill.warehouse().read_verified(revenue.path, revenue.sha256, revenue.rows)
-    catalog.record_external_read(f"{REVENUE_ALERT}:{context.run_id}", revenue)
+    catalog.record_external_read(f"{REVENUE_ALERT}:{context.run.run_id}", revenue)
+    payload = revenue_alert_payload(frame, key, revenue.version_id)
     delivery = send_once(
         catalog,
         backfill.settings().sink_path,
-        idempotency_key(REVENUE_ALERT, key, revenue.version_id, revenue.sha256),
+        idempotency_key(REVENUE_ALERT, key, payload),
         asset=REVENUE_ALERT,
         partition_key=key,
-        payload=revenue_alert_payload(frame, key, revenue.version_id),
-        run_id=context.run_id,
+        payload=payload,
+        run_id=context.run.run_id,
         request_id=request_id_from_tags(run_tags),
     )
     context.log.info(

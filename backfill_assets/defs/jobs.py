@@ -6,14 +6,11 @@ import dagster as dg
 
 from backfill_assets.core import tags as T
 
-from .partitions import daily_partitions
-
 PRODUCTION_JOB = "production_daily"
 
 production_job = dg.define_asset_job(
     PRODUCTION_JOB,
     selection=dg.AssetSelection.all(),
-    partitions_def=daily_partitions,
     tags={T.LANE: T.LANE_PRODUCTION, T.DAGSTER_PRIORITY: str(T.PRIORITY_PRODUCTION)},
     description="Production: every asset for the newest complete business day.",
 )

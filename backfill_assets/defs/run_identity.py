@@ -40,7 +40,7 @@ def _requested_at(context: dg.AssetExecutionContext) -> str:
         return run_tags[T.REQUESTED_AT]
     if run_tags.get("dagster/scheduled_execution_time"):
         return run_tags["dagster/scheduled_execution_time"]
-    record = context.instance.get_run_record_by_id(context.run_id)
+    record = context.instance.get_run_record_by_id(context.run.run_id)
     if record is not None and record.create_timestamp is not None:
         created = record.create_timestamp
         if created.tzinfo is None:
@@ -57,8 +57,8 @@ def identity_from_context(
         asset=asset,
         interval=calendar.interval(context.partition_key),
         # The logical run is the root of a retry chain: a re-execution is a new attempt of the same run.
-        run_id=context.run.root_run_id or context.run_id,
-        dagster_run_id=context.run_id,
+        run_id=context.run.root_run_id or context.run.run_id,
+        dagster_run_id=context.run.run_id,
         request_id=request_id_from_tags(run_tags),
         code_version=code_version(),
         params_digest=params_digest({"asset": asset, **dict(params)}),

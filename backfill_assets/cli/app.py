@@ -1,0 +1,91 @@
+"""The command group, the shared context (home, settings, catalog) and error handling."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from backfill_assets.core.catalog import Catalog
+from backfill_assets.core.errors import BackfillError
+from backfill_assets.core.settings import ENV_DAGSTER_HOME, PACKAGE_DIR, Settings
+from backfill_assets.core.storage import Warehouse
+
+DEFAULT_HOME = ".dagster_home"
+INSTANCE_YAML = "dagster.yaml"
+
+
+@dataclass
+class AppContext:
+    home: Path
+
+    def settings(self) -> Settings:
+        return Settings.from_env()
+
+    def catalog(self) -> Catalog:
+        return Catalog(self.settings().catalog_url)
+
+    def warehouse(self) -> Warehouse:
+        return Warehouse(self.settings().warehouse_root)
+
+
+def ensure_home(home: Path) -> Path:
+    """Create the instance folder and give it the project's dagster.yaml (embedded SQLite default)."""
+    home = home.expanduser().resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    target = home / INSTANCE_YAML
+    template = PACKAGE_DIR.parent / INSTANCE_YAML
+    if not target.exists() and template.exists():
+        shutil.copyfile(template, target)
+    # Child processes (dagster-daemon, dagster dev, step workers) must see the same instance.
+    os.environ[ENV_DAGSTER_HOME] = str(home)
+    return home
+
+
+class BackfillGroup(click.Group):
+    """Turns every ``BackfillError`` into one line on stderr and exit status 2 — never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BackfillError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+
+
+def emit(data: Any, as_json: bool, human: Any = None) -> None:
+    if as_json:
+        click.echo(json.dumps(data, indent=2, default=str, sort_keys=True))
+    elif callable(human):
+        human()
+    else:
+        click.echo(human if human is not None else data)
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+
+
+@click.group(cls=BackfillGroup)
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help=f"Dagster instance folder (default: $DAGSTER_HOME, else ./{DEFAULT_HOME}).",
+)
+@click.pass_context
+def cli(ctx: click.Context, home: Path | None) -> None:
+    """Safe, auditable backfills on Dagster: write-audit-publish, frozen requests, reconciliation."""
+    chosen = home or Path(os.environ.get(ENV_DAGSTER_HOME) or DEFAULT_HOME)
+    ctx.obj = AppContext(home=ensure_home(chosen))
+
+
+def main() -> None:
+    from . import data_commands, demo_command  # noqa: F401 - importing registers the commands
+
+    cli(prog_name="backfill-assets")

@@ -1,0 +1,112 @@
+"""Shared fixtures.
+
+``catalog_url`` runs a catalog test once on SQLite (a file under ``tmp_path``) and once on PostgreSQL
+(``BACKFILL_TEST_PG_URL``, default ``postgresql://postgres@127.0.0.1:5432/test``). Each PostgreSQL test gets a
+fresh database named ``backfill_test_<8 hex>_<n>``: the 8 hex digits identify this test session, every database
+is dropped when its test ends and any leftover of the session is dropped at session end. When the server is
+unreachable the PostgreSQL cases are skipped, except under ``CI=true`` where they fail.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from dataclasses import dataclass, field
+
+import pytest
+import sqlalchemy as sa
+from hypothesis import settings as hypothesis_settings
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.pool import NullPool
+
+from backfill_assets.core import db
+
+PG_URL_ENV = "BACKFILL_TEST_PG_URL"
+DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+# No example database: hypothesis would otherwise write .hypothesis/ into the repository.
+hypothesis_settings.register_profile("backfill", database=None, deadline=None)
+hypothesis_settings.load_profile("backfill")
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() == "true"
+
+
+@dataclass
+class PgServer:
+    """The admin connection to the test server and the databases this session created on it."""
+
+    admin_url: str
+    engine: Engine
+    prefix: str
+    _counter: itertools.count = field(default_factory=lambda: itertools.count(1))
+
+    def url_for(self, name: str) -> str:
+        return make_url(self.admin_url).set(database=name).render_as_string(hide_password=False)
+
+    def create_database(self) -> str:
+        name = f"{self.prefix}_{next(self._counter)}"
+        with self.engine.connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        return name
+
+    def drop_database(self, name: str) -> None:
+        with self.engine.connect() as conn:
+            conn.execute(
+                sa.text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = :name AND pid <> pg_backend_pid()"
+                ),
+                {"name": name},
+            )
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}"')
+
+    def leftover_databases(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return list(
+                conn.execute(
+                    sa.text("SELECT datname FROM pg_database WHERE datname LIKE :pattern"),
+                    {"pattern": f"{self.prefix}%"},
+                ).scalars()
+            )
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    admin_url = os.environ.get(PG_URL_ENV) or DEFAULT_PG_URL
+    engine = sa.create_engine(
+        admin_url, isolation_level="AUTOCOMMIT", poolclass=NullPool, connect_args={"connect_timeout": 3}
+    )
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+    except sa.exc.SQLAlchemyError as exc:
+        engine.dispose()
+        reason = f"PostgreSQL at {make_url(admin_url)!r} is unreachable: {str(exc).splitlines()[0]}"
+        if _in_ci():
+            pytest.fail(f"CI=true and {reason}", pytrace=False)
+        pytest.skip(reason)
+    server = PgServer(admin_url, engine, f"backfill_test_{uuid.uuid4().hex[:8]}")
+    yield server
+    db.dispose_all()
+    for name in server.leftover_databases():
+        server.drop_database(name)
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def catalog_url(request, tmp_path):
+    """A URL of an empty catalog database, on each supported backend."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/catalog.db"
+        db.dispose_all()
+        return
+    server: PgServer = request.getfixturevalue("pg_server")
+    name = server.create_database()
+    try:
+        yield server.url_for(name)
+    finally:
+        db.dispose_all()
+        server.drop_database(name)

@@ -1,0 +1,202 @@
+"""The blocking audits: each injected defect fails the check made to catch it; a clean frame passes all five."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pandas as pd
+import pytest
+
+from backfill_assets.core import transforms
+from backfill_assets.core.audit import (
+    ALL_CHECKS,
+    CHECK_BUSINESS_TOTALS,
+    CHECK_FILE_INTEGRITY,
+    CHECK_PRIMARY_KEY,
+    CHECK_ROW_COUNT,
+    CHECK_SCHEMA,
+    audit,
+    check_primary_key,
+    check_schema,
+)
+from backfill_assets.core.defects import (
+    BAD_SCHEMA,
+    CORRUPT_FILE,
+    DROP_ROWS,
+    DUPLICATE_KEYS,
+    apply_defect,
+    validate_defect,
+)
+from backfill_assets.core.domain import (
+    CUSTOMER_SNAPSHOT,
+    DAILY_REVENUE,
+    ORDER_FACTS,
+    SPECS,
+    expect_customer_snapshot,
+    expect_daily_revenue,
+    expect_order_facts,
+)
+from backfill_assets.core.errors import InvalidInput
+from backfill_assets.core.identity import RunIdentity, params_digest
+from backfill_assets.core.intervals import BusinessCalendar
+from backfill_assets.core.storage import Warehouse
+
+CALENDAR = BusinessCalendar("Asia/Shanghai", date(2022, 9, 1))
+KEY = "2022-10-02"
+
+
+def raw_orders() -> pd.DataFrame:
+    """Twelve source rows for eleven orders: o-03 was amended (the later amendment must win)."""
+    created = pd.date_range("2022-10-01T16:05:00Z", periods=11, freq="37min")
+    rows = []
+    regions = ["north", "south", "east", "west"]
+    currencies = ["CNY", "USD", "EUR", "CNY"]
+    for i, ts in enumerate(created):
+        rows.append(
+            dict(
+                order_id=f"o-{i:02d}",
+                customer_id=f"c-{i % 5:02d}",
+                region=regions[i % 4],
+                amount=10.0 + 7.5 * i,
+                currency=currencies[i % 4],
+                created_at=ts,
+                updated_at=ts,
+            )
+        )
+    amended = dict(rows[3])
+    amended.update(amount=rows[3]["amount"] * 0.9, updated_at=rows[3]["updated_at"] + pd.Timedelta(minutes=30))
+    rows.append(amended)
+    frame = pd.DataFrame(rows)
+    for col in ("order_id", "customer_id", "region", "currency"):
+        frame[col] = frame[col].astype("string")
+    return frame
+
+
+def clean_output(asset: str):
+    """The transform's frame for ``asset`` and the audit's independent expectation of it."""
+    raw = raw_orders()
+    facts = transforms.order_facts(raw, KEY)
+    if asset == ORDER_FACTS:
+        return facts, expect_order_facts(raw)
+    if asset == DAILY_REVENUE:
+        return transforms.daily_revenue(facts, KEY), expect_daily_revenue(facts)
+    if asset == CUSTOMER_SNAPSHOT:
+        previous = transforms.empty_snapshot()
+        return transforms.customer_snapshot(previous, facts, KEY), expect_customer_snapshot(previous, facts)
+    raise AssertionError(asset)
+
+
+def identity_labels(asset: str) -> dict[str, str]:
+    return RunIdentity(
+        asset=asset,
+        interval=CALENDAR.interval(KEY),
+        run_id="run-1",
+        dagster_run_id="run-1",
+        request_id=None,
+        code_version="git-abc123",
+        params_digest=params_digest({}),
+        lane="backfill",
+        requested_at=None,
+        started_at="2022-11-01T00:00:00.000000+00:00",
+    ).labels(1)
+
+
+def run_audit(tmp_path, asset: str, defect: str | None = None) -> dict[str, bool]:
+    spec = SPECS[asset]
+    frame, expected = clean_output(asset)
+    frame = apply_defect(frame, defect, spec.schema)
+    warehouse = Warehouse(str(tmp_path / "warehouse"))
+    labels = identity_labels(asset)
+    written = warehouse.write(
+        warehouse.version_dir(asset, KEY, "run-1", 1),
+        frame,
+        labels,
+        {"version_id": f"{asset}/{KEY}/run-1/1"},
+        corrupt_on_disk=defect == CORRUPT_FILE,
+    )
+    outcomes = audit(spec, frame, expected, written, warehouse, labels)
+    assert [o.name for o in outcomes] == list(ALL_CHECKS)
+    return {o.name: o.passed for o in outcomes}
+
+
+def test_the_hand_built_source_exercises_the_dedupe():
+    raw = raw_orders()
+    facts = transforms.order_facts(raw, KEY)
+    assert len(raw) == 12 and len(facts) == 11
+    amended = facts.set_index("order_id").loc["o-03", "amount_cny"]
+    assert amended == pytest.approx(32.5 * 0.9)  # o-03 (CNY, 32.50) was amended to 90 %: the amendment won
+
+
+@pytest.mark.parametrize("asset", [ORDER_FACTS, DAILY_REVENUE, CUSTOMER_SNAPSHOT])
+def test_a_clean_frame_passes_all_five_checks(tmp_path, asset):
+    assert run_audit(tmp_path, asset) == {name: True for name in ALL_CHECKS}
+
+
+@pytest.mark.parametrize("asset", [ORDER_FACTS, DAILY_REVENUE])
+@pytest.mark.parametrize(
+    "defect, check",
+    [
+        (DROP_ROWS, CHECK_ROW_COUNT),
+        (DUPLICATE_KEYS, CHECK_PRIMARY_KEY),
+        (BAD_SCHEMA, CHECK_SCHEMA),
+        (CORRUPT_FILE, CHECK_FILE_INTEGRITY),
+    ],
+)
+def test_each_defect_fails_the_check_that_guards_against_it(tmp_path, asset, defect, check):
+    results = run_audit(tmp_path, asset, defect)
+    assert results[check] is False, results
+    if defect != CORRUPT_FILE:
+        # The defect is in the content; the file on disk still matches its manifest.
+        assert results[CHECK_FILE_INTEGRITY] is True
+    else:
+        # The frame itself is clean; only the bytes on disk are wrong.
+        assert {name for name, ok in results.items() if not ok} == {CHECK_FILE_INTEGRITY}
+
+
+def test_dropped_rows_also_break_the_business_totals(tmp_path):
+    results = run_audit(tmp_path, ORDER_FACTS, DROP_ROWS)
+    assert results[CHECK_BUSINESS_TOTALS] is False
+
+
+def test_duplicate_keys_are_counted():
+    spec = SPECS[ORDER_FACTS]
+    frame, _ = clean_output(ORDER_FACTS)
+    outcome = check_primary_key(apply_defect(frame, DUPLICATE_KEYS, spec.schema), spec.primary_key)
+    assert not outcome.passed
+    assert outcome.metadata["duplicates"] == 3
+
+
+def test_schema_check_names_the_drifted_column():
+    spec = SPECS[ORDER_FACTS]
+    frame, _ = clean_output(ORDER_FACTS)
+    outcome = check_schema(apply_defect(frame, BAD_SCHEMA, spec.schema), spec.schema)
+    assert not outcome.passed
+    assert "amount_cny" in outcome.description
+
+
+def test_file_integrity_fails_when_the_identity_metadata_differs(tmp_path):
+    spec = SPECS[ORDER_FACTS]
+    frame, expected = clean_output(ORDER_FACTS)
+    warehouse = Warehouse(str(tmp_path / "warehouse"))
+    labels = identity_labels(ORDER_FACTS)
+    written = warehouse.write(warehouse.version_dir(ORDER_FACTS, KEY, "run-1", 1), frame, labels, {})
+    other = {**labels, "run_id": "run-2"}
+    results = {o.name: o.passed for o in audit(spec, frame, expected, written, warehouse, other)}
+    assert results[CHECK_FILE_INTEGRITY] is False
+
+
+def test_no_defect_leaves_the_frame_untouched():
+    frame, _ = clean_output(ORDER_FACTS)
+    pd.testing.assert_frame_equal(apply_defect(frame, None, SPECS[ORDER_FACTS].schema), frame)
+
+
+@pytest.mark.parametrize("defect", ["drop_table", "DROP_ROWS", 1])
+def test_unknown_defects_are_refused(defect):
+    with pytest.raises(InvalidInput):
+        validate_defect(defect)
+
+
+def test_known_defects_and_none_are_accepted():
+    assert validate_defect(None) is None
+    assert validate_defect("") is None
+    assert validate_defect(DROP_ROWS) == DROP_ROWS

@@ -1,0 +1,455 @@
+"""The catalog on SQLite and PostgreSQL: attempts, publish by compare-and-swap, rollback, the publish log, races."""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+
+import pytest
+
+from backfill_assets.core.catalog import ACTION_PUBLISH, ACTION_ROLLBACK, Catalog
+from backfill_assets.core.errors import IllegalTransition, InvalidInput, NotFound, PublishConflict
+from backfill_assets.core.states import VersionState
+
+from .catalog_helpers import (
+    ASSET,
+    KEY,
+    PASSED,
+    begin_verified,
+    identity,
+    published,
+    race_publish_once,
+    race_publish_repeatedly,
+    snapshot,
+)
+
+S = VersionState
+
+
+@pytest.fixture
+def catalog(catalog_url) -> Catalog:
+    return Catalog(catalog_url)
+
+
+def state(catalog: Catalog, version_id: str) -> str:
+    return catalog.get(version_id).state
+
+
+def pointer_row(catalog: Catalog, asset: str = ASSET, key: str = KEY) -> dict | None:
+    rows = [p for p in snapshot(catalog)["pointers"] if (p["asset"], p["partition_key"]) == (asset, key)]
+    return rows[0] if rows else None
+
+
+# ---- versions ---------------------------------------------------------------------------------------------------
+
+
+def test_begin_version_numbers_attempts_1_2_3_within_one_logical_run(catalog):
+    first, second, third = (catalog.begin_version(identity("run-a")) for _ in range(3))
+    assert [v.attempt_no for v in (first, second, third)] == [1, 2, 3]
+    assert [v.version_id for v in (first, second, third)] == [
+        f"{ASSET}/{KEY}/run-a/1",
+        f"{ASSET}/{KEY}/run-a/2",
+        f"{ASSET}/{KEY}/run-a/3",
+    ]
+    assert {v.state for v in (first, second, third)} == {S.WRITING.value}
+
+
+def test_attempts_are_numbered_per_run_and_partition(catalog):
+    catalog.begin_version(identity("run-a"))
+    catalog.begin_version(identity("run-a"))
+    assert catalog.begin_version(identity("run-b")).attempt_no == 1
+    assert catalog.begin_version(identity("run-a", key="2022-10-02")).attempt_no == 1
+    assert catalog.begin_version(identity("run-a", asset="daily_revenue")).attempt_no == 1
+    assert [v.attempt_no for v in catalog.versions_of(ASSET, KEY)] == [1, 2, 1]
+
+
+def test_begin_version_records_the_identity_and_the_pointer_it_saw(catalog):
+    first = published(catalog, identity("run-a"))
+    version = catalog.begin_version(identity("run-b", request_id="req-20221101-0000abcd"))
+    assert version.expected_previous_version_id == first
+    assert version.request_id == "req-20221101-0000abcd"
+    assert version.interval_start == "2022-09-30T16:00:00.000000+00:00"
+    assert version.interval_end == "2022-10-01T16:00:00.000000+00:00"
+    assert version.code_version == "git-abc123"
+
+
+def test_versions_cannot_skip_or_repeat_a_state(catalog):
+    version_id = begin_verified(catalog, identity())
+    with pytest.raises(IllegalTransition):
+        catalog.mark_verifying(version_id, path="p", rows=1, sha256="0" * 64, stats={}, input_versions={})
+    writing = catalog.begin_version(identity("run-b")).version_id
+    with pytest.raises(IllegalTransition):
+        catalog.publish(writing, PASSED)
+    assert state(catalog, writing) == S.WRITING.value
+    catalog.abandon(writing, "run died")
+    assert state(catalog, writing) == S.ABANDONED.value
+
+
+def test_unknown_version_is_not_found(catalog):
+    with pytest.raises(NotFound):
+        catalog.get(f"{ASSET}/{KEY}/nope/1")
+    with pytest.raises(NotFound):
+        catalog.publish(f"{ASSET}/{KEY}/nope/1", PASSED)
+
+
+# ---- publish ----------------------------------------------------------------------------------------------------
+
+
+def test_publish_sets_the_pointer_the_state_and_a_log_row(catalog):
+    assert catalog.current(ASSET, KEY) is None
+    version_id = begin_verified(catalog, identity(request_id="req-20221101-0000abcd"))
+    move = catalog.publish(version_id, PASSED)
+
+    assert (move.seq, move.version_id, move.previous_version_id, move.action) == (
+        1,
+        version_id,
+        None,
+        ACTION_PUBLISH,
+    )
+    version = catalog.current(ASSET, KEY)
+    assert version.version_id == version_id
+    assert version.state == S.PUBLISHED.value
+    assert version.published_at is not None and version.published_at.endswith("+00:00")
+    assert version.checks == PASSED
+    ptr = pointer_row(catalog)
+    assert (ptr["version_id"], ptr["previous_version_id"]) == (version_id, None)
+    [row] = catalog.log_after(0)
+    assert row["seq"] == 1
+    assert (row["asset"], row["partition_key"], row["version_id"]) == (ASSET, KEY, version_id)
+    assert (row["action"], row["previous_version_id"], row["request_id"]) == (
+        ACTION_PUBLISH,
+        None,
+        "req-20221101-0000abcd",
+    )
+
+
+def test_a_second_publish_supersedes_the_first(catalog):
+    first = published(catalog, identity("run-a"))
+    second = begin_verified(catalog, identity("run-b"))
+    move = catalog.publish(second, PASSED)
+
+    assert (move.seq, move.previous_version_id) == (2, first)
+    assert state(catalog, first) == S.SUPERSEDED.value
+    assert state(catalog, second) == S.PUBLISHED.value
+    assert catalog.current(ASSET, KEY).version_id == second
+    ptr = pointer_row(catalog)
+    assert (ptr["version_id"], ptr["previous_version_id"]) == (second, first)
+    assert [(r["seq"], r["version_id"], r["previous_version_id"]) for r in catalog.log_after(0)] == [
+        (1, first, None),
+        (2, second, first),
+    ]
+
+
+def test_publishing_a_rejected_version_is_illegal_and_changes_nothing(catalog):
+    serving = published(catalog, identity("run-a"))
+    rejected = begin_verified(catalog, identity("run-b"))
+    catalog.reject(rejected, [{"name": "row_count", "passed": False}], "blocking check(s) failed: row_count")
+    before = snapshot(catalog)
+
+    with pytest.raises(IllegalTransition, match="REJECTED -> PUBLISHED"):
+        catalog.publish(rejected, PASSED)
+
+    assert snapshot(catalog) == before
+    assert state(catalog, rejected) == S.REJECTED.value
+    assert catalog.current(ASSET, KEY).version_id == serving
+
+
+def test_publishing_a_published_version_again_is_illegal(catalog):
+    version_id = published(catalog, identity())
+    before = snapshot(catalog)
+    with pytest.raises(IllegalTransition):
+        catalog.publish(version_id, PASSED)
+    assert snapshot(catalog) == before
+
+
+@pytest.mark.parametrize("already_published", [False, True], ids=["empty-partition", "replacing"])
+def test_publish_conflict_when_another_version_was_published_after_begin(catalog, already_published):
+    original = published(catalog, identity("run-0")) if already_published else None
+    loser = begin_verified(catalog, identity("run-slow"))
+    winner = published(catalog, identity("run-fast"))
+    before = snapshot(catalog)
+
+    with pytest.raises(PublishConflict) as info:
+        catalog.publish(loser, PASSED)
+
+    assert info.value.current_version_id == winner
+    assert snapshot(catalog) == before
+    assert state(catalog, loser) == S.VERIFYING.value
+    assert catalog.current(ASSET, KEY).version_id == winner
+    ptr = pointer_row(catalog)
+    assert (ptr["version_id"], ptr["previous_version_id"]) == (winner, original)
+    # The failed attempt consumed no sequence number.
+    nxt = published(catalog, identity("run-next"))
+    assert [r["seq"] for r in catalog.log_after(0)] == list(range(1, len(catalog.log_after(0)) + 1))
+    assert catalog.log_after(0)[-1]["version_id"] == nxt
+
+
+def test_publishes_of_different_partitions_do_not_conflict(catalog):
+    a = begin_verified(catalog, identity("run-a", key="2022-10-01"))
+    b = begin_verified(catalog, identity("run-b", key="2022-10-02"))
+    catalog.publish(a, PASSED)
+    catalog.publish(b, PASSED)
+    assert catalog.current(ASSET, "2022-10-01").version_id == a
+    assert catalog.current(ASSET, "2022-10-02").version_id == b
+    assert set(catalog.current_many(ASSET, ["2022-10-01", "2022-10-02", "2022-10-03"])) == {
+        "2022-10-01",
+        "2022-10-02",
+    }
+
+
+# ---- rollback ---------------------------------------------------------------------------------------------------
+
+
+def test_rollback_restores_the_previous_verified_version_and_lists_its_consumers(catalog):
+    good = published(catalog, identity("run-good"))
+    bad = published(catalog, identity("run-bad"))
+    downstream = catalog.begin_version(identity("run-down", asset="daily_revenue"))
+    catalog.record_reads(downstream.version_id, "run-down", [catalog.get(bad)])
+    catalog.record_external_read("bi-dashboard", catalog.get(bad))
+    other = catalog.begin_version(identity("run-other", asset="customer_snapshot"))
+    catalog.record_reads(other.version_id, "run-other", [catalog.get(good)])  # read the good one: not listed
+
+    move = catalog.rollback(ASSET, KEY, reason="wrong FX rates")
+
+    assert (move.seq, move.version_id, move.previous_version_id, move.action) == (
+        3,
+        good,
+        bad,
+        ACTION_ROLLBACK,
+    )
+    assert state(catalog, bad) == S.ROLLED_BACK.value
+    assert state(catalog, good) == S.PUBLISHED.value
+    assert catalog.current(ASSET, KEY).version_id == good
+    ptr = pointer_row(catalog)
+    assert (ptr["version_id"], ptr["previous_version_id"]) == (good, bad)
+    assert [(c.consumer, c.consumer_version_id, c.consumer_run_id) for c in move.consumers_of_previous] == [
+        (downstream.version_id, downstream.version_id, "run-down"),
+        ("external:bi-dashboard", None, None),
+    ]
+    assert move.consumers_of_previous[0].state == S.WRITING.value
+    assert catalog.consumers_of(bad) == move.consumers_of_previous
+    row = catalog.log_after(2)[0]
+    assert (row["action"], row["version_id"], row["previous_version_id"], row["reason"]) == (
+        ACTION_ROLLBACK,
+        good,
+        bad,
+        "wrong FX rates",
+    )
+
+
+def test_rollback_goes_back_one_version_at_a_time(catalog):
+    first = published(catalog, identity("run-1"))
+    second = published(catalog, identity("run-2"))
+    third = published(catalog, identity("run-3"))
+
+    assert catalog.rollback(ASSET, KEY, reason="third is bad").version_id == second
+    assert catalog.rollback(ASSET, KEY, reason="second is bad too").version_id == first
+    assert [state(catalog, v) for v in (first, second, third)] == [
+        S.PUBLISHED.value,
+        S.ROLLED_BACK.value,
+        S.ROLLED_BACK.value,
+    ]
+    assert catalog.rollback_target(ASSET, KEY) is None
+
+
+def test_rollback_to_an_explicit_verified_version(catalog):
+    first = published(catalog, identity("run-1"))
+    second = published(catalog, identity("run-2"))
+    third = published(catalog, identity("run-3"))
+    assert catalog.rollback_target(ASSET, KEY).version_id == second
+
+    move = catalog.rollback(ASSET, KEY, reason="back to the start", to_version_id=first)
+
+    assert (move.version_id, move.previous_version_id) == (first, third)
+    assert [state(catalog, v) for v in (first, second, third)] == [
+        S.PUBLISHED.value,
+        S.SUPERSEDED.value,
+        S.ROLLED_BACK.value,
+    ]
+
+
+def test_rollback_without_a_previous_version_raises_not_found_and_changes_nothing(catalog):
+    only = published(catalog, identity("run-only"))
+    before = snapshot(catalog)
+    with pytest.raises(NotFound):
+        catalog.rollback(ASSET, KEY, reason="no way back")
+    assert snapshot(catalog) == before
+    assert state(catalog, only) == S.PUBLISHED.value
+
+
+def test_rollback_of_a_partition_never_published_raises_not_found(catalog):
+    begin_verified(catalog, identity())
+    before = snapshot(catalog)
+    with pytest.raises(NotFound):
+        catalog.rollback(ASSET, KEY, reason="nothing there")
+    assert snapshot(catalog) == before
+
+
+def test_rollback_to_a_rejected_version_is_refused_and_changes_nothing(catalog):
+    published(catalog, identity("run-1"))
+    rejected = begin_verified(catalog, identity("run-2"))
+    catalog.reject(rejected, [{"name": "schema_matches", "passed": False}], "blocking check(s) failed")
+    current = published(catalog, identity("run-3"))
+    before = snapshot(catalog)
+
+    with pytest.raises(InvalidInput, match="REJECTED"):
+        catalog.rollback(ASSET, KEY, reason="try the rejected one", to_version_id=rejected)
+
+    assert snapshot(catalog) == before
+    assert catalog.current(ASSET, KEY).version_id == current
+
+
+@pytest.mark.parametrize("target", ["current", "other-partition", "in-flight"])
+def test_rollback_to_an_unsuitable_version_is_refused(catalog, target):
+    published(catalog, identity("run-1"))
+    current = published(catalog, identity("run-2"))
+    choices = {
+        "current": current,
+        "other-partition": published(catalog, identity("run-x", key="2022-10-02")),
+        "in-flight": begin_verified(catalog, identity("run-3")),
+    }
+    before = snapshot(catalog)
+    with pytest.raises(InvalidInput):
+        catalog.rollback(ASSET, KEY, reason="r", to_version_id=choices[target])
+    assert snapshot(catalog) == before
+
+
+def test_rollback_needs_a_reason(catalog):
+    published(catalog, identity("run-1"))
+    published(catalog, identity("run-2"))
+    before = snapshot(catalog)
+    for reason in ("", "   "):
+        with pytest.raises(InvalidInput):
+            catalog.rollback(ASSET, KEY, reason=reason)
+    assert snapshot(catalog) == before
+
+
+def test_a_version_begun_before_a_rollback_cannot_publish_over_it(catalog):
+    published(catalog, identity("run-1"))
+    published(catalog, identity("run-2"))
+    stale = begin_verified(catalog, identity("run-3"))  # expects run-2 as current
+    catalog.rollback(ASSET, KEY, reason="run-2 is bad")
+    with pytest.raises(PublishConflict):
+        catalog.publish(stale, PASSED)
+
+
+# ---- the publish log --------------------------------------------------------------------------------------------
+
+
+def test_log_after_returns_every_move_after_the_cursor_in_seq_order(catalog):
+    expected = []
+    for i, key in enumerate(["2022-10-03", "2022-10-01", "2022-10-02", "2022-10-01"]):
+        version_id = published(catalog, identity(f"run-{i}", key=key))
+        expected.append((ACTION_PUBLISH, version_id))
+    daily = published(catalog, identity("run-d", asset="daily_revenue"))
+    expected.append((ACTION_PUBLISH, daily))
+    back = catalog.rollback(ASSET, "2022-10-01", reason="bad")
+    expected.append((ACTION_ROLLBACK, back.version_id))
+
+    log = catalog.log_after(0)
+    assert [r["seq"] for r in log] == [1, 2, 3, 4, 5, 6]
+    assert [(r["action"], r["version_id"]) for r in log] == expected
+    assert [r["seq"] for r in catalog.log_after(4)] == [5, 6]
+    assert [r["seq"] for r in catalog.log_after(0, limit=2)] == [1, 2]
+    assert [r["seq"] for r in catalog.log_after(2, limit=2)] == [3, 4]
+    assert catalog.log_after(6) == []
+    assert [r["at"] for r in log] == sorted(r["at"] for r in log)
+
+
+# ---- races between processes ------------------------------------------------------------------------------------
+
+
+def run_racers(target, per_process_args: list[tuple], timeout: float = 120.0) -> list[tuple]:
+    """Start one spawned process per argument tuple, sharing a barrier and a result queue."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(len(per_process_args))
+    results = ctx.Queue()
+    processes = [ctx.Process(target=target, args=(*args, barrier, results)) for args in per_process_args]
+    for process in processes:
+        process.start()
+    collected: list[tuple] = []
+    try:
+        for _ in processes:
+            collected.append(results.get(timeout=timeout))
+    except queue.Empty:
+        pytest.fail(f"racers did not report within {timeout}s: got {collected}")
+    finally:
+        for process in processes:
+            process.join(timeout=30)
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+                process.join(timeout=5)
+        results.close()
+    errors = [r for r in collected if r[0] == "error"]
+    assert errors == []
+    assert [p.exitcode for p in processes] == [0] * len(processes)
+    return collected
+
+
+RACERS = 8
+
+
+def _race_round(catalog: Catalog, url: str, label: str, expected_previous: str | None) -> str:
+    outcomes = run_racers(race_publish_once, [(url, f"race-{label}-{i}") for i in range(RACERS)])
+    winners = [o[1] for o in outcomes if o[0] == "won"]
+    losers = [o for o in outcomes if o[0] == "conflict"]
+    assert len(winners) == 1, outcomes
+    assert len(losers) == RACERS - 1
+    [winner] = winners
+    # Every racer began before any of them published: all expected the same pointer.
+    racers = [v for v in catalog.versions_of(ASSET, KEY) if v.run_id.startswith(f"race-{label}-")]
+    assert len(racers) == RACERS
+    assert {v.expected_previous_version_id for v in racers} == {expected_previous}
+    # The losers were told who won, and stay VERIFYING (for the gate to reject).
+    assert {o[2] for o in losers} == {winner}
+    assert {state(catalog, o[1]) for o in losers} == {S.VERIFYING.value}
+    assert catalog.current(ASSET, KEY).version_id == winner
+    published_now = [v.version_id for v in catalog.versions_of(ASSET, KEY) if v.state == S.PUBLISHED.value]
+    assert published_now == [winner]
+    return winner
+
+
+def test_racing_publishers_in_separate_processes_have_exactly_one_winner(catalog_url):
+    catalog = Catalog(catalog_url)  # create the schema before the racers open the catalog
+
+    first = _race_round(catalog, catalog_url, "a", expected_previous=None)
+    second = _race_round(catalog, catalog_url, "b", expected_previous=first)
+
+    log = catalog.log_after(0)
+    assert [r["seq"] for r in log] == [1, 2]
+    assert [(r["version_id"], r["previous_version_id"]) for r in log] == [(first, None), (second, first)]
+    assert state(catalog, first) == S.SUPERSEDED.value
+    ptr = pointer_row(catalog)
+    assert (ptr["version_id"], ptr["previous_version_id"]) == (second, first)
+
+
+def test_concurrent_sequential_publishers_lose_no_update(catalog_url):
+    catalog = Catalog(catalog_url)
+    per_worker = 5
+    reports = run_racers(race_publish_repeatedly, [(catalog_url, w, per_worker) for w in range(RACERS)])
+
+    log = catalog.log_after(0)
+    total = RACERS * per_worker
+    assert len(log) == total
+    assert [r["seq"] for r in log] == list(range(1, total + 1))  # strictly increasing, no gaps, no duplicates
+    assert log[0]["previous_version_id"] is None
+    for before, after in zip(log, log[1:]):
+        assert after["previous_version_id"] == before["version_id"], after  # an unbroken chain
+    assert {r["action"] for r in log} == {ACTION_PUBLISH}
+
+    # What each worker was told matches the log.
+    by_seq = {r["seq"]: r for r in log}
+    for _, _, wins, _ in reports:
+        assert len(wins) == per_worker
+        for version_id, seq, previous in wins:
+            assert (by_seq[seq]["version_id"], by_seq[seq]["previous_version_id"]) == (version_id, previous)
+    assert len({r["version_id"] for r in log}) == total
+
+    states = {v.version_id: v.state for v in catalog.versions_of(ASSET, KEY)}
+    assert [v for v, s in states.items() if s == S.PUBLISHED.value] == [log[-1]["version_id"]]
+    assert catalog.current(ASSET, KEY).version_id == log[-1]["version_id"]
+    assert {states[r["version_id"]] for r in log[:-1]} == {S.SUPERSEDED.value}
+    lost = sum(report[3] for report in reports)
+    assert sum(1 for s in states.values() if s == S.REJECTED.value) == lost
+    assert len(states) == total + lost

@@ -1,0 +1,73 @@
+"""backfill_assets.core is plain Python: it never imports dagster, directly or through a dependency."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import backfill_assets.core
+
+CORE_DIR = Path(backfill_assets.core.__file__).resolve().parent
+CORE_MODULES = sorted(CORE_DIR.rglob("*.py"))
+
+
+def _imported_modules(source: str) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Call):
+            # importlib.import_module("dagster") / __import__("dagster") with a literal name
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if called in {"import_module", "__import__"} and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    names.add(arg.value)
+    return names
+
+
+def _is_dagster(module: str) -> bool:
+    top = module.split(".")[0]
+    return top == "dagster" or top.startswith("dagster_")
+
+
+def test_core_has_modules_to_check():
+    assert {p.stem for p in CORE_MODULES} >= {"intervals", "identity", "catalog", "storage", "audit", "gate"}
+
+
+def test_the_import_scanner_sees_dagster_imports():
+    source = "import dagster\nfrom dagster import asset\nimport dagster_postgres as p\nfrom . import x\n"
+    assert {m for m in _imported_modules(source) if _is_dagster(m)} == {"dagster", "dagster_postgres"}
+
+
+def test_no_core_module_imports_dagster():
+    offenders = {
+        str(path.relative_to(CORE_DIR)): sorted(m for m in _imported_modules(path.read_text()) if _is_dagster(m))
+        for path in CORE_MODULES
+    }
+    assert {path: mods for path, mods in offenders.items() if mods} == {}
+
+
+def test_importing_all_of_core_in_a_fresh_interpreter_does_not_load_dagster():
+    code = (
+        "import importlib, json, pkgutil, sys\n"
+        "import backfill_assets.core as core\n"
+        "names = sorted(m.name for m in pkgutil.walk_packages(core.__path__, 'backfill_assets.core.'))\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'dagster' or m.startswith('dagster_'))\n"
+        "print(json.dumps({'imported': names, 'dagster': loaded}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=CORE_DIR.parent.parent
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert len(report["imported"]) == len([p for p in CORE_MODULES if p.name != "__init__.py"])
+    assert report["dagster"] == []
