@@ -86,6 +86,6 @@ def cli(ctx: click.Context, home: Path | None) -> None:
 
 
 def main() -> None:
-    from . import data_commands, demo_command  # noqa: F401 - importing registers the commands
+    from . import data_commands, demo_command, request_commands  # noqa: F401 - importing registers the commands
 
     cli(prog_name="backfill-assets")

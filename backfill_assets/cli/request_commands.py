@@ -1,0 +1,250 @@
+"""``backfill-assets request ...``: create (and dry-run), list, show, cancel, confirm, wait."""
+
+from __future__ import annotations
+
+import getpass
+import sys
+import time
+
+import click
+import dagster as dg
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from backfill_assets.core import request_model as M
+from backfill_assets.core.domain import SPECS
+from backfill_assets.core.errors import InvalidInput
+from backfill_assets.core.intervals import utc_now
+from backfill_assets.core.ledger import Ledger, validate_request_id
+from backfill_assets.core.planning import decide
+from backfill_assets.core.settings import code_version
+
+from .app import AppContext, cli, emit, json_option
+from .data_commands import DEMO_CALENDAR
+
+EXIT_NOT_COMPLETE = 1
+EXIT_TIMEOUT = 3
+
+
+@cli.group()
+def request() -> None:
+    """Backfill requests: frozen plans that the driver sensor in dagster-daemon carries out."""
+
+
+def _default_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no passwd entry in some containers
+        return "unknown"
+
+
+@request.command("create")
+@click.option("--assets", required=True, help="Comma-separated asset names.")
+@click.option("--from", "first", required=True, help="First business day, YYYY-MM-DD.")
+@click.option("--to", "last", required=True, help="Last business day, inclusive.")
+@click.option("--reprocess", default="failed", show_default=True, help="none | failed | completed")
+@click.option("--max-active", default=2, show_default=True, type=int, help="Intervals in flight at once.")
+@click.option("--order", default="forward", show_default=True, help="forward | backward")
+@click.option("--downstream", default="none", show_default=True, help="none | cascade | handoff")
+@click.option("--confirm-cascade", is_flag=True, help="Cascade only after `request confirm ID`.")
+@click.option("--allow-side-effects", default=None, help="Side-effecting assets this request may run.")
+@click.option("--approved-by", default=None, help="Who approved the side effects.")
+@click.option("--conf", default=None, help='JSON, e.g. {"inject_defect": {"2022-10-17": {"daily_revenue": "drop_rows"}}}')
+@click.option("--reason", default="", help="Why this backfill exists.")
+@click.option("--requested-by", default=None, help="Who asks (default: the OS user).")
+@click.option("--wait-for-overlap", is_flag=True, help="Wait for overlapping requests instead of failing.")
+@click.option("--dry-run", is_flag=True, help="Print each cell's decision now; write nothing.")
+@json_option
+@click.pass_obj
+def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
+    """Validate and freeze a backfill request; the driver sensor submits its runs.
+
+    Example: backfill-assets request create --assets daily_revenue --from 2022-10-01 --to 2022-10-31
+    --reason "FX fix" --max-active 2
+    """
+    options["requested_by"] = options["requested_by"] or _default_user()
+    spec = M.build_spec(DEMO_CALENDAR, DEMO_CALENDAR.newest_complete_key(utc_now()), **options)
+    catalog = app.catalog()
+    loaded = code_version()
+    if dry_run:
+        plan = _dry_run(app, spec)
+        emit(
+            {"dry_run": True, "code_version": loaded, "max_active": spec.effective_max_active, "cells": plan},
+            as_json,
+            lambda: _print_plan(spec, plan),
+        )
+        return
+    excluded = {
+        (a, p): "side effect not authorized"
+        for a in spec.assets
+        if SPECS[a].side_effect and not spec.side_effect_authorized(a)
+        for p in spec.partitions
+    }
+    record = Ledger(catalog).create(M.new_request_id(utc_now()), spec, loaded, excluded)
+    emit(
+        record.as_dict(),
+        as_json,
+        f"created {record.request_id} ({record.status}): {len(spec.assets)} asset(s) × {len(spec.partitions)} "
+        f"day(s), code version {loaded}" + (f"\n  {record.row['message']}" if record.row["message"] else ""),
+    )
+
+
+def _dry_run(app: AppContext, spec: M.RequestSpec) -> list[dict]:
+    from backfill_assets.defs.driver import cell_facts_source
+
+    cells = [(a, p) for p in spec.ordered_partitions() for a in spec.assets]
+    facts_of = cell_facts_source(app.catalog(), dg.DagsterInstance.get(), cells)
+    plan = []
+    for asset, partition in cells:
+        decision = decide(spec, asset, facts_of(asset, partition))
+        plan.append({"asset": asset, "partition_key": partition, "action": decision.action, "reason": decision.reason})
+    return plan
+
+
+def _print_plan(spec: M.RequestSpec, plan: list[dict]) -> None:
+    table = Table(title=f"dry run: {len(plan)} cell(s), order {spec.order}, max_active {spec.effective_max_active}")
+    for col in ("partition", "asset", "decision"):
+        table.add_column(col)
+    for row in plan:
+        table.add_row(row["partition_key"], row["asset"], f"{row['action']}: {row['reason']}")
+    Console().print(table)
+    click.echo("dry run: nothing was written")
+
+
+@request.command("list")
+@json_option
+@click.pass_obj
+def list_requests(app: AppContext, as_json: bool) -> None:
+    """List requests, newest first, with their progress."""
+    ledger = Ledger(app.catalog())
+    rows = []
+    for record in ledger.list():
+        counts = ledger.counts(record.request_id)
+        rows.append({**record.as_dict(), "counts": counts})
+
+    def human() -> None:
+        table = Table()
+        for col in ("request", "status", "source", "assets", "days", "published", "rejected", "skipped", "in flight"):
+            table.add_column(col)
+        for r in rows:
+            c = r["counts"]
+            table.add_row(
+                r["request_id"], r["status"], r["source"], ",".join(r["assets"]), str(len(r["partitions"])),
+                str(c["published"]), str(c["rejected"] + c["failed"]), str(c["skipped"]), str(c["submitted"]),
+            )
+        Console().print(table)
+
+    emit(rows, as_json, human)
+
+
+@request.command("show")
+@click.argument("request_id")
+@json_option
+@click.pass_obj
+def show(app: AppContext, request_id: str, as_json: bool) -> None:
+    """Show a request, its counts and every cell's decision."""
+    ledger = Ledger(app.catalog())
+    record = ledger.get(validate_request_id(request_id))
+    cells = ledger.cells(request_id)
+    data = {**record.as_dict(), "counts": ledger.counts(request_id), "cells": cells}
+
+    def human() -> None:
+        r = data
+        click.echo(f"{r['request_id']}  {r['status']}  ({r['source']})  {r['message'] or ''}")
+        click.echo(f"  requested by {r['requested_by']} at {r['requested_at']}: {r['reason'] or '-'}")
+        click.echo(
+            f"  assets {','.join(r['assets'])}  {r['partitions'][0]}..{r['partitions'][-1]}  reprocess={r['reprocess']}"
+            f"  order={r['order']}  max_active={r['max_active']}  downstream={r['downstream']}"
+            f"  code {r['code_version']}"
+        )
+        click.echo("  " + ", ".join(f"{k} {v}" for k, v in r["counts"].items()))
+        table = Table()
+        for col in ("partition", "asset", "decision", "reason", "run"):
+            table.add_column(col)
+        for c in cells:
+            table.add_row(c["partition_key"], c["asset"], c["decision"], c["reason"] or "", (c["run_id"] or "")[:8])
+        Console().print(table)
+
+    emit(data, as_json, human)
+
+
+@request.command("cancel")
+@click.argument("request_id")
+@json_option
+@click.pass_obj
+def cancel(app: AppContext, request_id: str, as_json: bool) -> None:
+    """Stop submitting and terminate the request's queued and running runs."""
+    from backfill_assets.defs.cancel import terminate_request_runs
+
+    ledger = Ledger(app.catalog())
+    ledger.get(validate_request_id(request_id))
+    submitted = ledger.cancel(request_id)
+    terminated = terminate_request_runs(dg.DagsterInstance.get(), app.catalog(), request_id, submitted)
+    emit(
+        {"request_id": request_id, "status": M.CANCELLED, "terminated_runs": terminated},
+        as_json,
+        f"cancelled {request_id}; terminated {len(terminated)} run(s)",
+    )
+
+
+@request.command("confirm")
+@click.argument("request_id")
+@json_option
+@click.pass_obj
+def confirm(app: AppContext, request_id: str, as_json: bool) -> None:
+    """Confirm a request created with --confirm-cascade, so its downstream cascade may launch."""
+    ledger = Ledger(app.catalog())
+    record = ledger.get(validate_request_id(request_id))
+    if record.status in M.CLOSED_STATUSES:
+        raise InvalidInput(f"request {request_id} is {record.status}")
+    ledger.confirm(request_id)
+    emit({"request_id": request_id, "confirmed": True}, as_json, f"confirmed {request_id}")
+
+
+@request.command("wait")
+@click.argument("request_id")
+@click.option("--timeout", default=3600.0, show_default=True, type=float, help="Seconds before giving up.")
+@json_option
+@click.pass_obj
+def wait(app: AppContext, request_id: str, timeout: float, as_json: bool) -> None:
+    """Wait with a progress bar; exit 0 only if every cell was published or deliberately skipped.
+
+    Exit 1: finished (or blocked/cancelled) with rejected, failed or cancelled cells. Exit 3: timed out.
+    """
+    ledger = Ledger(app.catalog())
+    ledger.get(validate_request_id(request_id))
+    deadline = time.monotonic() + timeout
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("{task.fields[request]}"),
+        BarColumn(),
+        TextColumn("{task.fields[summary]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=as_json,
+    ) as progress:
+        task = progress.add_task("wait", total=1, request=request_id, summary="")
+        while True:
+            record = ledger.get(request_id)
+            counts = ledger.counts(request_id)
+            done = sum(counts[d] for d in M.TERMINAL_CELLS)
+            summary = (
+                f"planned {counts['planned']} | published {counts['published']} | rejected "
+                f"{counts['rejected'] + counts['failed']} | skipped {counts['skipped']} | in flight "
+                f"{counts['submitted']} | {record.status}"
+            )
+            progress.update(task, total=counts["planned"], completed=done, summary=summary)
+            if record.status in (*M.CLOSED_STATUSES, M.BLOCKED) or time.monotonic() > deadline:
+                break
+            time.sleep(1.0)
+    ok = record.status == M.COMPLETED and done == counts["planned"] and all(
+        counts[d] == 0 for d in (M.REJECTED, M.FAILED, M.CELL_CANCELLED)
+    )
+    timed_out = record.status not in (*M.CLOSED_STATUSES, M.BLOCKED)
+    result = {"request_id": request_id, "status": record.status, "message": record.row["message"],
+              "counts": counts, "complete": ok, "timed_out": timed_out}
+    emit(result, as_json, f"{request_id}: {record.status} — {summary}" + (
+        f"\n  {record.row['message']}" if record.row["message"] else ""))
+    if not ok:
+        sys.exit(EXIT_TIMEOUT if timed_out else EXIT_NOT_COMPLETE)

@@ -1,0 +1,176 @@
+"""One evaluation of the backfill driver for one request, as a pure function of the facts it is given.
+
+The Dagster sensor gathers the facts (runs, versions, in-flight cells), calls ``tick``, writes the cell updates
+to the ledger and turns the submissions into run requests with idempotent run keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import request_model as M
+from .domain import SPECS
+from .ledger import RequestRecord
+from .planning import CREATE, CellFacts, decide, run_key
+from .states import VERIFIED, VersionState
+
+FINISHED_RUN_STATUSES = ("SUCCESS", "FAILURE", "CANCELED")
+
+
+@dataclass(frozen=True)
+class RunView:
+    run_id: str
+    run_key: str | None
+    partition: str | None
+    status: str
+
+
+@dataclass(frozen=True)
+class Submission:
+    partition: str
+    assets: tuple[str, ...]
+    run_key: str
+    defects: dict[str, str]
+
+
+@dataclass
+class TickResult:
+    submissions: list[Submission] = field(default_factory=list)
+    cell_updates: list[dict] = field(default_factory=list)
+    status: tuple[str, str | None] | None = None
+
+
+def settle(cell: dict, run: RunView | None, version_state: str | None) -> dict | None:
+    """The terminal decision of a submitted cell once its run has finished, or None while it has not."""
+    if run is None or run.status not in FINISHED_RUN_STATUSES:
+        return None
+    state = VersionState(version_state) if version_state else None
+    if state in VERIFIED:
+        return {"decision": M.PUBLISHED, "reason": None, "run_id": run.run_id}
+    if state is VersionState.REJECTED:
+        return {"decision": M.REJECTED, "reason": "blocking check failed or publish refused", "run_id": run.run_id}
+    if run.status == "CANCELED":
+        return {"decision": M.CELL_CANCELLED, "reason": "run cancelled", "run_id": run.run_id}
+    if run.status == "SUCCESS" and SPECS[cell["asset"]].side_effect:
+        return {"decision": M.PUBLISHED, "reason": "side effect delivered", "run_id": run.run_id}
+    reason = f"run {run.status.lower()}" + (f", version {state.value}" if state else ", no version written")
+    return {"decision": M.FAILED, "reason": reason, "run_id": run.run_id}
+
+
+def tick(
+    record: RequestRecord,
+    cells: list[dict],
+    runs_by_key: dict[str, RunView],
+    version_state_of: Callable[[str, str, str], str | None],
+    facts_of: Callable[[str, str], CellFacts],
+    loaded_code_version: str,
+) -> TickResult:
+    result = TickResult()
+    spec = record.spec
+    cells = [dict(c) for c in cells]
+
+    # 1. Settle submitted cells whose runs have finished.
+    for cell in cells:
+        if cell["decision"] != M.SUBMITTED:
+            continue
+        run = runs_by_key.get(cell["run_key"])
+        if run is not None and not cell.get("run_id"):
+            cell["run_id"] = run.run_id
+            result.cell_updates.append(_update(cell, run_id=run.run_id))
+        settled = settle(cell, run, version_state_of(cell["asset"], cell["partition_key"], run.run_id) if run else None)
+        if settled:
+            cell.update(settled)
+            result.cell_updates.append(_update(cell, **settled))
+
+    in_flight = {c["partition_key"] for c in cells if c["decision"] == M.SUBMITTED}
+    # Submitted cells whose run does not exist yet are re-requested under the same run key: Dagster launches
+    # a run key once per sensor, so a tick that died after recording them cannot lose or duplicate them.
+    resubmit: dict[str, list[dict]] = {}
+    for cell in cells:
+        if cell["decision"] == M.SUBMITTED and cell["run_key"] not in runs_by_key:
+            resubmit.setdefault(cell["run_key"], []).append(cell)
+    for key, group in resubmit.items():
+        result.submissions.append(_submission(spec, group[0]["partition_key"], group, key))
+
+    # 2. Stop on a code version change, before submitting anything new.
+    if record.row["code_version"] != loaded_code_version and record.status in (M.OPEN, M.BLOCKED):
+        result.status = (
+            M.BLOCKED,
+            f"blocked: code version changed (frozen {record.row['code_version']}, loaded {loaded_code_version})"
+            " — cancel it and create a new request",
+        )
+        return result
+    if record.status != M.OPEN:
+        return result
+
+    # 3. Submit pending partitions in order, up to max_active intervals in flight.
+    slots = record.row["max_active"] - len(in_flight)
+    used_keys = {c["run_key"] for c in cells if c.get("run_key")}
+    blocked_by_past: str | None = None
+    for partition, group in _pending_by_partition(cells):
+        if blocked_by_past:
+            for cell in group:
+                cell.update(decision=M.SKIPPED, reason=blocked_by_past)
+                result.cell_updates.append(_update(cell, decision=M.SKIPPED, reason=blocked_by_past))
+            continue
+        if spec.depends_on_past:
+            earlier = [c for c in cells if c["ordinal"] < group[0]["ordinal"] and SPECS[c["asset"]].depends_on_past]
+            if any(c["decision"] in (M.PENDING, M.SUBMITTED) for c in earlier):
+                break  # strictly one interval at a time, in order
+            failed = [c for c in earlier if c["decision"] not in M.SUCCESS_CELLS]
+            if failed:
+                blocked_by_past = f"previous interval {failed[-1]['partition_key']} not published (depends on past)"
+                for cell in group:
+                    cell.update(decision=M.SKIPPED, reason=blocked_by_past)
+                    result.cell_updates.append(_update(cell, decision=M.SKIPPED, reason=blocked_by_past))
+                continue
+        if slots <= 0:
+            break
+        creates = []
+        for cell in group:
+            decision = decide(spec, cell["asset"], facts_of(cell["asset"], partition))
+            if decision.action == CREATE:
+                creates.append(cell)
+            else:
+                cell.update(decision=M.SKIPPED, reason=decision.reason)
+                result.cell_updates.append(_update(cell, decision=M.SKIPPED, reason=decision.reason))
+        if not creates:
+            continue
+        round_no = 1
+        while run_key(record.request_id, partition, round_no) in used_keys:
+            round_no += 1
+        key = run_key(record.request_id, partition, round_no)
+        used_keys.add(key)
+        for cell in creates:
+            cell.update(decision=M.SUBMITTED, run_key=key)
+            result.cell_updates.append(_update(cell, decision=M.SUBMITTED, run_key=key, reason=None))
+        result.submissions.append(_submission(spec, partition, creates, key))
+        slots -= 1
+
+    # 4. Close the request when every cell is terminal.
+    if all(c["decision"] in M.TERMINAL_CELLS for c in cells):
+        counts: dict[str, int] = {}
+        for c in cells:
+            counts[c["decision"]] = counts.get(c["decision"], 0) + 1
+        summary = ", ".join(f"{n} {d}" for d, n in sorted(counts.items()))
+        result.status = (M.COMPLETED, summary)
+    return result
+
+
+def _pending_by_partition(cells: list[dict]) -> list[tuple[str, list[dict]]]:
+    groups: dict[str, list[dict]] = {}
+    for cell in sorted(cells, key=lambda c: c["ordinal"]):
+        if cell["decision"] == M.PENDING:
+            groups.setdefault(cell["partition_key"], []).append(cell)
+    return list(groups.items())
+
+
+def _submission(spec: M.RequestSpec, partition: str, cells: list[dict], key: str) -> Submission:
+    assets = tuple(c["asset"] for c in sorted(cells, key=lambda c: c["ordinal"]))
+    defects = {a: d for a in assets if (d := spec.defect_for(partition, a))}
+    return Submission(partition, assets, key, defects)
+
+
+def _update(cell: dict, **values) -> dict:
+    return {"asset": cell["asset"], "partition_key": cell["partition_key"], **values}

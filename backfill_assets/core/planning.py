@@ -1,0 +1,60 @@
+"""Deciding each cell of a request at submit time (Airflow's reprocess semantics) — pure functions.
+
+The dry run and the driver call the same ``decide`` on the same facts, so what the dry run prints is what the
+driver then does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .domain import SPECS
+from .request_model import RequestSpec
+from .states import IN_PROGRESS, TERMINAL_FAILED, VersionState
+
+CREATE = "create"
+SKIP = "skip"
+
+
+@dataclass(frozen=True)
+class CellFacts:
+    """What is true of one (asset, partition) right now."""
+
+    latest_state: str | None = None  # state of the newest version of the cell, any run
+    latest_version_id: str | None = None
+    in_flight_run_id: str | None = None  # a queued or running Dagster run that will write this cell
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str
+    reason: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.action}: {self.reason}"
+
+
+def decide(spec: RequestSpec, asset: str, facts: CellFacts) -> Decision:
+    if SPECS[asset].side_effect and not spec.side_effect_authorized(asset):
+        return Decision(SKIP, "side effect not authorized")
+    if facts.in_flight_run_id:
+        # Never a duplicate of a queued or running interval, whatever the policy.
+        return Decision(SKIP, f"in flight (run {facts.in_flight_run_id[:8]})")
+    state = VersionState(facts.latest_state) if facts.latest_state else None
+    if SPECS[asset].side_effect:
+        return Decision(CREATE, "authorized side effect (outbox deduplicates)")
+    if spec.reprocess == "completed":
+        return Decision(CREATE, "reprocess=completed" if state else "no version yet")
+    if state is None:
+        return Decision(CREATE, "no version yet")
+    if spec.reprocess == "none":
+        return Decision(SKIP, f"has a version ({state.value})")
+    # reprocess=failed: re-run what failed, was rejected, or died mid-write (no run is in flight for it).
+    if state in TERMINAL_FAILED or state in IN_PROGRESS:
+        return Decision(CREATE, f"latest attempt {state.value}")
+    return Decision(SKIP, f"latest attempt {state.value}")
+
+
+def run_key(request_id: str, partition: str, round_no: int = 1) -> str:
+    return f"{request_id}/{partition}/{round_no}"

@@ -1,0 +1,219 @@
+"""Backfill requests as data: the validated spec a user asks for, statuses, cell decisions (DESIGN §7)."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .defects import validate_defect
+from .domain import SPECS, require_asset, topological
+from .errors import InvalidInput, PlanError
+from .intervals import BusinessCalendar, parse_day
+
+REPROCESS_POLICIES = ("none", "failed", "completed")
+DOWNSTREAM_POLICIES = ("none", "cascade", "handoff")
+ORDERS = ("forward", "backward")
+
+# Request statuses
+WAITING = "waiting"  # for another request's claim on overlapping partitions
+OPEN = "open"
+BLOCKED = "blocked"
+COMPLETED = "completed"
+CANCELLED = "cancelled"
+ACTIVE_STATUSES = (WAITING, OPEN, BLOCKED)
+CLOSED_STATUSES = (COMPLETED, CANCELLED)
+
+# Cell (request_items.decision) states
+PENDING = "pending"
+SUBMITTED = "submitted"
+PUBLISHED = "published"
+REJECTED = "rejected"
+FAILED = "failed"
+SKIPPED = "skipped"
+CELL_CANCELLED = "cancelled"
+TERMINAL_CELLS = (PUBLISHED, REJECTED, FAILED, SKIPPED, CELL_CANCELLED)
+SUCCESS_CELLS = (PUBLISHED, SKIPPED)
+
+MAX_CONF_BYTES = 64 * 1024
+MAX_CONF_DEPTH = 8
+MAX_ACTIVE_LIMIT = 64
+MAX_PARTITIONS = 20_000
+_NAME_RE = re.compile(r"^[\w .@:+-]{1,120}$")
+
+
+def new_request_id(now: datetime) -> str:
+    return f"req-{now.strftime('%Y%m%d')}-{secrets.token_hex(4)}"
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    """A validated ``request create``: every field checked, the partition list expanded and frozen."""
+
+    assets: tuple[str, ...]
+    partitions: tuple[str, ...]
+    reprocess: str = "failed"
+    max_active: int = 2
+    order: str = "forward"
+    downstream: str = "none"
+    confirm_cascade: bool = False
+    allow_side_effects: tuple[str, ...] = ()
+    approved_by: str | None = None
+    conf: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+    requested_by: str = "unknown"
+    wait_for_overlap: bool = False
+
+    @property
+    def depends_on_past(self) -> bool:
+        return any(SPECS[a].depends_on_past for a in self.assets)
+
+    @property
+    def effective_max_active(self) -> int:
+        # Depends-on-past intervals run strictly in order, one at a time.
+        return 1 if self.depends_on_past else self.max_active
+
+    def ordered_partitions(self) -> list[str]:
+        return list(self.partitions) if self.order == "forward" else list(reversed(self.partitions))
+
+    def side_effect_authorized(self, asset: str) -> bool:
+        return asset in self.allow_side_effects and bool(self.approved_by)
+
+    def defect_for(self, partition: str, asset: str) -> str | None:
+        return self.conf.get("inject_defect", {}).get(partition, {}).get(asset)
+
+
+def parse_assets(selection: str) -> tuple[str, ...]:
+    names = [s.strip() for s in (selection or "").split(",") if s.strip()]
+    if not names:
+        raise InvalidInput("--assets is empty; name one or more assets, comma-separated")
+    if len(set(names)) != len(names):
+        raise InvalidInput(f"--assets lists an asset twice: {selection}")
+    for name in names:
+        require_asset(name, data_only=False)
+    return tuple(topological(names))
+
+
+def parse_conf(raw: str | None) -> dict[str, Any]:
+    """``--conf`` JSON: only known keys, bounded size and depth (so it can be stored and logged safely)."""
+    if raw is None or raw == "":
+        return {}
+    if len(raw.encode("utf-8", "surrogatepass")) > MAX_CONF_BYTES:
+        raise InvalidInput(f"--conf is larger than {MAX_CONF_BYTES} bytes")
+    try:
+        conf = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidInput(f"--conf is not valid JSON: {str(exc).splitlines()[0][:120]}") from exc
+    if not isinstance(conf, dict):
+        raise InvalidInput("--conf must be a JSON object")
+    if _depth(conf) > MAX_CONF_DEPTH:
+        raise InvalidInput(f"--conf is nested deeper than {MAX_CONF_DEPTH} levels")
+    unknown = sorted(set(conf) - {"inject_defect"})
+    if unknown:
+        raise InvalidInput(f"--conf has unknown key(s) {unknown}; known: ['inject_defect']")
+    return conf
+
+
+def _depth(value: Any, level: int = 1) -> int:
+    if level > MAX_CONF_DEPTH + 1:
+        return level
+    if isinstance(value, dict):
+        return max([_depth(v, level + 1) for v in value.values()] or [level])
+    if isinstance(value, list):
+        return max([_depth(v, level + 1) for v in value] or [level])
+    return level
+
+
+def _validate_defects(conf: dict[str, Any], partitions: tuple[str, ...], assets: tuple[str, ...]) -> None:
+    defects = conf.get("inject_defect", {})
+    if not isinstance(defects, dict):
+        raise InvalidInput('--conf inject_defect must map partition -> {asset: defect}')
+    for key, per_asset in defects.items():
+        if key not in partitions:
+            raise InvalidInput(f"--conf inject_defect names partition {key!r}, which is not in the request")
+        if not isinstance(per_asset, dict):
+            raise InvalidInput(f"--conf inject_defect[{key!r}] must map asset -> defect")
+        for asset, defect in per_asset.items():
+            if asset not in assets:
+                raise InvalidInput(f"--conf inject_defect[{key!r}] names asset {asset!r}, which is not selected")
+            if SPECS[asset].side_effect:
+                raise InvalidInput(f"--conf inject_defect: {asset} has no blocking checks to fail")
+            if not isinstance(defect, str):
+                raise InvalidInput(f"--conf inject_defect[{key!r}][{asset!r}] must be a string")
+            validate_defect(defect)
+
+
+def _clean_name(value: str | None, what: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _NAME_RE.match(value):
+        raise InvalidInput(f"{what} {value!r} must be 1-120 letters, digits, spaces or . @ : + -")
+    return value
+
+
+def build_spec(
+    calendar: BusinessCalendar,
+    newest_complete: str | None,
+    *,
+    assets: str,
+    first: str,
+    last: str,
+    reprocess: str = "failed",
+    max_active: int = 2,
+    order: str = "forward",
+    downstream: str = "none",
+    confirm_cascade: bool = False,
+    allow_side_effects: str | None = None,
+    approved_by: str | None = None,
+    conf: str | None = None,
+    reason: str = "",
+    requested_by: str = "unknown",
+    wait_for_overlap: bool = False,
+) -> RequestSpec:
+    selected = parse_assets(assets)
+    for value, allowed, what in (
+        (reprocess, REPROCESS_POLICIES, "--reprocess"),
+        (downstream, DOWNSTREAM_POLICIES, "--downstream"),
+        (order, ORDERS, "--order"),
+    ):
+        if value not in allowed:
+            raise InvalidInput(f"{what} {value!r} is not one of {', '.join(allowed)}")
+    if not isinstance(max_active, int) or isinstance(max_active, bool) or not 1 <= max_active <= MAX_ACTIVE_LIMIT:
+        raise InvalidInput(f"--max-active {max_active!r} must be between 1 and {MAX_ACTIVE_LIMIT}")
+    parse_day(first, "--from")
+    parse_day(last, "--to")
+    partitions = tuple(calendar.keys_between(first, last))
+    if newest_complete is None or parse_day(last) > parse_day(newest_complete):
+        raise InvalidInput(f"--to {last} is past the newest complete interval ({newest_complete or 'none yet'})")
+    if len(partitions) > MAX_PARTITIONS:
+        raise InvalidInput(f"the range has {len(partitions)} partitions; at most {MAX_PARTITIONS} per request")
+    side_effects = tuple(s.strip() for s in (allow_side_effects or "").split(",") if s.strip())
+    for name in side_effects:
+        if not SPECS.get(name) or not SPECS[name].side_effect:
+            raise InvalidInput(f"--allow-side-effects {name!r} is not a side-effecting asset")
+    if side_effects and not approved_by:
+        raise InvalidInput("--allow-side-effects needs --approved-by NAME")
+    spec_conf = parse_conf(conf)
+    _validate_defects(spec_conf, partitions, selected)
+    spec = RequestSpec(
+        assets=selected,
+        partitions=partitions,
+        reprocess=reprocess,
+        max_active=max_active,
+        order=order,
+        downstream=downstream,
+        confirm_cascade=bool(confirm_cascade),
+        allow_side_effects=side_effects,
+        approved_by=_clean_name(approved_by, "--approved-by"),
+        conf=spec_conf,
+        reason=(reason or "").strip()[:2000],
+        requested_by=_clean_name(requested_by, "--requested-by") or "unknown",
+        wait_for_overlap=bool(wait_for_overlap),
+    )
+    if spec.order == "backward" and spec.depends_on_past:
+        past = [a for a in spec.assets if SPECS[a].depends_on_past]
+        raise PlanError(f"--order backward is refused: {', '.join(past)} depends on the past and runs forward only")
+    return spec

@@ -1,0 +1,119 @@
+"""The backfill driver sensor: submits runs for open requests (DESIGN §7). Runs in dagster-daemon."""
+
+
+from typing import Iterator
+
+import dagster as dg
+
+from backfill_assets.core import request_model as M
+from backfill_assets.core import tags as T
+from backfill_assets.core.catalog import Catalog
+from backfill_assets.core.driver_tick import Submission, tick
+from backfill_assets.core.ledger import Ledger, RequestRecord
+from backfill_assets.core.planning import CellFacts
+from backfill_assets.core.schema import versions
+from backfill_assets.core.settings import code_version
+
+from .resources import BackfillResource
+from .runs import in_flight_cells, run_views_by_key, runs_of_request
+
+DRIVER_SENSOR = "backfill_driver"
+DRIVER_INTERVAL_SECONDS = 2
+
+
+def run_tags_for(record: RequestRecord) -> dict[str, str]:
+    spec = record.spec
+    tags = {
+        T.REQUEST_ID: record.request_id,
+        T.CODE_VERSION: record.row["code_version"],
+        T.REPROCESS: spec.reprocess,
+        T.DOWNSTREAM: spec.downstream,
+        T.LANE: T.LANE_BACKFILL,
+        T.REQUESTED_BY: spec.requested_by,
+        T.REQUESTED_AT: record.row["requested_at"],
+        T.DAGSTER_PRIORITY: str(T.PRIORITY_BACKFILL),
+    }
+    if spec.allow_side_effects:
+        tags[T.ALLOW_SIDE_EFFECTS] = ",".join(spec.allow_side_effects)
+        tags[T.APPROVED_BY] = spec.approved_by or ""
+    return tags
+
+
+def run_config_for(submission: Submission) -> dict:
+    return {"ops": {asset: {"config": {"inject_defect": d}} for asset, d in submission.defects.items()}}
+
+
+def latest_states(catalog: Catalog, cells: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
+    """(asset, partition) → (state, version id) of the newest version, for the reprocess decision."""
+    latest: dict[tuple[str, str], tuple[str, str]] = {}
+    partitions = sorted({p for _, p in cells})
+    for start in range(0, len(partitions), 500):
+        chunk = partitions[start : start + 500]
+        for v in catalog.versions_where(versions.c.partition_key.in_(chunk)):  # ordered by created_at
+            latest[(v.asset, v.partition_key)] = (v.state, v.version_id)
+    return latest
+
+
+def cell_facts_source(catalog: Catalog, instance: dg.DagsterInstance, cells: list[tuple[str, str]]):
+    latest = latest_states(catalog, cells)
+    flying = in_flight_cells(instance)
+
+    def facts_of(asset: str, partition: str) -> CellFacts:
+        state, version_id = latest.get((asset, partition), (None, None))
+        return CellFacts(state, version_id, flying.get((asset, partition)))
+
+    return facts_of
+
+
+def drive_request(
+    instance: dg.DagsterInstance, catalog: Catalog, record: RequestRecord, loaded_code_version: str
+) -> list[Submission]:
+    ledger = Ledger(catalog)
+    if record.status == M.WAITING and not ledger.try_claim(record.request_id):
+        return []
+    record = ledger.get(record.request_id)
+    cells = ledger.cells(record.request_id)
+    runs = runs_of_request(instance, record.request_id)
+    run_ids = [r.run_id for r in runs]
+    by_run: dict[tuple[str, str, str], str] = {}
+    if run_ids:
+        for v in catalog.versions_where(versions.c.dagster_run_id.in_(run_ids)):
+            by_run[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
+    pending = [(c["asset"], c["partition_key"]) for c in cells if c["decision"] == M.PENDING]
+    result = tick(
+        record,
+        cells,
+        run_views_by_key(runs),
+        lambda a, p, run_id: by_run.get((a, p, run_id)),
+        cell_facts_source(catalog, instance, pending),
+        loaded_code_version,
+    )
+    # Record decisions before the run requests leave the sensor: a crash in between is healed by re-requesting
+    # the same run keys next tick, never by submitting twice.
+    ledger.update_cells(record.request_id, result.cell_updates)
+    if result.status and (result.status[0], result.status[1]) != (record.status, record.row["message"]):
+        ledger.set_status(record.request_id, *result.status)
+    return result.submissions
+
+
+@dg.sensor(
+    name=DRIVER_SENSOR,
+    minimum_interval_seconds=DRIVER_INTERVAL_SECONDS,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    target=dg.AssetSelection.all(),
+    description="Submits runs for open backfill requests: order, max_active, reprocess decided at submit time.",
+)
+def backfill_driver(context: dg.SensorEvaluationContext, backfill: BackfillResource) -> Iterator[dg.RunRequest]:
+    catalog = backfill.catalog()
+    loaded = code_version()
+    for record in Ledger(catalog).list(statuses=M.ACTIVE_STATUSES):
+        if record.source != "cli":
+            continue  # adopted backfills are driven by Dagster's own backfill daemon
+        for submission in drive_request(context.instance, catalog, record, loaded):
+            yield dg.RunRequest(
+                run_key=submission.run_key,
+                partition_key=submission.partition,
+                asset_selection=[dg.AssetKey(a) for a in submission.assets],
+                tags=run_tags_for(record),
+                run_config=run_config_for(submission),
+            )

@@ -1,0 +1,55 @@
+"""Facts about Dagster runs that the driver and the CLI need: in-flight cells, a request's runs."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from backfill_assets.core import tags as T
+from backfill_assets.core.domain import SPECS
+from backfill_assets.core.driver_tick import RunView
+
+RUN_KEY_TAG = "dagster/run_key"
+
+IN_FLIGHT_STATUSES = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
+FINISHED = {dg.DagsterRunStatus.SUCCESS: "SUCCESS", dg.DagsterRunStatus.FAILURE: "FAILURE",
+            dg.DagsterRunStatus.CANCELED: "CANCELED"}
+
+
+def run_assets(run: dg.DagsterRun) -> list[str]:
+    if run.asset_selection:
+        return [k.to_user_string() for k in run.asset_selection]
+    return list(SPECS)  # a whole-job run writes every asset
+
+
+def in_flight_cells(instance: dg.DagsterInstance) -> dict[tuple[str, str], str]:
+    """(asset, partition) → run id of every queued or running run that will write that cell."""
+    cells: dict[tuple[str, str], str] = {}
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT_STATUSES)):
+        partition = run.tags.get(T.DAGSTER_PARTITION)
+        if partition:
+            for asset in run_assets(run):
+                cells[(asset, partition)] = run.run_id
+    return cells
+
+
+def status_name(run: dg.DagsterRun) -> str:
+    return FINISHED.get(run.status, run.status.value)
+
+
+def runs_of_request(instance: dg.DagsterInstance, request_id: str) -> list[dg.DagsterRun]:
+    return list(instance.get_runs(filters=dg.RunsFilter(tags={T.REQUEST_ID: request_id})))
+
+
+def run_views_by_key(runs: list[dg.DagsterRun]) -> dict[str, RunView]:
+    views: dict[str, RunView] = {}
+    for run in sorted(runs, key=lambda r: r.run_id):
+        key = run.tags.get(RUN_KEY_TAG)
+        if key:
+            views[key] = RunView(run.run_id, key, run.tags.get(T.DAGSTER_PARTITION), status_name(run))
+    return views
