@@ -1,94 +1,108 @@
-"""``backfill-assets demo``: the October story of DESIGN §11 on the embedded default."""
+"""``backfill-assets demo``: the October story of DESIGN §11, end to end on the embedded default."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import click
 import dagster as dg
 
-from backfill_assets.core import tags as T
+from backfill_assets.core import request_model as M
 from backfill_assets.core.domain import DAILY_REVENUE
-from backfill_assets.core.intervals import iso, utc_now
+from backfill_assets.core.intervals import utc_now
+from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.settings import code_version
 from backfill_assets.core.source import SourceSystem
 
 from .app import AppContext, cli, emit, json_option
+from .daemon import running_daemon
 from .data_commands import DEMO_CALENDAR
+from .request_commands import is_complete, watch
 
 SEED_FROM, SEED_TO = "2022-09-01", "2022-11-30"
 BACKFILL_FROM, BACKFILL_TO = "2022-10-01", "2022-10-31"
 DEFECT_DAY = "2022-10-17"
+ROLLBACK_DAY = "2022-10-02"
 
 
 @cli.command()
 @click.option("--orders-per-day", default=500, show_default=True, type=int)
+@click.option("--max-active", default=2, show_default=True, type=int)
+@click.option("--timeout", default=900.0, show_default=True, type=float, help="Seconds to wait for the backfill.")
 @json_option
 @click.pass_obj
-def demo(app: AppContext, orders_per_day: int, as_json: bool) -> None:
-    """Seed Sep–Nov 2022, run production, backfill October with one defective day, roll one day back.
+def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, as_json: bool) -> None:
+    """Seed Sep–Nov 2022, run production, backfill October through the driver with one defective day.
 
     Example: backfill-assets demo
     """
     from backfill_assets.defs.local_runs import run_partitions
 
     say = (lambda msg: None) if as_json else click.echo
-    settings = app.settings()
     started = time.monotonic()
+    settings = app.settings()
     SourceSystem(settings.source_url).seed(DEMO_CALENDAR, SEED_FROM, SEED_TO, orders_per_day)
-    say(f"seeded source {SEED_FROM}..{SEED_TO} ({orders_per_day} orders/day) at {settings.source_url}")
+    say(f"1. seeded the source system {SEED_FROM}..{SEED_TO} ({orders_per_day} orders/day, UTC timestamps)")
 
-    instance = dg.DagsterInstance.get()
     catalog = app.catalog()
-    production_keys = [
-        k for k in DEMO_CALENDAR.keys_between(SEED_FROM, SEED_TO) if catalog.current(DAILY_REVENUE, k) is None
-    ]
-    say(f"production: {len(production_keys)} day(s) to run (one Dagster run per day, in order)")
-    production = run_partitions(instance, production_keys)
-    say(f"production: {sum(r.success for r in production)} succeeded, {sum(not r.success for r in production)} failed")
+    todo = [k for k in DEMO_CALENDAR.keys_between(SEED_FROM, SEED_TO) if catalog.current(DAILY_REVENUE, k) is None]
+    say(f"2. production: {len(todo)} day(s) to run, one Dagster run per day, in order (lane=production)")
+    production = run_partitions(dg.DagsterInstance.get(), todo)
+    failed = [r for r in production if not r.success]
+    if failed:
+        raise click.ClickException(f"production failed on {failed[0].partition_key}: {failed[0].failure}")
 
-    request_id = f"req-demo-{utc_now().strftime('%Y%m%d%H%M%S')}"
-    keys = DEMO_CALENDAR.keys_between(BACKFILL_FROM, BACKFILL_TO)
-    before = {k: catalog.current(DAILY_REVENUE, k) for k in keys}
-    say(f"backfill {request_id}: {DAILY_REVENUE} {BACKFILL_FROM}..{BACKFILL_TO}, defect injected on {DEFECT_DAY}")
-    backfill = run_partitions(
-        instance,
-        keys,
-        assets=[DAILY_REVENUE],
-        tags={
-            T.REQUEST_ID: request_id,
-            T.LANE: T.LANE_BACKFILL,
-            T.DAGSTER_PRIORITY: str(T.PRIORITY_BACKFILL),
-            T.CODE_VERSION: code_version(),
-            T.REQUESTED_AT: iso(utc_now()) or "",
-            T.REQUESTED_BY: "demo",
-        },
-        run_config_for={DEFECT_DAY: {"ops": {DAILY_REVENUE: {"config": {"inject_defect": "drop_rows"}}}}},
+    before = catalog.current(DAILY_REVENUE, DEFECT_DAY)
+    conf = {"inject_defect": {DEFECT_DAY: {DAILY_REVENUE: "drop_rows"}}}
+    spec = M.build_spec(
+        DEMO_CALENDAR,
+        DEMO_CALENDAR.newest_complete_key(utc_now()),
+        assets=DAILY_REVENUE,
+        first=BACKFILL_FROM,
+        last=BACKFILL_TO,
+        reprocess="completed",
+        max_active=max_active,
+        conf=json.dumps(conf),
+        reason="demo: recompute October after the revenue rounding fix",
+        requested_by="demo",
+        wait_for_overlap=True,
     )
-    published = [r for r in backfill if r.success]
-    rejected = [r for r in backfill if not r.success]
+    ledger = Ledger(catalog)
+    record = ledger.create(M.new_request_id(utc_now()), spec, code_version(), spec.excluded_cells())
+    request_id = record.request_id
+    say(
+        f"3. created {request_id}: {DAILY_REVENUE} {BACKFILL_FROM}..{BACKFILL_TO}, reprocess=completed, "
+        f"max_active={max_active}, defect injected on {DEFECT_DAY} through --conf"
+    )
+    say("4. started dagster-daemon; the backfill_driver sensor submits the runs")
+    with running_daemon(app.home):
+        record, counts, summary = watch(ledger, request_id, timeout, show_progress=not as_json)
+    say("   dagster-daemon stopped")
+
     serving = catalog.current(DAILY_REVENUE, DEFECT_DAY)
-    rolled = catalog.rollback(DAILY_REVENUE, BACKFILL_FROM, "demo: show a rollback")
-    summary = {
+    rolled = catalog.rollback(DAILY_REVENUE, ROLLBACK_DAY, "demo: show a rollback to the production version")
+    rejected_days = [c["partition_key"] for c in ledger.cells(request_id) if c["decision"] in (M.REJECTED, M.FAILED)]
+    summary_data = {
         "request_id": request_id,
-        "published": len(published),
-        "rejected": len(rejected),
-        "rejected_days": [r.partition_key for r in rejected],
-        "still_serving_on_defect_day": serving.version_id if serving else None,
-        "old_version_kept": bool(serving and before[DEFECT_DAY] and serving.version_id == before[DEFECT_DAY].version_id),
-        "rollback": {"restored": rolled.version_id, "rolled_back": rolled.previous_version_id},
+        "status": record.status,
+        "counts": counts,
+        "complete": is_complete(record.status, counts),
+        "rejected_days": rejected_days,
+        "defect_day_serving": serving.version_id if serving else None,
+        "defect_day_old_version_kept": bool(serving and before and serving.version_id == before.version_id),
+        "rollback": {"day": ROLLBACK_DAY, "restored": rolled.version_id, "rolled_back": rolled.previous_version_id},
         "seconds": round(time.monotonic() - started, 1),
         "dagster_home": str(app.home),
     }
 
     def human() -> None:
-        click.echo(f"\n{request_id}: {len(published)} published, {len(rejected)} rejected")
-        for r in rejected:
-            click.echo(f"  rejected {r.partition_key}: {r.failure}")
-        click.echo(f"  {DAILY_REVENUE} {DEFECT_DAY} still serves {summary['still_serving_on_defect_day']}")
-        click.echo(f"rollback of {DAILY_REVENUE} {BACKFILL_FROM}: restored {rolled.version_id}")
-        click.echo(f"done in {summary['seconds']} s. See it in the UI:")
-        click.echo(f"  DAGSTER_HOME={app.home} dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
+        click.echo(f"\n{request_id}: {counts['published']} published, {counts['rejected'] + counts['failed']} rejected")
+        click.echo(f"  {DAILY_REVENUE} {DEFECT_DAY}: rejected; still serving the old version {summary_data['defect_day_serving']}")
+        click.echo(f"5. rolled back {DAILY_REVENUE} {ROLLBACK_DAY}: restored {rolled.version_id}")
+        click.echo(f"done in {summary_data['seconds']} s. Look closer:")
+        click.echo(f"  backfill-assets request show {request_id}")
         click.echo(f"  backfill-assets versions {DAILY_REVENUE} {DEFECT_DAY}")
+        click.echo(f"  DAGSTER_HOME={app.home} dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
 
-    emit(summary, as_json, human)
+    emit(summary_data, as_json, human)

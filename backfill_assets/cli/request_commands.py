@@ -13,7 +13,6 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from backfill_assets.core import request_model as M
-from backfill_assets.core.domain import SPECS
 from backfill_assets.core.errors import InvalidInput
 from backfill_assets.core.intervals import utc_now
 from backfill_assets.core.ledger import Ledger, validate_request_id
@@ -75,13 +74,7 @@ def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
             lambda: _print_plan(spec, plan),
         )
         return
-    excluded = {
-        (a, p): "side effect not authorized"
-        for a in spec.assets
-        if SPECS[a].side_effect and not spec.side_effect_authorized(a)
-        for p in spec.partitions
-    }
-    record = Ledger(catalog).create(M.new_request_id(utc_now()), spec, loaded, excluded)
+    record = Ledger(catalog).create(M.new_request_id(utc_now()), spec, loaded, spec.excluded_cells())
     emit(
         record.as_dict(),
         as_json,
@@ -214,6 +207,32 @@ def wait(app: AppContext, request_id: str, timeout: float, as_json: bool) -> Non
     """
     ledger = Ledger(app.catalog())
     ledger.get(validate_request_id(request_id))
+    record, counts, summary = watch(ledger, request_id, timeout, show_progress=not as_json)
+    ok = is_complete(record.status, counts)
+    timed_out = record.status not in (*M.CLOSED_STATUSES, M.BLOCKED)
+    result = {"request_id": request_id, "status": record.status, "message": record.row["message"],
+              "counts": counts, "complete": ok, "timed_out": timed_out}
+    emit(result, as_json, f"{request_id}: {record.status} — {summary}" + (
+        f"\n  {record.row['message']}" if record.row["message"] else ""))
+    if not ok:
+        sys.exit(EXIT_TIMEOUT if timed_out else EXIT_NOT_COMPLETE)
+
+
+def is_complete(status: str, counts: dict[str, int]) -> bool:
+    """Complete: closed normally with every planned cell published or deliberately skipped."""
+    return status == M.COMPLETED and counts["published"] + counts["skipped"] == counts["planned"]
+
+
+def summarize(status: str, counts: dict[str, int]) -> str:
+    return (
+        f"planned {counts['planned']} | published {counts['published']} | rejected "
+        f"{counts['rejected'] + counts['failed']} | skipped {counts['skipped']} | in flight "
+        f"{counts['submitted']} | {status}"
+    )
+
+
+def watch(ledger: Ledger, request_id: str, timeout: float, show_progress: bool = True):
+    """Poll the ledger with a live progress bar until the request closes, blocks, or the timeout passes."""
     deadline = time.monotonic() + timeout
     console = Console(stderr=True)
     with Progress(
@@ -222,29 +241,15 @@ def wait(app: AppContext, request_id: str, timeout: float, as_json: bool) -> Non
         TextColumn("{task.fields[summary]}"),
         TimeElapsedColumn(),
         console=console,
-        disable=as_json,
+        disable=not show_progress,
     ) as progress:
         task = progress.add_task("wait", total=1, request=request_id, summary="")
         while True:
             record = ledger.get(request_id)
             counts = ledger.counts(request_id)
             done = sum(counts[d] for d in M.TERMINAL_CELLS)
-            summary = (
-                f"planned {counts['planned']} | published {counts['published']} | rejected "
-                f"{counts['rejected'] + counts['failed']} | skipped {counts['skipped']} | in flight "
-                f"{counts['submitted']} | {record.status}"
-            )
+            summary = summarize(record.status, counts)
             progress.update(task, total=counts["planned"], completed=done, summary=summary)
             if record.status in (*M.CLOSED_STATUSES, M.BLOCKED) or time.monotonic() > deadline:
-                break
+                return record, counts, summary
             time.sleep(1.0)
-    ok = record.status == M.COMPLETED and done == counts["planned"] and all(
-        counts[d] == 0 for d in (M.REJECTED, M.FAILED, M.CELL_CANCELLED)
-    )
-    timed_out = record.status not in (*M.CLOSED_STATUSES, M.BLOCKED)
-    result = {"request_id": request_id, "status": record.status, "message": record.row["message"],
-              "counts": counts, "complete": ok, "timed_out": timed_out}
-    emit(result, as_json, f"{request_id}: {record.status} — {summary}" + (
-        f"\n  {record.row['message']}" if record.row["message"] else ""))
-    if not ok:
-        sys.exit(EXIT_TIMEOUT if timed_out else EXIT_NOT_COMPLETE)

@@ -82,6 +82,15 @@ class RequestSpec:
     def side_effect_authorized(self, asset: str) -> bool:
         return asset in self.allow_side_effects and bool(self.approved_by)
 
+    def excluded_cells(self) -> dict[tuple[str, str], str]:
+        """Cells left out at creation: side-effecting assets the request did not authorize."""
+        return {
+            (asset, partition): "side effect not authorized"
+            for asset in self.assets
+            if SPECS[asset].side_effect and not self.side_effect_authorized(asset)
+            for partition in self.partitions
+        }
+
     def defect_for(self, partition: str, asset: str) -> str | None:
         return self.conf.get("inject_defect", {}).get(partition, {}).get(asset)
 

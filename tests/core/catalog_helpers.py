@@ -18,9 +18,7 @@ ASSET = "order_facts"
 KEY = "2022-10-01"
 
 
-def identity(
-    run_id: str = "run-a", key: str = KEY, asset: str = ASSET, request_id: str | None = None
-) -> RunIdentity:
+def identity(run_id: str = "run-a", key: str = KEY, asset: str = ASSET, request_id: str | None = None) -> RunIdentity:
     return RunIdentity(
         asset=asset,
         interval=CALENDAR.interval(key),
@@ -109,7 +107,7 @@ def race_publish_repeatedly(url: str, worker: int, publishes: int, barrier, resu
                 catalog.reject(version_id, [], "lost the publish race")
                 conflicts += 1
                 if conflicts > 1000:
-                    raise RuntimeError("starved: more than 1000 lost races")
+                    raise RuntimeError("starved: more than 1000 lost races") from None
             else:
                 wins.append((version_id, move.seq, move.previous_version_id))
         results.put(("done", worker, wins, conflicts))

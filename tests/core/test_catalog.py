@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import queue
+from itertools import pairwise
 
 import pytest
 
@@ -434,7 +435,7 @@ def test_concurrent_sequential_publishers_lose_no_update(catalog_url):
     assert len(log) == total
     assert [r["seq"] for r in log] == list(range(1, total + 1))  # strictly increasing, no gaps, no duplicates
     assert log[0]["previous_version_id"] is None
-    for before, after in zip(log, log[1:]):
+    for before, after in pairwise(log):
         assert after["previous_version_id"] == before["version_id"], after  # an unbroken chain
     assert {r["action"] for r in log} == {ACTION_PUBLISH}
 

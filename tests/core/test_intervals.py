@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
+from itertools import pairwise
 
 import pytest
 
@@ -90,7 +91,7 @@ def test_new_york_ordinary_days_are_24_hours(key):
 )
 def test_keys_and_intervals_round_trip_across_dst(calendar, first, last):
     keys = calendar.keys_between(first, last)
-    for key, next_key in zip(keys, keys[1:]):
+    for key, next_key in pairwise(keys):
         interval = calendar.interval(key)
         assert interval.key == key
         assert calendar.key_of(interval.start) == key
@@ -117,7 +118,7 @@ def test_consecutive_intervals_tile_time_without_gaps_or_overlaps(zone):
     calendar = BusinessCalendar(zone, date(2010, 1, 1))
     keys = calendar.keys_between("2010-01-01", "2024-12-31")
     intervals = [calendar.interval(key) for key in keys]
-    for key, interval, following in zip(keys, intervals, intervals[1:]):
+    for key, (interval, following) in zip(keys, pairwise(intervals), strict=False):
         assert interval.end_utc == following.start_utc, key
         assert timedelta(hours=22) <= interval.duration <= timedelta(hours=26), key
         assert calendar.key_of(interval.start_utc) == key
