@@ -90,6 +90,6 @@ def main() -> None:
     # Dagster flags partitioned check specs as "preview"; users of this CLI cannot act on that warning.
     warnings.filterwarnings("ignore", message=".*is currently in preview.*")
     warnings.filterwarnings("ignore", message=".*is currently in beta.*")
-    from . import data_commands, demo_command, request_commands  # noqa: F401 - importing registers the commands
+    from . import data_commands, demo_command, ops_commands, reconcile_command, request_commands  # noqa: F401 - importing registers the commands
 
     cli(prog_name="backfill-assets")

@@ -119,9 +119,12 @@ def read(app: AppContext, asset: str, partition: str, version_id: str | None, fm
 @click.argument("partition")
 @click.option("--to", "to_version", default=None, help="Version to restore (default: the previous verified one).")
 @click.option("--reason", required=True, help="Why; recorded in the publish log.")
+@click.option("--cascade", is_flag=True, help="Create a request re-running every consumer of the bad version.")
 @json_option
 @click.pass_obj
-def rollback(app: AppContext, asset: str, partition: str, to_version: str | None, reason: str, as_json: bool) -> None:
+def rollback(
+    app: AppContext, asset: str, partition: str, to_version: str | None, reason: str, cascade: bool, as_json: bool
+) -> None:
     """Move the current pointer back to a verified version and list everyone who read the bad one.
 
     Example: backfill-assets rollback daily_revenue 2022-10-17 --reason "wrong FX rates"
@@ -129,6 +132,11 @@ def rollback(app: AppContext, asset: str, partition: str, to_version: str | None
     _cell(asset, partition)
     move = app.catalog().rollback(asset, partition, reason, to_version)
     consumers = [c.__dict__ for c in move.consumers_of_previous]
+    cascade_request = None
+    if cascade:
+        from .ops_commands import cascade_request_for_consumers
+
+        cascade_request = cascade_request_for_consumers(app, move.consumers_of_previous, reason)
     result = {
         "asset": asset,
         "partition_key": partition,
@@ -136,6 +144,7 @@ def rollback(app: AppContext, asset: str, partition: str, to_version: str | None
         "restored": move.version_id,
         "seq": move.seq,
         "consumers": consumers,
+        "cascade_request_id": cascade_request,
     }
 
     def human() -> None:
@@ -143,5 +152,7 @@ def rollback(app: AppContext, asset: str, partition: str, to_version: str | None
         click.echo(f"{len(consumers)} consumer(s) read the rolled-back version:")
         for c in consumers:
             click.echo(f"  {c['consumer']}  run={c['consumer_run_id'] or '-'}  request={c['request_id'] or '-'}")
+        if cascade:
+            click.echo(f"cascade request: {cascade_request or 'none (no downstream version read it)'}")
 
     emit(result, as_json, human)

@@ -178,6 +178,11 @@ class Catalog:
             self._transition(conn, version_id, VersionState.ABANDONED, error=reason, ended_at=iso(utc_now()))
             return self._get(conn, version_id)
 
+    def purge(self, version_id: str) -> Version:
+        with self.engine.begin() as conn:
+            self._transition(conn, version_id, VersionState.PURGED)
+            return self._get(conn, version_id)
+
     def get(self, version_id: str) -> Version:
         parse_version_id(version_id)
         with self.engine.connect() as conn:
@@ -272,6 +277,14 @@ class Catalog:
             self._log(conn, seq, target, bad, ACTION_ROLLBACK, now, None, None, reason=reason)
             consumers = self._consumers(conn, bad)
             return PointerMove(seq, asset, partition_key, target.version_id, bad, ACTION_ROLLBACK, consumers)
+
+    def record_repair(self, version_id: str, reason: str) -> int:
+        """Log that a crash gap of a published version was repaired (the pointer does not move)."""
+        with self.engine.begin() as conn:
+            seq = self._next_seq(conn)
+            version = self._get(conn, version_id)
+            self._log(conn, seq, version, None, ACTION_REPAIR, iso(utc_now()), version.request_id, version.lane, reason)
+            return seq
 
     def rollback_target(self, asset: str, partition_key: str) -> Version | None:
         """The version a rollback of the current pointer would restore (gc must never purge it)."""

@@ -65,7 +65,11 @@ def tick(
     version_state_of: Callable[[str, str, str], str | None],
     facts_of: Callable[[str, str], CellFacts],
     loaded_code_version: str,
+    cascade_confirmed: bool = True,
+    hold_open: str | None = None,
 ) -> TickResult:
+    """``cascade_confirmed`` False keeps cascaded cells waiting for ``request confirm``; ``hold_open`` names why
+    the request may not close yet even if every cell is terminal (publishes not yet propagated, open handoffs)."""
     result = TickResult()
     spec = record.spec
     cells = [dict(c) for c in cells]
@@ -107,28 +111,25 @@ def tick(
     # 3. Submit pending partitions in order, up to max_active intervals in flight.
     slots = record.row["max_active"] - len(in_flight)
     used_keys = {c["run_key"] for c in cells if c.get("run_key")}
-    blocked_by_past: str | None = None
+    by_cell = {(c["asset"], c["partition_key"]): c for c in cells}
+    awaiting_confirmation = 0
     for partition, group in _pending_by_partition(cells):
-        if blocked_by_past:
-            for cell in group:
-                cell.update(decision=M.SKIPPED, reason=blocked_by_past)
-                result.cell_updates.append(_update(cell, decision=M.SKIPPED, reason=blocked_by_past))
+        if spec.confirm_cascade and not cascade_confirmed:
+            held = [c for c in group if c["origin"] == "cascade"]
+            awaiting_confirmation += len(held)
+            group = [c for c in group if c["origin"] != "cascade"]
+        ready, blocked = _readiness(group, cells, by_cell)
+        for cell, reason in blocked:
+            cell.update(decision=M.SKIPPED, reason=reason)
+            result.cell_updates.append(_update(cell, decision=M.SKIPPED, reason=reason))
+        if ready is None:
+            break  # a depends-on-past cell waits for its previous interval: keep strict order
+        if not ready:
             continue
-        if spec.depends_on_past:
-            earlier = [c for c in cells if c["ordinal"] < group[0]["ordinal"] and SPECS[c["asset"]].depends_on_past]
-            if any(c["decision"] in (M.PENDING, M.SUBMITTED) for c in earlier):
-                break  # strictly one interval at a time, in order
-            failed = [c for c in earlier if c["decision"] not in M.SUCCESS_CELLS]
-            if failed:
-                blocked_by_past = f"previous interval {failed[-1]['partition_key']} not published (depends on past)"
-                for cell in group:
-                    cell.update(decision=M.SKIPPED, reason=blocked_by_past)
-                    result.cell_updates.append(_update(cell, decision=M.SKIPPED, reason=blocked_by_past))
-                continue
         if slots <= 0:
             break
         creates = []
-        for cell in group:
+        for cell in ready:
             decision = decide(spec, cell["asset"], facts_of(cell["asset"], partition))
             if decision.action == CREATE:
                 creates.append(cell)
@@ -148,14 +149,46 @@ def tick(
         result.submissions.append(_submission(spec, partition, creates, key))
         slots -= 1
 
-    # 4. Close the request when every cell is terminal.
-    if all(c["decision"] in M.TERMINAL_CELLS for c in cells):
-        counts: dict[str, int] = {}
-        for c in cells:
-            counts[c["decision"]] = counts.get(c["decision"], 0) + 1
-        summary = ", ".join(f"{n} {d}" for d, n in sorted(counts.items()))
-        result.status = (M.COMPLETED, summary)
+    # 4. Close the request when every cell is terminal and nothing downstream is still to be decided.
+    if awaiting_confirmation:
+        result.status = (M.OPEN, f"{awaiting_confirmation} cascaded cell(s) wait for `request confirm {record.request_id}`")
+    elif all(c["decision"] in M.TERMINAL_CELLS for c in cells):
+        if hold_open:
+            result.status = (M.OPEN, hold_open)
+        else:
+            counts: dict[str, int] = {}
+            for c in cells:
+                counts[c["decision"]] = counts.get(c["decision"], 0) + 1
+            summary = ", ".join(f"{n} {d}" for d, n in sorted(counts.items()))
+            result.status = (M.COMPLETED, summary)
     return result
+
+
+def _readiness(
+    group: list[dict], cells: list[dict], by_cell: dict[tuple[str, str], dict]
+) -> tuple[list[dict] | None, list[tuple[dict, str]]]:
+    """Which cells of one partition may be submitted now.
+
+    Returns (None, ...) when a depends-on-past cell must wait for its previous interval (strict order), and
+    the cells to skip because an earlier interval of a depends-on-past asset did not publish.
+    """
+    ready: list[dict] = []
+    blocked: list[tuple[dict, str]] = []
+    for cell in group:
+        asset, partition = cell["asset"], cell["partition_key"]
+        # An upstream cell of the same request running in another run must publish first.
+        if any(by_cell.get((u, partition), {}).get("decision") == M.SUBMITTED for u in SPECS[asset].upstream):
+            return [], blocked
+        if SPECS[asset].depends_on_past:
+            earlier = [c for c in cells if c["asset"] == asset and c["partition_key"] < partition]
+            if any(c["decision"] in (M.PENDING, M.SUBMITTED) for c in earlier):
+                return None, blocked
+            failed = [c for c in earlier if c["decision"] not in M.SUCCESS_CELLS]
+            if failed:
+                blocked.append((cell, f"previous interval {failed[-1]['partition_key']} not published (depends on past)"))
+                continue
+        ready.append(cell)
+    return ready, blocked
 
 
 def _pending_by_partition(cells: list[dict]) -> list[tuple[str, list[dict]]]:

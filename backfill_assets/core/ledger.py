@@ -239,14 +239,18 @@ class Ledger:
                     .values(updated_at=now, **values)
                 )
 
-    def add_cells(self, request_id: str, cells: list[tuple[str, str]], origin: str) -> int:
-        """Append cells (cascade) that the request does not have yet; returns how many were added."""
+    def add_cells(
+        self, request_id: str, cells: list[tuple[str, str]], origin: str, reopen: bool = False
+    ) -> int:
+        """Append cells (cascade, handoff) the request does not have yet; with ``reopen``, a finished cell is
+        set pending again because its upstream was republished after it ran. Returns cells added or reopened."""
         now = iso(utc_now())
+        changed = 0
         with self.engine.begin() as conn:
             existing = {
-                (r.asset, r.partition_key)
+                (r.asset, r.partition_key): r.decision
                 for r in conn.execute(
-                    sa.select(request_items.c.asset, request_items.c.partition_key).where(
+                    sa.select(request_items.c.asset, request_items.c.partition_key, request_items.c.decision).where(
                         request_items.c.request_id == request_id
                     )
                 )
@@ -273,7 +277,21 @@ class Ledger:
                         for i, (a, p) in enumerate(new)
                     ],
                 )
-            return len(new)
+                changed += len(new)
+            if reopen:
+                for asset, partition in dict.fromkeys(cells):
+                    if existing.get((asset, partition)) in (M.PUBLISHED, M.REJECTED, M.FAILED):
+                        conn.execute(
+                            request_items.update()
+                            .where(
+                                request_items.c.request_id == request_id,
+                                request_items.c.asset == asset,
+                                request_items.c.partition_key == partition,
+                            )
+                            .values(decision=M.PENDING, reason="reopened: upstream republished", updated_at=now)
+                        )
+                        changed += 1
+        return changed
 
     def set_status(self, request_id: str, status: str, message: str | None = None) -> None:
         values: dict[str, Any] = {"status": status, "message": message}

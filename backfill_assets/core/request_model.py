@@ -38,6 +38,7 @@ CELL_CANCELLED = "cancelled"
 TERMINAL_CELLS = (PUBLISHED, REJECTED, FAILED, SKIPPED, CELL_CANCELLED)
 SUCCESS_CELLS = (PUBLISHED, SKIPPED)
 
+CONF_KEYS = ("inject_defect", "handoff_window_seconds")
 MAX_CONF_BYTES = 64 * 1024
 MAX_CONF_DEPTH = 8
 MAX_ACTIVE_LIMIT = 64
@@ -120,9 +121,14 @@ def parse_conf(raw: str | None) -> dict[str, Any]:
         raise InvalidInput("--conf must be a JSON object")
     if _depth(conf) > MAX_CONF_DEPTH:
         raise InvalidInput(f"--conf is nested deeper than {MAX_CONF_DEPTH} levels")
-    unknown = sorted(set(conf) - {"inject_defect"})
+    unknown = sorted(set(conf) - set(CONF_KEYS))
     if unknown:
-        raise InvalidInput(f"--conf has unknown key(s) {unknown}; known: ['inject_defect']")
+        raise InvalidInput(f"--conf has unknown key(s) {unknown}; known: {list(CONF_KEYS)}")
+    window = conf.get("handoff_window_seconds")
+    if window is not None and (
+        not isinstance(window, int) or isinstance(window, bool) or not 1 <= window <= 30 * 86400
+    ):
+        raise InvalidInput("--conf handoff_window_seconds must be an integer from 1 to 2592000")
     return conf
 
 

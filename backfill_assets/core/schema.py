@@ -171,3 +171,13 @@ handoffs = sa.Table(
     sa.Column("decided_at", _ts),
     sa.Column("decided_by", sa.String(120)),
 )
+
+# Named cursors kept in the catalog (not only in Dagster's sensor state) so the driver can tell whether the
+# propagation sensor has seen every publish of a request before it closes that request.
+cursors = sa.Table(
+    "cursors",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", _ts, nullable=False),
+)

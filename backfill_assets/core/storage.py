@@ -159,6 +159,19 @@ class Warehouse:
         except FileNotFoundError as exc:
             raise IntegrityError(f"manifest {manifest_path} is missing") from exc
 
+    def remove_version(self, data_path: str) -> None:
+        """Delete one version's files and its now-empty attempt folder (gc only)."""
+        directory = UPath(data_path).parent
+        self._ensure_inside(directory / DATA_FILE)
+        for name in (DATA_FILE, MANIFEST_FILE):
+            target = directory / name
+            if target.exists():
+                target.unlink()
+        try:
+            directory.rmdir()
+        except OSError:
+            pass  # something else lives there; leave it
+
     @staticmethod
     def read_identity(data_path: str) -> dict[str, str]:
         with UPath(data_path).open("rb") as fh:

@@ -7,6 +7,7 @@ from backfill_assets.core.domain import DATA_ASSETS, SPECS
 from .adoption import backfill_adoption
 from .alert import revenue_alert
 from .driver import backfill_driver
+from .propagation import backfill_propagation
 from .gated import build_gated_asset
 from .jobs import production_job, production_schedule
 from .resources import BackfillResource
@@ -17,6 +18,6 @@ defs = dg.Definitions(
     assets=[*data_assets, revenue_alert],
     jobs=[production_job],
     schedules=[production_schedule],
-    sensors=[backfill_driver, backfill_adoption],
+    sensors=[backfill_driver, backfill_propagation, backfill_adoption],
     resources={"backfill": BackfillResource()},
 )

@@ -4,6 +4,7 @@
 from typing import Iterator
 
 import dagster as dg
+import sqlalchemy as sa
 
 from backfill_assets.core import request_model as M
 from backfill_assets.core import tags as T
@@ -11,7 +12,11 @@ from backfill_assets.core.catalog import Catalog
 from backfill_assets.core.driver_tick import Submission, tick
 from backfill_assets.core.ledger import Ledger, RequestRecord
 from backfill_assets.core.planning import CellFacts
-from backfill_assets.core.schema import versions
+from backfill_assets.core.cursors import read_cursor
+from backfill_assets.core.handoffs import OPEN as HANDOFF_OPEN
+from backfill_assets.core.handoffs import Handoffs
+from backfill_assets.core.propagation import PROPAGATION_CURSOR
+from backfill_assets.core.schema import publish_log, versions
 from backfill_assets.core.settings import code_version
 
 from .resources import BackfillResource
@@ -65,6 +70,22 @@ def cell_facts_source(catalog: Catalog, instance: dg.DagsterInstance, cells: lis
     return facts_of
 
 
+def downstream_hold(catalog: Catalog, record: RequestRecord) -> str | None:
+    """Why a request with a downstream policy must stay open although its cells are done, if it must."""
+    if record.spec.downstream == "none":
+        return None
+    with catalog.engine.connect() as conn:
+        last_seq = conn.execute(
+            sa.select(sa.func.max(publish_log.c.seq)).where(publish_log.c.request_id == record.request_id)
+        ).scalar()
+    if last_seq is not None and last_seq > read_cursor(catalog, PROPAGATION_CURSOR):
+        return "waiting for the propagation sensor to see its publishes"
+    open_handoffs = Handoffs(catalog).list(record.request_id, status=HANDOFF_OPEN)
+    if open_handoffs:
+        return f"{len(open_handoffs)} handoff(s) open: " + ", ".join(h["handoff_id"] for h in open_handoffs)
+    return None
+
+
 def drive_request(
     instance: dg.DagsterInstance, catalog: Catalog, record: RequestRecord, loaded_code_version: str
 ) -> list[Submission]:
@@ -87,6 +108,8 @@ def drive_request(
         lambda a, p, run_id: by_run.get((a, p, run_id)),
         cell_facts_source(catalog, instance, pending),
         loaded_code_version,
+        cascade_confirmed=record.row["confirmed_at"] is not None,
+        hold_open=downstream_hold(catalog, record),
     )
     # Record decisions before the run requests leave the sensor: a crash in between is healed by re-requesting
     # the same run keys next tick, never by submitting twice.

@@ -1,0 +1,106 @@
+"""Operations after a backfill: handoff decisions, rollback with a cascade, garbage collection."""
+
+from __future__ import annotations
+
+import click
+
+from backfill_assets.core import request_model as M
+from backfill_assets.core.domain import SPECS, topological
+from backfill_assets.core.gc import collect_garbage
+from backfill_assets.core.handoffs import ACCEPTED, DECLINED, Handoffs
+from backfill_assets.core.intervals import utc_now
+from backfill_assets.core.ledger import Ledger
+from backfill_assets.core.settings import code_version
+
+from .app import AppContext, cli, emit, json_option
+from .request_commands import _default_user
+
+
+@cli.group()
+def handoff() -> None:
+    """Downstream owners accept or decline re-running their asset after an upstream backfill."""
+
+
+@handoff.command("list")
+@click.option("--request", "request_id", default=None)
+@click.option("--status", default=None, help="open | accepted | declined | expired")
+@json_option
+@click.pass_obj
+def handoff_list(app: AppContext, request_id: str | None, status: str | None, as_json: bool) -> None:
+    """List handoffs (owner, asset, partitions, deadline)."""
+    rows = Handoffs(app.catalog()).list(request_id, status)
+    emit(rows, as_json, lambda: [click.echo(
+        f"{h['handoff_id']}  {h['status']:<8}  {h['request_id']}  {h['asset']} → {h['owner']}  "
+        f"{len(h['partitions'])} day(s)  deadline {h['deadline']}") for h in rows] or click.echo("no handoffs"))
+
+
+def _decide(app: AppContext, handoff_id: str, status: str, by: str | None, as_json: bool) -> None:
+    catalog = app.catalog()
+    decided = Handoffs(catalog).decide(handoff_id, status, by or _default_user(), utc_now())
+    added = 0
+    if status == ACCEPTED:
+        cells = [(decided["asset"], p) for p in decided["partitions"]]
+        added = Ledger(catalog).add_cells(decided["request_id"], cells, origin="handoff", reopen=True)
+    emit({**decided, "cells_added": added}, as_json,
+         f"{handoff_id} {status}" + (f": {added} cell(s) added to {decided['request_id']}" if added else ""))
+
+
+@handoff.command("accept")
+@click.argument("handoff_id")
+@click.option("--by", default=None, help="Who accepts (default: the OS user).")
+@json_option
+@click.pass_obj
+def handoff_accept(app: AppContext, handoff_id: str, by: str | None, as_json: bool) -> None:
+    """Accept: the driver re-runs this asset's affected partitions under the same request."""
+    _decide(app, handoff_id, ACCEPTED, by, as_json)
+
+
+@handoff.command("decline")
+@click.argument("handoff_id")
+@click.option("--by", default=None)
+@json_option
+@click.pass_obj
+def handoff_decline(app: AppContext, handoff_id: str, by: str | None, as_json: bool) -> None:
+    """Decline: nothing is re-run for this asset; reconcile shows the decision."""
+    _decide(app, handoff_id, DECLINED, by, as_json)
+
+
+def cascade_request_for_consumers(app: AppContext, consumers: list, reason: str) -> str | None:
+    """A new request re-running every downstream version that read a rolled-back version."""
+    cells = sorted({tuple(c.consumer_version_id.split("/")[:2]) for c in consumers if c.consumer_version_id})
+    if not cells:
+        return None
+    assets = tuple(topological(sorted({a for a, _ in cells if a in SPECS})))
+    partitions = tuple(sorted({p for _, p in cells}))
+    spec = M.RequestSpec(
+        assets=assets,
+        partitions=partitions,
+        reprocess="completed",
+        max_active=2,
+        downstream="cascade",
+        reason=f"rollback cascade: {reason}",
+        requested_by=_default_user(),
+        wait_for_overlap=True,
+    )
+    not_consumers = {
+        (a, p): "did not read the rolled-back version" for a in assets for p in partitions if (a, p) not in cells
+    }
+    excluded = {**spec.excluded_cells(), **not_consumers}
+    record = Ledger(app.catalog()).create(M.new_request_id(utc_now()), spec, code_version(), excluded)
+    return record.request_id
+
+
+@cli.command()
+@click.option("--older-than", "older_than", required=True, type=int, help="Days of retention.")
+@click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
+@json_option
+@click.pass_obj
+def gc(app: AppContext, older_than: int, dry_run: bool, as_json: bool) -> None:
+    """Purge files of non-current versions past retention (never a current version or its rollback target).
+
+    Example: backfill-assets gc --older-than 30 --dry-run
+    """
+    purged = collect_garbage(app.catalog(), app.warehouse(), older_than, utc_now(), dry_run)
+    emit({"dry_run": dry_run, "versions": purged}, as_json,
+         f"{'would purge' if dry_run else 'purged'} {len(purged)} version(s)" +
+         "".join(f"\n  {p['version_id']} ({p['state']})" for p in purged))

@@ -1,0 +1,137 @@
+"""``backfill-assets reconcile ID``: the request-level manifest as a table, JSON or a self-contained HTML page."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+import dagster as dg
+import jinja2
+from rich.console import Console
+from rich.table import Table
+
+from backfill_assets.core.ledger import validate_request_id
+from backfill_assets.core.reconcile import Report, reconcile
+
+from .app import AppContext, cli, emit, json_option
+from .data_commands import DEMO_CALENDAR
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def build_report(app: AppContext, request_id: str, verify_files: bool = False) -> Report:
+    from backfill_assets.defs.reconcile_facts import materialized_version_ids, run_status_lookup
+    from backfill_assets.defs.runs import runs_of_request
+
+    catalog = app.catalog()
+    instance = dg.DagsterInstance.get()
+    ledger_cells = [(c["asset"], c["partition_key"]) for c in _cells(app, request_id)]
+    own_runs = [r.run_id for r in runs_of_request(instance, request_id)]
+    from backfill_assets.core.schema import versions
+
+    version_runs = [v.dagster_run_id for v in catalog.versions_where(versions.c.request_id == request_id)]
+    return reconcile(
+        catalog,
+        request_id,
+        DEMO_CALENDAR,
+        run_status_of=run_status_lookup(instance, own_runs + version_runs),
+        materialized_version_ids=materialized_version_ids(instance, ledger_cells),
+        warehouse=app.warehouse() if verify_files else None,
+    )
+
+
+def _cells(app: AppContext, request_id: str) -> list[dict]:
+    from backfill_assets.core.ledger import Ledger
+
+    return Ledger(app.catalog()).cells(request_id)
+
+
+def render_html(report: Report) -> str:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=jinja2.StrictUndefined
+    )
+    data = json.loads(json.dumps(report.as_dict(), default=str))
+    days = sorted({c["partition_key"] for c in data["cells"]})
+    assets = list(dict.fromkeys(c["asset"] for c in data["cells"]))
+    grid = {(c["asset"], c["partition_key"]): c for c in data["cells"]}
+    return env.get_template("reconcile.html.j2").render(r=data, days=days, assets=assets, grid=grid)
+
+
+def print_report(report: Report) -> None:
+    console = Console()
+    t = report.totals
+    console.print(
+        f"[bold]{report.request['request_id']}[/bold] {report.request['status']} — complete: "
+        + ("[green]yes[/green]" if report.complete else "[red]no[/red]")
+    )
+    totals = Table(title="totals", show_header=False)
+    for key in ("planned", "cascaded", "handed_off", "runs_created", "attempts", "published", "rejected", "failed",
+                "skipped", "cancelled", "pending", "in_flight", "still_retrying", "duplicate_publishes", "gaps"):
+        totals.add_row(key, str(t[key]))
+    console.print(totals)
+    cells = Table(title="cells")
+    for col in ("partition", "asset", "origin", "decision", "versions", "rows", "change", "recomputed", "note"):
+        cells.add_column(col)
+    for c in report.cells:
+        last = c.versions[-1] if c.versions else None
+        cells.add_row(
+            c.partition_key,
+            c.asset,
+            c.origin,
+            c.decision,
+            " ".join(f"{v.attempt_no}:{v.state}" for v in c.versions),
+            str(last.rows) if last and last.rows is not None else "",
+            json.dumps(last.change) if last and last.change else "",
+            "" if not last or last.recomputed_on_current_upstream is None else str(last.recomputed_on_current_upstream),
+            (c.reason or "") + ("; " + last.gap if last and last.gap else ""),
+        )
+    console.print(cells)
+    for gap in report.gaps:
+        console.print(f"[red]gap[/red] {gap['version_id']} ({gap['state']}): {gap['gap']}")
+    for s in report.stale_downstream:
+        console.print(f"[yellow]stale[/yellow] {s['asset']} {s['partition_key']} (current {s['current_version_id']})")
+    for h in report.handoffs:
+        console.print(f"handoff {h['handoff_id']} {h['asset']} → {h['owner']}: {h['status']} (deadline {h['deadline']})")
+
+
+@cli.command("reconcile")
+@click.argument("request_id")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write a self-contained HTML page (calendar grid, per-cell details).")
+@click.option("--repair", is_flag=True, help="Record missing materializations; abandon versions stuck mid-write.")
+@click.option("--verify-files", is_flag=True, help="Re-hash every published file of the request.")
+@json_option
+@click.pass_obj
+def reconcile_command(
+    app: AppContext, request_id: str, html_path: Path | None, repair: bool, verify_files: bool, as_json: bool
+) -> None:
+    """Planned vs created vs published vs rejected/skipped/cancelled/duplicated/retrying, per cell.
+
+    Exit 0 when the request is complete (every cell published or deliberately skipped) and has no gaps.
+
+    Example: backfill-assets reconcile req-20221101-1a2b3c4d --html reconcile.html
+    """
+    validate_request_id(request_id)
+    report = build_report(app, request_id, verify_files)
+    repaired: list[dict] = []
+    if repair and report.gaps:
+        from backfill_assets.defs.reconcile_facts import repair as do_repair
+
+        repaired = do_repair(dg.DagsterInstance.get(), app.catalog(), report)
+        report = build_report(app, request_id, verify_files)
+    if html_path is not None:
+        html_path.write_text(render_html(report), encoding="utf-8")
+    data = {**report.as_dict(), "repaired": repaired}
+
+    def human() -> None:
+        print_report(report)
+        for action in repaired:
+            click.echo(f"repaired {action['version_id']}: {action['action']}")
+        if html_path is not None:
+            click.echo(f"wrote {html_path}")
+
+    emit(data, as_json, human)
+    if not report.complete or report.gaps:
+        sys.exit(1)

@@ -1,0 +1,60 @@
+"""Downstream follows published versions (DESIGN §8): what each request's publishes set in motion."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import tags as T
+from .domain import SPECS
+from .intervals import BusinessCalendar
+from .ledger import RequestRecord
+from .lineage import affected_downstream
+
+PROPAGATION_CURSOR = "propagation"
+
+
+@dataclass
+class PropagationPlan:
+    cascades: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    handoffs: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    stale: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # policy none: for reconcile only
+    cursor: int = 0
+
+
+def plan_propagation(
+    log_rows: list[dict],
+    request_of: Callable[[str], RequestRecord | None],
+    calendar: BusinessCalendar,
+    newest_of: Callable[[str], str | None],
+    cursor: int,
+) -> PropagationPlan:
+    plan = PropagationPlan(cursor=cursor)
+    for row in log_rows:
+        plan.cursor = max(plan.cursor, int(row["seq"]))
+        # Production publishes follow the normal schedule; rollbacks and repairs are not new data.
+        if row["action"] != "publish" or not row.get("request_id") or row.get("lane") == T.LANE_PRODUCTION:
+            continue
+        record = request_of(row["request_id"])
+        if record is None:
+            continue
+        spec = record.spec
+        affected = [
+            cell
+            for cell in affected_downstream(row["asset"], row["partition_key"], calendar, newest_of)
+            if not SPECS[cell[0]].side_effect or spec.side_effect_authorized(cell[0])
+        ]
+        if not affected:
+            continue
+        if spec.downstream == "cascade":
+            cells = plan.cascades.setdefault(record.request_id, [])
+            cells.extend(c for c in affected if c not in cells)
+        elif spec.downstream == "handoff":
+            for asset, partition in affected:
+                parts = plan.handoffs.setdefault((record.request_id, asset), [])
+                if partition not in parts:
+                    parts.append(partition)
+        else:
+            stale = plan.stale.setdefault(record.request_id, [])
+            stale.extend(c for c in affected if c not in stale)
+    return plan

@@ -1,0 +1,268 @@
+"""Request-level reconciliation (DESIGN §9): planned vs created vs published vs everything else, per cell.
+
+Pure over the catalog plus facts the caller gathers from Dagster (run statuses, which versions have a
+materialization), so the same report is produced by the CLI, tests and the HTML page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from . import request_model as M
+from .catalog import Catalog, Version
+from .handoffs import Handoffs
+from .intervals import BusinessCalendar
+from .ledger import Ledger
+from .lineage import affected_downstream
+from .schema import publish_log, versions
+from .states import IN_PROGRESS, VersionState
+from .storage import Warehouse
+
+FINISHED_RUNS = ("SUCCESS", "FAILURE", "CANCELED")
+GAP_NO_MATERIALIZATION = "published in the catalog without a Dagster materialization"
+GAP_STUCK = "stuck in {state} but its run has ended"
+GAP_FILE = "data file does not match the catalog: {error}"
+
+
+@dataclass
+class VersionReport:
+    version_id: str
+    state: str
+    run_id: str
+    dagster_run_id: str
+    attempt_no: int
+    interval_start: str
+    interval_end: str
+    requested_at: str | None
+    started_at: str | None
+    ended_at: str | None
+    published_at: str | None
+    code_version: str
+    params_digest: str
+    rows: int | None
+    sha256: str | None
+    input_versions: dict[str, str] | None
+    checks: list[dict] | None
+    error: str | None
+    replaced_version_id: str | None
+    change: dict[str, Any] | None
+    recomputed_on_current_upstream: bool | None
+    gap: str | None = None
+
+
+@dataclass
+class CellReport:
+    asset: str
+    partition_key: str
+    origin: str
+    decision: str
+    reason: str | None
+    run_ids: list[str]
+    versions: list[VersionReport]
+
+
+@dataclass
+class Report:
+    request: dict[str, Any]
+    totals: dict[str, Any]
+    complete: bool
+    cells: list[CellReport]
+    gaps: list[dict[str, str]]
+    stale_downstream: list[dict[str, str]]
+    handoffs: list[dict[str, Any]]
+    runs: list[dict[str, str]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _change(version: Version, replaced: Version | None) -> dict[str, Any] | None:
+    if replaced is None or version.rows is None:
+        return None
+    change: dict[str, Any] = {"rows": int(version.rows) - int(replaced.rows or 0)}
+    for column, stats in (version.stats or {}).items():
+        old = (replaced.stats or {}).get(column, {})
+        if "sum" in stats and stats["sum"] is not None and old.get("sum") is not None:
+            delta = round(float(stats["sum"]) - float(old["sum"]), 4)
+            if delta:
+                change[f"sum_{column}"] = delta
+    return change
+
+
+def _version_report(version: Version, by_id: dict[str, Version]) -> VersionReport:
+    replaced = by_id.get(version.expected_previous_version_id or "")
+    recomputed = None
+    if replaced is not None and version.input_versions is not None and replaced.input_versions is not None:
+        recomputed = version.input_versions != replaced.input_versions
+    return VersionReport(
+        version_id=version.version_id,
+        state=version.state,
+        run_id=version.run_id,
+        dagster_run_id=version.dagster_run_id,
+        attempt_no=int(version.attempt_no),
+        interval_start=version.interval_start,
+        interval_end=version.interval_end,
+        requested_at=version.requested_at,
+        started_at=version.started_at,
+        ended_at=version.ended_at,
+        published_at=version.published_at,
+        code_version=version.code_version,
+        params_digest=version.params_digest,
+        rows=version.rows,
+        sha256=version.sha256,
+        input_versions=version.input_versions,
+        checks=version.checks,
+        error=version.error,
+        replaced_version_id=version.expected_previous_version_id,
+        change=_change(version, replaced),
+        recomputed_on_current_upstream=recomputed,
+    )
+
+
+def reconcile(
+    catalog: Catalog,
+    request_id: str,
+    calendar: BusinessCalendar,
+    *,
+    run_status_of: Callable[[str], str | None],
+    materialized_version_ids: set[str] | None = None,
+    warehouse: Warehouse | None = None,
+) -> Report:
+    """``run_status_of(dagster_run_id)`` → SUCCESS/FAILURE/CANCELED/QUEUED/STARTED/...; ``materialized_version_ids``
+    (None = unknown) enables the crash-gap check; ``warehouse`` enables re-hashing published files."""
+    ledger = Ledger(catalog)
+    record = ledger.get(request_id)
+    cells = ledger.cells(request_id)
+    own = catalog.versions_where(versions.c.request_id == request_id)
+    replaced_ids = [v.expected_previous_version_id for v in own if v.expected_previous_version_id]
+    by_id = {v.version_id: v for v in own}
+    if replaced_ids:
+        by_id.update({v.version_id: v for v in catalog.versions_where(versions.c.version_id.in_(replaced_ids))})
+
+    per_cell: dict[tuple[str, str], list[Version]] = {}
+    for v in own:
+        per_cell.setdefault((v.asset, v.partition_key), []).append(v)
+
+    gaps: list[dict[str, str]] = []
+    cell_reports: list[CellReport] = []
+    duplicates = 0
+    retrying = 0
+    for cell in cells:
+        vs = per_cell.get((cell["asset"], cell["partition_key"]), [])
+        reports = [_version_report(v, by_id) for v in vs]
+        for v, rep in zip(vs, reports):
+            rep.gap = _gap(v, run_status_of, materialized_version_ids, warehouse)
+            if rep.gap:
+                gaps.append({"version_id": v.version_id, "state": v.state, "gap": rep.gap})
+        published = [v for v in vs if v.published_at]
+        duplicates += max(len(published) - 1, 0)
+        latest = vs[-1] if vs else None
+        if cell["decision"] == M.SUBMITTED and (
+            (latest is not None and VersionState(latest.state) in IN_PROGRESS)
+            or (latest is not None and latest.dagster_run_id != cell.get("run_id"))
+        ):
+            retrying += 1
+        run_ids = sorted({v.dagster_run_id for v in vs} | ({cell["run_id"]} if cell.get("run_id") else set()))
+        cell_reports.append(
+            CellReport(
+                asset=cell["asset"],
+                partition_key=cell["partition_key"],
+                origin=cell["origin"],
+                decision=cell["decision"],
+                reason=cell["reason"],
+                run_ids=run_ids,
+                versions=reports,
+            )
+        )
+
+    counts = {d: 0 for d in (M.PENDING, M.SUBMITTED, *M.TERMINAL_CELLS)}
+    for cell in cells:
+        counts[cell["decision"]] += 1
+    run_ids = sorted({v.dagster_run_id for v in own} | {c["run_id"] for c in cells if c.get("run_id")})
+    totals = {
+        "planned": sum(1 for c in cells if c["origin"] == "planned"),
+        "cascaded": sum(1 for c in cells if c["origin"] == "cascade"),
+        "handed_off": sum(1 for c in cells if c["origin"] == "handoff"),
+        "cells": len(cells),
+        "runs_created": len(run_ids),
+        "attempts": len(own),
+        "published": counts[M.PUBLISHED],
+        "rejected": counts[M.REJECTED],
+        "failed": counts[M.FAILED],
+        "skipped": counts[M.SKIPPED],
+        "cancelled": counts[M.CELL_CANCELLED],
+        "pending": counts[M.PENDING],
+        "in_flight": counts[M.SUBMITTED],
+        "still_retrying": retrying,
+        "duplicate_publishes": duplicates,
+        "gaps": len(gaps),
+    }
+    complete = bool(cells) and all(c["decision"] in M.SUCCESS_CELLS for c in cells)
+    return Report(
+        request=record.as_dict(),
+        totals=totals,
+        complete=complete,
+        cells=cell_reports,
+        gaps=gaps,
+        stale_downstream=_stale_downstream(catalog, record.request_id, record.spec.downstream, calendar),
+        handoffs=Handoffs(catalog).list(request_id),
+        runs=[{"run_id": r, "status": run_status_of(r) or "unknown"} for r in run_ids],
+    )
+
+
+def _gap(
+    version: Version,
+    run_status_of: Callable[[str], str | None],
+    materialized: set[str] | None,
+    warehouse: Warehouse | None,
+) -> str | None:
+    state = VersionState(version.state)
+    if state in IN_PROGRESS and run_status_of(version.dagster_run_id) in (*FINISHED_RUNS, None):
+        return GAP_STUCK.format(state=state.value)
+    if version.published_at and materialized is not None and version.version_id not in materialized:
+        return GAP_NO_MATERIALIZATION
+    if warehouse is not None and state is VersionState.PUBLISHED:
+        try:
+            payload = warehouse.read_bytes(version.path)
+        except Exception as exc:  # noqa: BLE001 - any unreadable file is a finding, not a crash
+            return GAP_FILE.format(error=str(exc))
+        if hashlib.sha256(payload).hexdigest() != version.sha256:
+            return GAP_FILE.format(error="sha256 differs")
+    return None
+
+
+def _stale_downstream(catalog: Catalog, request_id: str, policy: str, calendar: BusinessCalendar) -> list[dict]:
+    """Downstream cells whose current version did not read the version this request published (policy none)."""
+    if policy != "none":
+        return []
+    with catalog.engine.connect() as conn:
+        rows = conn.execute(
+            publish_log.select()
+            .where(publish_log.c.request_id == request_id, publish_log.c.action == "publish")
+            .order_by(publish_log.c.seq)
+        ).all()
+    stale: dict[tuple[str, str], dict] = {}
+    newest: dict[str, str | None] = {}
+
+    def newest_of(asset: str) -> str | None:
+        if asset not in newest:
+            keys = [v.partition_key for v in catalog.versions_where(versions.c.asset == asset, versions.c.published_at.isnot(None))]
+            newest[asset] = max(keys) if keys else None
+        return newest[asset]
+
+    for row in rows:
+        for asset, partition in affected_downstream(row.asset, row.partition_key, calendar, newest_of):
+            current = catalog.current(asset, partition)
+            read = (current.input_versions or {}) if current else {}
+            if read.get(f"{row.asset}/{row.partition_key}") != row.version_id:
+                stale[(asset, partition)] = {
+                    "asset": asset,
+                    "partition_key": partition,
+                    "current_version_id": current.version_id if current else None,
+                    "upstream_version_id": row.version_id,
+                }
+    return list(stale.values())
+
+
