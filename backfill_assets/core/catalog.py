@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection
 
 from .db import engine_for, retry_transient
 from .errors import InvalidInput, NotFound, PublishConflict
+from .faults import IN_PUBLISH_TRANSACTION, fault_point
 from .identity import (
     RunIdentity,
     make_version_id,
@@ -254,6 +255,7 @@ class Catalog:
             if expected is not None:
                 self._transition(conn, expected, VersionState.SUPERSEDED)
             self._log(conn, seq, version, expected, ACTION_PUBLISH, now, version.request_id, version.lane)
+            fault_point(IN_PUBLISH_TRANSACTION)
             return PointerMove(seq, version.asset, version.partition_key, version_id, expected, ACTION_PUBLISH)
 
     def rollback(

@@ -17,6 +17,7 @@ from .catalog import Catalog, PointerMove, Version
 from .defects import CORRUPT_FILE, apply_defect
 from .domain import AssetSpec, Expectations
 from .errors import BackfillError, NotFound, PublishConflict
+from .faults import AFTER_PUBLISH_COMMIT, AFTER_VERIFYING, fault_point
 from .identity import RunIdentity
 from .states import IN_PROGRESS, VersionState
 from .storage import Warehouse, WrittenVersion
@@ -115,6 +116,7 @@ class Gate:
             input_versions=input_versions,
             source_fingerprint=source_fingerprint,
         )
+        fault_point(AFTER_VERIFYING)
         return audit(self.spec, frame, expected, self.written, self.warehouse, self.labels())
 
     def conclude(self, checks: list[CheckOutcome]) -> GateOutcome:
@@ -131,6 +133,7 @@ class Gate:
             except PublishConflict as exc:
                 error = str(exc)
             else:
+                fault_point(AFTER_PUBLISH_COMMIT)
                 self.version = self.catalog.get(self.version_id)
                 return GateOutcome(self.version, True, checks, self.version_id, move)
         self.version = self.catalog.reject(self.version_id, check_rows, error)

@@ -222,11 +222,17 @@ class Ledger:
 
     # ---- write ------------------------------------------------------------------------------------------------
 
-    def update_cells(self, request_id: str, updates: list[dict[str, Any]]) -> None:
-        if not updates:
-            return
+    def update_cells(
+        self, request_id: str, updates: list[dict[str, Any]], expect_status: str | None = None
+    ) -> bool:
+        """Write cell updates. With ``expect_status``, only while the request still has that status (checked and
+        locked in the same transaction, so a concurrent cancel is never overwritten); returns whether written."""
+        if not updates and expect_status is None:
+            return True
         now = iso(utc_now())
         with self.engine.begin() as conn:
+            if expect_status is not None and not self._lock_if_status(conn, request_id, expect_status):
+                return False
             for u in updates:
                 values = {k: v for k, v in u.items() if k not in ("asset", "partition_key")}
                 conn.execute(
@@ -238,6 +244,7 @@ class Ledger:
                     )
                     .values(updated_at=now, **values)
                 )
+        return True
 
     def add_cells(
         self, request_id: str, cells: list[tuple[str, str]], origin: str, reopen: bool = False
@@ -293,14 +300,22 @@ class Ledger:
                         changed += 1
         return changed
 
-    def set_status(self, request_id: str, status: str, message: str | None = None) -> None:
+    def set_status(
+        self, request_id: str, status: str, message: str | None = None, expect_status: str | None = None
+    ) -> bool:
+        """Set the status; with ``expect_status``, only if the request still has that status."""
         values: dict[str, Any] = {"status": status, "message": message}
         if status in M.CLOSED_STATUSES:
             values["closed_at"] = iso(utc_now())
         with self.engine.begin() as conn:
-            conn.execute(requests.update().where(requests.c.request_id == request_id).values(**values))
+            query = requests.update().where(requests.c.request_id == request_id)
+            if expect_status is not None:
+                query = query.where(requests.c.status == expect_status)
+            if conn.execute(query.values(**values)).rowcount == 0 and expect_status is not None:
+                return False
             if status in M.CLOSED_STATUSES:
                 conn.execute(claims.delete().where(claims.c.request_id == request_id))
+        return True
 
     def confirm(self, request_id: str) -> None:
         with self.engine.begin() as conn:
@@ -315,20 +330,34 @@ class Ledger:
             raise InvalidInput(f"request {request_id} is already {record.status}")
         now = iso(utc_now())
         with self.engine.begin() as conn:
+            # The request row first (the driver locks it first too): closes it exactly once.
+            closed = conn.execute(
+                requests.update()
+                .where(requests.c.request_id == request_id, requests.c.status.not_in(M.CLOSED_STATUSES))
+                .values(status=M.CANCELLED, closed_at=now, message="cancelled by user")
+            ).rowcount
+            if not closed:
+                raise InvalidInput(f"request {request_id} is already {self.get(request_id).status}")
             conn.execute(
                 request_items.update()
                 .where(request_items.c.request_id == request_id, request_items.c.decision == M.PENDING)
                 .values(decision=M.CELL_CANCELLED, reason="request cancelled", updated_at=now)
             )
-            conn.execute(
-                requests.update()
-                .where(requests.c.request_id == request_id)
-                .values(status=M.CANCELLED, closed_at=now, message="cancelled by user")
-            )
             conn.execute(claims.delete().where(claims.c.request_id == request_id))
         return [c for c in self.cells(request_id) if c["decision"] == M.SUBMITTED]
 
     # ---- internals --------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _lock_if_status(conn: sa.Connection, request_id: str, status: str) -> bool:
+        """Take the request row's write lock if it still has ``status`` (a no-op update, portable to SQLite)."""
+        return bool(
+            conn.execute(
+                requests.update()
+                .where(requests.c.request_id == request_id, requests.c.status == status)
+                .values(status=status)
+            ).rowcount
+        )
 
     @staticmethod
     def _claimable_cells(conn: sa.Connection, request_id: str) -> list[tuple[str, str]]:

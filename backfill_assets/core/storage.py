@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from upath import UPath
 
 from .errors import IntegrityError, UnsafeName
+from .faults import AFTER_DATA_FILE, AFTER_MANIFEST, fault_point
 from .identity import validate_asset_name, validate_partition_key, validate_run_id
 
 PARTITION_COLUMN = "date"
@@ -111,6 +112,7 @@ class Warehouse:
         directory.mkdir(parents=True, exist_ok=True)
         data_path = directory / DATA_FILE
         self._write_once(data_path, payload[: len(payload) // 2] if corrupt_on_disk else payload)
+        fault_point(AFTER_DATA_FILE)
         schema = frame_schema(frame)
         stats = column_stats(frame)
         manifest = {
@@ -123,6 +125,7 @@ class Warehouse:
             **manifest_extra,
         }
         self._write_once(directory / MANIFEST_FILE, json.dumps(manifest, indent=2, default=str).encode())
+        fault_point(AFTER_MANIFEST)
         return WrittenVersion(path=str(data_path), rows=len(frame), sha256=sha, schema=schema, stats=stats)
 
     @staticmethod

@@ -113,9 +113,11 @@ def drive_request(
     )
     # Record decisions before the run requests leave the sensor: a crash in between is healed by re-requesting
     # the same run keys next tick, never by submitting twice.
-    ledger.update_cells(record.request_id, result.cell_updates)
+    # Only while the request still has the status this tick read: a cancel that committed meanwhile wins.
+    if not ledger.update_cells(record.request_id, result.cell_updates, expect_status=record.status):
+        return []
     if result.status and (result.status[0], result.status[1]) != (record.status, record.row["message"]):
-        ledger.set_status(record.request_id, *result.status)
+        ledger.set_status(record.request_id, *result.status, expect_status=record.status)
     return result.submissions
 
 

@@ -13,6 +13,7 @@ from backfill_assets.core.compute import compute
 from backfill_assets.core.defects import validate_defect
 from backfill_assets.core.domain import AssetSpec
 from backfill_assets.core.errors import BackfillError
+from backfill_assets.core.faults import AFTER_EVENT, fault_point
 from backfill_assets.core.gate import Gate, GateOutcome
 
 from .partitions import calendar, daily_partitions
@@ -135,6 +136,7 @@ def build_gated_asset(spec: AssetSpec) -> dg.AssetsDefinition:
             yield dg.MaterializeResult(
                 metadata=_materialization_metadata(outcome), check_results=_check_results(outcome)
             )
+            fault_point(AFTER_EVENT)
             return
         for result in _check_results(outcome):
             yield result

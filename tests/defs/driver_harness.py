@@ -1,0 +1,44 @@
+"""Drive a request with the real driver logic, executing its submissions in-process (no daemon).
+
+The sensor in dagster-daemon does exactly this loop; tests/e2e proves the daemon path. Here it is
+deterministic and fast: each tick's run requests run to completion before the next tick.
+"""
+
+from __future__ import annotations
+
+from backfill_assets.core import request_model as M
+from backfill_assets.core.ledger import Ledger
+from backfill_assets.core.settings import code_version
+from backfill_assets.defs.driver import drive_request, run_config_for, run_tags_for
+from backfill_assets.defs.local_runs import run_partitions
+from backfill_assets.defs.propagation import propagate_once
+from backfill_assets.defs.runs import RUN_KEY_TAG
+
+
+def execute_submission(env, record, submission):
+    [run] = run_partitions(
+        env.instance,
+        [submission.partition],
+        assets=list(submission.assets),
+        tags={**run_tags_for(record), RUN_KEY_TAG: submission.run_key},
+        run_config_for={submission.partition: run_config_for(submission)},
+    )
+    return run
+
+
+def drive(env, request_id: str, max_ticks: int = 60, propagate: bool = True, stop_after_ticks: int | None = None):
+    """Tick until the request closes (or blocks); returns the list of (partition, assets) submitted in order."""
+    ledger = Ledger(env.catalog)
+    submitted = []
+    for tick in range(max_ticks):
+        record = ledger.get(request_id)
+        if record.status in (*M.CLOSED_STATUSES, M.BLOCKED) or (stop_after_ticks is not None and tick >= stop_after_ticks):
+            break
+        for submission in drive_request(env.instance, env.catalog, record, code_version()):
+            if submission.run_key in {s[2] for s in submitted}:
+                continue  # a re-request of a run key that already ran: Dagster would skip it too
+            execute_submission(env, record, submission)
+            submitted.append((submission.partition, submission.assets, submission.run_key))
+        if propagate:
+            propagate_once(env.catalog)
+    return submitted
