@@ -45,6 +45,8 @@ def _default_user() -> str:
 @click.option("--reprocess", default="failed", show_default=True, help="none | failed | completed")
 @click.option("--max-active", default=2, show_default=True, type=int, help="Intervals in flight at once.")
 @click.option("--order", default="forward", show_default=True, help="forward | backward")
+@click.option("--partitions-per-run", default=1, show_default=True, type=int,
+              help="Batch up to K consecutive days of an asset into one run (depends-on-past assets: 1).")
 @click.option("--downstream", default="none", show_default=True, help="none | cascade | handoff")
 @click.option("--confirm-cascade", is_flag=True, help="Cascade only after `request confirm ID`.")
 @click.option("--allow-side-effects", default=None, help="Side-effecting assets this request may run.")

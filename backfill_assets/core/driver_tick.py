@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import request_model as M
-from .domain import SPECS
+from .domain import SPECS, topological
 from .ledger import RequestRecord
 from .planning import CREATE, CellFacts, decide, run_key
 from .states import VERIFIED, VersionState
@@ -28,10 +28,20 @@ class RunView:
 
 @dataclass(frozen=True)
 class Submission:
-    partition: str
+    """One run: ``assets`` over ``partitions`` (one partition, or K consecutive ones for a batched run)."""
+
+    partitions: tuple[str, ...]
     assets: tuple[str, ...]
     run_key: str
-    defects: dict[str, str]
+    defects: dict[str, dict[str, str]]  # asset -> partition -> defect
+
+    @property
+    def partition(self) -> str:
+        return self.partitions[0]
+
+    @property
+    def batched(self) -> bool:
+        return len(self.partitions) > 1
 
 
 @dataclass
@@ -87,7 +97,7 @@ def tick(
             cell.update(settled)
             result.cell_updates.append(_update(cell, **settled))
 
-    in_flight = {c["partition_key"] for c in cells if c["decision"] == M.SUBMITTED}
+    in_flight = {c["run_key"] for c in cells if c["decision"] == M.SUBMITTED}
     # Submitted cells whose run does not exist yet are re-requested under the same run key: Dagster launches
     # a run key once per sensor, so a tick that died after recording them cannot lose or duplicate them.
     resubmit: dict[str, list[dict]] = {}
@@ -95,7 +105,7 @@ def tick(
         if cell["decision"] == M.SUBMITTED and cell["run_key"] not in runs_by_key:
             resubmit.setdefault(cell["run_key"], []).append(cell)
     for key, group in resubmit.items():
-        result.submissions.append(_submission(spec, group[0]["partition_key"], group, key))
+        result.submissions.append(_submission(spec, group, key))
 
     # 2. Stop on a code version change, before submitting anything new.
     if record.row["code_version"] != loaded_code_version and record.status in (M.OPEN, M.BLOCKED):
@@ -108,17 +118,18 @@ def tick(
     if record.status != M.OPEN:
         return result
 
-    # 3. Submit pending partitions in order, up to max_active intervals in flight.
+    # 3. Submit pending cells in order, up to max_active runs in flight.
     slots = record.row["max_active"] - len(in_flight)
     used_keys = {c["run_key"] for c in cells if c.get("run_key")}
     by_cell = {(c["asset"], c["partition_key"]): c for c in cells}
     awaiting_confirmation = 0
-    for partition, group in _pending_by_partition(cells):
+    batch_size = int(record.row.get("partitions_per_run") or 1)
+    for group in _pending_groups(cells, batch_size):
         if spec.confirm_cascade and not cascade_confirmed:
             held = [c for c in group if c["origin"] == "cascade"]
             awaiting_confirmation += len(held)
             group = [c for c in group if c["origin"] != "cascade"]
-        ready, blocked = _readiness(group, cells, by_cell)
+        ready, blocked = _readiness(group, cells, by_cell, batched=batch_size > 1)
         for cell, reason in blocked:
             cell.update(decision=M.SKIPPED, reason=reason)
             result.cell_updates.append(_update(cell, decision=M.SKIPPED, reason=reason))
@@ -130,24 +141,28 @@ def tick(
             break
         creates = []
         for cell in ready:
-            decision = decide(spec, cell["asset"], facts_of(cell["asset"], partition))
+            decision = decide(spec, cell["asset"], facts_of(cell["asset"], cell["partition_key"]))
             if decision.action == CREATE:
                 creates.append(cell)
             else:
                 cell.update(decision=M.SKIPPED, reason=decision.reason)
                 result.cell_updates.append(_update(cell, decision=M.SKIPPED, reason=decision.reason))
-        if not creates:
-            continue
-        round_no = 1
-        while run_key(record.request_id, partition, round_no) in used_keys:
-            round_no += 1
-        key = run_key(record.request_id, partition, round_no)
-        used_keys.add(key)
-        for cell in creates:
-            cell.update(decision=M.SUBMITTED, run_key=key)
-            result.cell_updates.append(_update(cell, decision=M.SUBMITTED, run_key=key, reason=None))
-        result.submissions.append(_submission(spec, partition, creates, key))
-        slots -= 1
+        for chunk in _contiguous_chunks(creates, batch_size):
+            if slots <= 0:
+                break
+            partitions = sorted({c["partition_key"] for c in chunk})
+            label = partitions[0] if len(partitions) == 1 else f"{partitions[0]}..{partitions[-1]}"
+            round_no = 1
+            while run_key(record.request_id, label, round_no) in used_keys:
+                round_no += 1
+            key = run_key(record.request_id, label, round_no)
+            used_keys.add(key)
+            for cell in chunk:
+                cell.update(decision=M.SUBMITTED, run_key=key)
+                result.cell_updates.append(_update(cell, decision=M.SUBMITTED, run_key=key, reason=None))
+            result.submissions.append(_submission(spec, chunk, key))
+            slots -= 1
+        # Ready cells left unsubmitted for lack of slots stay pending for the next tick.
 
     # 4. Close the request when every cell is terminal and nothing downstream is still to be decided.
     if awaiting_confirmation:
@@ -165,10 +180,11 @@ def tick(
 
 
 def _readiness(
-    group: list[dict], cells: list[dict], by_cell: dict[tuple[str, str], dict]
+    group: list[dict], cells: list[dict], by_cell: dict[tuple[str, str], dict], batched: bool = False
 ) -> tuple[list[dict] | None, list[tuple[dict, str]]]:
     """Which cells of one partition may be submitted now.
 
+    In batched mode each group is one asset, so a pending upstream cell is in another run and must go first.
     Returns (None, ...) when a depends-on-past cell must wait for its previous interval (strict order), and
     the cells to skip because an earlier interval of a depends-on-past asset did not publish.
     """
@@ -176,9 +192,14 @@ def _readiness(
     blocked: list[tuple[dict, str]] = []
     for cell in group:
         asset, partition = cell["asset"], cell["partition_key"]
-        # An upstream cell of the same request running in another run must publish first.
-        if any(by_cell.get((u, partition), {}).get("decision") == M.SUBMITTED for u in SPECS[asset].upstream):
+        upstream = [by_cell.get((u, partition), {}).get("decision") for u in SPECS[asset].upstream]
+        # An upstream cell of the same request running in another run must publish first ...
+        if M.SUBMITTED in upstream or (batched and M.PENDING in upstream):
             return [], blocked
+        # ... and one it failed to publish leaves nothing new to compute from.
+        if M.REJECTED in upstream or M.FAILED in upstream:
+            blocked.append((cell, "upstream of this request was not published"))
+            continue
         if SPECS[asset].depends_on_past:
             earlier = [c for c in cells if c["asset"] == asset and c["partition_key"] < partition]
             if any(c["decision"] in (M.PENDING, M.SUBMITTED) for c in earlier):
@@ -191,18 +212,55 @@ def _readiness(
     return ready, blocked
 
 
-def _pending_by_partition(cells: list[dict]) -> list[tuple[str, list[dict]]]:
-    groups: dict[str, list[dict]] = {}
-    for cell in sorted(cells, key=lambda c: c["ordinal"]):
-        if cell["decision"] == M.PENDING:
-            groups.setdefault(cell["partition_key"], []).append(cell)
-    return list(groups.items())
+def _pending_groups(cells: list[dict], batch_size: int) -> list[list[dict]]:
+    """Cells submitted together. One interval per run: every pending asset of a partition, in request order.
+    Batched (K > 1): per asset, upstream assets first, each asset's pending partitions in request order; a
+    depends-on-past asset is never batched (one interval at a time)."""
+    pending = [c for c in sorted(cells, key=lambda c: c["ordinal"]) if c["decision"] == M.PENDING]
+    if batch_size <= 1:
+        by_partition: dict[str, list[dict]] = {}
+        for cell in pending:
+            by_partition.setdefault(cell["partition_key"], []).append(cell)
+        return list(by_partition.values())
+    groups: list[list[dict]] = []
+    for asset in topological(list(dict.fromkeys(c["asset"] for c in pending))):
+        own = [c for c in pending if c["asset"] == asset]
+        if SPECS[asset].depends_on_past:
+            groups.extend([c] for c in own)
+        else:
+            groups.append(own)
+    return groups
 
 
-def _submission(spec: M.RequestSpec, partition: str, cells: list[dict], key: str) -> Submission:
-    assets = tuple(c["asset"] for c in sorted(cells, key=lambda c: c["ordinal"]))
-    defects = {a: d for a in assets if (d := spec.defect_for(partition, a))}
-    return Submission(partition, assets, key, defects)
+def _contiguous_chunks(cells: list[dict], size: int) -> list[list[dict]]:
+    """Split into runs of at most ``size`` cells whose partitions are consecutive days (same asset set)."""
+    if size <= 1 or len({c["asset"] for c in cells}) > 1:
+        return [cells] if cells else []
+    chunks: list[list[dict]] = []
+    for cell in cells:
+        if chunks and len(chunks[-1]) < size and _adjacent(chunks[-1][-1]["partition_key"], cell["partition_key"]):
+            chunks[-1].append(cell)
+        else:
+            chunks.append([cell])
+    return chunks
+
+
+def _adjacent(a: str, b: str) -> bool:
+    from datetime import date
+
+    return abs((date.fromisoformat(a) - date.fromisoformat(b)).days) == 1
+
+
+def _submission(spec: M.RequestSpec, cells: list[dict], key: str) -> Submission:
+    ordered = sorted(cells, key=lambda c: c["ordinal"])
+    assets = tuple(dict.fromkeys(c["asset"] for c in ordered))
+    partitions = tuple(sorted({c["partition_key"] for c in ordered}))
+    defects: dict[str, dict[str, str]] = {}
+    for cell in ordered:
+        defect = spec.defect_for(cell["partition_key"], cell["asset"])
+        if defect:
+            defects.setdefault(cell["asset"], {})[cell["partition_key"]] = defect
+    return Submission(partitions, assets, key, defects)
 
 
 def _update(cell: dict, **values) -> dict:

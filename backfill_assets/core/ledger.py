@@ -55,6 +55,7 @@ class RequestRecord:
             conf=json.loads(r["conf_json"]),
             reason=r["reason"],
             requested_by=r["requested_by"],
+            partitions_per_run=r.get("partitions_per_run") or 1,
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -126,6 +127,7 @@ class Ledger:
                     confirm_cascade=spec.confirm_cascade,
                     order=spec.order,
                     max_active=spec.effective_max_active,
+                    partitions_per_run=spec.partitions_per_run,
                     conf_json=json.dumps(spec.conf, sort_keys=True),
                     side_effects_json=json.dumps(list(spec.allow_side_effects)),
                     approved_by=spec.approved_by,

@@ -43,6 +43,7 @@ MAX_CONF_BYTES = 64 * 1024
 MAX_CONF_DEPTH = 8
 MAX_ACTIVE_LIMIT = 64
 MAX_PARTITIONS = 20_000
+MAX_PARTITIONS_PER_RUN = 366
 _NAME_RE = re.compile(r"^[\w .@:+-]{1,120}$")
 
 
@@ -67,6 +68,7 @@ class RequestSpec:
     reason: str = ""
     requested_by: str = "unknown"
     wait_for_overlap: bool = False
+    partitions_per_run: int = 1
 
     @property
     def depends_on_past(self) -> bool:
@@ -187,6 +189,7 @@ def build_spec(
     reason: str = "",
     requested_by: str = "unknown",
     wait_for_overlap: bool = False,
+    partitions_per_run: int = 1,
 ) -> RequestSpec:
     selected = parse_assets(assets)
     for value, allowed, what in (
@@ -198,6 +201,12 @@ def build_spec(
             raise InvalidInput(f"{what} {value!r} is not one of {', '.join(allowed)}")
     if not isinstance(max_active, int) or isinstance(max_active, bool) or not 1 <= max_active <= MAX_ACTIVE_LIMIT:
         raise InvalidInput(f"--max-active {max_active!r} must be between 1 and {MAX_ACTIVE_LIMIT}")
+    if (
+        not isinstance(partitions_per_run, int)
+        or isinstance(partitions_per_run, bool)
+        or not 1 <= partitions_per_run <= MAX_PARTITIONS_PER_RUN
+    ):
+        raise InvalidInput(f"--partitions-per-run {partitions_per_run!r} must be between 1 and {MAX_PARTITIONS_PER_RUN}")
     parse_day(first, "--from")
     parse_day(last, "--to")
     partitions = tuple(calendar.keys_between(first, last))
@@ -227,6 +236,7 @@ def build_spec(
         reason=(reason or "").strip()[:2000],
         requested_by=_clean_name(requested_by, "--requested-by") or "unknown",
         wait_for_overlap=bool(wait_for_overlap),
+        partitions_per_run=partitions_per_run,
     )
     if spec.order == "backward" and spec.depends_on_past:
         past = [a for a in spec.assets if SPECS[a].depends_on_past]

@@ -120,6 +120,7 @@ requests = sa.Table(
     sa.Column("confirm_cascade", sa.Boolean, nullable=False, default=False),
     sa.Column("order", sa.String(16), nullable=False),
     sa.Column("max_active", sa.Integer, nullable=False),
+    sa.Column("partitions_per_run", sa.Integer, nullable=False, default=1),
     sa.Column("conf_json", sa.Text, nullable=False),
     sa.Column("side_effects_json", sa.Text, nullable=False),
     sa.Column("approved_by", sa.String(120)),

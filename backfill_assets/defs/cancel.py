@@ -14,6 +14,9 @@ from backfill_assets.core.schema import versions
 
 from .runs import IN_FLIGHT_STATUSES, run_views_by_key, runs_of_request
 
+STOP_ATTEMPTS = 6
+STOP_RETRY_SECONDS = 0.5
+
 # A cell the driver recorded as submitted gets its run when the sensor tick that submitted it ends: wait that
 # long for it, so that a run created just after the cancel is terminated too.
 RUN_APPEAR_TIMEOUT_SECONDS = 15.0
@@ -38,10 +41,7 @@ def terminate_request_runs(
         time.sleep(0.25)
         runs = runs_of_request(instance, request_id)
 
-    terminated = []
-    for run in runs:
-        if run.status in IN_FLIGHT_STATUSES and instance.run_coordinator.cancel_run(run.run_id):
-            terminated.append(run.run_id)
+    terminated = [run.run_id for run in runs if run.status in IN_FLIGHT_STATUSES and stop_run(instance, run)]
 
     runs = runs_of_request(instance, request_id)
     views = run_views_by_key(runs)
@@ -61,3 +61,25 @@ def terminate_request_runs(
         updates.append({"asset": cell["asset"], "partition_key": cell["partition_key"], **outcome})
     Ledger(catalog).update_cells(request_id, updates)
     return terminated
+
+
+def stop_run(instance: dg.DagsterInstance, run: dg.DagsterRun) -> bool:
+    """Cancel one run, whatever its stage; returns False only when it had already finished."""
+    for _ in range(STOP_ATTEMPTS):
+        current = instance.get_run_by_id(run.run_id)
+        if current is None or current.is_finished:
+            return False
+        if current.status == dg.DagsterRunStatus.NOT_STARTED:
+            # Created by the sensor but not yet queued: the queue then skips it (and a worker would not start it).
+            instance.report_run_canceled(current, message="backfill request cancelled before the run was queued")
+            return True
+        # Queued: removed from the queue. Launched: its code server terminates the run worker.
+        if instance.run_coordinator.cancel_run(current.run_id):
+            return True
+        time.sleep(STOP_RETRY_SECONDS)  # being launched right now: the code server knows it in a moment
+    current = instance.get_run_by_id(run.run_id)
+    if current is None or current.is_finished:
+        return False
+    # Never reachable by its code server: record it cancelled; a run worker that starts later will not execute.
+    instance.report_run_canceled(current, message="backfill request cancelled; the run could not be reached")
+    return True

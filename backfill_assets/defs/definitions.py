@@ -7,9 +7,9 @@ from backfill_assets.core.domain import DATA_ASSETS, SPECS
 from .adoption import backfill_adoption
 from .alert import revenue_alert
 from .driver import backfill_driver
-from .propagation import backfill_propagation
 from .gated import build_gated_asset
 from .jobs import production_job, production_schedule
+from .propagation import backfill_propagation
 from .resources import BackfillResource
 
 data_assets = [build_gated_asset(SPECS[name]) for name in DATA_ASSETS]

@@ -9,12 +9,12 @@ import sqlalchemy as sa
 from backfill_assets.core import request_model as M
 from backfill_assets.core import tags as T
 from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.driver_tick import Submission, tick
-from backfill_assets.core.ledger import Ledger, RequestRecord
-from backfill_assets.core.planning import CellFacts
 from backfill_assets.core.cursors import read_cursor
+from backfill_assets.core.driver_tick import Submission, tick
 from backfill_assets.core.handoffs import OPEN as HANDOFF_OPEN
 from backfill_assets.core.handoffs import Handoffs
+from backfill_assets.core.ledger import Ledger, RequestRecord
+from backfill_assets.core.planning import CellFacts
 from backfill_assets.core.propagation import PROPAGATION_CURSOR
 from backfill_assets.core.schema import publish_log, versions
 from backfill_assets.core.settings import code_version
@@ -45,7 +45,33 @@ def run_tags_for(record: RequestRecord) -> dict[str, str]:
 
 
 def run_config_for(submission: Submission) -> dict:
-    return {"ops": {asset: {"config": {"inject_defect": d}} for asset, d in submission.defects.items()}}
+    return {
+        "ops": {
+            asset: {"config": {"inject_defect_by_partition": by_partition}}
+            for asset, by_partition in submission.defects.items()
+        }
+    }
+
+
+def run_request_for(record: RequestRecord, submission: Submission) -> dg.RunRequest:
+    tags = run_tags_for(record)
+    if submission.batched:
+        # A range run: Dagster's range tags; checks are reported per partition by the step, not as outputs.
+        tags |= {T.DAGSTER_RANGE_START: submission.partitions[0], T.DAGSTER_RANGE_END: submission.partitions[-1]}
+        return dg.RunRequest(
+            run_key=submission.run_key,
+            asset_selection=[dg.AssetKey(a) for a in submission.assets],
+            asset_check_keys=[],
+            tags=tags,
+            run_config=run_config_for(submission),
+        )
+    return dg.RunRequest(
+        run_key=submission.run_key,
+        partition_key=submission.partition,
+        asset_selection=[dg.AssetKey(a) for a in submission.assets],
+        tags=tags,
+        run_config=run_config_for(submission),
+    )
 
 
 def latest_states(catalog: Catalog, cells: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
@@ -135,10 +161,4 @@ def backfill_driver(context: dg.SensorEvaluationContext, backfill: BackfillResou
         if record.source != "cli":
             continue  # adopted backfills are driven by Dagster's own backfill daemon
         for submission in drive_request(context.instance, catalog, record, loaded):
-            yield dg.RunRequest(
-                run_key=submission.run_key,
-                partition_key=submission.partition,
-                asset_selection=[dg.AssetKey(a) for a in submission.assets],
-                tags=run_tags_for(record),
-                run_config=run_config_for(submission),
-            )
+            yield run_request_for(record, submission)

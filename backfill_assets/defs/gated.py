@@ -34,6 +34,8 @@ class Defect(str, Enum):
 
 class GateConfig(dg.Config):
     inject_defect: Optional[Defect] = None
+    # Per-partition defects, used by the driver (also in batched runs); validated like inject_defect.
+    inject_defect_by_partition: Optional[dict[str, str]] = None
 
 
 def check_specs_for(spec: AssetSpec) -> list[dg.AssetCheckSpec]:
@@ -77,6 +79,7 @@ def _materialization_metadata(outcome: GateOutcome) -> dict:
 def _check_results(outcome: GateOutcome) -> list[dg.AssetCheckResult]:
     return [
         dg.AssetCheckResult(
+            asset_key=outcome.version.asset,
             check_name=c.name,
             passed=c.passed,
             description=c.description,
@@ -87,71 +90,136 @@ def _check_results(outcome: GateOutcome) -> list[dg.AssetCheckResult]:
     ]
 
 
+def _gate_one(
+    context: dg.AssetExecutionContext, spec: AssetSpec, backfill: BackfillResource, key: str, defect: str | None
+) -> tuple[Gate, GateOutcome]:
+    """Write, audit and publish-or-reject one partition. Errors abandon the attempt; rejections do not raise."""
+    identity = identity_from_context(context, spec.name, {"inject_defect": defect}, key)
+    gate = Gate(
+        backfill.catalog(), backfill.warehouse(), spec, identity, frozen_code_version=context.run.tags.get(T.CODE_VERSION)
+    )
+    gate.begin()
+    context.log.info(f"writing {gate.version_id} identity={json.dumps(gate.labels(), sort_keys=True)}")
+    try:
+        computed = compute(gate, calendar, backfill.source())
+        checks = gate.write_and_audit(computed.frame, computed.expected, defect, computed.source_fingerprint)
+        outcome = gate.conclude(checks)
+    except BackfillError as exc:
+        gate.abandon_if_unfinished(str(exc))
+        # Not a transient fault: retrying cannot help, so no new attempt.
+        raise dg.Failure(description=f"{spec.name} {key}: {exc}", allow_retries=False) from exc
+    except BaseException as exc:
+        gate.abandon_if_unfinished(f"{type(exc).__name__}: {exc}")
+        raise
+    if outcome.published:
+        previous = outcome.move.previous_version_id if outcome.move else None
+        context.log.info(f"published {gate.version_id} (replacing {previous})")
+    else:
+        context.log.error(_rejection(spec, key, gate, outcome))
+    return gate, outcome
+
+
+def _rejection(spec: AssetSpec, key: str, gate: Gate, outcome: GateOutcome) -> str:
+    return (
+        f"{spec.name} {key}: REJECTED {gate.version_id} — {outcome.error}; "
+        f"still serving {outcome.serving_version_id or 'nothing (no version published yet)'}"
+    )
+
+
+def _defect_for(config: GateConfig, key: str) -> str | None:
+    by_partition = (config.inject_defect_by_partition or {}).get(key)
+    return validate_defect(by_partition or (config.inject_defect.value if config.inject_defect else None))
+
+
+def _run_single(context, spec: AssetSpec, config: GateConfig, backfill: BackfillResource):
+    key = context.partition_key
+    gate, outcome = _gate_one(context, spec, backfill, key, _defect_for(config, key))
+    selected = {key.name for key in context.selected_asset_check_keys}
+    results = [r for r in _check_results(outcome) if r.check_name in selected]
+    if outcome.published:
+        yield dg.MaterializeResult(
+            asset_key=spec.name, metadata=_materialization_metadata(outcome), check_results=results
+        )
+        fault_point(AFTER_EVENT)
+        return
+    yield from results
+    raise dg.Failure(
+        description=_rejection(spec, key, gate, outcome),
+        metadata={
+            "rejected_version_id": gate.version_id,
+            "failed_checks": ", ".join(outcome.failed_checks),
+            "serving_version_id": outcome.serving_version_id or "",
+        },
+        allow_retries=False,
+    )
+
+
+def _run_batch(context, spec: AssetSpec, config: GateConfig, backfill: BackfillResource):
+    """A range run: every partition still gets its own version, checks, publish and reads, one frame at a time.
+
+    Check evaluations are reported per partition (a range step has no partition of its own); only published
+    partitions get a materialization; the step fails at the end naming the rejected days.
+    """
+    rejected: list[str] = []
+    for key in context.partition_keys:
+        gate, outcome = _gate_one(context, spec, backfill, key, _defect_for(config, key))
+        for check in outcome.checks:
+            context.instance.report_runless_asset_event(
+                dg.AssetCheckEvaluation(
+                    asset_key=dg.AssetKey(spec.name),
+                    check_name=check.name,
+                    passed=check.passed,
+                    partition=key,
+                    description=check.description,
+                    metadata={"version_id": gate.version_id, "run_id": context.run.run_id},
+                )
+            )
+        if outcome.published:
+            yield dg.AssetMaterialization(
+                asset_key=spec.name, partition=key, metadata=_materialization_metadata(outcome)
+            )
+        else:
+            rejected.append(f"{key} ({gate.version_id}: {outcome.error})")
+    if rejected:
+        raise dg.Failure(
+            description=f"{spec.name}: {len(rejected)} of {len(context.partition_keys)} day(s) REJECTED, the "
+            f"rest published; previous versions keep serving: " + "; ".join(rejected),
+            allow_retries=False,
+        )
+
+
 def build_gated_asset(spec: AssetSpec) -> dg.AssetsDefinition:
     asset_tags = {T.DEPENDS_ON_PAST: "true"} if spec.depends_on_past else {}
 
-    @dg.asset(
+    # A multi_asset only for can_subset: a batched (range) run deselects the checks, which the step then
+    # reports per partition itself; @asset cannot be subset by checks.
+    @dg.multi_asset(
         name=spec.name,
-        description=spec.description,
-        partitions_def=daily_partitions,
-        deps=list(spec.upstream),
+        specs=[
+            dg.AssetSpec(
+                spec.name,
+                description=spec.description,
+                deps=list(spec.upstream),
+                owners=list(spec.owners),
+                group_name=spec.group,
+                tags=asset_tags,
+                partitions_def=daily_partitions,
+                kinds={"parquet"},
+                # A range run materializes partition by partition and never emits the output as a whole.
+                skippable=True,
+            )
+        ],
         check_specs=check_specs_for(spec),
-        owners=list(spec.owners),
-        group_name=spec.group,
-        tags=asset_tags,
+        can_subset=True,
         pool=SOURCE_POOL if not spec.upstream else None,
-        kinds={"parquet"},
+        # Technical faults (lost connection, killed worker) get a new attempt of the same logical run;
+        # rejections and planning errors raise Failure(allow_retries=False).
+        retry_policy=dg.RetryPolicy(max_retries=2, delay=1),
     )
-    def _gated(
-        context: dg.AssetExecutionContext, config: GateConfig, backfill: BackfillResource
-    ):
-        defect = validate_defect(config.inject_defect.value if config.inject_defect else None)
-        identity = identity_from_context(context, spec.name, {"inject_defect": defect})
-        gate = Gate(
-            backfill.catalog(),
-            backfill.warehouse(),
-            spec,
-            identity,
-            frozen_code_version=context.run.tags.get(T.CODE_VERSION),
-        )
-        gate.begin()
-        context.log.info(f"writing {gate.version_id} identity={json.dumps(gate.labels(), sort_keys=True)}")
-        try:
-            computed = compute(gate, calendar, backfill.source())
-            checks = gate.write_and_audit(
-                computed.frame, computed.expected, defect, computed.source_fingerprint
-            )
-            outcome = gate.conclude(checks)
-        except BackfillError as exc:
-            gate.abandon_if_unfinished(str(exc))
-            raise dg.Failure(description=f"{spec.name} {identity.partition_key}: {exc}") from exc
-        except BaseException as exc:
-            gate.abandon_if_unfinished(f"{type(exc).__name__}: {exc}")
-            raise
-
-        if outcome.published:
-            context.log.info(
-                f"published {gate.version_id} (replacing {outcome.move.previous_version_id if outcome.move else None})"
-            )
-            yield dg.MaterializeResult(
-                metadata=_materialization_metadata(outcome), check_results=_check_results(outcome)
-            )
-            fault_point(AFTER_EVENT)
-            return
-        for result in _check_results(outcome):
-            yield result
-        message = (
-            f"{spec.name} {identity.partition_key}: REJECTED {gate.version_id} — {outcome.error}; "
-            f"still serving {outcome.serving_version_id or 'nothing (no version published yet)'}"
-        )
-        context.log.error(message)
-        raise dg.Failure(
-            description=message,
-            metadata={
-                "rejected_version_id": gate.version_id,
-                "failed_checks": ", ".join(outcome.failed_checks),
-                "serving_version_id": outcome.serving_version_id or "",
-            },
-        )
+    def _gated(context: dg.AssetExecutionContext, config: GateConfig, backfill: BackfillResource):
+        if len(context.partition_keys) > 1:
+            yield from _run_batch(context, spec, config, backfill)
+        else:
+            yield from _run_single(context, spec, config, backfill)
 
     return _gated

@@ -50,12 +50,12 @@ def _requested_at(context: dg.AssetExecutionContext) -> str:
 
 
 def identity_from_context(
-    context: dg.AssetExecutionContext, asset: str, params: Mapping[str, Any]
+    context: dg.AssetExecutionContext, asset: str, params: Mapping[str, Any], partition_key: str
 ) -> RunIdentity:
     run_tags = context.run.tags
     return RunIdentity(
         asset=asset,
-        interval=calendar.interval(context.partition_key),
+        interval=calendar.interval(partition_key),
         # The logical run is the root of a retry chain: a re-execution is a new attempt of the same run.
         run_id=context.run.root_run_id or context.run.run_id,
         dagster_run_id=context.run.run_id,

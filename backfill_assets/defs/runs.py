@@ -8,6 +8,8 @@ from backfill_assets.core import tags as T
 from backfill_assets.core.domain import SPECS
 from backfill_assets.core.driver_tick import RunView
 
+from .partitions import calendar
+
 RUN_KEY_TAG = "dagster/run_key"
 
 IN_FLIGHT_STATUSES = [
@@ -27,12 +29,21 @@ def run_assets(run: dg.DagsterRun) -> list[str]:
     return list(SPECS)  # a whole-job run writes every asset
 
 
+def run_partition_keys(run: dg.DagsterRun) -> list[str]:
+    """The partitions a run writes: its partition, or every day of its partition range."""
+    if run.tags.get(T.DAGSTER_PARTITION):
+        return [run.tags[T.DAGSTER_PARTITION]]
+    start, end = run.tags.get(T.DAGSTER_RANGE_START), run.tags.get(T.DAGSTER_RANGE_END)
+    if start and end:
+        return calendar.keys_between(start, end)
+    return []
+
+
 def in_flight_cells(instance: dg.DagsterInstance) -> dict[tuple[str, str], str]:
     """(asset, partition) → run id of every queued or running run that will write that cell."""
     cells: dict[tuple[str, str], str] = {}
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT_STATUSES)):
-        partition = run.tags.get(T.DAGSTER_PARTITION)
-        if partition:
+        for partition in run_partition_keys(run):
             for asset in run_assets(run):
                 cells[(asset, partition)] = run.run_id
     return cells

@@ -16,9 +16,10 @@ from backfill_assets.defs.runs import RUN_KEY_TAG
 
 
 def execute_submission(env, record, submission):
+    key = (submission.partitions[0], submission.partitions[-1]) if submission.batched else submission.partition
     [run] = run_partitions(
         env.instance,
-        [submission.partition],
+        [key],
         assets=list(submission.assets),
         tags={**run_tags_for(record), RUN_KEY_TAG: submission.run_key},
         run_config_for={submission.partition: run_config_for(submission)},
