@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test test-fast lint dev daemon bench reliability clean
+.PHONY: demo demo-postgres test test-fast lint dev bench reliability clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,6 +15,24 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/backfill-assets demo
+
+# The same demo with Dagster's storage and the catalog on PostgreSQL (two databases on one server).
+PG_HOST ?= 127.0.0.1
+PG_USER ?= postgres
+PG_DAGSTER_DB ?= backfill_dagster
+PG_CATALOG_DB ?= backfill_catalog
+PG_HOME ?= $(CURDIR)/.dagster_home_pg
+
+demo-postgres: $(STAMP)
+	for db in $(PG_DAGSTER_DB) $(PG_CATALOG_DB); do \
+	  psql -h $(PG_HOST) -U $(PG_USER) -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname='$$db'" | grep -q 1 \
+	    || psql -h $(PG_HOST) -U $(PG_USER) -d postgres -c "CREATE DATABASE $$db"; \
+	done
+	mkdir -p $(PG_HOME) && cp deploy/postgres/dagster.yaml $(PG_HOME)/dagster.yaml
+	DAGSTER_HOME=$(PG_HOME) \
+	DAGSTER_PG_URL=postgresql://$(PG_USER)@$(PG_HOST):5432/$(PG_DAGSTER_DB) \
+	BACKFILL_CATALOG_URL=postgresql://$(PG_USER)@$(PG_HOST):5432/$(PG_CATALOG_DB) \
+	$(BIN)/backfill-assets --home $(PG_HOME) demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

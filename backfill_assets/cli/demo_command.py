@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import click
@@ -12,7 +13,7 @@ from backfill_assets.core import request_model as M
 from backfill_assets.core.domain import DAILY_REVENUE
 from backfill_assets.core.intervals import utc_now
 from backfill_assets.core.ledger import Ledger
-from backfill_assets.core.settings import code_version
+from backfill_assets.core.settings import ENV_CODE_VERSION, code_version
 from backfill_assets.core.source import SourceSystem
 
 from .app import AppContext, cli, emit, json_option
@@ -69,7 +70,11 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
         wait_for_overlap=True,
     )
     ledger = Ledger(catalog)
-    record = ledger.create(M.new_request_id(utc_now()), spec, code_version(), spec.excluded_cells())
+    # Pin the code version for the daemon we start, so an unrelated edit in a dev checkout during the demo
+    # does not block the request (outside the demo, that block is exactly the point).
+    frozen = code_version()
+    os.environ[ENV_CODE_VERSION] = frozen
+    record = ledger.create(M.new_request_id(utc_now()), spec, frozen, spec.excluded_cells())
     request_id = record.request_id
     say(
         f"3. created {request_id}: {DAILY_REVENUE} {BACKFILL_FROM}..{BACKFILL_TO}, reprocess=completed, "
@@ -81,7 +86,9 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
     say("   dagster-daemon stopped")
 
     serving = catalog.current(DAILY_REVENUE, DEFECT_DAY)
-    rolled = catalog.rollback(DAILY_REVENUE, ROLLBACK_DAY, "demo: show a rollback to the production version")
+    rolled = None
+    if catalog.rollback_target(DAILY_REVENUE, ROLLBACK_DAY) is not None:
+        rolled = catalog.rollback(DAILY_REVENUE, ROLLBACK_DAY, "demo: show a rollback to the production version")
     rejected_days = [c["partition_key"] for c in ledger.cells(request_id) if c["decision"] in (M.REJECTED, M.FAILED)]
     summary_data = {
         "request_id": request_id,
@@ -91,7 +98,9 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
         "rejected_days": rejected_days,
         "defect_day_serving": serving.version_id if serving else None,
         "defect_day_old_version_kept": bool(serving and before and serving.version_id == before.version_id),
-        "rollback": {"day": ROLLBACK_DAY, "restored": rolled.version_id, "rolled_back": rolled.previous_version_id},
+        "rollback": None
+        if rolled is None
+        else {"day": ROLLBACK_DAY, "restored": rolled.version_id, "rolled_back": rolled.previous_version_id},
         "seconds": round(time.monotonic() - started, 1),
         "dagster_home": str(app.home),
     }
@@ -99,7 +108,10 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
     def human() -> None:
         click.echo(f"\n{request_id}: {counts['published']} published, {counts['rejected'] + counts['failed']} rejected")
         click.echo(f"  {DAILY_REVENUE} {DEFECT_DAY}: rejected; still serving the old version {summary_data['defect_day_serving']}")
-        click.echo(f"5. rolled back {DAILY_REVENUE} {ROLLBACK_DAY}: restored {rolled.version_id}")
+        if record.status != M.COMPLETED:
+            click.echo(f"  request ended {record.status}: {record.row['message']}")
+        if rolled is not None:
+            click.echo(f"5. rolled back {DAILY_REVENUE} {ROLLBACK_DAY}: restored {rolled.version_id}")
         click.echo(f"done in {summary_data['seconds']} s. Look closer:")
         click.echo(f"  backfill-assets request show {request_id}")
         click.echo(f"  backfill-assets versions {DAILY_REVENUE} {DEFECT_DAY}")
