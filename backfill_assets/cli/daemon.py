@@ -21,7 +21,8 @@ def dagster_bin(name: str) -> str:
 @contextmanager
 def running_daemon(home: Path) -> Iterator[subprocess.Popen]:
     """A dagster-daemon on ``home``; stopped with SIGTERM (its own PID, not a wrapper shell's) on exit."""
-    log_dir = home / "logs"
+    # Not $DAGSTER_HOME/logs: dagster-daemon clears that folder when it starts.
+    log_dir = home / "backfill_logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log = (log_dir / "daemon.log").open("ab")
     env = {**os.environ, "DAGSTER_HOME": str(home)}
