@@ -1,0 +1,90 @@
+"""A real dagster-daemon on the project's own instance config, on SQLite and on PostgreSQL storage.
+
+Unlike tests/e2e (which lifts the run limits so only the driver paces a request), these tests run with the
+limits a team runs with: deploy's dagster.yaml on PostgreSQL, the top-level dagster.yaml on SQLite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import dagster as dg
+import pytest
+from click.testing import CliRunner
+
+from backfill_assets.cli import cli
+from backfill_assets.cli.daemon import CODE_LOCATION_MODULE, dagster_bin
+from backfill_assets.core import db
+from backfill_assets.core.settings import PACKAGE_DIR, Settings
+from backfill_assets.core.source import SourceSystem
+from backfill_assets.defs.partitions import calendar
+from tests.e2e.conftest import _wait_until_daemon_ready, stop_process, tail
+
+CODE_VERSION = "production-test-code"
+SEED_FROM, SEED_TO = "2022-09-01", "2022-09-20"
+ORDERS_PER_DAY = 40
+
+
+@dataclass
+class Prod:
+    storage: str
+    home: Path
+    instance: dg.DagsterInstance
+    daemon_log: Path
+
+    def cli_json(self, *args: str, expect_exit: int = 0):
+        result = CliRunner().invoke(cli, [*args, "--json"], catch_exceptions=False)
+        assert result.exit_code == expect_exit, result.output
+        return json.loads(result.stdout)
+
+    def create(self, *args: str) -> str:
+        return self.cli_json("request", "create", "--requested-by", "prod-test", *args)["request_id"]
+
+    def wait(self, request_id: str, expect_exit: int = 0) -> dict:
+        result = CliRunner().invoke(cli, ["request", "wait", request_id, "--timeout", "240", "--json"])
+        assert result.exit_code == expect_exit, f"{result.output}\n{tail(self.daemon_log)}"
+        return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="package", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def prod(request, tmp_path_factory) -> Iterable[Prod]:
+    home = tmp_path_factory.mktemp(f"prod-{request.param}") / "dagster_home"
+    home.mkdir()
+    created: list[str] = []
+    server = None
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DAGSTER_HOME", str(home))
+        mp.setenv("BACKFILL_CODE_VERSION", CODE_VERSION)
+        for var in ("BACKFILL_WAREHOUSE", "BACKFILL_CATALOG_URL", "BACKFILL_SOURCE_URL", "BACKFILL_SINK_PATH"):
+            mp.delenv(var, raising=False)
+        if request.param == "postgres":
+            server = request.getfixturevalue("pg_server")  # skips (or fails under CI=true) when PG is down
+            created += [server.create_database(), server.create_database()]
+            mp.setenv("DAGSTER_PG_URL", server.url_for(created[0]))
+            mp.setenv("BACKFILL_CATALOG_URL", server.url_for(created[1]))
+            shutil.copyfile(PACKAGE_DIR.parent / "deploy" / "postgres" / "dagster.yaml", home / "dagster.yaml")
+        else:
+            shutil.copyfile(PACKAGE_DIR.parent / "dagster.yaml", home / "dagster.yaml")
+        SourceSystem(Settings.from_env().source_url).seed(calendar, SEED_FROM, SEED_TO, ORDERS_PER_DAY)
+        instance = dg.DagsterInstance.get()
+        log_path = home / "daemon.log"
+        with log_path.open("ab") as log:
+            proc = subprocess.Popen(
+                [dagster_bin("dagster-daemon"), "run", "-m", CODE_LOCATION_MODULE],
+                stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ), cwd=str(home), start_new_session=True,
+            )
+        try:
+            _wait_until_daemon_ready(instance, proc, log_path)
+            yield Prod(request.param, home, instance, log_path)
+        finally:
+            stop_process(proc)
+            instance.dispose()
+            db.dispose_all()
+            for name in created:
+                server.drop_database(name)
