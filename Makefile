@@ -47,5 +47,13 @@ dev: $(STAMP)
 	mkdir -p $(DAGSTER_HOME) && test -f $(DAGSTER_HOME)/dagster.yaml || cp dagster.yaml $(DAGSTER_HOME)/
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
+# Benchmarks of issue 6 (docs/BENCHMARKS.md); never part of `make test`. Sizes and contenders as flags, e.g.
+# make bench BENCH_ARGS="--with-airflow"   (python -m bench.run --help lists them)
+BENCH_ARGS ?=
+
+bench: $(STAMP)
+	$(BIN)/python -c "import psutil" 2>/dev/null || $(BIN)/pip install --quiet psutil
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
+
 clean:
 	rm -rf .dagster_home .pytest_cache .hypothesis

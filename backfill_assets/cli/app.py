@@ -9,7 +9,7 @@ import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -49,15 +49,34 @@ def ensure_home(home: Path) -> Path:
     return home
 
 
+def _fail(message: str) -> NoReturn:
+    click.echo("error: " + " ".join(message.splitlines()), err=True)  # one line, whatever the input held
+    sys.exit(2)
+
+
 class BackfillGroup(click.Group):
-    """Turns every ``BackfillError`` into one line on stderr and exit status 2 — never a traceback."""
+    """Turns every ``BackfillError`` and click usage error into one line on stderr and exit status 2 — never a
+    traceback, never a multi-line usage block."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            _usage_error(exc)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except BackfillError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
+            _fail(str(exc))
+        except click.UsageError as exc:
+            _usage_error(exc)
+
+
+def _usage_error(exc: click.UsageError) -> NoReturn:
+    if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+        raise exc  # a bare group or command: show its help
+    _fail(exc.format_message())
 
 
 def emit(data: Any, as_json: bool, human: Any = None) -> None:

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from backfill_assets.core.domain import DEMO_FIRST_DAY, DEMO_TIMEZONE, require_asset
 from backfill_assets.core.errors import InvalidInput, NotFound
+from backfill_assets.core.identity import validate_text
 from backfill_assets.core.intervals import BusinessCalendar
 from backfill_assets.core.source import SourceSystem
 from backfill_assets.core.states import VERIFIED, VersionState
@@ -93,6 +94,7 @@ def read(app: AppContext, asset: str, partition: str, version_id: str | None, fm
     Example: backfill-assets read daily_revenue 2022-10-17 --format json
     """
     _cell(asset, partition)
+    validate_text(reader, "--reader", 120)
     catalog = app.catalog()
     if version_id is None:
         version = catalog.current(asset, partition)

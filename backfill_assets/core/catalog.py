@@ -14,7 +14,7 @@ from typing import Any, Iterable, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .db import engine_for, retry_transient
+from .db import engine_for, reader_for, retry_transient
 from .errors import InvalidInput, NotFound, PublishConflict
 from .faults import IN_PUBLISH_TRANSACTION, fault_point
 from .identity import (
@@ -23,6 +23,7 @@ from .identity import (
     parse_version_id,
     validate_asset_name,
     validate_partition_key,
+    validate_text,
 )
 from .intervals import iso, utc_now
 from .schema import log_head, pointers, publish_log, reads, versions
@@ -87,6 +88,7 @@ class Catalog:
     def __init__(self, url: str):
         self.url = url
         self.engine = engine_for(url)
+        self.reader = reader_for(url)
 
     # ---- versions ---------------------------------------------------------------------------------------------
 
@@ -186,13 +188,13 @@ class Catalog:
 
     def get(self, version_id: str) -> Version:
         parse_version_id(version_id)
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             return self._get(conn, version_id)
 
     def versions_of(self, asset: str, partition_key: str) -> list[Version]:
         validate_asset_name(asset)
         validate_partition_key(partition_key)
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             rows = conn.execute(
                 sa.select(versions)
                 .where(versions.c.asset == asset, versions.c.partition_key == partition_key)
@@ -201,7 +203,7 @@ class Catalog:
         return [Version.from_row(r) for r in rows]
 
     def versions_where(self, *criteria: Any) -> list[Version]:
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             rows = conn.execute(sa.select(versions).where(*criteria).order_by(versions.c.created_at)).all()
         return [Version.from_row(r) for r in rows]
 
@@ -210,7 +212,7 @@ class Catalog:
     def current(self, asset: str, partition_key: str) -> Version | None:
         validate_asset_name(asset)
         validate_partition_key(partition_key)
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             ptr = self._pointer(conn, asset, partition_key)
             return self._get(conn, ptr["version_id"]) if ptr else None
 
@@ -218,7 +220,7 @@ class Catalog:
         keys = list(partition_keys)
         if not keys:
             return {}
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             rows = conn.execute(
                 sa.select(versions)
                 .join(pointers, pointers.c.version_id == versions.c.version_id)
@@ -265,6 +267,7 @@ class Catalog:
         validate_partition_key(partition_key)
         if not reason or not reason.strip():
             raise InvalidInput("rollback needs --reason")
+        validate_text(reason, "--reason", 2000, line_breaks=True)
         with self.engine.begin() as conn:
             seq = self._next_seq(conn)
             ptr = self._pointer(conn, asset, partition_key)
@@ -290,7 +293,7 @@ class Catalog:
 
     def rollback_target(self, asset: str, partition_key: str) -> Version | None:
         """The version a rollback of the current pointer would restore (gc must never purge it)."""
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             ptr = self._pointer(conn, asset, partition_key)
             if ptr is None:
                 return None
@@ -335,11 +338,11 @@ class Catalog:
             )
 
     def consumers_of(self, version_id: str) -> list[Consumer]:
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             return self._consumers(conn, version_id)
 
     def log_after(self, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             rows = conn.execute(
                 sa.select(publish_log).where(publish_log.c.seq > seq).order_by(publish_log.c.seq).limit(limit)
             ).all()

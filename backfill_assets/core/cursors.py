@@ -10,7 +10,7 @@ from .schema import cursors
 
 
 def read_cursor(catalog: Catalog, name: str) -> int:
-    with catalog.engine.connect() as conn:
+    with catalog.reader.connect() as conn:
         value = conn.execute(sa.select(cursors.c.value).where(cursors.c.name == name)).scalar()
     return int(value or 0)
 

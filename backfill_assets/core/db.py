@@ -16,6 +16,8 @@ from .schema import log_head, metadata
 
 T = TypeVar("T")
 
+READ_ONLY = "backfill_read_only"
+
 _engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
 
@@ -29,6 +31,11 @@ def engine_for(url: str) -> Engine:
             _ensure_schema(engine)
             _engines[url] = engine
         return engine
+
+
+def reader_for(url: str) -> Engine:
+    """The same engine (same pool) for read-only work: on SQLite its transactions do not take the write lock."""
+    return engine_for(url).execution_options(**{READ_ONLY: True})
 
 
 def dispose_all() -> None:
@@ -70,7 +77,8 @@ def _make_sqlite_transactional(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn):  # noqa: ANN001
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        # Readers (reader_for) take no write lock: in WAL mode they see a consistent snapshot without one.
+        conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(READ_ONLY) else "BEGIN IMMEDIATE")
 
 
 def _ensure_schema(engine: Engine) -> None:

@@ -26,7 +26,10 @@ def collect_garbage(
     """Never a current version, never the version a rollback of the current pointer would restore."""
     if not isinstance(older_than_days, int) or older_than_days < 0:
         raise InvalidInput(f"--older-than {older_than_days!r} must be a whole number of days >= 0")
-    cutoff = iso(now - timedelta(days=older_than_days))
+    try:
+        cutoff = iso(now - timedelta(days=older_than_days))
+    except OverflowError:
+        return []  # a retention longer than the calendar: no version is that old
     candidates = catalog.versions_where(
         versions.c.state.in_([s.value for s in PURGEABLE]), versions.c.created_at < cutoff
     )

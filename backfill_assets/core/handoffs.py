@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from datetime import datetime, timedelta
 from typing import Any
@@ -11,6 +12,7 @@ import sqlalchemy as sa
 
 from .catalog import Catalog
 from .errors import InvalidInput, NotFound
+from .identity import validate_text
 from .intervals import iso
 from .schema import handoffs
 
@@ -19,11 +21,13 @@ ACCEPTED = "accepted"
 DECLINED = "declined"
 EXPIRED = "expired"
 DEFAULT_WINDOW = timedelta(hours=24)
+_HANDOFF_ID_RE = re.compile(r"^[a-z0-9-]{1,80}\Z")
 
 
 class Handoffs:
     def __init__(self, catalog: Catalog):
         self.engine = catalog.engine
+        self.reader = catalog.reader
 
     def offer(
         self, request_id: str, asset: str, owner: str, partitions: list[str], now: datetime, window: timedelta
@@ -61,6 +65,9 @@ class Handoffs:
     def decide(self, handoff_id: str, status: str, by: str, now: datetime) -> dict[str, Any]:
         if status not in (ACCEPTED, DECLINED):
             raise InvalidInput(f"unknown handoff decision {status!r}")
+        if not isinstance(handoff_id, str) or not _HANDOFF_ID_RE.match(handoff_id):
+            raise InvalidInput(f"handoff id {handoff_id!r} is not of the form ho-xxxxxxxx")
+        validate_text(by, "--by", 120)
         with self.engine.begin() as conn:
             row = conn.execute(sa.select(handoffs).where(handoffs.c.handoff_id == handoff_id)).first()
             if row is None:
@@ -92,7 +99,7 @@ class Handoffs:
         return ids
 
     def get(self, handoff_id: str) -> dict[str, Any]:
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             row = conn.execute(sa.select(handoffs).where(handoffs.c.handoff_id == handoff_id)).first()
         if row is None:
             raise NotFound(f"unknown handoff {handoff_id!r}")
@@ -104,7 +111,7 @@ class Handoffs:
             query = query.where(handoffs.c.request_id == request_id)
         if status:
             query = query.where(handoffs.c.status == status)
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             return [_as_dict(r) for r in conn.execute(query).all()]
 
 

@@ -9,7 +9,7 @@ import unicodedata
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .errors import UnsafeName
+from .errors import InvalidInput, UnsafeName
 from .intervals import Interval, iso
 
 _ASSET_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
@@ -40,6 +40,17 @@ def _validate(value: object, pattern: re.Pattern[str], what: str) -> str:
     if problem is not None:
         raise UnsafeName(f"{what} {value!r} {problem}")
     return value  # type: ignore[return-value]
+
+
+def validate_text(value: object, what: str, limit: int, line_breaks: bool = False) -> str:
+    """Free text that is stored (a reason, a reader's label): bounded, and storable in every catalog backend —
+    no NUL or other control characters (PostgreSQL refuses NUL), no lone surrogates (not encodable as UTF-8)."""
+    if not isinstance(value, str) or len(value) > limit:
+        raise InvalidInput(f"{what} must be text of at most {limit} characters")
+    allowed = "\t\n\r" if line_breaks else ""
+    if any(unicodedata.category(ch) in ("Cc", "Cs") and ch not in allowed for ch in value):
+        raise InvalidInput(f"{what} {value[:80]!r} contains a control character")
+    return value
 
 
 def validate_asset_name(name: object) -> str:

@@ -14,6 +14,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from .errors import InvalidInput
 
 PARTITION_KEY_FORMAT = "%Y-%m-%d"
+_FIRST_SUPPORTED_DAY = date.min + timedelta(days=1)
+_LAST_SUPPORTED_DAY = date.max - timedelta(days=1)
 _KEY_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")  # ASCII digits only: \d also matches e.g. full-width digits
 
 
@@ -100,13 +102,16 @@ class BusinessCalendar:
         day = parse_day(key, "partition key")
         if day < self.first_day:
             raise InvalidInput(f"partition {key} is before the first partition {self.first_day.isoformat()}")
+        if not _FIRST_SUPPORTED_DAY <= day <= _LAST_SUPPORTED_DAY:
+            # Its interval (or the UTC form of it) would fall outside what datetime can represent.
+            raise InvalidInput(f"partition {key} is outside the supported days 0001-01-02..9999-12-30")
         return day
 
     def key_of(self, ts: datetime) -> str:
         """The business day a timestamp belongs to (e.g. 2022-10-01T16:30Z is 2022-10-02 in Shanghai)."""
         if ts.tzinfo is None:
             raise InvalidInput(f"timestamp {ts.isoformat()} has no timezone")
-        return ts.astimezone(self.tz).date().strftime(PARTITION_KEY_FORMAT)
+        return ts.astimezone(self.tz).date().isoformat()
 
     def newest_complete_key(self, now: datetime) -> str | None:
         """The last business day whose interval has fully ended at ``now``."""
@@ -114,21 +119,21 @@ class BusinessCalendar:
         newest = today_local - timedelta(days=1)
         if newest < self.first_day:
             return None
-        return newest.strftime(PARTITION_KEY_FORMAT)
+        return newest.isoformat()
 
     def keys_between(self, first: str, last: str) -> list[str]:
         """Inclusive range of partition keys, validated."""
         a, b = self.day_of_key(first), self.day_of_key(last)
         if b < a:
             raise InvalidInput(f"--to {last} is before --from {first}")
-        return [(a + timedelta(days=i)).strftime(PARTITION_KEY_FORMAT) for i in range((b - a).days + 1)]
+        return [(a + timedelta(days=i)).isoformat() for i in range((b - a).days + 1)]
 
     def previous_key(self, key: str) -> str | None:
         day = self.day_of_key(key) - timedelta(days=1)
-        return None if day < self.first_day else day.strftime(PARTITION_KEY_FORMAT)
+        return None if day < self.first_day else day.isoformat()
 
     def next_key(self, key: str) -> str:
-        return (self.day_of_key(key) + timedelta(days=1)).strftime(PARTITION_KEY_FORMAT)
+        return (self.day_of_key(key) + timedelta(days=1)).isoformat()
 
 
 def utc_now() -> datetime:

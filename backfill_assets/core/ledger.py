@@ -73,6 +73,7 @@ class Ledger:
     def __init__(self, catalog: Catalog):
         self.catalog = catalog
         self.engine = catalog.engine
+        self.reader = catalog.reader
 
     # ---- create -----------------------------------------------------------------------------------------------
 
@@ -187,14 +188,14 @@ class Ledger:
 
     def get(self, request_id: str) -> RequestRecord:
         validate_request_id(request_id)
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             row = conn.execute(sa.select(requests).where(requests.c.request_id == request_id)).first()
         if row is None:
             raise NotFound(f"unknown request {request_id!r}")
         return RequestRecord(dict(row._mapping))
 
     def exists(self, request_id: str) -> bool:
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             return conn.execute(
                 sa.select(requests.c.request_id).where(requests.c.request_id == request_id)
             ).first() is not None
@@ -203,11 +204,11 @@ class Ledger:
         query = sa.select(requests).order_by(requests.c.requested_at.desc())
         if statuses:
             query = query.where(requests.c.status.in_(list(statuses)))
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             return [RequestRecord(dict(r._mapping)) for r in conn.execute(query).all()]
 
     def cells(self, request_id: str) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             rows = conn.execute(
                 sa.select(request_items)
                 .where(request_items.c.request_id == request_id)

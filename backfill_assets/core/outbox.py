@@ -74,5 +74,5 @@ def deliveries(catalog: Catalog, partition_key: str | None = None) -> list[dict[
     query = sa.select(outbox).order_by(outbox.c.created_at)
     if partition_key:
         query = query.where(outbox.c.partition_key == partition_key)
-    with catalog.engine.connect() as conn:
+    with catalog.reader.connect() as conn:
         return [dict(r._mapping) for r in conn.execute(query).all()]

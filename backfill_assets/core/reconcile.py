@@ -237,7 +237,7 @@ def _stale_downstream(catalog: Catalog, request_id: str, policy: str, calendar: 
     """Downstream cells whose current version did not read the version this request published (policy none)."""
     if policy != "none":
         return []
-    with catalog.engine.connect() as conn:
+    with catalog.reader.connect() as conn:
         rows = conn.execute(
             publish_log.select()
             .where(publish_log.c.request_id == request_id, publish_log.c.action == "publish")

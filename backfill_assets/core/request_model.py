@@ -12,6 +12,7 @@ from typing import Any
 from .defects import validate_defect
 from .domain import SPECS, require_asset, topological
 from .errors import InvalidInput, PlanError
+from .identity import validate_text
 from .intervals import BusinessCalendar, parse_day
 
 REPROCESS_POLICIES = ("none", "failed", "completed")
@@ -103,7 +104,7 @@ def parse_assets(selection: str) -> tuple[str, ...]:
     if not names:
         raise InvalidInput("--assets is empty; name one or more assets, comma-separated")
     if len(set(names)) != len(names):
-        raise InvalidInput(f"--assets lists an asset twice: {selection}")
+        raise InvalidInput(f"--assets lists an asset twice: {selection!r}")
     for name in names:
         require_asset(name, data_only=False)
     return tuple(topological(names))
@@ -209,9 +210,10 @@ def build_spec(
         raise InvalidInput(f"--partitions-per-run {partitions_per_run!r} must be between 1 and {MAX_PARTITIONS_PER_RUN}")
     parse_day(first, "--from")
     parse_day(last, "--to")
-    partitions = tuple(calendar.keys_between(first, last))
+    # Before expanding the range: a far-future --to would otherwise build millions of keys first.
     if newest_complete is None or parse_day(last) > parse_day(newest_complete):
         raise InvalidInput(f"--to {last} is past the newest complete interval ({newest_complete or 'none yet'})")
+    partitions = tuple(calendar.keys_between(first, last))
     if len(partitions) > MAX_PARTITIONS:
         raise InvalidInput(f"the range has {len(partitions)} partitions; at most {MAX_PARTITIONS} per request")
     side_effects = tuple(s.strip() for s in (allow_side_effects or "").split(",") if s.strip())
@@ -233,7 +235,7 @@ def build_spec(
         allow_side_effects=side_effects,
         approved_by=_clean_name(approved_by, "--approved-by"),
         conf=spec_conf,
-        reason=(reason or "").strip()[:2000],
+        reason=validate_text((reason or "").strip()[:2000], "--reason", 2000, line_breaks=True),
         requested_by=_clean_name(requested_by, "--requested-by") or "unknown",
         wait_for_overlap=bool(wait_for_overlap),
         partitions_per_run=partitions_per_run,

@@ -11,7 +11,7 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from .db import create_engine, retry_transient
+from .db import READ_ONLY, create_engine, retry_transient
 from .errors import InvalidInput
 from .intervals import BusinessCalendar, Interval
 
@@ -53,6 +53,7 @@ class SourceSummary:
 class SourceSystem:
     def __init__(self, url: str):
         self.engine = create_engine(url)
+        self.reader = self.engine.execution_options(**{READ_ONLY: True})
         retry_transient(lambda: _meta.create_all(self.engine, checkfirst=True))
 
     def seed(self, calendar: BusinessCalendar, first: str, last: str, orders_per_day: int) -> int:
@@ -74,7 +75,7 @@ class SourceSystem:
             .where(orders.c.created_at >= _ts(interval.start), orders.c.created_at < _ts(interval.end))
             .order_by(orders.c.created_at, orders.c.order_id, orders.c.updated_at)
         )
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             frame = pd.DataFrame(conn.execute(query).mappings().all(), columns=[c.name for c in orders.columns])
         frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True)
         frame["updated_at"] = pd.to_datetime(frame["updated_at"], utc=True)
@@ -85,7 +86,7 @@ class SourceSystem:
         query = sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(orders.c.amount), 0.0)).where(
             orders.c.created_at >= _ts(interval.start), orders.c.created_at < _ts(interval.end)
         )
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             count, total = conn.execute(query).one()
         return SourceSummary(rows=int(count), amount_sum=float(total))
 

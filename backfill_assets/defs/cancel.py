@@ -14,12 +14,18 @@ from backfill_assets.core.schema import versions
 
 from .runs import IN_FLIGHT_STATUSES, run_views_by_key, runs_of_request
 
-STOP_ATTEMPTS = 6
-STOP_RETRY_SECONDS = 0.5
-
 # A cell the driver recorded as submitted gets its run when the sensor tick that submitted it ends: wait that
 # long for it, so that a run created just after the cancel is terminated too.
 RUN_APPEAR_TIMEOUT_SECONDS = 15.0
+# How long to keep stopping runs until none of the request's runs is queued or running.
+STOP_TIMEOUT_SECONDS = 45.0
+# A run stays stopped this long before we trust it: Dagster can re-enqueue a run cancelled at the moment it is
+# being submitted, and dequeue one cancelled at the moment it is being launched.
+QUIET_SECONDS = 1.5
+# A run still NOT_STARTED (never submitted to the queue) or CANCELING (termination not confirmed) after this
+# long is recorded as cancelled directly: its sensor tick died, or its code server cannot be reached.
+STUCK_SECONDS = 10.0
+POLL_SECONDS = 0.25
 
 
 def terminate_request_runs(
@@ -28,20 +34,38 @@ def terminate_request_runs(
     request_id: str,
     submitted: list[dict],
     appear_timeout: float = RUN_APPEAR_TIMEOUT_SECONDS,
+    stop_timeout: float = STOP_TIMEOUT_SECONDS,
 ) -> list[str]:
-    """Cancel every queued or running run of the (already cancelled) request; returns the terminated run ids.
+    """Stop every queued or running run of the (already cancelled) request; returns the runs it cancelled.
 
-    Each cell that was submitted ends ``cancelled`` when its run was stopped (or never created), or with the
-    outcome of its run when that run had already finished.
+    Each submitted cell then ends ``cancelled`` when its run was stopped (or never created), or with the outcome
+    of its run when that run finished before the cancel reached it.
     """
     deadline = time.monotonic() + appear_timeout
     wanted = {c["run_key"] for c in submitted if c.get("run_key")}
     runs = runs_of_request(instance, request_id)
     while wanted - set(run_views_by_key(runs)) and time.monotonic() < deadline:
-        time.sleep(0.25)
+        time.sleep(POLL_SECONDS)
         runs = runs_of_request(instance, request_id)
 
-    terminated = [run.run_id for run in runs if run.status in IN_FLIGHT_STATUSES and stop_run(instance, run)]
+    acted: set[str] = set()
+    first_seen: dict[tuple[str, str], float] = {}
+    quiet_since: float | None = None
+    deadline = time.monotonic() + stop_timeout
+    while time.monotonic() < deadline:
+        now = time.monotonic()
+        active = [r for r in runs_of_request(instance, request_id) if r.status in IN_FLIGHT_STATUSES]
+        if not active:
+            quiet_since = quiet_since or now
+            if not acted or now - quiet_since >= QUIET_SECONDS:
+                break
+        else:
+            quiet_since = None
+        for run in active:
+            age = now - first_seen.setdefault((run.run_id, run.status.value), now)
+            if _stop(instance, run, stuck=age >= STUCK_SECONDS):
+                acted.add(run.run_id)
+        time.sleep(POLL_SECONDS)
 
     runs = runs_of_request(instance, request_id)
     views = run_views_by_key(runs)
@@ -52,34 +76,26 @@ def terminate_request_runs(
     updates = []
     for cell in submitted:
         run = views.get(cell.get("run_key"))
-        outcome = None
-        if run is not None and run.run_id not in terminated:
-            outcome = settle(cell, run, states.get((cell["asset"], cell["partition_key"], run.run_id)))
+        outcome = settle(cell, run, states.get((cell["asset"], cell["partition_key"], run.run_id))) if run else None
         if outcome is None:
-            reason = "run terminated: request cancelled" if run else "request cancelled before its run was created"
+            reason = "request cancelled before its run was created" if run is None else "run still stopping"
             outcome = {"decision": M.CELL_CANCELLED, "reason": reason, "run_id": run.run_id if run else None}
+        elif outcome["decision"] == M.CELL_CANCELLED:
+            outcome["reason"] = "run terminated: request cancelled"
         updates.append({"asset": cell["asset"], "partition_key": cell["partition_key"], **outcome})
     Ledger(catalog).update_cells(request_id, updates)
-    return terminated
+    return [r.run_id for r in runs if r.run_id in acted and r.status == dg.DagsterRunStatus.CANCELED]
 
 
-def stop_run(instance: dg.DagsterInstance, run: dg.DagsterRun) -> bool:
-    """Cancel one run, whatever its stage; returns False only when it had already finished."""
-    for _ in range(STOP_ATTEMPTS):
-        current = instance.get_run_by_id(run.run_id)
-        if current is None or current.is_finished:
-            return False
-        if current.status == dg.DagsterRunStatus.NOT_STARTED:
-            # Created by the sensor but not yet queued: the queue then skips it (and a worker would not start it).
-            instance.report_run_canceled(current, message="backfill request cancelled before the run was queued")
+def _stop(instance: dg.DagsterInstance, run: dg.DagsterRun, stuck: bool) -> bool:
+    """One attempt at stopping a run; returns whether a cancellation was issued."""
+    status = run.status
+    if status in (dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.CANCELING):
+        # Being submitted to the queue right now, or already terminating: wait, unless it is stuck there.
+        if stuck:
+            instance.report_run_canceled(run, message="backfill request cancelled")
             return True
-        # Queued: removed from the queue. Launched: its code server terminates the run worker.
-        if instance.run_coordinator.cancel_run(current.run_id):
-            return True
-        time.sleep(STOP_RETRY_SECONDS)  # being launched right now: the code server knows it in a moment
-    current = instance.get_run_by_id(run.run_id)
-    if current is None or current.is_finished:
         return False
-    # Never reachable by its code server: record it cancelled; a run worker that starts later will not execute.
-    instance.report_run_canceled(current, message="backfill request cancelled; the run could not be reached")
-    return True
+    # Queued: removed from the queue. Launched: its code server terminates the run worker. False while the
+    # launch is still in progress; the next attempt gets it.
+    return instance.run_coordinator.cancel_run(run.run_id)

@@ -100,7 +100,7 @@ def downstream_hold(catalog: Catalog, record: RequestRecord) -> str | None:
     """Why a request with a downstream policy must stay open although its cells are done, if it must."""
     if record.spec.downstream == "none":
         return None
-    with catalog.engine.connect() as conn:
+    with catalog.reader.connect() as conn:
         last_seq = conn.execute(
             sa.select(sa.func.max(publish_log.c.seq)).where(publish_log.c.request_id == record.request_id)
         ).scalar()

@@ -27,7 +27,7 @@ def newest_published(catalog: Catalog):
 
     def newest_of(asset: str) -> str | None:
         if asset not in cache:
-            with catalog.engine.connect() as conn:
+            with catalog.reader.connect() as conn:
                 cache[asset] = conn.execute(
                     sa.select(sa.func.max(pointers.c.partition_key)).where(pointers.c.asset == asset)
                 ).scalar()

@@ -1,0 +1,41 @@
+"""The correctness cross-check: every contender must end with the same daily_revenue over the same days."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from backfill_assets.core.catalog import Catalog
+from backfill_assets.core.domain import DAILY_REVENUE
+
+from .plain import partition_file
+
+
+def _totals(frames: Iterable[pd.DataFrame], expected_days: int) -> dict:
+    days = orders = 0
+    revenue = 0.0
+    for frame in frames:
+        days += 1
+        orders += int(frame["orders"].sum())
+        revenue += float(frame["revenue_cny"].sum())
+    return {"days": days, "missing_days": expected_days - days, "orders": orders, "revenue_cny": round(revenue, 2)}
+
+
+def revenue_from_files(root: Path, keys: list[str]) -> dict:
+    paths = [partition_file(root, DAILY_REVENUE, k) for k in keys]
+    return _totals((pq.read_table(p).to_pandas() for p in paths if p.exists()), len(keys))
+
+
+def revenue_from_catalog(catalog_url: str, keys: list[str]) -> dict:
+    """Read the published (current) version of every day, as any reader of the product would."""
+    current = Catalog(catalog_url).current_many(DAILY_REVENUE, keys)
+    return _totals((pq.read_table(v.path).to_pandas() for v in current.values()), len(keys))
+
+
+def agree(checks: dict[str, dict]) -> bool:
+    """All contenders saw every day and the same orders and revenue (to the cent)."""
+    values = {(c["days"], c["missing_days"], c["orders"], c["revenue_cny"]) for c in checks.values()}
+    return len(values) == 1 and next(iter(values))[1] == 0

@@ -1,0 +1,1 @@
+"""One module per contender; each exposes ``run(workspace, sizes, ...) -> Outcome``."""

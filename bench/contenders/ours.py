@@ -1,0 +1,86 @@
+"""O and B, ours: a backfill request created with the CLI and carried out by the driver sensor in dagster-daemon.
+
+O is one interval per run; B the same request with ``--partitions-per-run K``. Nothing is prepared: with
+``--reprocess completed`` on an empty catalog the request itself computes raw_orders..daily_revenue for every
+day, each day its own version, checks and publish.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+from backfill_assets.cli.daemon import CODE_LOCATION_MODULE, dagster_bin
+from backfill_assets.core import request_model as M
+from backfill_assets.core import tags as T
+from backfill_assets.core.catalog import Catalog
+from backfill_assets.core.ledger import Ledger
+from backfill_assets.core.settings import Settings
+from backfill_assets.defs.adoption import ADOPTION_SENSOR
+from backfill_assets.defs.driver import DRIVER_INTERVAL_SECONDS, DRIVER_SENSOR
+from backfill_assets.defs.propagation import PROPAGATION_SENSOR
+
+from ..checks import revenue_from_catalog
+from ..dagster_facts import first_start, last_end, run_breakdown, runs_tagged, sensor_ticks, tick_breakdown
+from ..dagster_home import dagster_env, make_home, open_instance
+from ..measure import ProcessSampler
+from ..outcome import Outcome
+from ..plain import ASSETS
+from ..services import service, wait_until
+from ..workspace import REPO, Sizes, Workspace
+
+DONE = (*M.CLOSED_STATUSES, M.BLOCKED)
+
+
+def create_request(env: dict, sizes: Sizes, partitions_per_run: int, sampler: ProcessSampler) -> tuple[str, float]:
+    """``backfill-assets request create`` as a user would type it; returns the request id and its seconds."""
+    argv = [
+        dagster_bin("backfill-assets"), "request", "create", "--assets", ",".join(ASSETS),
+        "--from", sizes.first, "--to", sizes.last, "--reprocess", "completed",
+        "--max-active", str(sizes.max_active), "--partitions-per-run", str(partitions_per_run),
+        "--reason", "benchmark", "--requested-by", "bench", "--json",
+    ]
+    started = time.monotonic()
+    proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    sampler.add_root(proc.pid)
+    out, err = proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"request create failed ({proc.returncode}): {err.decode()[-2000:]}")
+    return json.loads(out)["request_id"], time.monotonic() - started
+
+
+def run(ws: Workspace, sizes: Sizes, contender: str, partitions_per_run: int, timeout: float) -> Outcome:
+    base = ws.dir(contender)
+    home = make_home(base / "home", sizes.max_active)
+    env = dagster_env(home, ws.source_url)
+    catalog_url = Settings.from_env(env).catalog_url
+    argv = [dagster_bin("dagster-daemon"), "run", "-m", CODE_LOCATION_MODULE]
+    with service("dagster-daemon", argv, env, base / "logs", REPO) as daemon:
+        instance = open_instance(home)
+        # Ready = the driver sensor has ticked once (the daemon has loaded the code location).
+        wait_until(lambda: bool(sensor_ticks(instance, DRIVER_SENSOR)), "driver sensor", 180, [daemon])
+        ledger = Ledger(Catalog(catalog_url))
+        with ProcessSampler([daemon.pid]) as sampler:
+            started = time.time()
+            request_id, create_s = create_request(env, sizes, partitions_per_run, sampler)
+            # Polled once a second, like `request wait` (each read is a short catalog transaction).
+            wait_until(lambda: ledger.get(request_id).status in DONE, f"request {request_id}", timeout, [daemon], 1.0)
+        record = ledger.get(request_id)
+        counts = ledger.counts(request_id)
+        records = runs_tagged(instance, T.REQUEST_ID, request_id)
+        details = {
+            "request_id": request_id,
+            "status": record.status,
+            "cells": counts,
+            "partitions_per_run": partitions_per_run,
+            "create_command_s": round(create_s, 2),
+            "first_run_start_s": first_start(records, started),
+            "last_run_end_s": last_end(records, started),
+            "driver_interval_s": DRIVER_INTERVAL_SECONDS,
+            "breakdown": run_breakdown(instance, records, sizes.max_active),
+            "sensor_ticks": tick_breakdown(instance, (DRIVER_SENSOR, PROPAGATION_SENSOR, ADOPTION_SENSOR), started),
+        }
+    title = "ours, one interval per run" if partitions_per_run == 1 else f"ours, batched K={partitions_per_run}"
+    check = revenue_from_catalog(catalog_url, sizes.keys)
+    return Outcome(contender, title, sampler.usage, len(records), check, details)

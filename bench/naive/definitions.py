@@ -1,0 +1,62 @@
+"""The naive Dagster code location: the same three assets, daily partitions, an IO manager overwriting in place.
+
+No versions, no checks, no catalog: what a first Dagster project would do. Settings come from the environment
+at run time (``BACKFILL_SOURCE_URL``, ``BENCH_OUT_DIR``).
+"""
+
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+
+from backfill_assets.core.domain import DAILY_REVENUE, DEMO_FIRST_DAY, DEMO_TIMEZONE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.core.source import SourceSystem
+from bench.plain import compute, read_partition, write_partition
+
+daily = dg.DailyPartitionsDefinition(start_date=DEMO_FIRST_DAY, timezone=DEMO_TIMEZONE, end_offset=0)
+
+
+class ParquetInPlace(dg.ConfigurableIOManager):
+    """``<root>/<asset>/date=<key>/data.parquet``, overwritten by every run of that partition."""
+
+    root: str
+
+    def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame) -> None:
+        write_partition(Path(self.root), context.asset_key.path[-1], context.asset_partition_key, obj)
+
+    def load_input(self, context: dg.InputContext) -> pd.DataFrame:
+        return read_partition(Path(self.root), context.asset_key.path[-1], context.asset_partition_key)
+
+
+class Source(dg.ConfigurableResource):
+    url: str
+
+    def system(self) -> SourceSystem:
+        return SourceSystem(self.url)
+
+
+@dg.asset(name=RAW_ORDERS, partitions_def=daily)
+def raw_orders(context: dg.AssetExecutionContext, source: Source) -> pd.DataFrame:
+    """Orders extracted from the source for one business day."""
+    return compute(RAW_ORDERS, context.partition_key, source.system(), None)
+
+
+@dg.asset(name=ORDER_FACTS, partitions_def=daily, ins={"raw": dg.AssetIn(RAW_ORDERS)})
+def order_facts(context: dg.AssetExecutionContext, raw: pd.DataFrame) -> pd.DataFrame:
+    """One row per order, latest amendment, amounts in CNY."""
+    return compute(ORDER_FACTS, context.partition_key, None, raw)
+
+
+@dg.asset(name=DAILY_REVENUE, partitions_def=daily, ins={"facts": dg.AssetIn(ORDER_FACTS)})
+def daily_revenue(context: dg.AssetExecutionContext, facts: pd.DataFrame) -> pd.DataFrame:
+    """Revenue and order count per region for one business day."""
+    return compute(DAILY_REVENUE, context.partition_key, None, facts)
+
+
+defs = dg.Definitions(
+    assets=[raw_orders, order_facts, daily_revenue],
+    resources={
+        "io_manager": ParquetInPlace(root=dg.EnvVar("BENCH_OUT_DIR")),
+        "source": Source(url=dg.EnvVar("BACKFILL_SOURCE_URL")),
+    },
+)
