@@ -20,4 +20,7 @@ defs = dg.Definitions(
     schedules=[production_schedule],
     sensors=[backfill_driver, backfill_propagation, backfill_adoption],
     resources={"backfill": BackfillResource()},
+    # Steps run inside the run's own process: a run is a handful of small steps in dependency order, and a
+    # fresh Python process per step (~3 s of start-up each on 2 cores) was most of a backfill's wall time.
+    executor=dg.in_process_executor,
 )
