@@ -27,7 +27,7 @@ from backfill_assets.defs.partitions import calendar
 from tests.e2e.conftest import _wait_until_daemon_ready, stop_process, tail
 
 CODE_VERSION = "production-test-code"
-SEED_FROM, SEED_TO = "2022-09-01", "2022-09-20"
+SEED_FROM, SEED_TO = "2022-09-01", "2022-09-25"
 ORDERS_PER_DAY = 40
 
 

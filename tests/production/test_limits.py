@@ -15,6 +15,19 @@ from backfill_assets.core.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.defs.jobs import PRODUCTION_JOB
 
 
+# PIPELINE_STARTING: the queue coordinator has dequeued the run and is launching it.
+ENQUEUED, DEQUEUED = "PIPELINE_ENQUEUED", "PIPELINE_STARTING"
+
+
+def _event_time(instance: dg.DagsterInstance, run_id: str, event_type: str) -> float:
+    [timestamp] = [
+        e.timestamp
+        for e in instance.all_logs(run_id)
+        if e.is_dagster_event and e.dagster_event.event_type_value == event_type
+    ]
+    return timestamp
+
+
 def _max_overlap(intervals: list[tuple[float, float]]) -> int:
     events = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals])
     live = peak = 0
@@ -48,18 +61,18 @@ def _step_intervals(instance: dg.DagsterInstance, run_ids: list[str], step: str)
 
 def test_whole_request_completes_and_reconciles(prod):
     rid = prod.create("--assets", f"{RAW_ORDERS},{ORDER_FACTS},{DAILY_REVENUE}", "--from", "2022-09-01",
-                      "--to", "2022-09-04", "--reprocess", "completed", "--max-active", "2")
+                      "--to", "2022-09-03", "--reprocess", "completed", "--max-active", "2")
     assert prod.wait(rid)["complete"] is True
     report = prod.cli_json("reconcile", rid)
     t = report["totals"]
-    assert report["complete"] is True and (t["planned"], t["published"], t["runs_created"], t["gaps"]) == (12, 12, 4, 0)
+    assert report["complete"] is True and (t["planned"], t["published"], t["runs_created"], t["gaps"]) == (9, 9, 3, 0)
     assert t["duplicate_publishes"] == 0 and t["rejected"] == 0
 
 
 def test_source_pool_and_per_request_limit_hold_even_when_the_driver_over_submits(prod):
     # --max-active 6: the driver submits six runs at once; the instance's per-request tag limit (2) and the
     # source_system pool (1) must still hold.
-    rid = prod.create("--assets", RAW_ORDERS, "--from", "2022-09-05", "--to", "2022-09-10",
+    rid = prod.create("--assets", RAW_ORDERS, "--from", "2022-09-04", "--to", "2022-09-09",
                       "--reprocess", "completed", "--max-active", "6")
     assert prod.wait(rid)["complete"] is True
     runs = _run_intervals(prod.instance, rid)
@@ -72,25 +85,31 @@ def test_source_pool_and_per_request_limit_hold_even_when_the_driver_over_submit
 
 
 def test_production_run_starts_before_queued_backfill_runs(prod):
-    rid = prod.create("--assets", RAW_ORDERS, "--from", "2022-09-11", "--to", "2022-09-16",
-                      "--reprocess", "completed", "--max-active", "6")
-    # Wait until the driver has queued its six runs, then launch production for another day.
+    # Twelve backfill runs queued at once (--max-active 12; the lane limit lets two run), and production for
+    # another day submitted while they wait.
+    rid = prod.create("--assets", RAW_ORDERS, "--from", "2022-09-10", "--to", "2022-09-21",
+                      "--reprocess", "completed", "--max-active", "12")
     deadline = time.monotonic() + 60
     while len(prod.instance.get_runs(dg.RunsFilter(tags={T.REQUEST_ID: rid}))) < 6:
-        assert time.monotonic() < deadline, "the driver did not submit six runs"
-        time.sleep(0.5)
+        assert time.monotonic() < deadline, "the driver did not submit its runs"
+        time.sleep(0.2)
     subprocess.run(
         [dagster_bin("dagster"), "job", "launch", "-m", CODE_LOCATION_MODULE, "-j", PRODUCTION_JOB,
-         "--tags", '{"dagster/partition": "2022-09-18"}'],
+         "--tags", '{"dagster/partition": "2022-09-23"}'],
         env=dict(os.environ), check=True, capture_output=True, timeout=120,
     )
-    [production] = prod.instance.get_run_records(dg.RunsFilter(job_name=PRODUCTION_JOB, tags={T.DAGSTER_PARTITION: "2022-09-18"}))
+    [production] = prod.instance.get_run_records(
+        dg.RunsFilter(job_name=PRODUCTION_JOB, tags={T.DAGSTER_PARTITION: "2022-09-23"})
+    )
     assert production.dagster_run.tags[T.LANE] == T.LANE_PRODUCTION
     assert prod.wait(rid)["complete"] is True
-    production = prod.instance.get_run_record_by_id(production.dagster_run.run_id)
-    backfill = prod.instance.get_run_records(dg.RunsFilter(tags={T.REQUEST_ID: rid}))
-    waiting = [r for r in backfill if r.start_time and r.start_time > production.create_timestamp.timestamp()]
-    assert waiting, "some backfill runs were still queued when production was submitted"
-    assert production.start_time is not None
-    assert all(production.start_time <= r.start_time for r in waiting), (
-        production.start_time, sorted(r.start_time for r in waiting))
+    # Compare queue events, not process start-up: a run dequeued just before production arrived may still be
+    # starting its worker process afterwards.
+    production_id = production.dagster_run.run_id
+    enqueued = _event_time(prod.instance, production_id, ENQUEUED)
+    dequeued = _event_time(prod.instance, production_id, DEQUEUED)
+    backfill_ids = [r.dagster_run.run_id for r in prod.instance.get_run_records(dg.RunsFilter(tags={T.REQUEST_ID: rid}))]
+    # The backfill runs still waiting in the queue when production joined it.
+    waiting = [t for t in (_event_time(prod.instance, b, DEQUEUED) for b in backfill_ids) if t > enqueued]
+    assert waiting, "every backfill run had left the queue before production joined it; the test proves nothing"
+    assert all(dequeued <= t for t in waiting), (dequeued, sorted(waiting))
