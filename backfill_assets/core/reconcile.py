@@ -10,13 +10,15 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+import sqlalchemy as sa
+
 from . import request_model as M
 from .catalog import Catalog, Version
 from .handoffs import Handoffs
 from .intervals import BusinessCalendar
 from .ledger import Ledger
 from .lineage import affected_downstream
-from .schema import publish_log, versions
+from .schema import pointers, publish_log, versions
 from .states import IN_PROGRESS, VersionState
 from .storage import Warehouse
 
@@ -243,26 +245,38 @@ def _stale_downstream(catalog: Catalog, request_id: str, policy: str, calendar: 
             .where(publish_log.c.request_id == request_id, publish_log.c.action == "publish")
             .order_by(publish_log.c.seq)
         ).all()
-    stale: dict[tuple[str, str], dict] = {}
-    newest: dict[str, str | None] = {}
-
-    def newest_of(asset: str) -> str | None:
-        if asset not in newest:
-            keys = [v.partition_key for v in catalog.versions_where(versions.c.asset == asset, versions.c.published_at.isnot(None))]
-            newest[asset] = max(keys) if keys else None
-        return newest[asset]
-
+        newest = {
+            r.asset: r.newest
+            for r in conn.execute(
+                sa.select(pointers.c.asset, sa.func.max(pointers.c.partition_key).label("newest")).group_by(
+                    pointers.c.asset
+                )
+            )
+        }
+    affected: dict[tuple[str, str], object] = {}
     for row in rows:
-        for asset, partition in affected_downstream(row.asset, row.partition_key, calendar, newest_of):
-            current = catalog.current(asset, partition)
-            read = (current.input_versions or {}) if current else {}
-            if read.get(f"{row.asset}/{row.partition_key}") != row.version_id:
-                stale[(asset, partition)] = {
+        for cell in affected_downstream(row.asset, row.partition_key, calendar, newest.get):
+            affected[cell] = row
+    # One query per downstream asset instead of one per cell.
+    by_asset: dict[str, list[str]] = {}
+    for asset, partition in affected:
+        by_asset.setdefault(asset, []).append(partition)
+    current = {}
+    for asset, partitions in by_asset.items():
+        for start in range(0, len(partitions), 500):
+            for key, version in catalog.current_many(asset, partitions[start : start + 500]).items():
+                current[(asset, key)] = version
+    stale = []
+    for (asset, partition), row in affected.items():
+        version = current.get((asset, partition))
+        read = (version.input_versions or {}) if version else {}
+        if read.get(f"{row.asset}/{row.partition_key}") != row.version_id:
+            stale.append(
+                {
                     "asset": asset,
                     "partition_key": partition,
-                    "current_version_id": current.version_id if current else None,
+                    "current_version_id": version.version_id if version else None,
                     "upstream_version_id": row.version_id,
                 }
-    return list(stale.values())
-
-
+            )
+    return stale

@@ -1,0 +1,252 @@
+"""One real ``dagster-daemon`` on a temporary DAGSTER_HOME, shared by every end-to-end test.
+
+The tests drive the product only through its CLI (click's CliRunner, in this process) and observe it through
+the ledger, the catalog and Dagster's own run records. They share one daemon, so each test works on its own
+partitions of September 2022 (claims are per asset+partition and are released when a request closes):
+
+    09-01..09-07  max_active / backward order        09-18..09-19  side effects
+    09-08..09-16  reprocess none / failed / completed 09-20         code-version block
+    09-17         a held (queued) run                 09-21..09-23  overlap
+    09-25..09-28  cancel                              09-29..09-30  adoption of a Dagster UI backfill
+
+The instance's run queue is replaced so that only the driver enforces ``max_active`` (no per-request or
+per-lane tag limits), and a run tagged ``test/hold`` is never dequeued (it stays QUEUED: an in-flight cell).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import dagster as dg
+import pytest
+import sqlalchemy as sa
+import yaml
+from click.testing import CliRunner, Result
+
+from backfill_assets.cli import cli
+from backfill_assets.cli.daemon import CODE_LOCATION_MODULE, dagster_bin
+from backfill_assets.core import db, schema
+from backfill_assets.core import tags as T
+from backfill_assets.core.catalog import Catalog
+from backfill_assets.core.settings import PACKAGE_DIR, Settings
+from backfill_assets.core.source import SourceSystem
+from backfill_assets.defs.local_runs import run_partitions
+from backfill_assets.defs.partitions import calendar
+
+CODE_VERSION = "e2e-code"
+SEED_FROM, SEED_TO = "2022-09-01", "2022-09-30"
+ORDERS_PER_DAY = 60
+HOLD_TAG = "test/hold"
+WAIT_TIMEOUT = "120"
+DAEMON_READY_TIMEOUT = 90.0
+LOG_TAIL_LINES = 60
+
+REQUEST_TABLES = (schema.requests, schema.request_items, schema.claims)
+
+
+def dagster_env() -> dict[str, str]:
+    """The environment of every subprocess: this process's, which the fixture has pointed at the tmp home."""
+    return dict(os.environ)
+
+
+def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return f"(no {path})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    """SIGTERM the process we started; SIGKILL its session's stragglers (run workers) afterwards."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # its own session (start_new_session): only what it spawned
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def write_instance_yaml(home: Path) -> None:
+    """The project's dagster.yaml with the run concurrency replaced: only the driver limits a request."""
+    config = yaml.safe_load((PACKAGE_DIR.parent / "dagster.yaml").read_text())
+    config["concurrency"]["runs"] = {
+        "max_concurrent_runs": 4,
+        "tag_concurrency_limits": [{"key": HOLD_TAG, "limit": 0}],
+    }
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+@dataclass
+class E2E:
+    home: Path
+    instance: dg.DagsterInstance
+    daemon: subprocess.Popen
+    daemon_log: Path
+
+    # ---- the CLI ----------------------------------------------------------------------------------------------
+
+    def cli(self, *args: str) -> Result:
+        self.assert_daemon_alive()
+        return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+    def cli_json(self, *args: str, expect_exit: int = 0) -> Any:
+        result = self.cli(*args, "--json")
+        assert result.exit_code == expect_exit, f"{args}: exit {result.exit_code}\n{result.output}"
+        return json.loads(result.stdout)
+
+    def create(self, *args: str) -> dict:
+        return self.cli_json("request", "create", "--requested-by", "e2e-tester", *args)
+
+    def dry_run(self, *args: str) -> list[dict]:
+        return self.cli_json("request", "create", "--requested-by", "e2e-tester", *args, "--dry-run")["cells"]
+
+    def show(self, request_id: str) -> dict:
+        return self.cli_json("request", "show", request_id)
+
+    def wait(self, request_id: str, expect_exit: int = 0, timeout: str = WAIT_TIMEOUT) -> dict:
+        result = self.cli("request", "wait", request_id, "--timeout", timeout, "--json")
+        out = json.loads(result.stdout)
+        assert result.exit_code == expect_exit, (
+            f"wait {request_id}: exit {result.exit_code}, expected {expect_exit}: {out}\n"
+            f"{json.dumps(self.show(request_id)['cells'], indent=1, default=str)}"
+        )
+        return out
+
+    # ---- observing --------------------------------------------------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        return Settings.from_env()
+
+    @property
+    def catalog(self) -> Catalog:
+        return Catalog(self.settings.catalog_url)
+
+    def run_records(self, request_id: str) -> list[dg.RunRecord]:
+        records = self.instance.get_run_records(dg.RunsFilter(tags={T.REQUEST_ID: request_id}))
+        return sorted(records, key=lambda r: (r.create_timestamp, r.storage_id))
+
+    def run_cells(self, request_id: str) -> set[tuple[str, str]]:
+        """(asset, partition) of every cell a Dagster run of the request writes."""
+        cells = set()
+        for record in self.run_records(request_id):
+            run = record.dagster_run
+            assert run.asset_selection, f"run {run.run_id} of {request_id} has no asset selection"
+            for key in run.asset_selection:
+                cells.add((key.to_user_string(), run.tags[T.DAGSTER_PARTITION]))
+        return cells
+
+    def ledger_rows(self) -> dict[str, list[tuple]]:
+        """Every row of the request tables: what a refused command or a dry run must leave untouched."""
+        with self.catalog.engine.connect() as conn:
+            return {
+                t.name: sorted(tuple(r) for r in conn.execute(sa.select(t)).all()) for t in REQUEST_TABLES
+            }
+
+    def claims_of(self, request_id: str) -> set[tuple[str, str]]:
+        with self.catalog.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(schema.claims.c.asset, schema.claims.c.partition_key).where(
+                    schema.claims.c.request_id == request_id
+                )
+            ).all()
+        return {(r.asset, r.partition_key) for r in rows}
+
+    def ledger_request_ids(self) -> dict[str, set[str]]:
+        """The request ids that have rows in each request table."""
+        with self.catalog.engine.connect() as conn:
+            return {
+                t.name: set(conn.execute(sa.select(t.c.request_id).distinct()).scalars()) for t in REQUEST_TABLES
+            }
+
+    # ---- preparing state fast ---------------------------------------------------------------------------------
+
+    def prepare(
+        self,
+        days: Iterable[str],
+        assets: list[str],
+        run_config_for: Mapping[str, Mapping[str, Any]] | None = None,
+        expect_success: bool = True,
+    ) -> None:
+        """In-process runs on the shared instance (~0.5 s each): the upstream state a test starts from."""
+        for run in run_partitions(self.instance, list(days), assets=assets, run_config_for=run_config_for):
+            assert run.success == expect_success, f"preparing {assets} {run.partition_key}: {run.failure}"
+
+    # ---- the daemon -------------------------------------------------------------------------------------------
+
+    def assert_daemon_alive(self) -> None:
+        if self.daemon.poll() is not None:
+            pytest.fail(
+                f"dagster-daemon exited with {self.daemon.returncode}; log tail:\n{tail(self.daemon_log)}",
+                pytrace=False,
+            )
+
+    def log_tail(self) -> str:
+        return tail(self.daemon_log)
+
+
+def _wait_until_daemon_ready(instance: dg.DagsterInstance, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + DAEMON_READY_TIMEOUT
+    wanted = {"SENSOR", "QUEUED_RUN_COORDINATOR"}
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"dagster-daemon exited with {proc.returncode}:\n{tail(log)}")
+        if wanted <= set(instance.get_daemon_heartbeats()):
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"dagster-daemon sent no heartbeat within {DAEMON_READY_TIMEOUT} s:\n{tail(log)}")
+
+
+@pytest.fixture(scope="package")
+def e2e(tmp_path_factory) -> Iterable[E2E]:
+    home = tmp_path_factory.mktemp("e2e") / "dagster_home"
+    home.mkdir()
+    write_instance_yaml(home)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DAGSTER_HOME", str(home))
+        mp.setenv("BACKFILL_CODE_VERSION", CODE_VERSION)
+        for var in ("BACKFILL_WAREHOUSE", "BACKFILL_CATALOG_URL", "BACKFILL_SOURCE_URL", "BACKFILL_SINK_PATH"):
+            mp.delenv(var, raising=False)
+        SourceSystem(Settings.from_env().source_url).seed(calendar, SEED_FROM, SEED_TO, ORDERS_PER_DAY)
+        log_path = home / "daemon.log"
+        instance = dg.DagsterInstance.get()
+        with log_path.open("ab") as log:
+            proc = subprocess.Popen(
+                [dagster_bin("dagster-daemon"), "run", "-m", CODE_LOCATION_MODULE],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=dagster_env(),
+                cwd=str(home),
+                start_new_session=True,
+            )
+        try:
+            _wait_until_daemon_ready(instance, proc, log_path)
+            yield E2E(home, instance, proc, log_path)
+        finally:
+            stop_process(proc)
+            instance.dispose()
+            db.dispose_all()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On a failure, attach the daemon log's tail to the report."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and "e2e" in getattr(item, "fixturenames", ()):
+        env = item.funcargs.get("e2e") if hasattr(item, "funcargs") else None
+        if isinstance(env, E2E):
+            report.sections.append(("dagster-daemon log (tail)", env.log_tail()))

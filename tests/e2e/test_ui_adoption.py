@@ -1,0 +1,128 @@
+"""A backfill launched through a dagster-webserver's GraphQL API becomes request dg-<id> in the ledger."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from backfill_assets.cli.daemon import CODE_LOCATION_MODULE, dagster_bin
+from backfill_assets.core.domain import DAILY_REVENUE
+
+from .conftest import dagster_env, stop_process, tail
+
+pytestmark = pytest.mark.daemon
+
+DAYS = ["2022-09-29", "2022-09-30"]
+WEBSERVER_READY_TIMEOUT = 90.0
+ADOPTION_TIMEOUT = 30.0
+
+LAUNCH = """
+mutation Launch($params: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $params) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on PythonError { message }
+    ... on UnauthorizedError { message }
+    ... on InvalidSubsetError { message }
+    ... on PartitionSetNotFoundError { message }
+    ... on RunConflict { message }
+    ... on ConflictingExecutionParamsError { message }
+    ... on NoModeProvidedError { message }
+  }
+}
+"""
+CANCEL = """
+mutation Cancel($id: String!) { cancelPartitionBackfill(backfillId: $id) { __typename } }
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Webserver:
+    def __init__(self, home: Path):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = home / "webserver.log"
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [dagster_bin("dagster-webserver"), "-m", CODE_LOCATION_MODULE, "-h", "127.0.0.1", "-p", str(self.port)],
+                stdout=log, stderr=subprocess.STDOUT, env=dagster_env(), cwd=str(home), start_new_session=True,
+            )
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + WEBSERVER_READY_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"dagster-webserver exited with {self.proc.returncode}:\n{tail(self.log)}", pytrace=False)
+            try:
+                with urllib.request.urlopen(f"{self.base}/server_info", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(0.5)
+        pytest.fail(f"dagster-webserver did not answer within {WEBSERVER_READY_TIMEOUT} s:\n{tail(self.log)}")
+
+    def graphql(self, query: str, variables: dict) -> dict:
+        body = json.dumps({"query": query, "variables": variables}).encode()
+        req = urllib.request.Request(
+            f"{self.base}/graphql", data=body, headers={"Content-Type": "application/json"}, method="POST"
+        )
+        with urllib.request.urlopen(req, timeout=60) as response:
+            payload = json.loads(response.read())
+        assert not payload.get("errors"), payload
+        return payload["data"]
+
+
+@pytest.fixture
+def webserver(e2e):
+    server = Webserver(e2e.home)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        stop_process(server.proc)
+
+
+def test_backfill_launched_from_the_dagster_ui_is_adopted_as_a_request_with_its_cells(e2e, webserver):
+    launched = webserver.graphql(
+        LAUNCH,
+        {
+            "params": {
+                "assetSelection": [{"path": [DAILY_REVENUE]}],
+                "partitionNames": DAYS,
+                "tags": [],
+                "title": "ui backfill",
+            }
+        },
+    )["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    request_id = f"dg-{launched['backfillId']}"
+    try:
+        deadline = time.monotonic() + ADOPTION_TIMEOUT
+        listed: dict = {}
+        while time.monotonic() < deadline and not listed:
+            listed = {r["request_id"]: r for r in e2e.cli_json("request", "list")}.get(request_id) or {}
+            if not listed:
+                time.sleep(1)
+        assert listed, f"{request_id} was not adopted within {ADOPTION_TIMEOUT} s"
+        assert listed["source"] == "dagster"
+        assert listed["assets"] == [DAILY_REVENUE] and listed["partitions"] == DAYS
+
+        shown = e2e.show(request_id)
+        assert shown["source"] == "dagster"
+        assert sorted((c["asset"], c["partition_key"]) for c in shown["cells"]) == [(DAILY_REVENUE, d) for d in DAYS]
+        assert shown["counts"]["planned"] == len(DAYS)
+    finally:
+        webserver.graphql(CANCEL, {"id": launched["backfillId"]})
