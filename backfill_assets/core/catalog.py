@@ -232,33 +232,42 @@ class Catalog:
         """CAS the pointer from the version seen at ``begin_version`` to ``version_id``.
 
         Raises ``PublishConflict`` (and changes nothing) when another version was published in between.
+        The pointer row serializes publishers of one partition; the global ``log_head`` lock is taken last, so
+        it is held only for the log insert and the commit while publishes of other partitions proceed.
         """
-        with self.engine.begin() as conn:
-            seq = self._next_seq(conn)
-            version = self._get(conn, version_id)
-            check_transition(version_id, version.state, VersionState.PUBLISHED)
-            expected = version.expected_previous_version_id
-            ptr = self._pointer(conn, version.asset, version.partition_key)
-            current = ptr["version_id"] if ptr else None
-            if current != expected:
-                raise PublishConflict(
-                    f"lost the publish race to {current} (expected current {expected or 'none'})", current
+        try:
+            with self.engine.begin() as conn:
+                version = self._get(conn, version_id)
+                check_transition(version_id, version.state, VersionState.PUBLISHED)
+                expected = version.expected_previous_version_id
+                ptr = self._pointer(conn, version.asset, version.partition_key)
+                current = ptr["version_id"] if ptr else None
+                if current != expected:
+                    raise PublishConflict(
+                        f"lost the publish race to {current} (expected current {expected or 'none'})", current
+                    )
+                now = iso(utc_now())
+                # Conditional on the expected version: a racer that committed first makes this match nothing.
+                self._swap_pointer(conn, version.asset, version.partition_key, expected, version_id, now)
+                self._transition(
+                    conn,
+                    version_id,
+                    VersionState.PUBLISHED,
+                    checks_json=json.dumps(checks, default=str),
+                    ended_at=now,
+                    published_at=now,
                 )
-            now = iso(utc_now())
-            self._swap_pointer(conn, version.asset, version.partition_key, expected, version_id, now)
-            self._transition(
-                conn,
-                version_id,
-                VersionState.PUBLISHED,
-                checks_json=json.dumps(checks, default=str),
-                ended_at=now,
-                published_at=now,
-            )
-            if expected is not None:
-                self._transition(conn, expected, VersionState.SUPERSEDED)
-            self._log(conn, seq, version, expected, ACTION_PUBLISH, now, version.request_id, version.lane)
-            fault_point(IN_PUBLISH_TRANSACTION)
-            return PointerMove(seq, version.asset, version.partition_key, version_id, expected, ACTION_PUBLISH)
+                if expected is not None:
+                    self._transition(conn, expected, VersionState.SUPERSEDED)
+                seq = self._next_seq(conn)
+                self._log(conn, seq, version, expected, ACTION_PUBLISH, now, version.request_id, version.lane)
+                fault_point(IN_PUBLISH_TRANSACTION)
+        except sa.exc.IntegrityError as exc:
+            # Two first publishes of one partition: the pointer's primary key let exactly one insert win.
+            winner = self.current(*parse_version_id(version_id)[:2])
+            winner_id = winner.version_id if winner else None
+            raise PublishConflict(f"lost the publish race to {winner_id} (expected current none)", winner_id) from exc
+        return PointerMove(seq, version.asset, version.partition_key, version_id, expected, ACTION_PUBLISH)
 
     def rollback(
         self, asset: str, partition_key: str, reason: str, to_version_id: str | None = None
@@ -269,7 +278,6 @@ class Catalog:
             raise InvalidInput("rollback needs --reason")
         validate_text(reason, "--reason", 2000, line_breaks=True)
         with self.engine.begin() as conn:
-            seq = self._next_seq(conn)
             ptr = self._pointer(conn, asset, partition_key)
             if ptr is None:
                 raise NotFound(f"{asset} {partition_key} has no published version to roll back")
@@ -279,6 +287,8 @@ class Catalog:
             self._swap_pointer(conn, asset, partition_key, bad, target.version_id, now)
             self._transition(conn, bad, VersionState.ROLLED_BACK)
             self._transition(conn, target.version_id, VersionState.PUBLISHED, published_at=now)
+            # Lock order as in publish: pointer row first, log_head last (no deadlock between the two).
+            seq = self._next_seq(conn)
             self._log(conn, seq, target, bad, ACTION_ROLLBACK, now, None, None, reason=reason)
             consumers = self._consumers(conn, bad)
             return PointerMove(seq, asset, partition_key, target.version_id, bad, ACTION_ROLLBACK, consumers)
@@ -397,7 +407,13 @@ class Catalog:
             .values(version_id=new, previous_version_id=expected, updated_at=now)
         )
         if result.rowcount != 1:
-            raise PublishConflict(f"pointer of {asset} {key} moved concurrently", None)
+            # Another transaction moved the pointer after we read it; name the version that won.
+            now_current = conn.execute(
+                sa.select(pointers.c.version_id).where(pointers.c.asset == asset, pointers.c.partition_key == key)
+            ).scalar()
+            raise PublishConflict(
+                f"lost the publish race to {now_current} (expected current {expected})", now_current
+            )
 
     @staticmethod
     def _log(
