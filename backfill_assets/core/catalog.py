@@ -212,9 +212,8 @@ class Catalog:
     def current(self, asset: str, partition_key: str) -> Version | None:
         validate_asset_name(asset)
         validate_partition_key(partition_key)
-        with self.reader.connect() as conn:
-            ptr = self._pointer(conn, asset, partition_key)
-            return self._get(conn, ptr["version_id"]) if ptr else None
+        # One round trip: the pointer joined to its version.
+        return self.current_many(asset, [partition_key]).get(partition_key)
 
     def current_many(self, asset: str, partition_keys: Iterable[str]) -> dict[str, Version]:
         keys = list(partition_keys)
