@@ -67,10 +67,12 @@ def run(ws: Workspace, sizes: Sizes, timeout: float) -> Outcome:
     url = f"http://127.0.0.1:{port}/graphql"
     web_argv = [dagster_bin("dagster-webserver"), "-m", MODULE, "-h", "127.0.0.1", "-p", str(port)]
     logs = base / "logs"
+    # Create the instance's SQLite storage before two processes race to migrate it (alembic would record two
+    # heads and both services would fail to start).
+    instance = open_instance(home)
     with service("dagster-webserver", web_argv, env, logs, REPO) as web, service(
         "dagster-daemon", [dagster_bin("dagster-daemon"), "run", "-m", MODULE], env, logs, REPO
     ) as daemon:
-        instance = open_instance(home)
         wait_until(lambda: post(url, "{ version }") is not None, "dagster-webserver", 120, [web])
         daemon_ready = lambda: daemons_alive(instance, "BACKFILL", "QUEUED_RUN_COORDINATOR")  # noqa: E731
         wait_until(daemon_ready, "dagster-daemon", 120, [daemon])
