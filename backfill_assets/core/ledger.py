@@ -141,19 +141,10 @@ class Ledger:
             )
             conn.execute(
                 request_items.insert(),
-                [
-                    dict(
-                        request_id=request_id,
-                        asset=a,
-                        partition_key=p,
-                        ordinal=i,
-                        origin="planned",
-                        decision=M.SKIPPED if (a, p) in excluded else M.PENDING,
-                        reason=excluded.get((a, p)),
-                        updated_at=now,
-                    )
-                    for i, (a, p) in enumerate(cells)
-                ],
+                _item_rows(
+                    request_id, cells, first_ordinal=0, origin="planned", now=now,
+                    decided={cell: (M.SKIPPED, reason) for cell, reason in excluded.items()},
+                ),
             )
             if not holders:
                 self._claim(conn, request_id, claimable, now)
@@ -274,18 +265,7 @@ class Ledger:
             if new:
                 conn.execute(
                     request_items.insert(),
-                    [
-                        dict(
-                            request_id=request_id,
-                            asset=a,
-                            partition_key=p,
-                            ordinal=start + 1 + i,
-                            origin=origin,
-                            decision=M.PENDING,
-                            updated_at=now,
-                        )
-                        for i, (a, p) in enumerate(new)
-                    ],
+                    _item_rows(request_id, new, first_ordinal=start + 1, origin=origin, now=now),
                 )
                 changed += len(new)
             if reopen:
@@ -392,6 +372,32 @@ class Ledger:
                 claims.insert(),
                 [dict(asset=a, partition_key=p, request_id=request_id, claimed_at=now) for a, p in cells],
             )
+
+
+def _item_rows(
+    request_id: str,
+    cells: list[tuple[str, str]],
+    *,
+    first_ordinal: int,
+    origin: str,
+    now: str | None,
+    decided: dict[tuple[str, str], tuple[str, str]] | None = None,
+) -> list[dict[str, Any]]:
+    """request_items rows for ``cells`` in order; cells in ``decided`` start with that (decision, reason)."""
+    decided = decided or {}
+    return [
+        dict(
+            request_id=request_id,
+            asset=asset,
+            partition_key=partition,
+            ordinal=first_ordinal + i,
+            origin=origin,
+            decision=decided.get((asset, partition), (M.PENDING, None))[0],
+            reason=decided.get((asset, partition), (M.PENDING, None))[1],
+            updated_at=now,
+        )
+        for i, (asset, partition) in enumerate(cells)
+    ]
 
 
 def _overlap_message(holders: dict[tuple[str, str], str]) -> str:

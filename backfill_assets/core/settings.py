@@ -59,26 +59,18 @@ def code_version(environ: Mapping[str, str] | None = None) -> str:
 def _code_version_from_tree() -> str:
     digest = _package_digest()
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"],
-            cwd=PACKAGE_DIR,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", str(PACKAGE_DIR)],
-            cwd=PACKAGE_DIR,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
+        head = _git("rev-parse", "--short=12", "HEAD")
+        dirty = _git("status", "--porcelain", "--", str(PACKAGE_DIR))
     except (OSError, subprocess.SubprocessError):
         return f"pkg-{digest}"
     # A dirty tree is a different code version from its commit: include the content digest.
     return f"git-{head}" if not dirty else f"git-{head}+{digest[:8]}"
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=PACKAGE_DIR, capture_output=True, text=True, timeout=5, check=True
+    ).stdout.strip()
 
 
 def _package_digest() -> str:
