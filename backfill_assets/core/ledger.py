@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Iterable
 
 import sqlalchemy as sa
@@ -39,8 +40,9 @@ class RequestRecord:
     def source(self) -> str:
         return self.row["source"]
 
-    @property
+    @cached_property
     def spec(self) -> M.RequestSpec:
+        # Cached: decoding a long frozen partition list on every access dominated propagation bursts.
         r = self.row
         return M.RequestSpec(
             assets=tuple(json.loads(r["assets_json"])),

@@ -30,6 +30,9 @@ def plan_propagation(
     cursor: int,
 ) -> PropagationPlan:
     plan = PropagationPlan(cursor=cursor)
+    cascades: dict[str, dict[tuple[str, str], None]] = {}
+    handoffs: dict[tuple[str, str], dict[str, None]] = {}
+    stale: dict[str, dict[tuple[str, str], None]] = {}
     for row in log_rows:
         plan.cursor = max(plan.cursor, int(row["seq"]))
         # Production publishes follow the normal schedule; rollbacks and repairs are not new data.
@@ -46,15 +49,15 @@ def plan_propagation(
         ]
         if not affected:
             continue
+        # Dicts as ordered sets: a burst of publishes must not cost a quadratic membership scan.
         if spec.downstream == "cascade":
-            cells = plan.cascades.setdefault(record.request_id, [])
-            cells.extend(c for c in affected if c not in cells)
+            cascades.setdefault(record.request_id, {}).update(dict.fromkeys(affected))
         elif spec.downstream == "handoff":
             for asset, partition in affected:
-                parts = plan.handoffs.setdefault((record.request_id, asset), [])
-                if partition not in parts:
-                    parts.append(partition)
+                handoffs.setdefault((record.request_id, asset), {})[partition] = None
         else:
-            stale = plan.stale.setdefault(record.request_id, [])
-            stale.extend(c for c in affected if c not in stale)
+            stale.setdefault(record.request_id, {}).update(dict.fromkeys(affected))
+    plan.cascades = {k: list(v) for k, v in cascades.items()}
+    plan.handoffs = {k: list(v) for k, v in handoffs.items()}
+    plan.stale = {k: list(v) for k, v in stale.items()}
     return plan
