@@ -6,6 +6,7 @@ Example: python -m bench.run --days 10 --orders-per-day 2000 --only F,O
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import json
 import sys
 import time
@@ -39,6 +40,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds one contender may take")
     p.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, homes, files)")
     p.add_argument("--no-doc", action="store_true", help="do not rewrite docs/BENCHMARKS.md")
+    p.add_argument("--results-dir", type=Path, default=RESULTS, help="where the results JSON goes")
     return p.parse_args(argv)
 
 
@@ -106,10 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     results["checks_agree"] = agree(checks) if checks else None
     results["ratios"] = ratios(results["contenders"])
     results["total_s"] = round(time.monotonic() - began, 1)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{stamp}.json"
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    path = args.results_dir / f"{stamp}.json"
     path.write_text(json.dumps(results, indent=2, default=str))
-    print(f"bench: {results['total_s']} s in all; results in {path.relative_to(REPO)}; checks agree: "
+    print(f"bench: {results['total_s']} s in all; results in {path}; checks agree: "
           f"{results['checks_agree']}")
     if not args.no_doc:
         write_report(results, DOC)
