@@ -110,3 +110,19 @@ def catalog_url(request, tmp_path):
     finally:
         db.dispose_all()
         server.drop_database(name)
+
+
+# Suites that share one real daemon (a package-scoped fixture) stay on one xdist worker each; everything else is
+# spread freely. `make test` runs them two at a time: most of their wall time is waiting on runs and sensors.
+DAEMON_SUITES = ("e2e", "production", "reliability", "bench")
+# Tests that restart the PostgreSQL server would break every other test using it: they run alone, last.
+SERVER_RESTART_TESTS = ("test_postgres_restarted_mid_request_finishes_every_cell_once",)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        suite = item.path.parent.name
+        if suite in DAEMON_SUITES:
+            item.add_marker(pytest.mark.xdist_group(suite))
+        if getattr(item, "originalname", item.name) in SERVER_RESTART_TESTS:
+            item.add_marker(pytest.mark.server_restart)

@@ -82,6 +82,8 @@ class PointerMove:
     previous_version_id: str | None
     action: str
     consumers_of_previous: list[Consumer] = field(default_factory=list)
+    # The moved-to version as committed (publish): callers need no catalog round trip after the commit.
+    version: Version | None = None
 
 
 class Catalog:
@@ -260,13 +262,16 @@ class Catalog:
                     self._transition(conn, expected, VersionState.SUPERSEDED)
                 seq = self._next_seq(conn)
                 self._log(conn, seq, version, expected, ACTION_PUBLISH, now, version.request_id, version.lane)
+                published = self._get(conn, version_id)
                 fault_point(IN_PUBLISH_TRANSACTION)
         except sa.exc.IntegrityError as exc:
             # Two first publishes of one partition: the pointer's primary key let exactly one insert win.
             winner = self.current(*parse_version_id(version_id)[:2])
             winner_id = winner.version_id if winner else None
             raise PublishConflict(f"lost the publish race to {winner_id} (expected current none)", winner_id) from exc
-        return PointerMove(seq, version.asset, version.partition_key, version_id, expected, ACTION_PUBLISH)
+        return PointerMove(
+            seq, version.asset, version.partition_key, version_id, expected, ACTION_PUBLISH, version=published
+        )
 
     def rollback(
         self, asset: str, partition_key: str, reason: str, to_version_id: str | None = None

@@ -16,6 +16,8 @@ from .planning import CREATE, CellFacts, decide, run_key
 from .states import VERIFIED, VersionState
 
 FINISHED_RUN_STATUSES = ("SUCCESS", "FAILURE", "CANCELED")
+# A cell whose run failed before writing anything is resubmitted at most this many times (new run keys).
+MAX_RELAUNCHES = 2
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ def tick(
     cells = [dict(c) for c in cells]
 
     # 1. Settle submitted cells whose runs have finished.
+    relaunch: set[tuple[str, str]] = set()
     for cell in cells:
         if cell["decision"] != M.SUBMITTED:
             continue
@@ -92,7 +95,14 @@ def tick(
         if run is not None and not cell.get("run_id"):
             cell["run_id"] = run.run_id
             result.cell_updates.append(_update(cell, run_id=run.run_id))
-        settled = settle(cell, run, version_state_of(cell["asset"], cell["partition_key"], run.run_id) if run else None)
+        state = version_state_of(cell["asset"], cell["partition_key"], run.run_id) if run else None
+        settled = settle(cell, run, state)
+        if settled and record.status == M.OPEN and _failed_before_writing(cell, run, state):
+            # Nothing of this cell was written (e.g. Dagster could not launch the run while its storage was
+            # restarting): resubmit it under the next round's run key, decided afresh on the next tick.
+            settled = {"decision": M.PENDING, "reason": f"run {run.run_id[:8]} failed before writing; resubmitting",
+                       "run_id": None}
+            relaunch.add((cell["asset"], cell["partition_key"]))
         if settled:
             cell.update(settled)
             result.cell_updates.append(_update(cell, **settled))
@@ -120,11 +130,13 @@ def tick(
 
     # 3. Submit pending cells in order, up to max_active runs in flight.
     slots = record.row["max_active"] - len(in_flight)
-    used_keys = {c["run_key"] for c in cells if c.get("run_key")}
+    # Every key a run was ever created under (a cell keeps only its latest): a resubmitted or reopened cell
+    # must get a fresh round, or Dagster would skip the run request as a duplicate of an old run.
+    used_keys = {c["run_key"] for c in cells if c.get("run_key")} | set(runs_by_key)
     by_cell = {(c["asset"], c["partition_key"]): c for c in cells}
     awaiting_confirmation = 0
     batch_size = int(record.row.get("partitions_per_run") or 1)
-    for group in _pending_groups(cells, batch_size):
+    for group in _pending_groups([c for c in cells if (c["asset"], c["partition_key"]) not in relaunch], batch_size):
         if spec.confirm_cascade and not cascade_confirmed:
             held = [c for c in group if c["origin"] == "cascade"]
             awaiting_confirmation += len(held)
@@ -177,6 +189,17 @@ def tick(
             summary = ", ".join(f"{n} {d}" for d, n in sorted(counts.items()))
             result.status = (M.COMPLETED, summary)
     return result
+
+
+def _failed_before_writing(cell: dict, run: RunView | None, version_state: str | None) -> bool:
+    """A failed run that wrote no version of the cell, within the relaunch budget (side effects never)."""
+    if run is None or run.status != "FAILURE" or version_state is not None or SPECS[cell["asset"]].side_effect:
+        return False
+    try:
+        round_no = int(str(cell["run_key"]).rsplit("/", 1)[-1])
+    except ValueError:
+        return False
+    return round_no <= MAX_RELAUNCHES
 
 
 def _readiness(

@@ -134,7 +134,9 @@ class Gate:
                 error = str(exc)
             else:
                 fault_point(AFTER_PUBLISH_COMMIT)
-                self.version = self.catalog.get(self.version_id)
+                # From the publish transaction itself: once the commit succeeded, losing the catalog must not
+                # fail the step (a retry would publish a second attempt of this run).
+                self.version = move.version or self.catalog.get(self.version_id)
                 return GateOutcome(self.version, True, checks, self.version_id, move)
         self.version = self.catalog.reject(self.version_id, check_rows, error)
         serving = self.catalog.current(self.spec.name, self.identity.partition_key)

@@ -1,0 +1,26 @@
+"""Normal vs slow mode of the reliability suite.
+
+``make test`` runs every fault class with a few trials; ``make reliability`` sets ``BACKFILL_RELIABILITY=slow``
+for the full count. ``BACKFILL_RELIABILITY_TRIALS=N`` overrides the count in either mode.
+"""
+
+from __future__ import annotations
+
+import os
+
+ENV_MODE = "BACKFILL_RELIABILITY"
+ENV_TRIALS = "BACKFILL_RELIABILITY_TRIALS"
+ENV_REPORT = "BACKFILL_RELIABILITY_JSON"
+
+SLOW = os.environ.get(ENV_MODE, "").strip().lower() == "slow"
+NORMAL_TRIALS = 3
+SLOW_TRIALS = 30
+TRIALS = int(os.environ.get(ENV_TRIALS) or (SLOW_TRIALS if SLOW else NORMAL_TRIALS))
+
+# Hypothesis examples per property.
+EXAMPLES = 2000 if SLOW else 200
+
+
+def timeout(per_trial_seconds: float, fixed_seconds: float = 60.0) -> float:
+    """A pytest-timeout budget that grows with the trial count."""
+    return fixed_seconds + per_trial_seconds * TRIALS

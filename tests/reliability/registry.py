@@ -1,0 +1,155 @@
+"""Every fault class of the reliability suite: the row it gets in docs/RELIABILITY.md and how the design
+prevents the harm. Tests record trials and failures under these ids (``trials`` fixture); the renderer
+(``python -m tests.reliability.render``) lists every class here, including one that did not run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FaultClass:
+    id: str
+    group: str
+    fault: str
+    unit: str  # what one trial is
+    prevention: str
+
+
+_PER_ATTEMPT = (
+    "Each attempt writes to its own `_runs/<run_id>/attempt=<n>/` folder that no reader resolves; readers go "
+    "through the catalog pointer, which still names the previous version."
+)
+_REPAIR_STUCK = "reconcile flags the attempt stuck in {state} once its run has ended; `--repair` marks it ABANDONED."
+
+CLASSES: tuple[FaultClass, ...] = (
+    # ---- 1. crash points ------------------------------------------------------------------------------------
+    FaultClass(
+        "crash.after_data_file", "crash points", "SIGKILL after `data.parquet` is written, before the manifest",
+        "kill, inspect, repair, retry (SQLite and PostgreSQL catalog alternately)",
+        f"{_PER_ATTEMPT} {_REPAIR_STUCK.format(state='WRITING')}",
+    ),
+    FaultClass(
+        "crash.after_manifest", "crash points", "SIGKILL after `_manifest.json`, before VERIFYING is recorded",
+        "kill, inspect, repair, retry (SQLite and PostgreSQL catalog alternately)",
+        f"{_PER_ATTEMPT} {_REPAIR_STUCK.format(state='WRITING')}",
+    ),
+    FaultClass(
+        "crash.after_verifying", "crash points", "SIGKILL after VERIFYING is committed, before the checks conclude",
+        "kill, inspect, repair, retry (SQLite and PostgreSQL catalog alternately)",
+        "\"Computed\" is not \"published\": a VERIFYING version is invisible to readers. "
+        + _REPAIR_STUCK.format(state="VERIFYING"),
+    ),
+    FaultClass(
+        "crash.in_publish_transaction", "crash points",
+        "SIGKILL inside the publish transaction (pointer CAS + states + publish_log written, not committed)",
+        "kill, inspect, repair, retry (SQLite and PostgreSQL catalog alternately)",
+        "Pointer swap, state changes and the publish_log row are one database transaction: the kill rolls all of "
+        "it back (SQLite ignores uncommitted WAL frames, PostgreSQL aborts the dead session). The version stays "
+        "VERIFYING, never PUBLISHED; reconcile abandons it.",
+    ),
+    FaultClass(
+        "crash.after_publish_commit", "crash points",
+        "SIGKILL after the publish commit, before the Dagster materialization event",
+        "kill, inspect, repair, retry (SQLite and PostgreSQL catalog alternately)",
+        "The catalog is the source of truth: the committed version is complete (file, manifest and sha256 were "
+        "verified before publish). reconcile reports \"published without a Dagster materialization\"; `--repair` "
+        "records it (`report_runless_asset_event` + a `repair` row in publish_log).",
+    ),
+    FaultClass(
+        "crash.after_event", "crash points", "SIGKILL after the materialization event, before the step ends",
+        "kill, inspect, repair, retry (SQLite and PostgreSQL catalog alternately)",
+        "Catalog and Dagster agree (published + materialized); the run is marked failed by run monitoring and "
+        "nothing is left to repair. The next run publishes over it by CAS from the pointer it saw.",
+    ),
+    # ---- 2. service faults ----------------------------------------------------------------------------------
+    FaultClass(
+        "service.daemon_killed", "service faults", "`dagster-daemon` SIGKILLed and restarted mid-request",
+        "one kill + restart of the daemon during a running request",
+        "The driver records each cell's decision and run key in the ledger before the run request leaves the "
+        "sensor; after a restart it re-requests the same run keys, and Dagster creates at most one run per run "
+        "key. Runs already launched are separate processes and finish on their own.",
+    ),
+    FaultClass(
+        "service.postgres_restarted", "service faults",
+        "PostgreSQL restarted (`pg_ctlcluster 15 main restart`) mid-request, Dagster storage and catalog on it",
+        "one server restart during a running request",
+        "The catalog engine pre-pings pooled connections and retries transient errors; a step that loses its "
+        "connection fails before commit and its `RetryPolicy` starts a new attempt. A run Dagster could not "
+        "launch while its storage restarted (marked FAILURE before any step ran) wrote nothing, so the driver "
+        "resubmits its cell under the next round's run key (at most twice); run keys keep every resubmission "
+        "idempotent. An attempt the restart interrupted mid-write stays invisible and is reported by reconcile; "
+        "`--repair` abandons it.",
+    ),
+    FaultClass(
+        "service.catalog_unreachable", "service faults",
+        "catalog database unreachable at publish time (connections killed, new ones refused)",
+        "one step that reaches publish while the catalog is cut off",
+        "Publish is one transaction: a lost connection rolls it back, so nothing is half-written and the pointer "
+        "does not move. The attempt stays VERIFYING; the step's RetryPolicy retries it as a new attempt, and "
+        "reconcile `--repair` abandons the orphaned attempt. Once a publish has committed, the step needs the "
+        "catalog no more (the published row comes back from the publish transaction).",
+    ),
+    # ---- 3. races -------------------------------------------------------------------------------------------
+    FaultClass(
+        "race.overlapping_requests", "races",
+        "two requests over overlapping partitions created at the same instant from two processes",
+        "one simultaneous pair (barrier), via the CLI and via Ledger.create, SQLite and PostgreSQL",
+        "Claims have a primary key on (asset, partition): exactly one transaction inserts them. The loser's "
+        "transaction rolls back (no request, cell or claim row) and its one retry sees the winner's claims and "
+        "is refused naming the holder.",
+    ),
+    FaultClass(
+        "race.concurrent_publish", "races",
+        "a production-lane run and a backfill-lane run of the same partition publish at the same instant",
+        "one pair of real Dagster runs released together right before `catalog.publish`, SQLite and PostgreSQL",
+        "Publish compare-and-swaps the pointer row from the version seen at begin (a conditional UPDATE, or the "
+        "INSERT of a first pointer under its primary key), in one transaction with the state changes and the "
+        "log row. The second publisher matches nothing: its version is REJECTED with \"lost the publish race to "
+        "<version>\", its run fails with that message, and reconcile shows it.",
+    ),
+    # ---- 4. bad input ---------------------------------------------------------------------------------------
+    FaultClass(
+        "input.dates_and_ranges", "bad input", "generated `--from/--to` dates and ranges (request create, seed, read)",
+        "one generated command line (hypothesis example)",
+        "Dates parse strictly (ASCII `YYYY-MM-DD`, real calendar days within 0001-01-02..9999-12-30, not before "
+        "the first partition, not past the newest complete interval) before anything is written; click's own "
+        "usage errors are one `error:` line like every other refusal.",
+    ),
+    FaultClass(
+        "input.timezones", "bad input", "generated timezone names (BusinessCalendar / load_timezone)",
+        "one generated name (hypothesis example)",
+        "`load_timezone` refuses empty names, NUL, `..` and absolute paths before zoneinfo sees them, and turns "
+        "every zoneinfo error into one InvalidInput.",
+    ),
+    FaultClass(
+        "input.asset_selection", "bad input", "generated `--assets` selections",
+        "one generated command line (hypothesis example)",
+        "Every name must be a known asset; duplicates and empty selections are refused; the selection is put in "
+        "lineage order.",
+    ),
+    FaultClass(
+        "input.conf_json", "bad input", "generated `--conf` JSON: deep, huge, wrong types, unknown keys",
+        "one generated command line (hypothesis example)",
+        "`--conf` is bounded (64 KiB, 8 levels) before and after parsing, only known keys are accepted, and "
+        "every defect is checked against the request's own partitions and assets.",
+    ),
+    FaultClass(
+        "input.names_and_keys", "bad input",
+        "asset names, partition keys, version and request ids with path tricks, unicode, NUL, control chars",
+        "one generated command line or core call (hypothesis example)",
+        "Names are validated by strict ASCII patterns before they reach a path or a query; the warehouse also "
+        "refuses any path that resolves outside its root. Stored free text (`--reason`, `--reader`, `--by`) is "
+        "bounded and refused with NUL, control characters or lone surrogates, which PostgreSQL cannot store.",
+    ),
+    # ---- 5. data faults -------------------------------------------------------------------------------------
+    FaultClass(
+        "data.altered_after_publish", "data faults",
+        "a published data file truncated, altered, replaced or deleted after publish",
+        "one alteration, then reconcile --verify-files, `read` and a downstream run",
+        "The catalog keeps each version's sha256 and row count; every reader (`read`, downstream steps) re-hashes "
+        "the bytes before use and refuses a mismatch; `reconcile --verify-files` re-hashes every published file.",
+    ),
+)
+
+BY_ID = {c.id: c for c in CLASSES}

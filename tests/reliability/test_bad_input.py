@@ -1,0 +1,457 @@
+"""Bad input, generated: hypothesis drives the CLI (click's CliRunner) and the core entry points.
+
+Every case ends in exactly one of two ways: a correct result, or exit 2 with one line ``error: …`` on stderr,
+nothing on stdout, no row changed in any catalog table, and no file created anywhere. Never a traceback.
+The CLI runs against a SQLite and a PostgreSQL catalog (PostgreSQL refuses NUL characters and over-long
+strings that SQLite stores). Example counts: modest in the normal run, large in slow mode.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from backfill_assets.core.catalog import Catalog
+from backfill_assets.core.domain import DATA_ASSETS, ORDER_FACTS, RAW_ORDERS, SPECS
+from backfill_assets.core.errors import InvalidInput
+from backfill_assets.core.identity import RunIdentity, make_version_id, parse_version_id
+from backfill_assets.core.intervals import BusinessCalendar, load_timezone, utc_now
+from backfill_assets.core.ledger import Ledger, validate_request_id
+from backfill_assets.core.storage import Warehouse
+from backfill_assets.defs.local_runs import run_partitions
+from backfill_assets.defs.partitions import calendar
+
+from . import mode
+
+BACKENDS = ("sqlite", "postgres")
+DAY = "2022-09-01"
+FIRST_DAY = date(2022, 9, 1)
+SIDECARS = ("-wal", "-shm", "-journal")
+
+PROFILE = settings(
+    max_examples=mode.EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
+
+# ---- strategies ---------------------------------------------------------------------------------------------
+
+PATH_TRICKS = [
+    "", " ", ".", "..", "../", "../..", "../../etc/passwd", "/etc/passwd", "/", "\\", "a/../../b", "..\\..\\x",
+    "%2e%2e%2f", "~", "~/x", "./x", "date=2022-09-01/../../x", "2022-09-01/../..", "2022-09-01/", "C:\\x",
+    "file:///etc/passwd", "s3://bucket/x", "memory://x", "\u2024\u2024/x", "\uff0e\uff0e\uff0fx", "x\x00y",
+    "2022-09-01\x00", "2022-09-01\n", "\t2022-09-01", "2022\u200b-09-01",
+    "\uff12\uff10\uff12\uff12-\uff10\uff19-\uff10\uff11",
+    "\u0662\u0660\u0662\u0662-\u0660\u0669-\u0660\u0661", "2022-09-01\udcff", "\udc80\udcff", "order_facts\x1b[31m",
+    "ORDER_FACTS", "order-facts", "order_facts ", "raw_orders/../order_facts", "a" * 300, "é", "\u202e", "\x7f",
+    "CON", "NUL", "\r\n", "${HOME}", "$(id)", "`id`", "'; DROP TABLE versions; --", "%s%s%n",
+]
+SURROGATES = st.sampled_from(["\udc80", "\udcff", "\ud800"])
+weird_text = st.text(
+    alphabet=st.one_of(st.characters(), st.sampled_from(list("./\\\x00\n\r\t-_:=+ ")), SURROGATES), max_size=40
+)
+names = st.one_of(
+    st.sampled_from(PATH_TRICKS),
+    st.sampled_from(sorted(SPECS)),
+    weird_text,
+    st.builds(lambda n, i, c: n[:i] + c + n[i:], st.sampled_from(sorted(SPECS)), st.integers(0, 20),
+              st.sampled_from(["/", "..", "\x00", "\n", "é", " ", "\\", "%"])),
+)
+
+
+def iso_days(lo: date, hi: date):
+    return st.dates(min_value=lo, max_value=hi).map(date.isoformat)
+
+
+NEWEST = calendar.newest_complete_key(utc_now())
+dates = st.one_of(
+    iso_days(FIRST_DAY, date(2022, 9, 12)),
+    iso_days(date(1, 1, 1), date(9999, 12, 31)),
+    iso_days(FIRST_DAY - timedelta(days=5), FIRST_DAY + timedelta(days=5)),
+    st.sampled_from(["2022-02-29", "2022-09-31", "2022-13-01", "2022-00-10", "0000-01-01", "9999-12-31",
+                     "2022-9-1", "20220901", "2022/09/01", "2022-09-01T00:00", "2022-09-01 00:00", "01-09-2022",
+                     "2022-09-01Z", "+2022-09-01", "-2022-09-01", "2022-09-01\n", NEWEST or "2022-09-01"]),
+    st.sampled_from(PATH_TRICKS),
+    weird_text,
+)
+
+
+def json_values(max_leaves: int = 30):
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20))
+    return st.recursive(
+        scalars,
+        lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c, max_size=4),
+        max_leaves=max_leaves,
+    )
+
+
+def nested(depth: int, inner: str = "1") -> str:
+    text = inner
+    for i in range(depth):
+        text = f'{{"inject_defect": {text}}}' if i % 2 else f"[{text}]"
+    return text
+
+
+# ---- the harness --------------------------------------------------------------------------------------------
+
+
+def files_under(*roots: Path) -> set[str]:
+    found = set()
+    for root in roots:
+        for dirpath, _dirs, filenames in os.walk(root):
+            for name in filenames:
+                if not name.endswith(SIDECARS):
+                    found.add(os.path.join(dirpath, name))
+    return found
+
+
+class Fuzz:
+    def __init__(self, envs: dict, watched: list[Path], cwd: Path):
+        self.envs = envs
+        self.watched = watched
+        self.cwd = cwd
+        self.examples = 0
+
+    def run(self, backend: str, args: list[str], ok_codes: tuple[int, ...] = (0,)):
+        """Invoke the CLI; assert the two allowed outcomes; return the result (exit 0 / ok_codes) or None."""
+        env = self.envs[backend].activate()
+        self.examples += 1
+        rows_before = env.table_rows()
+        files_before = files_under(*self.watched)
+        old = os.getcwd()
+        os.chdir(self.cwd)
+        try:
+            result = env.cli(*args)
+        finally:
+            os.chdir(old)
+        exc = result.exception
+        assert exc is None or isinstance(exc, SystemExit), f"{args!r} raised {type(exc).__name__}: {exc}"
+        assert "Traceback" not in result.output, result.output
+        created = files_under(*self.watched) - files_before
+        assert not created, f"{args!r} created files {sorted(created)}"
+        if result.exit_code in ok_codes:
+            return result
+        lines = result.stderr.splitlines()
+        assert result.exit_code == 2, f"{args!r}: exit {result.exit_code}: {result.output!r}"
+        assert len(lines) == 1 and lines[0].startswith("error: "), f"{args!r}: stderr {result.stderr!r}"
+        assert result.stdout == "", f"{args!r}: failed but printed {result.stdout!r}"
+        assert env.table_rows() == rows_before, f"{args!r} failed but changed catalog rows"
+        return None
+
+
+@pytest.fixture(scope="module")
+def fuzz(module_envs, tmp_path_factory):
+    built = {}
+    for backend in BACKENDS:
+        env = module_envs(f"fuzz-{backend}", backend=backend)
+        runs = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS, ORDER_FACTS])
+        assert all(r.success for r in runs), runs
+        built[backend] = env
+    cwd = tmp_path_factory.mktemp("cwd")
+    return Fuzz(built, [module_envs.base, cwd], cwd)
+
+
+def run_property(trials, class_id: str, fuzz: Fuzz, prop) -> None:
+    with trials(class_id) as klass:
+        fuzz.examples = 0
+        started = time.monotonic()
+        try:
+            prop()
+        except Exception as exc:  # noqa: BLE001 - the falsifying example is the report
+            klass.count(fuzz.examples, 1, f"falsified after {fuzz.examples} example(s):\n{describe(exc)}")
+        else:
+            klass.count(fuzz.examples)
+        finally:
+            klass.result.seconds += time.monotonic() - started
+
+
+def describe(exc: BaseException) -> str:
+    """The failure with hypothesis' falsifying example(s), for every sub-failure of a group."""
+    parts = []
+    for sub in getattr(exc, "exceptions", None) or [exc]:
+        notes = "\n".join(getattr(sub, "__notes__", []))
+        parts.append(f"{type(sub).__name__}: {str(sub)[:2000]}\n{notes}")
+    return "\n---\n".join(parts)
+
+
+backends = st.sampled_from(BACKENDS)
+
+# ---- dates and ranges ---------------------------------------------------------------------------------------
+
+
+def expected_range(first: str, last: str) -> list[str] | None:
+    """The oracle: the partitions a request over [first, last] must get, or None when it must be refused."""
+    import re
+
+    if not all(isinstance(x, str) and re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", x) for x in (first, last)):
+        return None
+    try:
+        a, b = date.fromisoformat(first), date.fromisoformat(last)
+    except ValueError:
+        return None
+    if a < FIRST_DAY or b < a or NEWEST is None or b > date.fromisoformat(NEWEST):
+        return None
+    return [(a + timedelta(days=i)).isoformat() for i in range((b - a).days + 1)]
+
+
+@pytest.mark.timeout(mode.timeout(per_trial_seconds=0, fixed_seconds=600 if mode.SLOW else 120))
+def test_generated_dates_and_ranges_are_refused_in_one_line_or_expanded_exactly(fuzz, trials):
+    @PROFILE
+    @given(backend=backends, first=dates, last=dates, dry=st.booleans())
+    def prop(backend, first, last, dry):
+        args = ["request", "create", "--assets", ORDER_FACTS, "--from", first, "--to", last, "--json"]
+        result = fuzz.run(backend, args + (["--dry-run"] if dry else []))
+        expected = expected_range(first, last)
+        if result is None:
+            assert expected is None or len(expected) > 20_000 or not dry, f"refused a valid range {first}..{last}"
+            return
+        assert expected is not None, f"accepted {first!r}..{last!r}"
+        out = json.loads(result.stdout)
+        if dry:
+            assert [c["partition_key"] for c in out["cells"]] == expected
+        else:
+            assert out["partitions"] == expected and out["status"] == "open"
+            Ledger(fuzz.envs[backend].catalog).cancel(out["request_id"])  # release the claims
+
+    run_property(trials, "input.dates_and_ranges", fuzz, prop)
+
+
+@pytest.mark.timeout(mode.timeout(per_trial_seconds=0, fixed_seconds=600 if mode.SLOW else 120))
+def test_generated_partition_dates_for_read_versions_and_seed_never_crash(fuzz, trials):
+    @PROFILE
+    @given(backend=backends, day=dates, command=st.sampled_from(["read", "versions", "rollback", "seed"]))
+    def prop(backend, day, command):
+        if command == "seed":
+            args = ["seed", "--from", day, "--to", day, "--orders-per-day", "1", "--json"]
+        elif command == "rollback":
+            args = ["rollback", ORDER_FACTS, day, "--reason", "fuzz", "--json"]
+        else:
+            args = [command, ORDER_FACTS, day] + (["--json"] if command == "versions" else [])
+        result = fuzz.run(backend, args)
+        if result is not None and command in ("read", "rollback"):
+            assert day == DAY, f"{command} accepted {day!r}"
+        elif result is not None:
+            assert day_is_valid(day), f"{command} accepted {day!r}"
+
+    run_property(trials, "input.dates_and_ranges", fuzz, prop)
+
+
+def day_is_valid(day: str) -> bool:
+    try:
+        return calendar.day_of_key(day) >= FIRST_DAY
+    except InvalidInput:
+        return False
+
+
+# ---- timezones (core) ---------------------------------------------------------------------------------------
+
+ZONES = ["Asia/Shanghai", "America/New_York", "Europe/London", "UTC", "Etc/GMT+12", "Pacific/Kiritimati",
+         "Australia/Lord_Howe", "America/Sao_Paulo", "Asia/Kathmandu", "posixrules", "localtime", "Factory",
+         "zoneinfo/UTC", "../../etc/passwd", "/etc/localtime", "Asia/../UTC", "UTC\x00", "utc", "asia/shanghai",
+         "Asia/Shanghai ", "Asia//Shanghai", "Asia/Shanghai/", "EST5EDT", "GMT+8", "+08:00", "Z", "__init__",
+         "tzdata", "Asia/Shanghai\n", "\udcff"]
+
+
+@pytest.mark.timeout(mode.timeout(per_trial_seconds=0, fixed_seconds=300 if mode.SLOW else 60))
+def test_generated_timezones_are_refused_or_give_whole_days(fuzz, trials):
+    @PROFILE
+    @given(name=st.one_of(st.sampled_from(ZONES), weird_text, st.sampled_from(PATH_TRICKS)),
+           day=st.one_of(st.dates(min_value=date(1900, 1, 1), max_value=date(2100, 12, 30)), st.dates()))
+    def prop(name, day):
+        fuzz.examples += 1
+        try:
+            zone = load_timezone(name)
+        except InvalidInput as exc:
+            assert "\n" not in str(exc)
+            with pytest.raises(InvalidInput):
+                BusinessCalendar(name, day)
+            return
+        assert zone.key == name
+        cal = BusinessCalendar(name, day)
+        if not date(1, 1, 2) <= day <= date(9999, 12, 30):
+            with pytest.raises(InvalidInput):
+                cal.interval(day.isoformat())
+            return
+        interval = cal.interval(day.isoformat())
+        hours = interval.duration.total_seconds() / 3600
+        assert 20 <= hours <= 28, f"{name} {day}: a business day of {hours} h"
+        assert interval.start.date() == day and interval.end.date() == day + timedelta(days=1)
+        assert cal.key_of(interval.start_utc) == day.isoformat()
+
+    run_property(trials, "input.timezones", fuzz, prop)
+
+
+# ---- asset selections ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(mode.timeout(per_trial_seconds=0, fixed_seconds=600 if mode.SLOW else 120))
+def test_generated_asset_selections_are_refused_in_one_line_or_planned_exactly(fuzz, trials):
+    parts = st.one_of(st.sampled_from(sorted(SPECS)), names)
+    separators = st.sampled_from([",", ", ", " ,", ",,", ";", " "])
+
+    @PROFILE
+    @given(backend=backends, chosen=st.lists(parts, max_size=6), sep=separators)
+    def prop(backend, chosen, sep):
+        selection = sep.join(chosen)
+        args = ["request", "create", "--assets", selection, "--from", DAY, "--to", DAY, "--dry-run", "--json"]
+        result = fuzz.run(backend, args)
+        picked = [s.strip() for s in selection.split(",") if s.strip()]
+        valid = bool(picked) and len(set(picked)) == len(picked) and all(p in SPECS for p in picked)
+        if result is None:
+            assert not valid, f"refused a valid selection {selection!r}"
+            return
+        assert valid, f"accepted {selection!r}"
+        cells = json.loads(result.stdout)["cells"]
+        assert {c["asset"] for c in cells} == set(picked) and all(c["partition_key"] == DAY for c in cells)
+
+    run_property(trials, "input.asset_selection", fuzz, prop)
+
+
+# ---- --conf JSON --------------------------------------------------------------------------------------------
+
+
+def valid_confs():
+    defect = st.sampled_from(["drop_rows", "duplicate_keys", "bad_schema", "corrupt_file"])
+    inject = st.dictionaries(st.just(DAY), st.fixed_dictionaries({ORDER_FACTS: defect}), max_size=1)
+    window = st.integers(1, 30 * 86400)
+    optional = {"inject_defect": inject, "handoff_window_seconds": window}
+    return st.fixed_dictionaries({}, optional=optional).map(json.dumps)
+
+
+conf_texts = st.one_of(
+    valid_confs(),
+    json_values().map(json.dumps),
+    st.dictionaries(st.sampled_from(["inject_defect", "handoff_window_seconds", "x", ""]), json_values(8),
+                    max_size=3).map(json.dumps),
+    st.integers(1, 200).map(nested),
+    st.integers(60_000, 70_000).map(lambda n: json.dumps({"inject_defect": {}, "pad": "x" * n})),
+    st.integers(60_000, 70_000).map(lambda n: json.dumps({"inject_defect": {DAY: {ORDER_FACTS: "x" * n}}})),
+    st.sampled_from(["[" * 100_000, "{" * 50_000, '{"a":' * 50_000, "1e999999", "NaN",
+                     '{"handoff_window_seconds": NaN}',
+                     '{"handoff_window_seconds": 1e3}', '{"handoff_window_seconds": true}', '{"inject_defect": null}',
+                     '{"inject_defect": {"2022-09-01": {"order_facts": 7}}}', '{"a": 1, "a": 2}', "\x00", "",
+                     '{"inject_defect": {"../../x": {"order_facts": "drop_rows"}}}', '{"\\u0000": 1}',
+                     '{"inject_defect": {"2022-09-01": {"revenue_alert": "drop_rows"}}}', '"\\ud800"']),
+    weird_text,
+)
+
+
+@pytest.mark.timeout(mode.timeout(per_trial_seconds=0, fixed_seconds=600 if mode.SLOW else 120))
+def test_generated_conf_json_is_refused_in_one_line_or_stored_exactly(fuzz, trials):
+    @PROFILE
+    @given(backend=backends, conf=conf_texts)
+    def prop(backend, conf):
+        args = ["request", "create", "--assets", ORDER_FACTS, "--from", DAY, "--to", DAY, "--conf", conf, "--json"]
+        result = fuzz.run(backend, args)
+        if result is None:
+            return
+        out = json.loads(result.stdout)
+        assert out["conf"] == (json.loads(conf) if conf else {}), "the stored conf differs from the given one"
+        Ledger(fuzz.envs[backend].catalog).cancel(out["request_id"])
+
+    run_property(trials, "input.conf_json", fuzz, prop)
+
+
+# ---- names, keys and ids with path tricks -------------------------------------------------------------------
+
+ID_COMMANDS = [
+    (["reconcile"], (0, 1)), (["request", "show"], (0,)), (["request", "cancel"], (0,)),
+    (["request", "confirm"], (0,)), (["request", "wait"], (0, 1, 3)), (["handoff", "accept"], (0,)),
+    (["handoff", "decline"], (0,)),
+]
+
+
+@pytest.mark.timeout(mode.timeout(per_trial_seconds=0, fixed_seconds=900 if mode.SLOW else 150))
+def test_generated_names_keys_and_ids_never_escape_the_warehouse_or_crash(fuzz, trials):
+    @PROFILE
+    @given(data=st.data(), backend=backends)
+    def prop(data, backend):
+        kind = data.draw(st.sampled_from(["cell", "version", "id", "who", "gc"]))
+        if kind == "cell":
+            asset, key = data.draw(names), data.draw(st.one_of(dates, names))
+            command = data.draw(st.sampled_from(["read", "versions", "rollback"]))
+            args = [command, asset, key] + (["--reason", "fuzz"] if command == "rollback" else [])
+            result = fuzz.run(backend, args)
+            if result is not None:
+                valid_day = key == DAY if command != "versions" else day_is_valid(key)
+                assert asset in DATA_ASSETS and valid_day, f"{command} accepted {asset!r} {key!r}"
+        elif kind == "version":
+            version = data.draw(st.one_of(names, st.builds("/".join, st.lists(names, min_size=4, max_size=4))))
+            command = data.draw(st.sampled_from(["read", "rollback"]))
+            args = ([command, ORDER_FACTS, DAY, "--version", version] if command == "read"
+                    else [command, ORDER_FACTS, DAY, "--reason", "fuzz", "--to", version])
+            fuzz.run(backend, args)
+        elif kind == "id":
+            command, ok = data.draw(st.sampled_from(ID_COMMANDS))
+            extra = ["--timeout", "0"] if command[-1] == "wait" else []
+            fuzz.run(backend, [*command, data.draw(names), *extra], ok_codes=ok)
+        elif kind == "who":
+            field = data.draw(st.sampled_from(["--requested-by", "--approved-by", "--reason", "--reader", "rollback"]))
+            value = data.draw(st.one_of(names, st.text(max_size=300),
+                                        st.text(alphabet=st.characters(codec=None), max_size=2100)))
+            if field == "--reader":
+                args = ["read", ORDER_FACTS, DAY, "--reader", value]
+            elif field == "rollback":
+                args = ["rollback", ORDER_FACTS, DAY, "--reason", value]
+            else:
+                args = ["request", "create", "--assets", ORDER_FACTS, "--from", DAY, "--to", DAY, field, value,
+                        "--json"]
+                if field == "--approved-by":
+                    args[3] = f"{ORDER_FACTS},revenue_alert"
+                    args += ["--allow-side-effects", "revenue_alert"]
+            result = fuzz.run(backend, args)
+            if result is not None and field not in ("--reader", "rollback"):
+                Ledger(fuzz.envs[backend].catalog).cancel(json.loads(result.stdout)["request_id"])
+        else:
+            days = data.draw(st.one_of(st.integers(-10, 10**12).map(str), names))
+            fuzz.run(backend, ["gc", "--older-than", days, "--dry-run", "--json"])
+
+    run_property(trials, "input.names_and_keys", fuzz, prop)
+
+
+@pytest.mark.timeout(mode.timeout(per_trial_seconds=0, fixed_seconds=300 if mode.SLOW else 60))
+def test_generated_names_reach_no_path_outside_the_warehouse_root_in_core(fuzz, trials, tmp_path):
+    warehouse = Warehouse(str(tmp_path / "warehouse"))
+    root = (tmp_path / "warehouse").resolve()
+    catalog = Catalog(fuzz.envs["sqlite"].settings.catalog_url)
+
+    @PROFILE
+    @given(asset=names, key=st.one_of(dates, names), run_id=names, attempt=st.integers(-2, 10**6))
+    def prop(asset, key, run_id, attempt):
+        fuzz.examples += 1
+        try:
+            path = warehouse.version_dir(asset, key, run_id, attempt)
+        except InvalidInput as exc:
+            assert "\n" not in str(exc).replace("\\n", "")
+        else:
+            assert root in Path(str(path)).resolve().parents, f"{path} is outside {root}"
+        try:
+            version_id = make_version_id(asset, key, run_id, attempt)
+        except InvalidInput:
+            pass
+        else:
+            assert parse_version_id(version_id) == (asset, key, run_id, attempt)
+            assert version_id.count("/") == 3
+        for call in (lambda: catalog.current(asset, key), lambda: catalog.versions_of(asset, key),
+                     lambda: validate_request_id(run_id), lambda: parse_version_id(f"{asset}/{key}/{run_id}/1")):
+            try:
+                call()
+            except InvalidInput:
+                pass
+        try:
+            RunIdentity(asset=asset, interval=calendar.interval(DAY), run_id=run_id, dagster_run_id=run_id,
+                        request_id=None, code_version="x", params_digest="0", lane="manual", requested_at=None,
+                        started_at="2022-09-01T00:00:00+00:00")
+        except InvalidInput:
+            pass
+        assert not list(tmp_path.rglob("*")), "a core call created a file"
+
+    run_property(trials, "input.names_and_keys", fuzz, prop)

@@ -1,0 +1,141 @@
+"""Data faults: a published data file truncated, altered, replaced or deleted after publish.
+
+Each trial publishes a fresh version of ``order_facts`` through a request, damages its file in one of several
+ways, and then requires: ``reconcile ID --verify-files`` reports the gap (exit 1), ``read`` refuses with one
+``error:`` line and prints no data, and a downstream ``daily_revenue`` run refuses to read it — its step fails
+naming the file, nothing downstream is published or materialized. Restoring the original bytes makes every
+reader accept the version again (the check is exact, not sticky).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from backfill_assets.core.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.core.schema import reads
+from backfill_assets.defs.local_runs import run_partitions
+from tests.defs.driver_harness import drive
+
+from . import mode
+from .invariants import assert_readers_see, materialized_versions
+
+DAYS = ["2022-09-03", "2022-09-04"]
+
+
+def _truncate_half(b: bytes, rng) -> bytes:
+    return b[: len(b) // 2]
+
+
+def _truncate_empty(b: bytes, rng) -> bytes:
+    return b""
+
+
+def _flip_byte(b: bytes, rng) -> bytes:
+    i = rng.randrange(len(b))
+    return b[:i] + bytes([b[i] ^ 0xFF]) + b[i + 1 :]
+
+
+def _append(b: bytes, rng) -> bytes:
+    return b + b"\x00" * rng.randint(1, 64)
+
+
+def _valid_parquet_other_rows(b: bytes, rng) -> bytes:
+    """A well-formed Parquet file of the same schema whose numbers were changed: readable, but wrong data."""
+    frame = pd.read_parquet(io.BytesIO(b))
+    frame["amount_cny"] = frame["amount_cny"] * 1.01
+    out = io.BytesIO()
+    frame.to_parquet(out, index=False)
+    return out.getvalue()
+
+
+ALTERATIONS = {
+    "truncated to half": _truncate_half,
+    "truncated to empty": _truncate_empty,
+    "one byte flipped": _flip_byte,
+    "bytes appended": _append,
+    "replaced by valid parquet with other numbers": _valid_parquet_other_rows,
+    "deleted": None,
+}
+
+
+@pytest.fixture(scope="module")
+def published_env(module_envs):
+    env = module_envs("data")
+    runs = run_partitions(env.instance, DAYS, assets=[RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE])
+    assert all(r.success for r in runs), runs
+    return env
+
+
+def alter_once(env, trial: int, how: str) -> None:
+    env.activate()
+    env.close_open_requests()
+    rng = random.Random(trial)
+    day = DAYS[trial % len(DAYS)]
+    request_id = env.cli_json("request", "create", "--assets", ORDER_FACTS, "--from", day, "--to", day,
+                              "--reprocess", "completed", "--requested-by", "reliability")["request_id"]
+    drive(env, request_id)
+    version = env.catalog.current(ORDER_FACTS, day)
+    assert version.request_id == request_id
+    clean = env.cli_json("reconcile", request_id, "--verify-files")
+    assert clean["complete"] and clean["gaps"] == [], "a freshly published file must verify"
+
+    path = Path(version.path)
+    original = path.read_bytes()
+    alteration = ALTERATIONS[how]
+    if alteration is None:
+        path.unlink()
+    else:
+        altered = alteration(original, rng)
+        assert altered != original
+        path.write_bytes(altered)
+
+    # reconcile --verify-files reports it as a gap (and exits 1)
+    result = env.cli("reconcile", request_id, "--verify-files", "--json")
+    assert result.exit_code == 1, result.output
+    gaps = json.loads(result.stdout)["gaps"]
+    assert [g["version_id"] for g in gaps] == [version.version_id], gaps
+    assert "data file does not match the catalog" in gaps[0]["gap"], gaps[0]
+    # the `read` CLI refuses in one line and prints no data
+    read = env.cli("read", ORDER_FACTS, day, "--format", "json")
+    lines = read.stderr.splitlines()
+    assert read.exit_code == 2 and read.stdout == "", f"read served data: {read.output[:200]}"
+    assert len(lines) == 1 and lines[0].startswith("error: ") and str(path) in lines[0], lines
+    assert ("missing" if alteration is None else "does not match the catalog") in lines[0], lines[0]
+
+    # a downstream run refuses to read it: fails naming the file, publishes and materializes nothing
+    downstream_before = env.catalog.current(DAILY_REVENUE, day)
+    events_before = materialized_versions(env.instance, DAILY_REVENUE, day)
+    [run] = run_partitions(env.instance, [day], assets=[DAILY_REVENUE])
+    assert not run.success and str(path) in (run.failure or ""), run.failure
+    assert env.catalog.current(DAILY_REVENUE, day).version_id == downstream_before.version_id
+    assert materialized_versions(env.instance, DAILY_REVENUE, day) == events_before
+    [attempt] = [v for v in env.catalog.versions_of(DAILY_REVENUE, day) if v.dagster_run_id == run.run_id]
+    assert attempt.state == "ABANDONED" and str(path) in attempt.error, (attempt.state, attempt.error)
+    assert not any(r.upstream_version_id == version.version_id for r in _reads_by(env, attempt.version_id))
+
+    # restoring the bytes restores every reader: the check is exact
+    path.write_bytes(original)
+    assert_readers_see(env, ORDER_FACTS, day, {version.version_id})
+    assert env.cli_json("reconcile", request_id, "--verify-files")["gaps"] == []
+
+
+def _reads_by(env, consumer_version_id: str):
+    with env.catalog.engine.connect() as conn:
+        return conn.execute(sa.select(reads).where(reads.c.consumer_version_id == consumer_version_id)).all()
+
+
+@pytest.mark.timeout(mode.timeout(per_trial_seconds=20))
+def test_a_published_file_altered_after_publish_is_refused_by_every_reader_and_reported(published_env, trials):
+    kinds = list(ALTERATIONS)
+    with trials("data.altered_after_publish") as klass:
+        for i in range(max(mode.TRIALS, len(kinds))):  # every kind of damage at least once
+            how = kinds[i % len(kinds)]
+            with klass.trial(f"{i} ({how})"):
+                alter_once(published_env, i, how)
