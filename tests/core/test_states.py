@@ -49,8 +49,8 @@ def test_allowed_table_is_exactly_the_designed_life_cycle():
 @pytest.mark.parametrize("pair", LEGAL, ids=_id)
 def test_legal_transitions_pass(pair):
     current, target = pair
-    check_transition("v", current, target)
-    check_transition("v", current.value, target.value)  # plain strings from the catalog work the same
+    assert check_transition("v", current, target) is None
+    assert check_transition("v", current.value, target.value) is None  # plain strings from the catalog too
 
 
 @pytest.mark.parametrize("pair", ILLEGAL, ids=_id)
