@@ -28,7 +28,8 @@ WHAT_IS_CHECKED = """
   process that `BACKFILL_FAULT` kills with SIGKILL at the boundary. Before any repair: `catalog.current`,
   `Warehouse.read_verified` and the `read` CLI agree on one version, which is the previous complete version —
   or, only once the publish committed, the new one; the catalog has one PUBLISHED version and one pointer per
-  cell, every pointer names a file whose sha256, rows and manifest match, and publish_log is gapless. For
+  cell, every pointer names a file whose sha256, rows and manifest match, publish_log is gapless, and a
+  downstream `daily_revenue` run reads exactly the version readers see. For
   `in_publish_transaction` the version is still VERIFYING with no publish_log row (rolled back). Then the run
   is marked failed (as run monitoring does), `reconcile ID` reports exactly the expected gap, `--repair`
   fixes it (ABANDONED, or the missing materialization recorded), the driver closes the request, and a new
@@ -37,11 +38,14 @@ WHAT_IS_CHECKED = """
   moments — right after the driver recorded a cell as submitted but before its run existed, while runs
   were in flight, and at a random time. The request must complete with every cell published, one run per
   run key and one run key per cell (a second run of a partition only as the driver's resubmission after a
-  run that failed before writing anything), reconcile complete with no duplicate publish and no gap. A
-  failed request counts as a failure of each of its faults.
-- **Catalog unreachable** (`test_catalog_outage.py`): the step is held at its publish transaction's first
-  statement, then the database refuses connections and every connection is killed; short outages end before
-  the step's RetryPolicy retries, long ones outlast it. The cut-off attempt stays VERIFYING, the pointer,
+  run that failed before writing anything; the run that published may itself end FAILURE after its publish),
+  one current version per cell, and `reconcile --repair` leaving the request complete with no duplicate
+  publish and no gap (it may abandon an attempt the fault interrupted mid-write). A failed request counts as
+  a failure of each of its faults.
+- **Catalog unreachable** (`test_catalog_outage.py`): the step is held inside its publish transaction (at the
+  log_head lock, before the commit), then the database refuses connections and every connection is killed —
+  the step's first; short outages end before the step's RetryPolicy retries, long ones outlast it. The
+  cut-off attempt stays VERIFYING, the pointer,
   publish_log and log_head are untouched by it; short: the retry (a new attempt of the same run) publishes;
   long: the run fails saying the database refused connections, a new request publishes; reconcile reports and
   `--repair` abandons the orphaned attempt.
