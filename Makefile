@@ -54,7 +54,6 @@ dev: $(STAMP)
 BENCH_ARGS ?=
 
 bench: $(STAMP)
-	$(BIN)/python -c "import psutil" 2>/dev/null || $(BIN)/pip install --quiet psutil
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 # Issue 7: every fault class at full strength (30 trials per class, large hypothesis runs; ~30-40 min on 2 cores),
