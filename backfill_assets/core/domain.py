@@ -155,6 +155,9 @@ SPECS: dict[str, AssetSpec] = {
 
 DATA_ASSETS: tuple[str, ...] = tuple(name for name, spec in SPECS.items() if spec.is_data_asset)
 SIDE_EFFECT_ASSETS: tuple[str, ...] = tuple(name for name, spec in SPECS.items() if spec.side_effect)
+# Assets whose days may be computed together in one batched (chunk) run: a depends-on-past asset needs its
+# previous day published first, and a side effect runs alone under its own authorization.
+BATCHABLE_ASSETS: tuple[str, ...] = tuple(name for name in DATA_ASSETS if not SPECS[name].depends_on_past)
 
 
 def logical_type(dtype: object) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import request_model as M
-from .domain import SPECS, topological
+from .domain import BATCHABLE_ASSETS, SPECS, topological
 from .ledger import RequestRecord
 from .planning import CREATE, CellFacts, decide, run_key
 from .states import VERIFIED, VersionState
@@ -18,6 +18,16 @@ from .states import VERIFIED, VersionState
 FINISHED_RUN_STATUSES = ("SUCCESS", "FAILURE", "CANCELED")
 # A cell whose run failed before writing anything is resubmitted at most this many times (new run keys).
 MAX_RELAUNCHES = 2
+UPSTREAM_NOT_PUBLISHED = "upstream of this request was not published"
+PREVIOUS_NOT_PUBLISHED = "previous interval {} not published (depends on past)"
+
+
+def _left_unpublished(cell: dict) -> bool:
+    """Skipped because something before it failed, as opposed to deliberately (already published, policy)."""
+    reason = cell.get("reason") or ""
+    return cell.get("decision") == M.SKIPPED and (
+        reason == UPSTREAM_NOT_PUBLISHED or reason.startswith(PREVIOUS_NOT_PUBLISHED.split("{}")[0])
+    )
 
 
 @dataclass(frozen=True)
@@ -30,12 +40,19 @@ class RunView:
 
 @dataclass(frozen=True)
 class Submission:
-    """One run: ``assets`` over ``partitions`` (one partition, or K consecutive ones for a batched run)."""
+    """One run: ``assets`` over ``partitions`` (one partition, or up to K consecutive ones for a batched run)."""
 
     partitions: tuple[str, ...]
     assets: tuple[str, ...]
     run_key: str
     defects: dict[str, dict[str, str]]  # asset -> partition -> defect
+    cells: tuple[tuple[str, str], ...] = ()  # (asset, partition) written by the run
+
+    def days_by_asset(self) -> dict[str, list[str]]:
+        days: dict[str, list[str]] = {}
+        for asset, partition in sorted(self.cells, key=lambda c: (list(SPECS).index(c[0]), c[1])):
+            days.setdefault(asset, []).append(partition)
+        return days
 
     @property
     def partition(self) -> str:
@@ -136,12 +153,13 @@ def tick(
     by_cell = {(c["asset"], c["partition_key"]): c for c in cells}
     awaiting_confirmation = 0
     batch_size = int(record.row.get("partitions_per_run") or 1)
-    for group in _pending_groups([c for c in cells if (c["asset"], c["partition_key"]) not in relaunch], batch_size):
+    eligible = [c for c in cells if (c["asset"], c["partition_key"]) not in relaunch]
+    for group, batch in _pending_groups(eligible, batch_size):
         if spec.confirm_cascade and not cascade_confirmed:
             held = [c for c in group if c["origin"] == "cascade"]
             awaiting_confirmation += len(held)
             group = [c for c in group if c["origin"] != "cascade"]
-        ready, blocked = _readiness(group, cells, by_cell, batched=batch_size > 1)
+        ready, blocked = _readiness(group, cells, by_cell, batch=batch)
         for cell, reason in blocked:
             cell.update(decision=M.SKIPPED, reason=reason)
             result.cell_updates.append(_update(cell, decision=M.SKIPPED, reason=reason))
@@ -159,7 +177,10 @@ def tick(
             else:
                 cell.update(decision=M.SKIPPED, reason=decision.reason)
                 result.cell_updates.append(_update(cell, decision=M.SKIPPED, reason=decision.reason))
-        for chunk in _contiguous_chunks(creates, batch_size):
+        # Spread a batch over the free slots: K is the most days one run may take, not a quota to fill.
+        days = len({c["partition_key"] for c in creates})
+        size = max(1, min(batch_size, -(-days // max(slots, 1)))) if batch else 1
+        for chunk in _contiguous_chunks(creates, size):
             if slots <= 0:
                 break
             partitions = sorted({c["partition_key"] for c in chunk})
@@ -203,69 +224,89 @@ def _failed_before_writing(cell: dict, run: RunView | None, version_state: str |
 
 
 def _readiness(
-    group: list[dict], cells: list[dict], by_cell: dict[tuple[str, str], dict], batched: bool = False
+    group: list[dict], cells: list[dict], by_cell: dict[tuple[str, str], dict], batch: bool = False
 ) -> tuple[list[dict] | None, list[tuple[dict, str]]]:
-    """Which cells of one partition may be submitted now.
+    """Which cells of a group may be submitted now, in one run.
 
-    In batched mode each group is one asset, so a pending upstream cell is in another run and must go first.
-    Returns (None, ...) when a depends-on-past cell must wait for its previous interval (strict order), and
-    the cells to skip because an earlier interval of a depends-on-past asset did not publish.
+    An upstream cell of the same request must be published first unless it goes in the same run; one the
+    request failed to publish leaves nothing new to compute from (the cell is skipped, and so is whatever
+    reads it). In a per-interval group one waiting cell holds the whole group; in a batch group only that
+    day's cells wait. Returns (None, ...) when a depends-on-past cell must wait for its previous interval
+    (strict order), and the cells to skip because an earlier interval of a depends-on-past asset did not publish.
     """
+    order = topological(list(SPECS))
+    group = sorted(group, key=lambda c: (c["partition_key"], order.index(c["asset"])))
+    in_group = {(c["asset"], c["partition_key"]) for c in group}
+    waiting: set[tuple[str, str]] = set()
+    not_published: set[tuple[str, str]] = set()
     ready: list[dict] = []
     blocked: list[tuple[dict, str]] = []
     for cell in group:
         asset, partition = cell["asset"], cell["partition_key"]
-        upstream = [by_cell.get((u, partition), {}).get("decision") for u in SPECS[asset].upstream]
-        # An upstream cell of the same request running in another run must publish first ...
-        if M.SUBMITTED in upstream or (batched and M.PENDING in upstream):
-            return [], blocked
-        # ... and one it failed to publish leaves nothing new to compute from.
-        if M.REJECTED in upstream or M.FAILED in upstream:
-            blocked.append((cell, "upstream of this request was not published"))
+        upstream = [(u, partition) for u in SPECS[asset].upstream]
+
+        def state(key: tuple[str, str]) -> str | None:
+            return by_cell.get(key, {}).get("decision")
+
+        if any(k in not_published or state(k) in (M.REJECTED, M.FAILED) or _left_unpublished(by_cell.get(k, {}))
+               for k in upstream):
+            blocked.append((cell, UPSTREAM_NOT_PUBLISHED))
+            not_published.add((asset, partition))
+            continue
+        if any(k in waiting or state(k) == M.SUBMITTED or (state(k) == M.PENDING and k not in in_group)
+               for k in upstream):
+            if not batch:
+                return [], blocked
+            waiting.add((asset, partition))
             continue
         if SPECS[asset].depends_on_past:
             earlier = [c for c in cells if c["asset"] == asset and c["partition_key"] < partition]
             if any(c["decision"] in (M.PENDING, M.SUBMITTED) for c in earlier):
                 return None, blocked
-            failed = [c for c in earlier if c["decision"] not in M.SUCCESS_CELLS]
+            failed = [c for c in earlier if c["decision"] not in M.SUCCESS_CELLS or _left_unpublished(c)]
             if failed:
-                blocked.append((cell, f"previous interval {failed[-1]['partition_key']} not published (depends on past)"))
+                blocked.append((cell, PREVIOUS_NOT_PUBLISHED.format(failed[-1]["partition_key"])))
                 continue
         ready.append(cell)
     return ready, blocked
 
 
-def _pending_groups(cells: list[dict], batch_size: int) -> list[list[dict]]:
-    """Cells submitted together. One interval per run: every pending asset of a partition, in request order.
-    Batched (K > 1): per asset, upstream assets first, each asset's pending partitions in request order; a
-    depends-on-past asset is never batched (one interval at a time)."""
+def _pending_groups(cells: list[dict], batch_size: int) -> list[tuple[list[dict], bool]]:
+    """Groups of pending cells, each submitted as one or more runs, with whether it is a batch group.
+
+    One interval per run: every pending asset of a partition, in request order. Batched (K > 1): first one
+    group of every batchable asset's pending cells (cut into runs of consecutive days, all their assets
+    together), then the depends-on-past and side-effect cells one interval at a time.
+    """
     pending = [c for c in sorted(cells, key=lambda c: c["ordinal"]) if c["decision"] == M.PENDING]
-    if batch_size <= 1:
-        by_partition: dict[str, list[dict]] = {}
-        for cell in pending:
-            by_partition.setdefault(cell["partition_key"], []).append(cell)
-        return list(by_partition.values())
-    groups: list[list[dict]] = []
-    for asset in topological(list(dict.fromkeys(c["asset"] for c in pending))):
-        own = [c for c in pending if c["asset"] == asset]
-        if SPECS[asset].depends_on_past:
-            groups.extend([c] for c in own)
-        else:
-            groups.append(own)
-    return groups
+    if batch_size > 1:
+        batchable = [c for c in pending if c["asset"] in BATCHABLE_ASSETS]
+        singles = _by_partition([c for c in pending if c["asset"] not in BATCHABLE_ASSETS])
+        return ([(batchable, True)] if batchable else []) + [(g, False) for g in singles]
+    return [(g, False) for g in _by_partition(pending)]
+
+
+def _by_partition(cells: list[dict]) -> list[list[dict]]:
+    by_partition: dict[str, list[dict]] = {}
+    for cell in cells:
+        by_partition.setdefault(cell["partition_key"], []).append(cell)
+    return list(by_partition.values())
 
 
 def _contiguous_chunks(cells: list[dict], size: int) -> list[list[dict]]:
-    """Split into runs of at most ``size`` cells whose partitions are consecutive days (same asset set)."""
-    if size <= 1 or len({c["asset"] for c in cells}) > 1:
-        return [cells] if cells else []
-    chunks: list[list[dict]] = []
-    for cell in cells:
-        if chunks and len(chunks[-1]) < size and _adjacent(chunks[-1][-1]["partition_key"], cell["partition_key"]):
-            chunks[-1].append(cell)
+    """Cut into runs of at most ``size`` consecutive days (in request order), each with all its cells."""
+    if not cells:
+        return []
+    days: dict[str, list[dict]] = {}
+    for cell in sorted(cells, key=lambda c: c["ordinal"]):
+        days.setdefault(cell["partition_key"], []).append(cell)
+    chunks: list[list[str]] = []
+    for day in days:
+        if chunks and len(chunks[-1]) < size and _adjacent(chunks[-1][-1], day):
+            chunks[-1].append(day)
         else:
-            chunks.append([cell])
-    return chunks
+            chunks.append([day])
+    return [[c for day in chunk for c in days[day]] for chunk in chunks]
 
 
 def _adjacent(a: str, b: str) -> bool:
@@ -283,7 +324,8 @@ def _submission(spec: M.RequestSpec, cells: list[dict], key: str) -> Submission:
         defect = spec.defect_for(cell["partition_key"], cell["asset"])
         if defect:
             defects.setdefault(cell["asset"], {})[cell["partition_key"]] = defect
-    return Submission(partitions, assets, key, defects)
+    cells_written = tuple((c["asset"], c["partition_key"]) for c in ordered)
+    return Submission(partitions, assets, key, defects, cells_written)
 
 
 def _update(cell: dict, **values) -> dict:

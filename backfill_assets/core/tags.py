@@ -9,6 +9,10 @@ REQUESTED_BY = "backfill/requested_by"
 REQUESTED_AT = "backfill/requested_at"
 ALLOW_SIDE_EFFECTS = "backfill/allow_side_effects"
 APPROVED_BY = "backfill/approved_by"
+# A batched (chunk) run: the days and assets it writes (it is an op job, so Dagster's partition tags do not apply).
+CHUNK_FIRST = "backfill/chunk_first"
+CHUNK_LAST = "backfill/chunk_last"
+CHUNK_ASSETS = "backfill/chunk_assets"
 
 # Asset tag marking an asset whose step acts on the outside world.
 SIDE_EFFECT = "backfill/side_effect"

@@ -8,7 +8,8 @@ from .adoption import backfill_adoption
 from .alert import revenue_alert
 from .driver import backfill_driver
 from .gated import build_gated_asset
-from .jobs import production_job, production_schedule
+from .chunks import chunk_job
+from .jobs import backfill_job, production_job, production_schedule
 from .propagation import backfill_propagation
 from .resources import BackfillResource
 
@@ -16,7 +17,7 @@ data_assets = [build_gated_asset(SPECS[name]) for name in DATA_ASSETS]
 
 defs = dg.Definitions(
     assets=[*data_assets, revenue_alert],
-    jobs=[production_job],
+    jobs=[production_job, backfill_job, chunk_job],
     schedules=[production_schedule],
     sensors=[backfill_driver, backfill_propagation, backfill_adoption],
     resources={"backfill": BackfillResource()},

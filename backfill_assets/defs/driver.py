@@ -19,6 +19,8 @@ from backfill_assets.core.propagation import PROPAGATION_CURSOR
 from backfill_assets.core.schema import publish_log, versions
 from backfill_assets.core.settings import code_version
 
+from .chunks import CHUNK_JOB, chunk_job, chunk_run_config, chunk_tags
+from .jobs import BACKFILL_JOB, backfill_job
 from .resources import BackfillResource
 from .runs import in_flight_cells, run_views_by_key, runs_of_request
 
@@ -47,6 +49,8 @@ def run_tags_for(record: RequestRecord) -> dict[str, str]:
 
 
 def run_config_for(submission: Submission) -> dict:
+    if submission.batched:
+        return chunk_run_config(submission.days_by_asset(), submission.defects)
     return {
         "ops": {
             asset: {"config": {"inject_defect_by_partition": by_partition}}
@@ -58,17 +62,15 @@ def run_config_for(submission: Submission) -> dict:
 def run_request_for(record: RequestRecord, submission: Submission) -> dg.RunRequest:
     tags = run_tags_for(record)
     if submission.batched:
-        # A range run: Dagster's range tags; checks are reported per partition by the step, not as outputs.
-        tags |= {T.DAGSTER_RANGE_START: submission.partitions[0], T.DAGSTER_RANGE_END: submission.partitions[-1]}
         return dg.RunRequest(
             run_key=submission.run_key,
-            asset_selection=[dg.AssetKey(a) for a in submission.assets],
-            asset_check_keys=[],
-            tags=tags,
+            job_name=CHUNK_JOB,
+            tags=tags | chunk_tags(submission.days_by_asset()),
             run_config=run_config_for(submission),
         )
     return dg.RunRequest(
         run_key=submission.run_key,
+        job_name=BACKFILL_JOB,
         partition_key=submission.partition,
         asset_selection=[dg.AssetKey(a) for a in submission.assets],
         tags=tags,
@@ -153,7 +155,7 @@ def drive_request(
     name=DRIVER_SENSOR,
     minimum_interval_seconds=DRIVER_INTERVAL_SECONDS,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    target=dg.AssetSelection.all(),
+    jobs=[backfill_job, chunk_job],
     description="Submits runs for open backfill requests: order, max_active, reprocess decided at submit time.",
 )
 def backfill_driver(context: dg.SensorEvaluationContext, backfill: BackfillResource) -> Iterator[dg.RunRequest]:

@@ -90,7 +90,7 @@ def _check_results(outcome: GateOutcome) -> list[dg.AssetCheckResult]:
     ]
 
 
-def _gate_one(
+def gate_one(
     context: dg.AssetExecutionContext, spec: AssetSpec, backfill: BackfillResource, key: str, defect: str | None
 ) -> tuple[Gate, GateOutcome]:
     """Write, audit and publish-or-reject one partition. Errors abandon the attempt; rejections do not raise."""
@@ -133,7 +133,7 @@ def _defect_for(config: GateConfig, key: str) -> str | None:
 
 def _run_single(context, spec: AssetSpec, config: GateConfig, backfill: BackfillResource):
     key = context.partition_key
-    gate, outcome = _gate_one(context, spec, backfill, key, _defect_for(config, key))
+    gate, outcome = gate_one(context, spec, backfill, key, _defect_for(config, key))
     selected = {key.name for key in context.selected_asset_check_keys}
     results = [r for r in _check_results(outcome) if r.check_name in selected]
     if outcome.published:
@@ -154,6 +154,37 @@ def _run_single(context, spec: AssetSpec, config: GateConfig, backfill: Backfill
     )
 
 
+def partition_events(
+    spec: AssetSpec, key: str, gate: Gate, outcome: GateOutcome, run_id: str
+) -> tuple[list[dg.AssetCheckEvaluation], dg.AssetMaterialization | None]:
+    """One partition's check evaluations, and its materialization when it was published, for steps that write
+    several partitions (a range step or a chunk op has no single partition of its own)."""
+    evaluations = [
+        dg.AssetCheckEvaluation(
+            asset_key=dg.AssetKey(spec.name),
+            check_name=check.name,
+            passed=check.passed,
+            partition=key,
+            description=check.description,
+            metadata={"version_id": gate.version_id, "run_id": run_id},
+        )
+        for check in outcome.checks
+    ]
+    materialization = (
+        dg.AssetMaterialization(asset_key=spec.name, partition=key, metadata=_materialization_metadata(outcome))
+        if outcome.published
+        else None
+    )
+    return evaluations, materialization
+
+
+def rejection_summary(asset: str, rejected: list[str], total: int) -> str:
+    return (
+        f"{asset}: {len(rejected)} of {total} day(s) REJECTED, the rest published; previous versions keep "
+        f"serving: " + "; ".join(rejected)
+    )
+
+
 def _run_batch(context, spec: AssetSpec, config: GateConfig, backfill: BackfillResource):
     """A range run: every partition still gets its own version, checks, publish and reads, one frame at a time.
 
@@ -162,29 +193,18 @@ def _run_batch(context, spec: AssetSpec, config: GateConfig, backfill: BackfillR
     """
     rejected: list[str] = []
     for key in context.partition_keys:
-        gate, outcome = _gate_one(context, spec, backfill, key, _defect_for(config, key))
-        for check in outcome.checks:
-            context.instance.report_runless_asset_event(
-                dg.AssetCheckEvaluation(
-                    asset_key=dg.AssetKey(spec.name),
-                    check_name=check.name,
-                    passed=check.passed,
-                    partition=key,
-                    description=check.description,
-                    metadata={"version_id": gate.version_id, "run_id": context.run.run_id},
-                )
-            )
-        if outcome.published:
-            yield dg.AssetMaterialization(
-                asset_key=spec.name, partition=key, metadata=_materialization_metadata(outcome)
-            )
+        gate, outcome = gate_one(context, spec, backfill, key, _defect_for(config, key))
+        evaluations, materialization = partition_events(spec, key, gate, outcome, context.run.run_id)
+        for evaluation in evaluations:
+            # The range run deselected the checks, so they are reported outside its plan.
+            context.instance.report_runless_asset_event(evaluation)
+        if materialization is not None:
+            yield materialization
         else:
             rejected.append(f"{key} ({gate.version_id}: {outcome.error})")
     if rejected:
         raise dg.Failure(
-            description=f"{spec.name}: {len(rejected)} of {len(context.partition_keys)} day(s) REJECTED, the "
-            f"rest published; previous versions keep serving: " + "; ".join(rejected),
-            allow_retries=False,
+            description=rejection_summary(spec.name, rejected, len(context.partition_keys)), allow_retries=False
         )
 
 

@@ -15,6 +15,15 @@ production_job = dg.define_asset_job(
     description="Production: every asset for the newest complete business day.",
 )
 
+BACKFILL_JOB = "backfill_partition"
+
+# The driver's one-interval runs: any subset of the assets for one partition, tagged per request by the driver.
+backfill_job = dg.define_asset_job(
+    BACKFILL_JOB,
+    selection=dg.AssetSelection.all(),
+    description="Backfill: the selected assets of one interval, submitted by the backfill driver.",
+)
+
 # Runs at 01:00 business time for the day that just ended.
 production_schedule = dg.build_schedule_from_partitioned_job(
     production_job, hour_of_day=1, minute_of_hour=0, default_status=dg.DefaultScheduleStatus.STOPPED

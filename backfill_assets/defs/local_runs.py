@@ -9,7 +9,11 @@ import dagster as dg
 
 from backfill_assets.core import tags as T
 
+from .chunks import CHUNK_JOB, chunk_run_config, chunk_tags
 from .jobs import PRODUCTION_JOB
+
+# The step logs stay in the instance (and the UI); the console gets only errors.
+QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
 @dataclass(frozen=True)
@@ -37,16 +41,15 @@ def run_partitions(
     tags: Mapping[str, str] | None = None,
     run_config_for: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[LocalRun]:
-    """``partition_keys`` items may be a day or a ``(first, last)`` range, which runs as one batched run."""
-    """Execute one run per partition, in order; a failed partition does not stop the next."""
+    """Execute one run per partition, in order; a failed partition does not stop the next.
+
+    An item may also be a ``(first, last)`` range: one Dagster partition-range run of the selected assets."""
     if defs is None:
         from .definitions import defs as loaded
 
         defs = loaded
     job = defs.resolve_job_def(PRODUCTION_JOB)
     run_tags = {T.LANE: T.LANE_PRODUCTION, T.DAGSTER_PRIORITY: str(T.PRIORITY_PRODUCTION), **(tags or {})}
-    # The step logs stay in the instance (and the UI); the console gets only errors.
-    quiet = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
     results = []
     selection = {dg.AssetKey(a) for a in assets} if assets else None
     for key in partition_keys:
@@ -58,7 +61,7 @@ def run_partitions(
             result = subset.execute_in_process(
                 instance=instance,
                 tags={**run_tags, T.DAGSTER_RANGE_START: first, T.DAGSTER_RANGE_END: last},
-                run_config={**quiet, **(run_config_for or {}).get(first, {})},
+                run_config={**QUIET, **(run_config_for or {}).get(first, {})},
                 raise_on_error=False,
             )
             key = first
@@ -67,9 +70,32 @@ def run_partitions(
                 partition_key=key,
                 instance=instance,
                 tags=run_tags,
-                run_config={**quiet, **(run_config_for or {}).get(key, {})},
+                run_config={**QUIET, **(run_config_for or {}).get(key, {})},
                 asset_selection=list(selection) if selection else None,
                 raise_on_error=False,
             )
         results.append(LocalRun(key, result.run_id, result.success, _failure_message(result)))
     return results
+
+
+def run_chunk(
+    instance: dg.DagsterInstance,
+    days_by_asset: Mapping[str, list[str]],
+    *,
+    defs: dg.Definitions | None = None,
+    tags: Mapping[str, str] | None = None,
+    defects: Mapping[str, Mapping[str, str]] | None = None,
+) -> LocalRun:
+    """One batched (chunk) run in-process: the given days of each batchable asset."""
+    if defs is None:
+        from .definitions import defs as loaded
+
+        defs = loaded
+    result = defs.resolve_job_def(CHUNK_JOB).execute_in_process(
+        instance=instance,
+        tags={T.LANE: T.LANE_MANUAL, **(tags or {}), **chunk_tags(days_by_asset)},
+        run_config={**QUIET, **chunk_run_config(days_by_asset, defects or {})},
+        raise_on_error=False,
+    )
+    first = min(d for days in days_by_asset.values() for d in days)
+    return LocalRun(first, result.run_id, result.success, _failure_message(result))

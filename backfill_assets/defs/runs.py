@@ -24,6 +24,8 @@ FINISHED = {dg.DagsterRunStatus.SUCCESS: "SUCCESS", dg.DagsterRunStatus.FAILURE:
 
 
 def run_assets(run: dg.DagsterRun) -> list[str]:
+    if run.tags.get(T.CHUNK_ASSETS):
+        return run.tags[T.CHUNK_ASSETS].split(",")
     if run.asset_selection:
         return [k.to_user_string() for k in run.asset_selection]
     return list(SPECS)  # a whole-job run writes every asset
@@ -33,7 +35,8 @@ def run_partition_keys(run: dg.DagsterRun) -> list[str]:
     """The partitions a run writes: its partition, or every day of its partition range."""
     if run.tags.get(T.DAGSTER_PARTITION):
         return [run.tags[T.DAGSTER_PARTITION]]
-    start, end = run.tags.get(T.DAGSTER_RANGE_START), run.tags.get(T.DAGSTER_RANGE_END)
+    start = run.tags.get(T.DAGSTER_RANGE_START) or run.tags.get(T.CHUNK_FIRST)
+    end = run.tags.get(T.DAGSTER_RANGE_END) or run.tags.get(T.CHUNK_LAST)
     if start and end:
         return calendar.keys_between(start, end)
     return []

@@ -10,18 +10,20 @@ from backfill_assets.core import request_model as M
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.settings import code_version
 from backfill_assets.defs.driver import drive_request, run_config_for, run_tags_for
-from backfill_assets.defs.local_runs import run_partitions
+from backfill_assets.defs.local_runs import run_chunk, run_partitions
 from backfill_assets.defs.propagation import propagate_once
 from backfill_assets.defs.runs import RUN_KEY_TAG
 
 
 def execute_submission(env, record, submission):
-    key = (submission.partitions[0], submission.partitions[-1]) if submission.batched else submission.partition
+    tags = {**run_tags_for(record), RUN_KEY_TAG: submission.run_key}
+    if submission.batched:
+        return run_chunk(env.instance, submission.days_by_asset(), tags=tags, defects=submission.defects)
     [run] = run_partitions(
         env.instance,
-        [key],
+        [submission.partition],
         assets=list(submission.assets),
-        tags={**run_tags_for(record), RUN_KEY_TAG: submission.run_key},
+        tags=tags,
         run_config_for={submission.partition: run_config_for(submission)},
     )
     return run
