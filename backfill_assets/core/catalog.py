@@ -50,7 +50,11 @@ class Version:
 
     @classmethod
     def from_row(cls, row: sa.Row) -> "Version":
-        data = dict(row._mapping)
+        return cls.from_mapping(row._mapping)
+
+    @classmethod
+    def from_mapping(cls, mapping: Any) -> "Version":
+        data = dict(mapping)
         for col in _JSON_COLUMNS:
             raw = data.get(col)
             data[col.removesuffix("_json")] = json.loads(raw) if raw else None
@@ -238,11 +242,9 @@ class Catalog:
         """
         try:
             with self.engine.begin() as conn:
-                version = self._get(conn, version_id)
+                version, current = self._get_with_pointer(conn, version_id)
                 check_transition(version_id, version.state, VersionState.PUBLISHED)
                 expected = version.expected_previous_version_id
-                ptr = self._pointer(conn, version.asset, version.partition_key)
-                current = ptr["version_id"] if ptr else None
                 if current != expected:
                     raise PublishConflict(
                         f"lost the publish race to {current} (expected current {expected or 'none'})", current
@@ -250,19 +252,27 @@ class Catalog:
                 now = iso(utc_now())
                 # Conditional on the expected version: a racer that committed first makes this match nothing.
                 self._swap_pointer(conn, version.asset, version.partition_key, expected, version_id, now)
+                # States already read (the version above; the pointer's target is PUBLISHED): each transition
+                # is one conditional UPDATE, which fails the publish if the state moved meanwhile.
                 self._transition(
                     conn,
                     version_id,
                     VersionState.PUBLISHED,
+                    from_state=version.state,
                     checks_json=json.dumps(checks, default=str),
                     ended_at=now,
                     published_at=now,
                 )
                 if expected is not None:
-                    self._transition(conn, expected, VersionState.SUPERSEDED)
+                    self._transition(conn, expected, VersionState.SUPERSEDED, from_state=VersionState.PUBLISHED)
+                published = Version(
+                    version.data
+                    | {"state": VersionState.PUBLISHED.value, "checks": checks, "ended_at": now, "published_at": now}
+                )
+                # Everything before this line holds only this partition's rows; log_head orders every publish,
+                # so it is taken last and held for one UPDATE ... RETURNING, one INSERT and the commit.
                 seq = self._next_seq(conn)
                 self._log(conn, seq, version, expected, ACTION_PUBLISH, now, version.request_id, version.lane)
-                published = self._get(conn, version_id)
                 fault_point(IN_PUBLISH_TRANSACTION)
         except sa.exc.IntegrityError as exc:
             # Two first publishes of one partition: the pointer's primary key let exactly one insert win.
@@ -366,8 +376,11 @@ class Catalog:
 
     @staticmethod
     def _next_seq(conn: Connection) -> int:
-        conn.execute(log_head.update().where(log_head.c.id == 1).values(seq=log_head.c.seq + 1))
-        return int(conn.execute(sa.select(log_head.c.seq).where(log_head.c.id == 1)).scalar_one())
+        return int(
+            conn.execute(
+                log_head.update().where(log_head.c.id == 1).values(seq=log_head.c.seq + 1).returning(log_head.c.seq)
+            ).scalar_one()
+        )
 
     @staticmethod
     def _pointer(conn: Connection, asset: str, partition_key: str) -> dict[str, Any] | None:
@@ -377,14 +390,38 @@ class Catalog:
         return dict(row._mapping) if row else None
 
     @staticmethod
+    def _get_with_pointer(conn: Connection, version_id: str) -> tuple[Version, str | None]:
+        """The version and the version its partition's pointer holds now, in one round trip."""
+        current = (
+            sa.select(pointers.c.version_id)
+            .where(pointers.c.asset == versions.c.asset, pointers.c.partition_key == versions.c.partition_key)
+            .scalar_subquery()
+            .label("pointer_version_id")
+        )
+        row = conn.execute(sa.select(versions, current).where(versions.c.version_id == version_id)).first()
+        if row is None:
+            raise NotFound(f"unknown version {version_id!r}")
+        data = dict(row._mapping)
+        pointer_version_id = data.pop("pointer_version_id")
+        return Version.from_mapping(data), pointer_version_id
+
+    @staticmethod
     def _get(conn: Connection, version_id: str) -> Version:
         row = conn.execute(sa.select(versions).where(versions.c.version_id == version_id)).first()
         if row is None:
             raise NotFound(f"unknown version {version_id!r}")
         return Version.from_row(row)
 
-    def _transition(self, conn: Connection, version_id: str, target: VersionState, **values: Any) -> None:
-        state = self._get(conn, version_id).state
+    def _transition(
+        self,
+        conn: Connection,
+        version_id: str,
+        target: VersionState,
+        from_state: VersionState | str | None = None,
+        **values: Any,
+    ) -> None:
+        """Move one version to ``target`` if it is still in ``from_state`` (read now when not given)."""
+        state = VersionState(from_state).value if from_state is not None else self._get(conn, version_id).state
         check_transition(version_id, state, target)
         result = conn.execute(
             versions.update()

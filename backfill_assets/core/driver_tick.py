@@ -6,7 +6,7 @@ to the ledger and turns the submissions into run requests with idempotent run ke
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from . import request_model as M
@@ -18,6 +18,8 @@ from .states import VERIFIED, VersionState
 FINISHED_RUN_STATUSES = ("SUCCESS", "FAILURE", "CANCELED")
 # A cell whose run failed before writing anything is resubmitted at most this many times (new run keys).
 MAX_RELAUNCHES = 2
+# With queue-ahead, runs waiting in the queue behind each running run of a request.
+QUEUED_PER_SLOT = 1
 UPSTREAM_NOT_PUBLISHED = "upstream of this request was not published"
 PREVIOUS_NOT_PUBLISHED = "previous interval {} not published (depends on past)"
 
@@ -36,6 +38,7 @@ class RunView:
     run_key: str | None
     partition: str | None
     status: str
+    slot: int | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class Submission:
     run_key: str
     defects: dict[str, dict[str, str]]  # asset -> partition -> defect
     cells: tuple[tuple[str, str], ...] = ()  # (asset, partition) written by the run
+    slot: int | None = None  # run slot when the instance enforces one run per slot (queue-ahead)
 
     def days_by_asset(self) -> dict[str, list[str]]:
         days: dict[str, list[str]] = {}
@@ -96,9 +100,14 @@ def tick(
     loaded_code_version: str,
     cascade_confirmed: bool = True,
     hold_open: str | None = None,
+    queue_ahead: bool = False,
 ) -> TickResult:
     """``cascade_confirmed`` False keeps cascaded cells waiting for ``request confirm``; ``hold_open`` names why
-    the request may not close yet even if every cell is terminal (publishes not yet propagated, open handoffs)."""
+    the request may not close yet even if every cell is terminal (publishes not yet propagated, open handoffs).
+
+    ``queue_ahead``: the instance runs one run per slot tag at a time, so each of the request's ``max_active``
+    slots may hold a running run and one queued behind it; the queue starts the next run as soon as a slot
+    frees, instead of the driver's next tick (Dagster's sensor loop: every 5 s at best)."""
     result = TickResult()
     spec = record.spec
     cells = [dict(c) for c in cells]
@@ -145,8 +154,11 @@ def tick(
     if record.status != M.OPEN:
         return result
 
-    # 3. Submit pending cells in order, up to max_active runs in flight.
-    slots = record.row["max_active"] - len(in_flight)
+    # 3. Submit pending cells in order, up to max_active runs in flight (twice that when queuing ahead).
+    max_active = int(record.row["max_active"])
+    per_slot = QUEUED_PER_SLOT + 1 if queue_ahead else 1
+    slots = max_active * per_slot - len(in_flight)
+    occupancy = _slot_occupancy(in_flight, runs_by_key, max_active) if queue_ahead else None
     # Every key a run was ever created under (a cell keeps only its latest): a resubmitted or reopened cell
     # must get a fresh round, or Dagster would skip the run request as a duplicate of an old run.
     used_keys = {c["run_key"] for c in cells if c.get("run_key")} | set(runs_by_key)
@@ -179,7 +191,7 @@ def tick(
                 result.cell_updates.append(_update(cell, decision=M.SKIPPED, reason=decision.reason))
         # Spread a batch over the free slots: K is the most days one run may take, not a quota to fill.
         days = len({c["partition_key"] for c in creates})
-        size = max(1, min(batch_size, -(-days // max(slots, 1)))) if batch else 1
+        size = max(1, min(batch_size, -(-days // max(min(slots, max_active), 1)))) if batch else 1
         for chunk in _contiguous_chunks(creates, size):
             if slots <= 0:
                 break
@@ -193,7 +205,12 @@ def tick(
             for cell in chunk:
                 cell.update(decision=M.SUBMITTED, run_key=key)
                 result.cell_updates.append(_update(cell, decision=M.SUBMITTED, run_key=key, reason=None))
-            result.submissions.append(_submission(spec, chunk, key))
+            submission = _submission(spec, chunk, key)
+            if occupancy is not None:
+                slot = min(range(max_active), key=lambda n: (occupancy[n], n))
+                occupancy[slot] += 1
+                submission = replace(submission, slot=slot)
+            result.submissions.append(submission)
             slots -= 1
         # Ready cells left unsubmitted for lack of slots stay pending for the next tick.
 
@@ -210,6 +227,15 @@ def tick(
             summary = ", ".join(f"{n} {d}" for d, n in sorted(counts.items()))
             result.status = (M.COMPLETED, summary)
     return result
+
+
+def _slot_occupancy(in_flight: set[str], runs_by_key: dict[str, RunView], max_active: int) -> dict[int, int]:
+    occupancy = dict.fromkeys(range(max_active), 0)
+    for key in in_flight:
+        run = runs_by_key.get(key)
+        if run is not None and run.slot is not None and run.slot in occupancy:
+            occupancy[run.slot] += 1
+    return occupancy
 
 
 def _failed_before_writing(cell: dict, run: RunView | None, version_state: str | None) -> bool:

@@ -9,6 +9,9 @@ REQUESTED_BY = "backfill/requested_by"
 REQUESTED_AT = "backfill/requested_at"
 ALLOW_SIDE_EFFECTS = "backfill/allow_side_effects"
 APPROVED_BY = "backfill/approved_by"
+# One of a request's max_active run slots ("<request id>/<n>"); the instance runs one run per slot at a time, so
+# the driver can queue a run behind each running one and the queue starts it the moment its slot frees.
+SLOT = "backfill/slot"
 # A batched (chunk) run: the days and assets it writes (it is an op job, so Dagster's partition tags do not apply).
 CHUNK_FIRST = "backfill/chunk_first"
 CHUNK_LAST = "backfill/chunk_last"

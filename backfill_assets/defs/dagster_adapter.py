@@ -1,4 +1,5 @@
-"""The one place that touches ``dagster._core``: reading Dagster backfills for adoption.
+"""The one place that touches ``dagster._core``: reading Dagster backfills for adoption, and the run queue's
+tag limits.
 
 Dagster 1.13 has no public API that lists backfills with their target partitions; ``DagsterInstance
 .get_backfills`` returns ``PartitionBackfill`` objects whose classes live in ``dagster._core.execution.backfill``.
@@ -77,3 +78,25 @@ def _cells(backfill: PartitionBackfill, repository_def: dg.RepositoryDefinition)
         cells = [(a, p) for p in backfill.partition_names for a in assets]
     cells = [c for c in cells if c[0] in known]
     return cells or None
+
+
+def enforces_one_run_per_tag_value(instance: dg.DagsterInstance, tag_key: str) -> bool:
+    """Whether the instance's run queue runs at most one run per distinct value of ``tag_key``.
+
+    ``DagsterInstance.get_concurrency_config`` is public on the instance but returns ``dagster._core`` records;
+    only their plain fields are read here.
+    """
+    try:
+        queue = instance.get_concurrency_config().run_queue_config
+    except Exception:  # an instance without a queue (or a Dagster that changed this) gets the safe answer
+        return False
+    for limit in (queue.tag_concurrency_limits if queue else None) or []:
+        value = limit.get("value")
+        if (
+            limit.get("key") == tag_key
+            and isinstance(value, dict)
+            and value.get("applyLimitPerUniqueValue") is True
+            and int(limit.get("limit", -1)) == 1
+        ):
+            return True
+    return False

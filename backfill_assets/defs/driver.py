@@ -20,6 +20,7 @@ from backfill_assets.core.schema import publish_log, versions
 from backfill_assets.core.settings import code_version
 
 from .chunks import CHUNK_JOB, chunk_job, chunk_run_config, chunk_tags
+from .dagster_adapter import enforces_one_run_per_tag_value
 from .jobs import BACKFILL_JOB, backfill_job
 from .resources import BackfillResource
 from .runs import in_flight_cells, run_views_by_key, runs_of_request
@@ -61,6 +62,8 @@ def run_config_for(submission: Submission) -> dict:
 
 def run_request_for(record: RequestRecord, submission: Submission) -> dg.RunRequest:
     tags = run_tags_for(record)
+    if submission.slot is not None:
+        tags[T.SLOT] = f"{record.request_id}/{submission.slot}"
     if submission.batched:
         return dg.RunRequest(
             run_key=submission.run_key,
@@ -140,6 +143,7 @@ def drive_request(
         loaded_code_version,
         cascade_confirmed=record.row["confirmed_at"] is not None,
         hold_open=downstream_hold(catalog, record),
+        queue_ahead=enforces_one_run_per_tag_value(instance, T.SLOT),
     )
     # Record decisions before the run requests leave the sensor: a crash in between is healed by re-requesting
     # the same run keys next tick, never by submitting twice.

@@ -60,10 +60,16 @@ def runs_of_request(instance: dg.DagsterInstance, request_id: str) -> list[dg.Da
     return list(instance.get_runs(filters=dg.RunsFilter(tags={T.REQUEST_ID: request_id})))
 
 
+def _slot(run: dg.DagsterRun) -> int | None:
+    value = run.tags.get(T.SLOT, "")
+    number = value.rsplit("/", 1)[-1]
+    return int(number) if number.isdigit() else None
+
+
 def run_views_by_key(runs: list[dg.DagsterRun]) -> dict[str, RunView]:
     views: dict[str, RunView] = {}
     for run in sorted(runs, key=lambda r: r.run_id):
         key = run.tags.get(RUN_KEY_TAG)
         if key:
-            views[key] = RunView(run.run_id, key, run.tags.get(T.DAGSTER_PARTITION), status_name(run))
+            views[key] = RunView(run.run_id, key, run.tags.get(T.DAGSTER_PARTITION), status_name(run), _slot(run))
     return views

@@ -68,6 +68,14 @@ def test_whole_request_completes_and_reconciles(prod):
     assert report["complete"] is True and (t["planned"], t["published"], t["runs_created"], t["gaps"]) == (9, 9, 3, 0)
     assert t["duplicate_publishes"] == 0 and t["rejected"] == 0
 
+    # Queue-ahead: the third run was queued (in the second slot's queue) before the first one ended, and the
+    # slots still kept at most max_active runs going at once.
+    records = prod.instance.get_run_records(dg.RunsFilter(tags={T.REQUEST_ID: rid}))
+    assert sorted(r.dagster_run.tags[T.SLOT] for r in records) == sorted([f"{rid}/0", f"{rid}/0", f"{rid}/1"])
+    first_end = min(r.end_time for r in records)
+    assert all(r.create_timestamp.timestamp() < first_end for r in records), "runs were not queued ahead"
+    assert _max_overlap(_run_intervals(prod.instance, rid)) <= 2
+
 
 def test_source_pool_and_per_request_limit_hold_even_when_the_driver_over_submits(prod):
     # --max-active 6: the driver submits six runs at once; the instance's per-request tag limit (2) and the
