@@ -166,8 +166,11 @@ def write_report(results: dict, path: Path) -> None:
         "`--skip-serve-logs`, cron runs off (`use_job_schedule=False`) so only the backfill runs.",
         "- **O** ours: `backfill-assets request create --reprocess completed --max-active 2` on an empty catalog, "
         "carried out by the driver sensor in dagster-daemon, one interval (3 assets) per run, every asset-day "
-        "written, audited by 5 blocking checks and published by CAS.",
-        f"- **B** ours batched: the same request with `--partitions-per-run {s['partitions_per_run']}`.",
+        "written, audited by 5 blocking checks and published by CAS; queue-ahead (one run queued behind each "
+        "running one, `backfill/slot`).",
+        f"- **B** ours batched: the same request with `--partitions-per-run {s['partitions_per_run']}`: chunk runs "
+        "(job `backfill_chunk`) of consecutive days covering all three assets, the days spread over the "
+        f"{s['max_active']} run slots; still one version, 5 checks and one CAS per asset-day.",
         "",
         "Wall time runs from the submission (the CLI command, the GraphQL launch) to the last day being done "
         "(request closed, backfill COMPLETED, every DAG run finished); services are started and ready before. CPU "

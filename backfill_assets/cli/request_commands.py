@@ -7,12 +7,12 @@ import sys
 import time
 
 import click
-import dagster as dg
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from backfill_assets.core import request_model as M
+from backfill_assets.core import tags as T
 from backfill_assets.core.errors import InvalidInput
 from backfill_assets.core.intervals import utc_now
 from backfill_assets.core.ledger import Ledger, validate_request_id
@@ -21,6 +21,14 @@ from backfill_assets.core.settings import code_version
 
 from .app import AppContext, cli, emit, json_option
 from .data_commands import DEMO_CALENDAR
+
+
+def _instance():
+    # Dagster is imported only by the commands that talk to the instance: `request create` and friends start in a
+    # fraction of the time (the first run of a request starts that much sooner).
+    import dagster as dg
+
+    return dg.DagsterInstance.get()
 
 EXIT_NOT_COMPLETE = 1
 EXIT_TIMEOUT = 3
@@ -51,7 +59,9 @@ def _default_user() -> str:
 @click.option("--confirm-cascade", is_flag=True, help="Cascade only after `request confirm ID`.")
 @click.option("--allow-side-effects", default=None, help="Side-effecting assets this request may run.")
 @click.option("--approved-by", default=None, help="Who approved the side effects.")
-@click.option("--conf", default=None, help='JSON, e.g. {"inject_defect": {"2022-10-17": {"daily_revenue": "drop_rows"}}}')
+@click.option(
+    "--conf", default=None, help='JSON, e.g. {"inject_defect": {"2022-10-17": {"daily_revenue": "drop_rows"}}}'
+)
 @click.option("--reason", default="", help="Why this backfill exists.")
 @click.option("--requested-by", default=None, help="Who asks (default: the OS user).")
 @click.option("--wait-for-overlap", is_flag=True, help="Wait for overlapping requests instead of failing.")
@@ -89,7 +99,7 @@ def _dry_run(app: AppContext, spec: M.RequestSpec) -> list[dict]:
     from backfill_assets.defs.driver import cell_facts_source
 
     cells = [(a, p) for p in spec.ordered_partitions() for a in spec.assets]
-    facts_of = cell_facts_source(app.catalog(), dg.DagsterInstance.get(), cells)
+    facts_of = cell_facts_source(app.catalog(), _instance(), cells)
     plan = []
     for asset, partition in cells:
         decision = decide(spec, asset, facts_of(asset, partition))
@@ -171,16 +181,21 @@ def show(app: AppContext, request_id: str, as_json: bool) -> None:
 def cancel(app: AppContext, request_id: str, as_json: bool) -> None:
     """Stop submitting and terminate the request's queued and running runs."""
     from backfill_assets.defs.cancel import terminate_request_runs
+    from backfill_assets.defs.dagster_adapter import cancel_backfill
 
     ledger = Ledger(app.catalog())
-    ledger.get(validate_request_id(request_id))
+    record = ledger.get(validate_request_id(request_id))
+    instance = _instance()
+    dagster_backfill = None
+    if record.source == "dagster":
+        # Adopted: Dagster's backfill daemon launches its runs, so the backfill itself is cancelled first.
+        dagster_backfill = cancel_backfill(instance, request_id.removeprefix(T.ADOPTED_PREFIX))
     submitted = ledger.cancel(request_id)
-    terminated = terminate_request_runs(dg.DagsterInstance.get(), app.catalog(), request_id, submitted)
-    emit(
-        {"request_id": request_id, "status": M.CANCELLED, "terminated_runs": terminated},
-        as_json,
-        f"cancelled {request_id}; terminated {len(terminated)} run(s)",
-    )
+    terminated = terminate_request_runs(instance, app.catalog(), request_id, submitted)
+    payload = {"request_id": request_id, "status": M.CANCELLED, "terminated_runs": terminated}
+    if record.source == "dagster":
+        payload["dagster_backfill_status"] = dagster_backfill
+    emit(payload, as_json, f"cancelled {request_id}; terminated {len(terminated)} run(s)")
 
 
 @request.command("confirm")

@@ -216,7 +216,9 @@ def tick(
 
     # 4. Close the request when every cell is terminal and nothing downstream is still to be decided.
     if awaiting_confirmation:
-        result.status = (M.OPEN, f"{awaiting_confirmation} cascaded cell(s) wait for `request confirm {record.request_id}`")
+        result.status = (
+            M.OPEN, f"{awaiting_confirmation} cascaded cell(s) wait for `request confirm {record.request_id}`"
+        )
     elif all(c["decision"] in M.TERMINAL_CELLS for c in cells):
         if hold_open:
             result.status = (M.OPEN, hold_open)

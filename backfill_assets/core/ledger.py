@@ -231,6 +231,8 @@ class Ledger:
                 return False
             for u in updates:
                 values = {k: v for k, v in u.items() if k not in ("asset", "partition_key")}
+                if values.get("decision") == M.SUBMITTED and "run_key" in values:
+                    values["submitted_at"] = now  # the request's "created" time of the cell's run
                 conn.execute(
                     request_items.update()
                     .where(

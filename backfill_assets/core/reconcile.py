@@ -63,6 +63,7 @@ class CellReport:
     reason: str | None
     run_ids: list[str]
     versions: list[VersionReport]
+    submitted_at: str | None = None  # when the driver created the cell's (latest) run
 
 
 @dataclass
@@ -154,7 +155,7 @@ def reconcile(
     for cell in cells:
         vs = per_cell.get((cell["asset"], cell["partition_key"]), [])
         reports = [_version_report(v, by_id) for v in vs]
-        for v, rep in zip(vs, reports):
+        for v, rep in zip(vs, reports, strict=True):
             rep.gap = _gap(v, run_status_of, materialized_version_ids, warehouse)
             if rep.gap:
                 gaps.append({"version_id": v.version_id, "state": v.state, "gap": rep.gap})
@@ -176,6 +177,7 @@ def reconcile(
                 reason=cell["reason"],
                 run_ids=run_ids,
                 versions=reports,
+                submitted_at=cell.get("submitted_at"),
             )
         )
 

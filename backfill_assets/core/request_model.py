@@ -207,7 +207,9 @@ def build_spec(
         or isinstance(partitions_per_run, bool)
         or not 1 <= partitions_per_run <= MAX_PARTITIONS_PER_RUN
     ):
-        raise InvalidInput(f"--partitions-per-run {partitions_per_run!r} must be between 1 and {MAX_PARTITIONS_PER_RUN}")
+        raise InvalidInput(
+            f"--partitions-per-run {partitions_per_run!r} must be between 1 and {MAX_PARTITIONS_PER_RUN}"
+        )
     parse_day(first, "--from")
     parse_day(last, "--to")
     # Before expanding the range: a far-future --to would otherwise build millions of keys first.

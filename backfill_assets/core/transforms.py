@@ -74,7 +74,8 @@ def customer_snapshot(previous: pd.DataFrame, facts: pd.DataFrame, partition_key
     merged["first_order_date"] = merged["first_order_date"].fillna(partition_key)
     merged["last_order_date"] = merged["last_order_date"].where(~had_orders, partition_key)
     merged["lifetime_orders"] = merged["lifetime_orders"].fillna(0) + merged["orders"].fillna(0)
-    merged["lifetime_revenue_cny"] = (merged["lifetime_revenue_cny"].fillna(0.0) + merged["revenue"].fillna(0.0)).round(2)
+    lifetime = merged["lifetime_revenue_cny"].fillna(0.0) + merged["revenue"].fillna(0.0)
+    merged["lifetime_revenue_cny"] = lifetime.round(2)
     out = pd.DataFrame(
         {
             "customer_id": merged["customer_id"].astype("string"),

@@ -49,7 +49,7 @@ def adopt_and_track(
         updates, status = track_adopted(
             ledger.cells(request_id),
             runs,
-            lambda a, p, run_id: states.get((a, p, run_id)),
+            lambda a, p, run_id, states=states: states.get((a, p, run_id)),
             info.done,
             info.cancelled,
         )

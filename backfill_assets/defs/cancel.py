@@ -7,12 +7,13 @@ import time
 import dagster as dg
 
 from backfill_assets.core import request_model as M
+from backfill_assets.core import tags as T
 from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.driver_tick import settle
+from backfill_assets.core.driver_tick import RunView, settle
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.schema import versions
 
-from .runs import IN_FLIGHT_STATUSES, run_views_by_key, runs_of_request
+from .runs import IN_FLIGHT_STATUSES, run_views_by_key, runs_of_request, status_name
 
 # A cell the driver recorded as submitted gets its run when the sensor tick that submitted it ends: wait that
 # long for it, so that a run created just after the cancel is terminated too.
@@ -69,13 +70,15 @@ def terminate_request_runs(
 
     runs = runs_of_request(instance, request_id)
     views = run_views_by_key(runs)
+    by_id = {r.run_id: RunView(r.run_id, None, r.tags.get(T.DAGSTER_PARTITION), status_name(r)) for r in runs}
     states: dict[tuple[str, str, str], str] = {}
     if runs:
         for v in catalog.versions_where(versions.c.dagster_run_id.in_([r.run_id for r in runs])):
             states[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
     updates = []
     for cell in submitted:
-        run = views.get(cell.get("run_key"))
+        # Adopted cells have no run key of ours, only the run Dagster's backfill daemon launched for them.
+        run = views.get(cell.get("run_key")) or by_id.get(cell.get("run_id"))
         outcome = settle(cell, run, states.get((cell["asset"], cell["partition_key"], run.run_id))) if run else None
         if outcome is None:
             reason = "request cancelled before its run was created" if run is None else "run still stopping"

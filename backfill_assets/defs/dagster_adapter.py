@@ -80,6 +80,18 @@ def _cells(backfill: PartitionBackfill, repository_def: dg.RepositoryDefinition)
     return cells or None
 
 
+def cancel_backfill(instance: dg.DagsterInstance, backfill_id: str) -> str | None:
+    """Ask Dagster's backfill daemon to cancel a backfill, as the UI's "Cancel backfill" does (status CANCELING:
+    it launches nothing more and terminates the backfill's runs). Returns the status now, None if unknown."""
+    backfill = instance.get_backfill(backfill_id)
+    if backfill is None:
+        return None
+    if backfill.status in ACTIVE and backfill.status is not BulkActionStatus.CANCELING:
+        backfill = backfill.with_status(BulkActionStatus.CANCELING)
+        instance.update_backfill(backfill)
+    return backfill.status.value
+
+
 def enforces_one_run_per_tag_value(instance: dg.DagsterInstance, tag_key: str) -> bool:
     """Whether the instance's run queue runs at most one run per distinct value of ``tag_key``.
 

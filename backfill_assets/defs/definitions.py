@@ -6,9 +6,9 @@ from backfill_assets.core.domain import DATA_ASSETS, SPECS
 
 from .adoption import backfill_adoption
 from .alert import revenue_alert
+from .chunks import chunk_job
 from .driver import backfill_driver
 from .gated import build_gated_asset
-from .chunks import chunk_job
 from .jobs import backfill_job, production_job, production_schedule
 from .propagation import backfill_propagation
 from .resources import BackfillResource

@@ -96,7 +96,11 @@ def gate_one(
     """Write, audit and publish-or-reject one partition. Errors abandon the attempt; rejections do not raise."""
     identity = identity_from_context(context, spec.name, {"inject_defect": defect}, key)
     gate = Gate(
-        backfill.catalog(), backfill.warehouse(), spec, identity, frozen_code_version=context.run.tags.get(T.CODE_VERSION)
+        backfill.catalog(),
+        backfill.warehouse(),
+        spec,
+        identity,
+        frozen_code_version=context.run.tags.get(T.CODE_VERSION),
     )
     gate.begin()
     context.log.info(f"writing {gate.version_id} identity={json.dumps(gate.labels(), sort_keys=True)}")

@@ -37,7 +37,8 @@ def materialized_version_ids(instance: dg.DagsterInstance, cells: Iterable[tuple
                 cursor=cursor,
             )
             for record in result.records:
-                value = record.asset_materialization.metadata.get("version_id") if record.asset_materialization else None
+                materialization = record.asset_materialization
+                value = materialization.metadata.get("version_id") if materialization else None
                 if value is not None:
                     found.add(str(value.value))
             if not result.has_more:

@@ -57,7 +57,11 @@ def status_name(run: dg.DagsterRun) -> str:
 
 
 def runs_of_request(instance: dg.DagsterInstance, request_id: str) -> list[dg.DagsterRun]:
-    return list(instance.get_runs(filters=dg.RunsFilter(tags={T.REQUEST_ID: request_id})))
+    if request_id.startswith(T.ADOPTED_PREFIX):  # an adopted Dagster backfill: its runs carry Dagster's tag
+        tags = {T.DAGSTER_BACKFILL: request_id.removeprefix(T.ADOPTED_PREFIX)}
+    else:
+        tags = {T.REQUEST_ID: request_id}
+    return list(instance.get_runs(filters=dg.RunsFilter(tags=tags)))
 
 
 def _slot(run: dg.DagsterRun) -> int | None:

@@ -35,7 +35,8 @@ def drive(env, request_id: str, max_ticks: int = 60, propagate: bool = True, sto
     submitted = []
     for tick in range(max_ticks):
         record = ledger.get(request_id)
-        if record.status in (*M.CLOSED_STATUSES, M.BLOCKED) or (stop_after_ticks is not None and tick >= stop_after_ticks):
+        stopped = stop_after_ticks is not None and tick >= stop_after_ticks
+        if record.status in (*M.CLOSED_STATUSES, M.BLOCKED) or stopped:
             break
         for submission in drive_request(env.instance, env.catalog, record, code_version()):
             if submission.run_key in {s[2] for s in submitted}:

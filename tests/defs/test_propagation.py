@@ -72,7 +72,9 @@ def test_policy_none_launches_nothing_and_reports_stale(env):
     assert [(p, a) for p, a, _ in submitted] == [("2022-09-04", (ORDER_FACTS,))]
     report = json.loads(CliRunner().invoke(cli, ["reconcile", rid, "--json"]).output)
     stale = {(s["asset"], s["partition_key"]) for s in report["stale_downstream"]}
-    assert stale == {(DAILY_REVENUE, "2022-09-04"), (CUSTOMER_SNAPSHOT, "2022-09-04"), (CUSTOMER_SNAPSHOT, "2022-09-05")}
+    assert stale == {
+        (DAILY_REVENUE, "2022-09-04"), (CUSTOMER_SNAPSHOT, "2022-09-04"), (CUSTOMER_SNAPSHOT, "2022-09-05")
+    }
 
 
 def test_confirm_cascade_waits_for_confirmation(env):
@@ -97,7 +99,8 @@ def test_handoff_accept_decline_and_expiry(env):
     drive(env, rid, max_ticks=4)
     handoffs = {h["asset"]: h for h in json.loads(CliRunner().invoke(cli, ["handoff", "list", "--json"]).output)}
     assert set(handoffs) == {DAILY_REVENUE, CUSTOMER_SNAPSHOT}
-    assert handoffs[DAILY_REVENUE]["owner"] == "team:finance" and handoffs[DAILY_REVENUE]["partitions"] == ["2022-09-04"]
+    assert handoffs[DAILY_REVENUE]["owner"] == "team:finance"
+    assert handoffs[DAILY_REVENUE]["partitions"] == ["2022-09-04"]
     assert handoffs[CUSTOMER_SNAPSHOT]["partitions"] == ["2022-09-04", "2022-09-05"]
     assert Ledger(env.catalog).get(rid).status == M.OPEN, "open handoffs keep the request open"
 
@@ -118,7 +121,8 @@ def test_handoff_accept_decline_and_expiry(env):
     time.sleep(1.2)
     propagate_once(env.catalog)
     drive(env, rid2, max_ticks=3)
-    statuses = {h["status"] for h in json.loads(CliRunner().invoke(cli, ["handoff", "list", "--request", rid2, "--json"]).output)}
+    listed = CliRunner().invoke(cli, ["handoff", "list", "--request", rid2, "--json"]).output
+    statuses = {h["status"] for h in json.loads(listed)}
     assert statuses == {"expired"}
     assert Ledger(env.catalog).get(rid2).status == M.COMPLETED
 

@@ -77,7 +77,8 @@ def test_reconcile_counts_equal_the_truth(env, tmp_path):
 
 
 def test_version_report_has_change_and_recomputed_flag(env):
-    assert all(r.success for r in run_partitions(env.instance, ["2022-09-01"], assets=[RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE]))
+    pipeline = [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE]
+    assert all(r.success for r in run_partitions(env.instance, ["2022-09-01"], assets=pipeline))
     assert run_partitions(env.instance, ["2022-09-01"], assets=[ORDER_FACTS])[0].success  # new upstream version
     rid = _create("--assets", DAILY_REVENUE, "--from", "2022-09-01", "--to", "2022-09-01", "--reprocess", "completed")
     drive(env, rid)
@@ -106,7 +107,8 @@ def test_crash_between_catalog_publish_and_dagster_event_is_found_and_repaired(e
     assert _crash(env, record, submission, AFTER_PUBLISH_COMMIT) == -9
 
     [version] = env.catalog.versions_of(ORDER_FACTS, "2022-09-02")
-    assert version.state == "PUBLISHED" and env.catalog.current(ORDER_FACTS, "2022-09-02").version_id == version.version_id
+    assert version.state == "PUBLISHED"
+    assert env.catalog.current(ORDER_FACTS, "2022-09-02").version_id == version.version_id
     report = _reconcile(rid)
     assert [g["version_id"] for g in report["gaps"]] == [version.version_id]
     assert "without a Dagster materialization" in report["gaps"][0]["gap"]
@@ -140,7 +142,8 @@ def test_crash_mid_write_is_found_and_abandoned(env):
 def test_rollback_cascade_creates_a_request_for_every_consumer(env):
     runs = run_partitions(env.instance, ["2022-09-01", "2022-09-02", "2022-09-03"])
     assert all(r.success for r in runs)
-    assert run_partitions(env.instance, ["2022-09-02"], assets=[ORDER_FACTS, DAILY_REVENUE, CUSTOMER_SNAPSHOT])[0].success
+    downstream = [ORDER_FACTS, DAILY_REVENUE, CUSTOMER_SNAPSHOT]
+    assert run_partitions(env.instance, ["2022-09-02"], assets=downstream)[0].success
     result = invoke("rollback", ORDER_FACTS, "2022-09-02", "--reason", "bad fx", "--cascade", "--json")
     out = json.loads(result.output)
     consumers = {c["consumer_version_id"].split("/")[0] for c in out["consumers"] if c["consumer_version_id"]}

@@ -10,6 +10,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from backfill_assets.cli.daemon import CODE_LOCATION_MODULE, dagster_bin
@@ -124,5 +125,16 @@ def test_backfill_launched_from_the_dagster_ui_is_adopted_as_a_request_with_its_
         assert shown["source"] == "dagster"
         assert sorted((c["asset"], c["partition_key"]) for c in shown["cells"]) == [(DAILY_REVENUE, d) for d in DAYS]
         assert shown["counts"]["planned"] == len(DAYS)
+
+        # `request cancel` on the adopted request cancels the Dagster backfill itself, not just the ledger row.
+        cancelled = e2e.cli_json("request", "cancel", request_id)
+        assert cancelled["dagster_backfill_status"] in ("CANCELING", "CANCELED"), cancelled
+        assert e2e.instance.get_backfill(launched["backfillId"]).status.value in ("CANCELING", "CANCELED")
+        assert e2e.show(request_id)["status"] == "cancelled"
+        # terminate_request_runs returned only once none of the backfill's runs was queued or running.
+        in_flight = [r for r in e2e.instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": launched["backfillId"]}))
+                     if not r.is_finished]
+        assert in_flight == []
     finally:
-        webserver.graphql(CANCEL, {"id": launched["backfillId"]})
+        if e2e.instance.get_backfill(launched["backfillId"]).status.value not in ("CANCELING", "CANCELED"):
+            webserver.graphql(CANCEL, {"id": launched["backfillId"]})

@@ -14,7 +14,6 @@ from backfill_assets.core import tags as T
 from backfill_assets.core.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.defs.jobs import PRODUCTION_JOB
 
-
 # PIPELINE_STARTING: the queue coordinator has dequeued the run and is launching it.
 ENQUEUED, DEQUEUED = "PIPELINE_ENQUEUED", "PIPELINE_STARTING"
 
@@ -116,7 +115,8 @@ def test_production_run_starts_before_queued_backfill_runs(prod):
     production_id = production.dagster_run.run_id
     enqueued = _event_time(prod.instance, production_id, ENQUEUED)
     dequeued = _event_time(prod.instance, production_id, DEQUEUED)
-    backfill_ids = [r.dagster_run.run_id for r in prod.instance.get_run_records(dg.RunsFilter(tags={T.REQUEST_ID: rid}))]
+    records = prod.instance.get_run_records(dg.RunsFilter(tags={T.REQUEST_ID: rid}))
+    backfill_ids = [r.dagster_run.run_id for r in records]
     # The backfill runs still waiting in the queue when production joined it.
     waiting = [t for t in (_event_time(prod.instance, b, DEQUEUED) for b in backfill_ids) if t > enqueued]
     assert waiting, "every backfill run had left the queue before production joined it; the test proves nothing"
