@@ -7,10 +7,12 @@ partitions of September 2022 (claims are per asset+partition and are released wh
     09-01..09-07  max_active / backward order        09-18..09-19  side effects
     09-08..09-16  reprocess none / failed / completed 09-20         code-version block
     09-17         a held (queued) run                 09-21..09-23  overlap
-    09-25..09-28  cancel                              09-29..09-30  adoption of a Dagster UI backfill
+    09-25..09-27  cancel (a submitted run)            09-29..09-30  adoption of a Dagster UI backfill
+    10-01..10-03  cancel (a running run)
 
-The instance's run queue is replaced so that only the driver enforces ``max_active`` (no per-request or
-per-lane tag limits), and a run tagged ``test/hold`` is never dequeued (it stays QUEUED: an in-flight cell).
+The instance's run queue is replaced so that only the driver enforces ``max_active`` (through its run slots: one
+run per ``backfill/slot``, no per-request or per-lane tag limits), and a run tagged ``test/hold`` is never
+dequeued (it stays QUEUED: an in-flight cell).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from backfill_assets.defs.local_runs import run_partitions
 from backfill_assets.defs.partitions import calendar
 
 CODE_VERSION = "e2e-code"
-SEED_FROM, SEED_TO = "2022-09-01", "2022-09-30"
+SEED_FROM, SEED_TO = "2022-09-01", "2022-10-03"
 ORDERS_PER_DAY = 60
 HOLD_TAG = "test/hold"
 WAIT_TIMEOUT = "120"
@@ -80,11 +82,13 @@ def stop_process(proc: subprocess.Popen, timeout: float = 30.0) -> None:
 
 
 def write_instance_yaml(home: Path) -> None:
-    """The project's dagster.yaml with the run concurrency replaced: only the driver limits a request."""
+    """The project's dagster.yaml with the run concurrency replaced: only the driver (and its run slots, which
+    the driver relies on for queue-ahead) limits a request; no lane or per-request backstop."""
     config = yaml.safe_load((PACKAGE_DIR.parent / "dagster.yaml").read_text())
+    [slot_limit] = [lim for lim in config["concurrency"]["runs"]["tag_concurrency_limits"] if lim["key"] == T.SLOT]
     config["concurrency"]["runs"] = {
         "max_concurrent_runs": 4,
-        "tag_concurrency_limits": [{"key": HOLD_TAG, "limit": 0}],
+        "tag_concurrency_limits": [{"key": HOLD_TAG, "limit": 0}, slot_limit],
     }
     (home / "dagster.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 

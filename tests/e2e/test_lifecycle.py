@@ -86,14 +86,15 @@ def test_overlapping_request_is_refused_naming_the_holder_or_waits_for_it(e2e):
 @pytest.mark.parametrize(
     "days, stage",
     [
-        (("2022-09-25", "2022-09-26"), "submitted"),  # the run exists, not yet running
-        (("2022-09-27", "2022-09-28"), "running"),  # the run worker has started
+        # Three days at --max-active 1: one run going, one queued behind it (queue-ahead), one never created.
+        (("2022-09-25", "2022-09-27"), "submitted"),  # the run exists, not yet running
+        (("2022-10-01", "2022-10-03"), "running"),  # the run worker has started
     ],
 )
 def test_cancel_stops_submission_and_leaves_no_run_queued_or_running(e2e, days, stage):
     e2e.prepare([days[0]], [RAW_ORDERS, ORDER_FACTS])
     rid = e2e.create(
-        "--assets", DAILY_REVENUE, "--from", days[0], "--to", days[1], "--max-active", "1",
+        "--assets", DAILY_REVENUE, "--from", days[0], "--to", days[-1], "--max-active", "1",
         "--reprocess", "completed",
     )["request_id"]
     wanted = {dg.DagsterRunStatus.STARTED} if stage == "running" else set(dg.DagsterRunStatus) - FINISHED
