@@ -19,7 +19,7 @@ from .domain import AssetSpec, Expectations
 from .errors import BackfillError, NotFound, PublishConflict
 from .faults import AFTER_PUBLISH_COMMIT, AFTER_VERIFYING, fault_point
 from .identity import RunIdentity
-from .states import IN_PROGRESS, VersionState
+from .states import IN_PROGRESS, VERIFIED, VersionState
 from .storage import Warehouse, WrittenVersion
 
 
@@ -152,3 +152,29 @@ class Gate:
                 self.catalog.abandon(self.version_id, reason[:2000])
         except NotFound:
             pass
+
+
+def earlier_publish(catalog: Catalog, identity: RunIdentity) -> GateOutcome | None:
+    """The version an earlier attempt of this same logical run (same run, code and parameters) already published
+    for the cell, as an outcome to report again, or None.
+
+    An attempt can publish and still fail — the commit's acknowledgement lost with the connection, the process
+    killed between the commit and the Dagster event. A retry must then report that version, not compute and
+    publish a second one of the same run.
+    """
+    for version in reversed(catalog.versions_of(identity.asset, identity.partition_key)):
+        if (
+            version.run_id == identity.run_id
+            and version.params_digest == identity.params_digest
+            and version.code_version == identity.code_version
+            and VersionState(version.state) in VERIFIED
+        ):
+            checks = [
+                CheckOutcome(
+                    c["name"], bool(c["passed"]), c.get("description") or "",
+                    {k: v for k, v in c.items() if k not in ("name", "passed", "description")},
+                )
+                for c in version.checks or []
+            ]
+            return GateOutcome(version, True, checks, version.version_id)
+    return None

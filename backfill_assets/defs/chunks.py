@@ -111,8 +111,8 @@ def build_chunk_op(spec: AssetSpec) -> dg.OpDefinition:
                 context.log.warning(f"{spec.name} {key}: not written — upstream {', '.join(missing)} of this run "
                                     "was not published")
                 continue
-            gate, outcome = gate_one(context, spec, backfill, key, defects.get(key))
-            evaluations, materialization = partition_events(spec, key, gate, outcome, context.run.run_id)
+            outcome = gate_one(context, spec, backfill, key, defects.get(key))
+            evaluations, materialization = partition_events(spec, key, outcome, context.run.run_id)
             for evaluation in evaluations:
                 context.log_event(evaluation)
             if materialization is not None:

@@ -14,7 +14,7 @@ from backfill_assets.core.defects import validate_defect
 from backfill_assets.core.domain import AssetSpec
 from backfill_assets.core.errors import BackfillError
 from backfill_assets.core.faults import AFTER_EVENT, fault_point
-from backfill_assets.core.gate import Gate, GateOutcome
+from backfill_assets.core.gate import Gate, GateOutcome, earlier_publish
 
 from .partitions import calendar, daily_partitions
 from .resources import BackfillResource
@@ -92,9 +92,16 @@ def _check_results(outcome: GateOutcome) -> list[dg.AssetCheckResult]:
 
 def gate_one(
     context: dg.AssetExecutionContext, spec: AssetSpec, backfill: BackfillResource, key: str, defect: str | None
-) -> tuple[Gate, GateOutcome]:
+) -> GateOutcome:
     """Write, audit and publish-or-reject one partition. Errors abandon the attempt; rejections do not raise."""
     identity = identity_from_context(context, spec.name, {"inject_defect": defect}, key)
+    earlier = earlier_publish(backfill.catalog(), identity)
+    if earlier is not None:
+        context.log.warning(
+            f"{spec.name} {key}: {earlier.version.version_id} was already published by an earlier attempt of this "
+            "run; reporting it instead of publishing again"
+        )
+        return earlier
     gate = Gate(
         backfill.catalog(),
         backfill.warehouse(),
@@ -119,13 +126,13 @@ def gate_one(
         previous = outcome.move.previous_version_id if outcome.move else None
         context.log.info(f"published {gate.version_id} (replacing {previous})")
     else:
-        context.log.error(_rejection(spec, key, gate, outcome))
-    return gate, outcome
+        context.log.error(_rejection(spec, key, outcome))
+    return outcome
 
 
-def _rejection(spec: AssetSpec, key: str, gate: Gate, outcome: GateOutcome) -> str:
+def _rejection(spec: AssetSpec, key: str, outcome: GateOutcome) -> str:
     return (
-        f"{spec.name} {key}: REJECTED {gate.version_id} — {outcome.error}; "
+        f"{spec.name} {key}: REJECTED {outcome.version.version_id} — {outcome.error}; "
         f"still serving {outcome.serving_version_id or 'nothing (no version published yet)'}"
     )
 
@@ -137,7 +144,7 @@ def _defect_for(config: GateConfig, key: str) -> str | None:
 
 def _run_single(context, spec: AssetSpec, config: GateConfig, backfill: BackfillResource):
     key = context.partition_key
-    gate, outcome = gate_one(context, spec, backfill, key, _defect_for(config, key))
+    outcome = gate_one(context, spec, backfill, key, _defect_for(config, key))
     selected = {key.name for key in context.selected_asset_check_keys}
     results = [r for r in _check_results(outcome) if r.check_name in selected]
     if outcome.published:
@@ -148,9 +155,9 @@ def _run_single(context, spec: AssetSpec, config: GateConfig, backfill: Backfill
         return
     yield from results
     raise dg.Failure(
-        description=_rejection(spec, key, gate, outcome),
+        description=_rejection(spec, key, outcome),
         metadata={
-            "rejected_version_id": gate.version_id,
+            "rejected_version_id": outcome.version.version_id,
             "failed_checks": ", ".join(outcome.failed_checks),
             "serving_version_id": outcome.serving_version_id or "",
         },
@@ -159,7 +166,7 @@ def _run_single(context, spec: AssetSpec, config: GateConfig, backfill: Backfill
 
 
 def partition_events(
-    spec: AssetSpec, key: str, gate: Gate, outcome: GateOutcome, run_id: str
+    spec: AssetSpec, key: str, outcome: GateOutcome, run_id: str
 ) -> tuple[list[dg.AssetCheckEvaluation], dg.AssetMaterialization | None]:
     """One partition's check evaluations, and its materialization when it was published, for steps that write
     several partitions (a range step or a chunk op has no single partition of its own)."""
@@ -170,7 +177,7 @@ def partition_events(
             passed=check.passed,
             partition=key,
             description=check.description,
-            metadata={"version_id": gate.version_id, "run_id": run_id},
+            metadata={"version_id": outcome.version.version_id, "run_id": run_id},
         )
         for check in outcome.checks
     ]
@@ -197,15 +204,15 @@ def _run_batch(context, spec: AssetSpec, config: GateConfig, backfill: BackfillR
     """
     rejected: list[str] = []
     for key in context.partition_keys:
-        gate, outcome = gate_one(context, spec, backfill, key, _defect_for(config, key))
-        evaluations, materialization = partition_events(spec, key, gate, outcome, context.run.run_id)
+        outcome = gate_one(context, spec, backfill, key, _defect_for(config, key))
+        evaluations, materialization = partition_events(spec, key, outcome, context.run.run_id)
         for evaluation in evaluations:
             # The range run deselected the checks, so they are reported outside its plan.
             context.instance.report_runless_asset_event(evaluation)
         if materialization is not None:
             yield materialization
         else:
-            rejected.append(f"{key} ({gate.version_id}: {outcome.error})")
+            rejected.append(f"{key} ({outcome.version.version_id}: {outcome.error})")
     if rejected:
         raise dg.Failure(
             description=rejection_summary(spec.name, rejected, len(context.partition_keys)), allow_retries=False

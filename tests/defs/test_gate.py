@@ -149,3 +149,30 @@ def test_depends_on_past_needs_the_previous_day_published(env):
     snap2 = env.catalog.current(CUSTOMER_SNAPSHOT, DAY2)
     assert snap2.input_versions[f"{CUSTOMER_SNAPSHOT}/{DAY1}"] == snap1.version_id
     assert snap2.stats["lifetime_orders"]["sum"] > snap1.stats["lifetime_orders"]["sum"]
+
+
+def production_job_def() -> dg.JobDefinition:
+    """Module-level, so that Dagster can reconstruct the job for a re-execution."""
+    from backfill_assets.defs.definitions import defs
+    from backfill_assets.defs.jobs import PRODUCTION_JOB
+
+    return defs.resolve_job_def(PRODUCTION_JOB)
+
+
+def test_reexecuting_a_run_that_published_reports_its_version_instead_of_publishing_again(env):
+    """A re-execution is the same logical run (Dagster's root run id): what it already published stands."""
+    [first] = run_partitions(env.instance, [DAY1], assets=[RAW_ORDERS])
+    [version] = env.catalog.versions_of(RAW_ORDERS, DAY1)
+    with dg.execute_job(
+        dg.reconstructable(production_job_def),
+        instance=env.instance,
+        # As the UI's "Re-execute": the parent's tags (its partition among them) carry over.
+        tags=env.instance.get_run_by_id(first.run_id).tags,
+        reexecution_options=dg.ReexecutionOptions(parent_run_id=first.run_id),
+    ) as again:
+        assert again.success and again.dagster_run.root_run_id == first.run_id
+    assert [v.version_id for v in env.catalog.versions_of(RAW_ORDERS, DAY1)] == [version.version_id]
+    [reported] = _materializations(env.instance, RAW_ORDERS, again.run_id)
+    assert reported.asset_materialization.metadata["version_id"].value == version.version_id
+    [check] = _check_records(env.instance, RAW_ORDERS, CHECK_ROW_COUNT, again.run_id)
+    assert check.status.value == "SUCCEEDED"
