@@ -162,3 +162,4 @@ def test_a_kill_at_every_step_boundary_never_shows_readers_a_partial_version(bou
             backend = BACKENDS[i % len(BACKENDS)]
             with klass.trial(f"{i} ({backend})"):
                 crash_once(prepared[backend], forkserver, boundary)
+    assert klass.result.trials > 0, "no trial ran: the class proves nothing"

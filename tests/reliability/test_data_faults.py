@@ -139,3 +139,4 @@ def test_a_published_file_altered_after_publish_is_refused_by_every_reader_and_r
             how = kinds[i % len(kinds)]
             with klass.trial(f"{i} ({how})"):
                 alter_once(published_env, i, how)
+    assert klass.result.trials > 0, "no trial ran: the class proves nothing"

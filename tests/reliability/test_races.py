@@ -122,6 +122,7 @@ def test_overlapping_requests_created_at_the_same_instant_have_exactly_one_holde
                 for i in range(mode.TRIALS):
                     with klass.trial(f"{i} ({backend}, {how})"):
                         overlapping_creates_once(race_envs[backend], forkserver, how)
+    assert klass.result.trials > 0, "no trial ran: the class proves nothing"
 
 
 def publish_race_once(env, forkserver) -> str:
@@ -187,3 +188,4 @@ def test_two_runs_publishing_one_partition_at_once_have_exactly_one_winner(race_
                     lost = publish_race_once(race_envs[backend], forkserver)
                     losers[lost] = losers.get(lost, 0) + 1
         klass.note("losers: " + ", ".join(f"{lane} lane {n}x" for lane, n in sorted(losers.items())))
+    assert klass.result.trials > 0, "no trial ran: the class proves nothing"

@@ -135,6 +135,7 @@ def test_daemon_killed_and_restarted_mid_request_finishes_every_cell_once(sqlite
     with trials("service.daemon_killed") as klass:
         for n in range(requests_needed()):
             run_request_under_faults(env, daemon, days_for(n), kill_and_restart, klass, f"request {n}", rng)
+    assert klass.result.trials > 0, "no trial ran: the class proves nothing"
 
 
 # ---- PostgreSQL restart: last test of the session ------------------------------------------------------------
@@ -194,6 +195,7 @@ def test_postgres_restarted_mid_request_finishes_every_cell_once(pg_daemon_env, 
     with trials("service.postgres_restarted") as klass:
         for n in range(requests_needed()):
             run_request_under_faults(env, daemon, days_for(n), restart, klass, f"request {n}", rng)
+    assert klass.result.trials > 0, "no trial ran: the class proves nothing"
 
 
 # ---- the driver's answer to a run Dagster failed to launch (deterministic, no daemon) -------------------------
