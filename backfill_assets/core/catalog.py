@@ -1,19 +1,21 @@
 """The transactional catalog: versions, the current pointer per partition, the publish log and consumer reads.
 
 Publish and rollback are compare-and-swap updates of ``pointers`` in one transaction with the ``versions`` state
-changes and a ``publish_log`` row. Both first take the single ``log_head`` row lock, which serializes them and
-makes ``publish_log.seq`` gapless and in commit order.
+changes and a ``publish_log`` row. Both take the single ``log_head`` row lock last, which orders them and makes
+``publish_log.seq`` gapless and in commit order while holding the lock only for the log row and the commit.
+The row types live in ``catalog_records``, the read queries in ``catalog_queries``.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from .catalog_queries import CatalogQueries
+from .catalog_records import Consumer, PointerMove, Version
 from .db import engine_for, reader_for, retry_transient
 from .errors import InvalidInput, NotFound, PublishConflict
 from .faults import IN_PUBLISH_TRANSACTION, fault_point
@@ -29,68 +31,16 @@ from .intervals import iso, utc_now
 from .schema import log_head, pointers, publish_log, reads, versions
 from .states import VERIFIED, VersionState, check_transition
 
+__all__ = ["ACTION_PUBLISH", "ACTION_REPAIR", "ACTION_ROLLBACK", "Catalog", "Consumer", "PointerMove", "Version"]
+
 ACTION_PUBLISH = "publish"
 ACTION_ROLLBACK = "rollback"
 ACTION_REPAIR = "repair"
 
-_JSON_COLUMNS = ("stats_json", "checks_json", "input_versions_json")
 
+class Catalog(CatalogQueries):
+    """Writes; the reads it inherits from ``CatalogQueries``."""
 
-@dataclass(frozen=True)
-class Version:
-    """One row of ``versions`` with its JSON columns decoded."""
-
-    data: dict[str, Any]
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.data[name]
-        except KeyError as exc:
-            raise AttributeError(name) from exc
-
-    @classmethod
-    def from_row(cls, row: sa.Row) -> "Version":
-        return cls.from_mapping(row._mapping)
-
-    @classmethod
-    def from_mapping(cls, mapping: Any) -> "Version":
-        data = dict(mapping)
-        for col in _JSON_COLUMNS:
-            raw = data.get(col)
-            data[col.removesuffix("_json")] = json.loads(raw) if raw else None
-            data.pop(col, None)
-        return cls(data)
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.data)
-
-
-@dataclass(frozen=True)
-class Consumer:
-    consumer: str
-    consumer_version_id: str | None
-    consumer_run_id: str | None
-    request_id: str | None
-    state: str | None
-    at: str
-
-
-@dataclass(frozen=True)
-class PointerMove:
-    """Result of a publish or rollback: where the pointer went, from where, and the log entry."""
-
-    seq: int
-    asset: str
-    partition_key: str
-    version_id: str
-    previous_version_id: str | None
-    action: str
-    consumers_of_previous: list[Consumer] = field(default_factory=list)
-    # The moved-to version as committed (publish): callers need no catalog round trip after the commit.
-    version: Version | None = None
-
-
-class Catalog:
     def __init__(self, url: str):
         self.url = url
         self.engine = engine_for(url)
@@ -192,46 +142,7 @@ class Catalog:
             self._transition(conn, version_id, VersionState.PURGED)
             return self._get(conn, version_id)
 
-    def get(self, version_id: str) -> Version:
-        parse_version_id(version_id)
-        with self.reader.connect() as conn:
-            return self._get(conn, version_id)
-
-    def versions_of(self, asset: str, partition_key: str) -> list[Version]:
-        validate_asset_name(asset)
-        validate_partition_key(partition_key)
-        with self.reader.connect() as conn:
-            rows = conn.execute(
-                sa.select(versions)
-                .where(versions.c.asset == asset, versions.c.partition_key == partition_key)
-                .order_by(versions.c.created_at, versions.c.version_id)
-            ).all()
-        return [Version.from_row(r) for r in rows]
-
-    def versions_where(self, *criteria: Any) -> list[Version]:
-        with self.reader.connect() as conn:
-            rows = conn.execute(sa.select(versions).where(*criteria).order_by(versions.c.created_at)).all()
-        return [Version.from_row(r) for r in rows]
-
     # ---- pointers ---------------------------------------------------------------------------------------------
-
-    def current(self, asset: str, partition_key: str) -> Version | None:
-        validate_asset_name(asset)
-        validate_partition_key(partition_key)
-        # One round trip: the pointer joined to its version.
-        return self.current_many(asset, [partition_key]).get(partition_key)
-
-    def current_many(self, asset: str, partition_keys: Iterable[str]) -> dict[str, Version]:
-        keys = list(partition_keys)
-        if not keys:
-            return {}
-        with self.reader.connect() as conn:
-            rows = conn.execute(
-                sa.select(versions)
-                .join(pointers, pointers.c.version_id == versions.c.version_id)
-                .where(pointers.c.asset == asset, pointers.c.partition_key.in_(keys))
-            ).all()
-        return {r.partition_key: Version.from_row(r) for r in rows}
 
     def publish(self, version_id: str, checks: list[dict[str, Any]]) -> PointerMove:
         """CAS the pointer from the version seen at ``begin_version`` to ``version_id``.
@@ -361,17 +272,6 @@ class Catalog:
                 )
             )
 
-    def consumers_of(self, version_id: str) -> list[Consumer]:
-        with self.reader.connect() as conn:
-            return self._consumers(conn, version_id)
-
-    def log_after(self, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
-        with self.reader.connect() as conn:
-            rows = conn.execute(
-                sa.select(publish_log).where(publish_log.c.seq > seq).order_by(publish_log.c.seq).limit(limit)
-            ).all()
-        return [dict(r._mapping) for r in rows]
-
     # ---- internals --------------------------------------------------------------------------------------------
 
     @staticmethod
@@ -381,36 +281,6 @@ class Catalog:
                 log_head.update().where(log_head.c.id == 1).values(seq=log_head.c.seq + 1).returning(log_head.c.seq)
             ).scalar_one()
         )
-
-    @staticmethod
-    def _pointer(conn: Connection, asset: str, partition_key: str) -> dict[str, Any] | None:
-        row = conn.execute(
-            sa.select(pointers).where(pointers.c.asset == asset, pointers.c.partition_key == partition_key)
-        ).first()
-        return dict(row._mapping) if row else None
-
-    @staticmethod
-    def _get_with_pointer(conn: Connection, version_id: str) -> tuple[Version, str | None]:
-        """The version and the version its partition's pointer holds now, in one round trip."""
-        current = (
-            sa.select(pointers.c.version_id)
-            .where(pointers.c.asset == versions.c.asset, pointers.c.partition_key == versions.c.partition_key)
-            .scalar_subquery()
-            .label("pointer_version_id")
-        )
-        row = conn.execute(sa.select(versions, current).where(versions.c.version_id == version_id)).first()
-        if row is None:
-            raise NotFound(f"unknown version {version_id!r}")
-        data = dict(row._mapping)
-        pointer_version_id = data.pop("pointer_version_id")
-        return Version.from_mapping(data), pointer_version_id
-
-    @staticmethod
-    def _get(conn: Connection, version_id: str) -> Version:
-        row = conn.execute(sa.select(versions).where(versions.c.version_id == version_id)).first()
-        if row is None:
-            raise NotFound(f"unknown version {version_id!r}")
-        return Version.from_row(row)
 
     def _transition(
         self,
@@ -511,21 +381,3 @@ class Catalog:
             raise NotFound(f"{asset} {key} has no previous verified version to roll back to")
         return Version.from_row(row)
 
-    def _consumers(self, conn: Connection, version_id: str) -> list[Consumer]:
-        rows = conn.execute(
-            sa.select(reads, versions.c.request_id, versions.c.state)
-            .select_from(reads.outerjoin(versions, versions.c.version_id == reads.c.consumer_version_id))
-            .where(reads.c.upstream_version_id == version_id)
-            .order_by(reads.c.id)
-        ).all()
-        return [
-            Consumer(
-                consumer=r.consumer,
-                consumer_version_id=r.consumer_version_id,
-                consumer_run_id=r.consumer_run_id,
-                request_id=r.request_id,
-                state=r.state,
-                at=r.at,
-            )
-            for r in rows
-        ]

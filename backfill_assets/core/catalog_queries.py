@@ -1,0 +1,118 @@
+"""Read-only catalog queries (through the reader engine, which never blocks a publisher on SQLite)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from .catalog_records import Consumer, Version
+from .errors import NotFound
+from .identity import parse_version_id, validate_asset_name, validate_partition_key
+from .schema import pointers, publish_log, reads, versions
+
+
+class CatalogQueries:
+    """The catalog's reads; ``Catalog`` adds the writes. The static helpers also run inside write transactions."""
+
+    reader: Engine
+
+    def get(self, version_id: str) -> Version:
+        parse_version_id(version_id)
+        with self.reader.connect() as conn:
+            return self._get(conn, version_id)
+
+    def versions_of(self, asset: str, partition_key: str) -> list[Version]:
+        validate_asset_name(asset)
+        validate_partition_key(partition_key)
+        with self.reader.connect() as conn:
+            rows = conn.execute(
+                sa.select(versions)
+                .where(versions.c.asset == asset, versions.c.partition_key == partition_key)
+                .order_by(versions.c.created_at, versions.c.version_id)
+            ).all()
+        return [Version.from_row(r) for r in rows]
+
+    def versions_where(self, *criteria: Any) -> list[Version]:
+        with self.reader.connect() as conn:
+            rows = conn.execute(sa.select(versions).where(*criteria).order_by(versions.c.created_at)).all()
+        return [Version.from_row(r) for r in rows]
+
+    def current(self, asset: str, partition_key: str) -> Version | None:
+        validate_asset_name(asset)
+        validate_partition_key(partition_key)
+        # One round trip: the pointer joined to its version.
+        return self.current_many(asset, [partition_key]).get(partition_key)
+
+    def current_many(self, asset: str, partition_keys: Iterable[str]) -> dict[str, Version]:
+        keys = list(partition_keys)
+        if not keys:
+            return {}
+        with self.reader.connect() as conn:
+            rows = conn.execute(
+                sa.select(versions)
+                .join(pointers, pointers.c.version_id == versions.c.version_id)
+                .where(pointers.c.asset == asset, pointers.c.partition_key.in_(keys))
+            ).all()
+        return {r.partition_key: Version.from_row(r) for r in rows}
+
+    def consumers_of(self, version_id: str) -> list[Consumer]:
+        with self.reader.connect() as conn:
+            return self._consumers(conn, version_id)
+
+    def log_after(self, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
+        with self.reader.connect() as conn:
+            rows = conn.execute(
+                sa.select(publish_log).where(publish_log.c.seq > seq).order_by(publish_log.c.seq).limit(limit)
+            ).all()
+        return [dict(r._mapping) for r in rows]
+
+    @staticmethod
+    def _pointer(conn: Connection, asset: str, partition_key: str) -> dict[str, Any] | None:
+        row = conn.execute(
+            sa.select(pointers).where(pointers.c.asset == asset, pointers.c.partition_key == partition_key)
+        ).first()
+        return dict(row._mapping) if row else None
+
+    @staticmethod
+    def _get_with_pointer(conn: Connection, version_id: str) -> tuple[Version, str | None]:
+        """The version and the version its partition's pointer holds now, in one round trip."""
+        current = (
+            sa.select(pointers.c.version_id)
+            .where(pointers.c.asset == versions.c.asset, pointers.c.partition_key == versions.c.partition_key)
+            .scalar_subquery()
+            .label("pointer_version_id")
+        )
+        row = conn.execute(sa.select(versions, current).where(versions.c.version_id == version_id)).first()
+        if row is None:
+            raise NotFound(f"unknown version {version_id!r}")
+        data = dict(row._mapping)
+        pointer_version_id = data.pop("pointer_version_id")
+        return Version.from_mapping(data), pointer_version_id
+
+    @staticmethod
+    def _get(conn: Connection, version_id: str) -> Version:
+        row = conn.execute(sa.select(versions).where(versions.c.version_id == version_id)).first()
+        if row is None:
+            raise NotFound(f"unknown version {version_id!r}")
+        return Version.from_row(row)
+
+    def _consumers(self, conn: Connection, version_id: str) -> list[Consumer]:
+        rows = conn.execute(
+            sa.select(reads, versions.c.request_id, versions.c.state)
+            .select_from(reads.outerjoin(versions, versions.c.version_id == reads.c.consumer_version_id))
+            .where(reads.c.upstream_version_id == version_id)
+            .order_by(reads.c.id)
+        ).all()
+        return [
+            Consumer(
+                consumer=r.consumer,
+                consumer_version_id=r.consumer_version_id,
+                consumer_run_id=r.consumer_run_id,
+                request_id=r.request_id,
+                state=r.state,
+                at=r.at,
+            )
+            for r in rows
+        ]
