@@ -11,9 +11,10 @@ import sqlalchemy as sa
 
 from . import request_model as M
 from .catalog import Catalog
+from .claims import claim, claimable_cells, claimed_by, overlap_message, release
 from .errors import InvalidInput, NotFound, PlanError
 from .intervals import iso, utc_now
-from .schema import claims, request_items, requests
+from .schema import request_items, requests
 
 _REQUEST_ID_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 
@@ -114,9 +115,9 @@ class Ledger:
         cells = [(a, p) for p in spec.ordered_partitions() for a in spec.assets]
         claimable = [c for c in cells if c not in excluded]
         with self.engine.begin() as conn:
-            holders = self._holders(conn, claimable)
+            holders = claimed_by(conn, claimable)
             if holders and not spec.wait_for_overlap and source == "cli":
-                raise PlanError(_overlap_message(holders))
+                raise PlanError(overlap_message(holders))
             initial = status or (M.WAITING if holders and source == "cli" else M.OPEN)
             conn.execute(
                 requests.insert().values(
@@ -138,7 +139,7 @@ class Ledger:
                     reason=spec.reason,
                     requested_at=now,
                     source=source,
-                    message=_overlap_message(holders) if holders else None,
+                    message=overlap_message(holders) if holders else None,
                 )
             )
             conn.execute(
@@ -149,27 +150,27 @@ class Ledger:
                 ),
             )
             if not holders:
-                self._claim(conn, request_id, claimable, now)
+                claim(conn, request_id, claimable, now)
             elif source != "cli":
                 # An adopted backfill already runs: claim what is free, report the rest.
                 free = [c for c in claimable if c not in holders]
-                self._claim(conn, request_id, free, now)
+                claim(conn, request_id, free, now)
         return self.get(request_id)
 
     def try_claim(self, request_id: str) -> bool:
         """For a waiting request: take every claim once the holders have closed (all or nothing)."""
         now = iso(utc_now())
         with self.engine.begin() as conn:
-            cells = self._claimable_cells(conn, request_id)
-            holders = self._holders(conn, cells)
+            cells = claimable_cells(conn, request_id)
+            holders = claimed_by(conn, cells)
             if holders:
                 conn.execute(
                     requests.update()
                     .where(requests.c.request_id == request_id)
-                    .values(message=_overlap_message(holders))
+                    .values(message=overlap_message(holders))
                 )
                 return False
-            self._claim(conn, request_id, cells, now)
+            claim(conn, request_id, cells, now)
             conn.execute(
                 requests.update()
                 .where(requests.c.request_id == request_id, requests.c.status == M.WAITING)
@@ -301,7 +302,7 @@ class Ledger:
             if conn.execute(query.values(**values)).rowcount == 0 and expect_status is not None:
                 return False
             if status in M.CLOSED_STATUSES:
-                conn.execute(claims.delete().where(claims.c.request_id == request_id))
+                release(conn, request_id)
         return True
 
     def confirm(self, request_id: str) -> None:
@@ -330,7 +331,7 @@ class Ledger:
                 .where(request_items.c.request_id == request_id, request_items.c.decision == M.PENDING)
                 .values(decision=M.CELL_CANCELLED, reason="request cancelled", updated_at=now)
             )
-            conn.execute(claims.delete().where(claims.c.request_id == request_id))
+            release(conn, request_id)
         return [c for c in self.cells(request_id) if c["decision"] == M.SUBMITTED]
 
     # ---- internals --------------------------------------------------------------------------------------------
@@ -345,37 +346,6 @@ class Ledger:
                 .values(status=status)
             ).rowcount
         )
-
-    @staticmethod
-    def _claimable_cells(conn: sa.Connection, request_id: str) -> list[tuple[str, str]]:
-        rows = conn.execute(
-            sa.select(request_items.c.asset, request_items.c.partition_key).where(
-                request_items.c.request_id == request_id, request_items.c.decision != M.SKIPPED
-            )
-        ).all()
-        return [(r.asset, r.partition_key) for r in rows]
-
-    @staticmethod
-    def _holders(conn: sa.Connection, cells: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
-        if not cells:
-            return {}
-        held: dict[tuple[str, str], str] = {}
-        partitions = sorted({p for _, p in cells})
-        wanted = set(cells)
-        for chunk_start in range(0, len(partitions), 500):
-            chunk = partitions[chunk_start : chunk_start + 500]
-            for row in conn.execute(sa.select(claims).where(claims.c.partition_key.in_(chunk))).all():
-                if (row.asset, row.partition_key) in wanted:
-                    held[(row.asset, row.partition_key)] = row.request_id
-        return held
-
-    @staticmethod
-    def _claim(conn: sa.Connection, request_id: str, cells: list[tuple[str, str]], now: str | None) -> None:
-        if cells:
-            conn.execute(
-                claims.insert(),
-                [dict(asset=a, partition_key=p, request_id=request_id, claimed_at=now) for a, p in cells],
-            )
 
 
 def _item_rows(
@@ -402,14 +372,3 @@ def _item_rows(
         )
         for i, (asset, partition) in enumerate(cells)
     ]
-
-
-def _overlap_message(holders: dict[tuple[str, str], str]) -> str:
-    by_holder: dict[str, list[str]] = {}
-    for (asset, partition), holder in sorted(holders.items()):
-        by_holder.setdefault(holder, []).append(f"{asset} {partition}")
-    parts = []
-    for holder, cells in by_holder.items():
-        shown = ", ".join(cells[:4]) + (f" and {len(cells) - 4} more" if len(cells) > 4 else "")
-        parts.append(f"{holder} holds {shown}")
-    return "overlaps an open request: " + "; ".join(parts)
