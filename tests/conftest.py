@@ -112,17 +112,31 @@ def catalog_url(request, tmp_path):
         server.drop_database(name)
 
 
-# Suites that share one real daemon (a package-scoped fixture) stay on one xdist worker each; everything else is
-# spread freely. `make test` runs them two at a time: most of their wall time is waiting on runs and sensors.
+# Tests sharing a daemon or a module-scoped fixture stay on one xdist worker; everything else is spread freely.
+# A worker builds its own copy of a package-scoped fixture (its own DAGSTER_HOME and daemon), so the e2e files,
+# the production storages and the reliability modules can run side by side: most of their wall time is waiting
+# on runs and 5 s sensor ticks.
 DAEMON_SUITES = ("e2e", "production", "reliability", "bench")
 # Tests that restart the PostgreSQL server would break every other test using it: they run alone, last.
 SERVER_RESTART_TESTS = ("test_postgres_restarted_mid_request_finishes_every_cell_once",)
 
 
+def _xdist_group(item) -> str | None:
+    suite = item.path.parent.name
+    if suite not in DAEMON_SUITES:
+        return None
+    if suite == "production":  # one package fixture per storage
+        storage = getattr(getattr(item, "callspec", None), "params", {}).get("prod")
+        return f"production-{storage}" if storage else suite
+    if suite in ("e2e", "reliability"):  # per file: e2e days are disjoint, reliability fixtures are per module
+        return f"{suite}/{item.path.stem}"
+    return suite
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        suite = item.path.parent.name
-        if suite in DAEMON_SUITES:
-            item.add_marker(pytest.mark.xdist_group(suite))
+        group = _xdist_group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
         if getattr(item, "originalname", item.name) in SERVER_RESTART_TESTS:
             item.add_marker(pytest.mark.server_restart)
