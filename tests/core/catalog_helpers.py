@@ -114,3 +114,12 @@ def race_publish_repeatedly(url: str, worker: int, publishes: int, barrier, resu
     except BaseException as exc:  # noqa: BLE001
         results.put(("error", worker, f"{type(exc).__name__}: {exc}"))
         barrier.abort()
+
+
+def state(catalog: Catalog, version_id: str) -> str:
+    return catalog.get(version_id).state
+
+
+def pointer_row(catalog: Catalog, asset: str = ASSET, key: str = KEY) -> dict | None:
+    rows = [p for p in snapshot(catalog)["pointers"] if (p["asset"], p["partition_key"]) == (asset, key)]
+    return rows[0] if rows else None
