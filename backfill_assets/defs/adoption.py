@@ -12,7 +12,7 @@ from backfill_assets.core.settings import code_version
 
 from .dagster_adapter import list_backfills
 from .resources import BackfillResource
-from .runs import run_assets, status_name
+from .runs import run_assets, run_view, runs_of_request
 
 ADOPTION_SENSOR = "backfill_adoption"
 
@@ -36,10 +36,10 @@ def adopt_and_track(
             continue
         runs = [
             AdoptedRun(
-                view=_view(run),
+                view=run_view(run),
                 assets=tuple(run_assets(run)),
             )
-            for run in instance.get_runs(filters=dg.RunsFilter(tags={T.DAGSTER_BACKFILL: info.backfill_id}))
+            for run in runs_of_request(instance, request_id)
         ]
         states = {}
         if runs:
@@ -57,12 +57,6 @@ def adopt_and_track(
         if status:
             ledger.set_status(request_id, *status)
     return adopted
-
-
-def _view(run: dg.DagsterRun):
-    from backfill_assets.core.driver_tick import RunView
-
-    return RunView(run.run_id, None, run.tags.get(T.DAGSTER_PARTITION), status_name(run))
 
 
 @dg.sensor(

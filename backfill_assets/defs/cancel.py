@@ -7,13 +7,12 @@ import time
 import dagster as dg
 
 from backfill_assets.core import request_model as M
-from backfill_assets.core import tags as T
 from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.driver_tick import RunView, settle
+from backfill_assets.core.driver_tick import settle
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.schema import versions
 
-from .runs import IN_FLIGHT_STATUSES, run_views_by_key, runs_of_request, status_name
+from .runs import IN_FLIGHT_STATUSES, run_view, run_views_by_key, runs_of_request
 
 # A cell the driver recorded as submitted gets its run when the sensor tick that submitted it ends: wait that
 # long for it, so that a run created just after the cancel is terminated too.
@@ -70,7 +69,7 @@ def terminate_request_runs(
 
     runs = runs_of_request(instance, request_id)
     views = run_views_by_key(runs)
-    by_id = {r.run_id: RunView(r.run_id, None, r.tags.get(T.DAGSTER_PARTITION), status_name(r)) for r in runs}
+    by_id = {r.run_id: run_view(r) for r in runs}
     states: dict[tuple[str, str, str], str] = {}
     if runs:
         for v in catalog.versions_where(versions.c.dagster_run_id.in_([r.run_id for r in runs])):

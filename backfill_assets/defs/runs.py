@@ -70,10 +70,14 @@ def _slot(run: dg.DagsterRun) -> int | None:
     return int(number) if number.isdigit() else None
 
 
+def run_view(run: dg.DagsterRun, run_key: str | None = None) -> RunView:
+    return RunView(run.run_id, run_key, run.tags.get(T.DAGSTER_PARTITION), status_name(run), _slot(run))
+
+
 def run_views_by_key(runs: list[dg.DagsterRun]) -> dict[str, RunView]:
     views: dict[str, RunView] = {}
     for run in sorted(runs, key=lambda r: r.run_id):
         key = run.tags.get(RUN_KEY_TAG)
         if key:
-            views[key] = RunView(run.run_id, key, run.tags.get(T.DAGSTER_PARTITION), status_name(run), _slot(run))
+            views[key] = run_view(run, key)
     return views
