@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import io
+import json
 from datetime import date
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from backfill_assets.core.domain import DEMO_FIRST_DAY, DEMO_TIMEZONE, require_asset
+from backfill_assets.core.domain import DEMO_FIRST_DAY, DEMO_TIMEZONE, AssetSpec, require_asset
 from backfill_assets.core.errors import InvalidInput, NotFound
 from backfill_assets.core.identity import validate_text
-from backfill_assets.core.intervals import BusinessCalendar
+from backfill_assets.core.intervals import BusinessCalendar, in_zone, iso
+from backfill_assets.core.outbox import deliveries
 from backfill_assets.core.source import SourceSystem
 from backfill_assets.core.states import VERIFIED, VersionState
 
@@ -21,10 +23,10 @@ from .app import AppContext, cli, emit, json_option
 DEMO_CALENDAR = BusinessCalendar(DEMO_TIMEZONE, date.fromisoformat(DEMO_FIRST_DAY))
 
 
-def _cell(asset: str, partition: str) -> tuple[str, str]:
-    require_asset(asset)
+def _cell(asset: str, partition: str, data_only: bool = True) -> AssetSpec:
+    spec = require_asset(asset, data_only=data_only)
     DEMO_CALENDAR.interval(partition)  # validates the key as a business day of the partitions definition
-    return asset, partition
+    return spec
 
 
 @cli.command()
@@ -50,31 +52,71 @@ def seed(app: AppContext, first: str, last: str, orders_per_day: int, as_json: b
 @json_option
 @click.pass_obj
 def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None:
-    """List every version of one partition with its state, rows, digest and the four times.
+    """List every version of one partition with its state, rows, digest, the four times and its pointer history.
+
+    Times are stored in UTC; the interval is also shown in the business timezone with its offset. A side-effect
+    asset has no versions: its state is its outbox deliveries, which are listed instead.
 
     Example: backfill-assets versions daily_revenue 2022-10-17 --json
     """
-    _cell(asset, partition)
+    spec = _cell(asset, partition, data_only=False)
     catalog = app.catalog()
+    if spec.side_effect:
+        _deliveries(catalog, asset, partition, as_json)
+        return
+    tz = DEMO_CALENDAR.tz
+    history = catalog.history(asset, partition)
     rows = [v.as_dict() for v in catalog.versions_of(asset, partition)]
     current = catalog.current(asset, partition)
     for row in rows:
         row["current"] = current is not None and row["version_id"] == current.version_id
+        row["timezone"] = DEMO_CALENDAR.tz_name
+        row["interval_start_local"] = in_zone(row["interval_start"], tz)
+        row["interval_end_local"] = in_zone(row["interval_end"], tz)
+        # When the pointer moved to this version: its publish, and each later restore by a rollback.
+        row["history"] = [
+            {k: h[k] for k in ("seq", "action", "at", "previous_version_id", "reason")}
+            for h in history
+            if h["version_id"] == row["version_id"]
+        ]
 
     def human() -> None:
-        table = Table(title=f"{asset} {partition}")
-        for col in ("version", "state", "rows", "sha256", "requested", "started", "ended", "published"):
+        # Lines, not a table: version ids and timestamps are too wide for a terminal table to stay readable.
+        interval = DEMO_CALENDAR.interval(partition)
+        click.echo(
+            f"{asset} {partition}: [{interval.start.isoformat()}, {interval.end.isoformat()}) {DEMO_CALENDAR.tz_name}"
+            f" = [{iso(interval.start)}, {iso(interval.end)}) UTC; {len(rows)} version(s), * = current"
+        )
+        for r in rows:
+            rows_text = r["rows"] if r["rows"] is not None else "-"
+            click.echo(
+                f"{'*' if r['current'] else ' '} {r['version_id']}  {r['state']}  rows {rows_text}"
+                f"  sha256 {(r['sha256'] or '-')[:12]}  code {r['code_version']}"
+            )
+            click.echo(
+                f"    requested {r['requested_at'] or '-'}  started {r['started_at'] or '-'}"
+                f"  ended {r['ended_at'] or '-'}  published {r['published_at'] or '-'}"
+            )
+            for h in r["history"]:
+                why = f" ({h['reason']})" if h["reason"] else ""
+                replaced = f", replacing {h['previous_version_id']}" if h["previous_version_id"] else ""
+                click.echo(f"    made current by {h['action']} #{h['seq']} at {h['at']}{replaced}{why}")
+
+    emit(rows, as_json, human)
+
+
+def _deliveries(catalog, asset: str, partition: str, as_json: bool) -> None:
+    rows = deliveries(catalog, partition, asset=asset)
+
+    def human() -> None:
+        click.echo(f"{asset} is a side-effect asset: no versions; its state is its outbox deliveries")
+        table = Table(title=f"{asset} {partition}: {len(rows)} delivery(ies)")
+        for col in ("idempotency key", "created (UTC)", "sent (UTC)", "run", "request"):
             table.add_column(col)
         for r in rows:
             table.add_row(
-                ("* " if r["current"] else "  ") + r["version_id"],
-                r["state"],
-                str(r["rows"] if r["rows"] is not None else ""),
-                (r["sha256"] or "")[:12],
-                r["requested_at"] or "",
-                r["started_at"] or "",
-                r["ended_at"] or "",
-                r["published_at"] or "",
+                r["idempotency_key"], r["created_at"], r["sent_at"] or "not sent", (r["run_id"] or "")[:8],
+                r["request_id"] or "",
             )
         Console().print(table)
 
@@ -87,9 +129,14 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
 @click.option("--version", "version_id", default=None, help="A verified version instead of the current one.")
 @click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
 @click.option("--reader", default="cli", show_default=True, help="Recorded as the external consumer.")
+@json_option
 @click.pass_obj
-def read(app: AppContext, asset: str, partition: str, version_id: str | None, fmt: str, reader: str) -> None:
+def read(
+    app: AppContext, asset: str, partition: str, version_id: str | None, fmt: str, reader: str, as_json: bool
+) -> None:
     """Print the published data of a partition (sha256-verified), recording the read.
+
+    --format json prints the records alone; --json prints them with the identity of the version they came from.
 
     Example: backfill-assets read daily_revenue 2022-10-17 --format json
     """
@@ -108,7 +155,11 @@ def read(app: AppContext, asset: str, partition: str, version_id: str | None, fm
             raise InvalidInput(f"version {version_id} is {version.state}; only verified versions can be read")
     frame = app.warehouse().read_verified(version.path, version.sha256, version.rows)
     catalog.record_external_read(reader, version)
-    if fmt == "json":
+    if as_json:
+        records = json.loads(frame.to_json(orient="records", date_format="iso"))
+        identity = {k: getattr(version, k) for k in ("version_id", "asset", "partition_key", "sha256", "rows")}
+        emit({**identity, "records": records}, True)
+    elif fmt == "json":
         click.echo(frame.to_json(orient="records", date_format="iso"))
     else:
         buffer = io.StringIO()

@@ -14,6 +14,7 @@ from backfill_assets.core.intervals import utc_now
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.settings import ENV_CODE_VERSION, code_version
 from backfill_assets.core.source import SourceSystem
+from backfill_assets.core.states import VersionState
 
 from .app import AppContext, cli, emit, json_option
 from .daemon import running_daemon
@@ -93,6 +94,7 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
     say("   dagster-daemon stopped")
 
     serving = catalog.current(DAILY_REVENUE, DEFECT_DAY)
+    defect = defect_day_outcome(catalog, request_id, before, serving)
     rolled = None
     if catalog.rollback_target(DAILY_REVENUE, ROLLBACK_DAY) is not None:
         rolled = catalog.rollback(DAILY_REVENUE, ROLLBACK_DAY, "demo: show a rollback to the production version")
@@ -103,8 +105,9 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
         "counts": counts,
         "complete": is_complete(record.status, counts),
         "rejected_days": rejected_days,
+        "defect_day": defect,
         "defect_day_serving": serving.version_id if serving else None,
-        "defect_day_old_version_kept": bool(serving and before and serving.version_id == before.version_id),
+        "defect_day_old_version_kept": defect["old_version_kept"],
         "rollback": None
         if rolled is None
         else {"day": ROLLBACK_DAY, "restored": rolled.version_id, "rolled_back": rolled.previous_version_id},
@@ -114,8 +117,8 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
 
     def human() -> None:
         click.echo(f"\n{request_id}: {counts['published']} published, {counts['rejected'] + counts['failed']} rejected")
-        serving = summary_data["defect_day_serving"]
-        click.echo(f"  {DAILY_REVENUE} {DEFECT_DAY}: rejected; still serving the old version {serving}")
+        for line in describe_defect_day(defect):
+            click.echo(f"  {line}")
         if record.status != M.COMPLETED:
             click.echo(f"  request ended {record.status}: {record.row['message']}")
         if rolled is not None:
@@ -126,3 +129,36 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
         click.echo(f"  DAGSTER_HOME={app.home} dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
 
     emit(summary_data, as_json, human)
+
+
+def defect_day_outcome(catalog, request_id: str, before, serving) -> dict:
+    """What the catalog says of the defect day's versions under this request: read, never assumed."""
+    mine = [v for v in catalog.versions_of(DAILY_REVENUE, DEFECT_DAY) if v.request_id == request_id]
+    rejected = [v for v in mine if v.state == VersionState.REJECTED.value]
+    return {
+        "partition_key": DEFECT_DAY,
+        "request_versions": [{"version_id": v.version_id, "state": v.state} for v in mine],
+        "rejected_version_id": rejected[-1].version_id if rejected else None,
+        "failed_checks": [c["name"] for c in (rejected[-1].checks or []) if not c.get("passed")] if rejected else [],
+        "error": rejected[-1].error if rejected else None,
+        "serving_before": before.version_id if before else None,
+        "serving_now": serving.version_id if serving else None,
+        "old_version_kept": bool(serving and before and serving.version_id == before.version_id),
+    }
+
+
+def describe_defect_day(defect: dict) -> list[str]:
+    day = f"{DAILY_REVENUE} {defect['partition_key']}"
+    serving = defect["serving_now"] or "nothing"
+    if defect["rejected_version_id"] is None:
+        states = ", ".join(f"{v['version_id']} {v['state']}" for v in defect["request_versions"]) or "no version"
+        return [f"{day}: NOT rejected, although a defect was injected ({states}); serving {serving}"]
+    lines = [
+        f"{day}: rejected {defect['rejected_version_id']}",
+        f"    failed checks: {', '.join(defect['failed_checks']) or 'none recorded'} ({defect['error']})",
+    ]
+    if defect["old_version_kept"]:
+        lines.append(f"    still serving the version from before the backfill: {serving}")
+    else:
+        lines.append(f"    serving {serving} (before the backfill: {defect['serving_before'] or 'nothing'})")
+    return lines

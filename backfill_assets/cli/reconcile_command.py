@@ -74,8 +74,9 @@ def print_report(report: Report) -> None:
         + ("[green]yes[/green]" if report.complete else "[red]no[/red]")
     )
     totals = Table(title="totals", show_header=False)
-    for key in ("planned", "cascaded", "handed_off", "runs_created", "attempts", "published", "rejected", "failed",
-                "skipped", "cancelled", "pending", "in_flight", "still_retrying", "duplicate_publishes", "gaps"):
+    for key in ("planned", "cascaded", "handed_off", "runs_created", "attempts", "published", "rolled_back",
+                "rejected", "failed", "skipped", "cancelled", "pending", "in_flight", "still_retrying",
+                "duplicate_publishes", "gaps"):
         totals.add_row(key, str(t[key]))
     console.print(totals)
     cells = Table(title="cells")
@@ -99,6 +100,8 @@ def print_report(report: Report) -> None:
         console.print(f"[red]gap[/red] {gap['version_id']} ({gap['state']}): {gap['gap']}")
     for s in report.stale_downstream:
         console.print(f"[yellow]stale[/yellow] {s['asset']} {s['partition_key']} (current {s['current_version_id']})")
+    for e in report.side_effects:
+        console.print(f"side effect {e['asset']} {e['partition_key']}: {e['status']} ({len(e['deliveries'])} sent)")
     for h in report.handoffs:
         console.print(
             f"handoff {h['handoff_id']} {h['asset']} → {h['owner']}: {h['status']} (deadline {h['deadline']})"

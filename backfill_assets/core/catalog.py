@@ -211,7 +211,9 @@ class Catalog(CatalogQueries):
             now = iso(utc_now())
             self._swap_pointer(conn, asset, partition_key, bad, target.version_id, now)
             self._transition(conn, bad, VersionState.ROLLED_BACK)
-            self._transition(conn, target.version_id, VersionState.PUBLISHED, published_at=now)
+            # published_at stays the original publish time: a version keeps its history, and the restore is
+            # its own publish_log row (action rollback) with its own time.
+            self._transition(conn, target.version_id, VersionState.PUBLISHED)
             # Lock order as in publish: pointer row first, log_head last (no deadlock between the two).
             seq = self._next_seq(conn)
             self._log(conn, seq, target, bad, ACTION_ROLLBACK, now, None, None, reason=reason)
@@ -366,6 +368,17 @@ class Catalog(CatalogQueries):
             if VersionState(target.state) not in VERIFIED:
                 raise InvalidInput(f"--to {to_version_id} is {target.state}, not a verified version")
             return target
+        # The previous verified version is the superseded one that was current most recently: the newest
+        # publish_log row that made it current (a publish, or the restore of an earlier rollback), not its
+        # published_at, which a restore leaves unchanged.
+        last_current = (
+            sa.select(sa.func.max(publish_log.c.seq))
+            .where(
+                publish_log.c.version_id == versions.c.version_id,
+                publish_log.c.action.in_([ACTION_PUBLISH, ACTION_ROLLBACK]),
+            )
+            .scalar_subquery()
+        )
         row = conn.execute(
             sa.select(versions)
             .where(
@@ -374,7 +387,7 @@ class Catalog(CatalogQueries):
                 versions.c.version_id != bad,
                 versions.c.state == VersionState.SUPERSEDED.value,
             )
-            .order_by(versions.c.published_at.desc())
+            .order_by(last_current.desc(), versions.c.published_at.desc())
             .limit(1)
         ).first()
         if row is None:

@@ -61,6 +61,18 @@ class CatalogQueries:
         with self.reader.connect() as conn:
             return self._consumers(conn, version_id)
 
+    def history(self, asset: str, partition_key: str) -> list[dict[str, Any]]:
+        """Every pointer move of one partition, oldest first: publishes, rollbacks (a restore) and repairs."""
+        validate_asset_name(asset)
+        validate_partition_key(partition_key)
+        with self.reader.connect() as conn:
+            rows = conn.execute(
+                sa.select(publish_log)
+                .where(publish_log.c.asset == asset, publish_log.c.partition_key == partition_key)
+                .order_by(publish_log.c.seq)
+            ).all()
+        return [dict(r._mapping) for r in rows]
+
     def log_after(self, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
         with self.reader.connect() as conn:
             rows = conn.execute(

@@ -140,6 +140,13 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def in_zone(stored: str | None, tz: ZoneInfo) -> str | None:
+    """A stored UTC ISO time shown in the business timezone with its offset (``2022-10-17T00:00:00+08:00``)."""
+    if not stored:
+        return None
+    return datetime.fromisoformat(stored).astimezone(tz).isoformat(timespec="seconds")
+
+
 def iso(ts: datetime | None) -> str | None:
     """UTC ISO-8601 with offset, the one stored form of every time."""
     if ts is None:

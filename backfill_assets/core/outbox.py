@@ -70,9 +70,16 @@ def send_once(
     return Delivery(key, True, now)
 
 
-def deliveries(catalog: Catalog, partition_key: str | None = None) -> list[dict[str, Any]]:
+def deliveries(
+    catalog: Catalog, partition_key: str | None = None, asset: str | None = None, request_id: str | None = None
+) -> list[dict[str, Any]]:
+    """Outbox rows (a side-effect asset's whole state), oldest first, optionally of one partition/asset/request."""
     query = sa.select(outbox).order_by(outbox.c.created_at)
     if partition_key:
         query = query.where(outbox.c.partition_key == partition_key)
+    if asset:
+        query = query.where(outbox.c.asset == asset)
+    if request_id:
+        query = query.where(outbox.c.request_id == request_id)
     with catalog.reader.connect() as conn:
         return [dict(r._mapping) for r in conn.execute(query).all()]

@@ -7,6 +7,7 @@ materialization), so the same report is produced by the CLI, tests and the HTML 
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -14,15 +15,23 @@ import sqlalchemy as sa
 
 from . import request_model as M
 from .catalog import Catalog, Version
+from .domain import SPECS
 from .handoffs import Handoffs
 from .intervals import BusinessCalendar
 from .ledger import Ledger
 from .lineage import affected_downstream
+from .outbox import deliveries
 from .schema import pointers, publish_log, versions
 from .states import IN_PROGRESS, VersionState
 from .storage import Warehouse
 
 FINISHED_RUNS = ("SUCCESS", "FAILURE", "CANCELED")
+# A cell whose published version was later moved off the pointer by a rollback: the request's output for that
+# cell is not serving, so it is neither ``published`` nor complete (a ledger decision never says this; the
+# version's state does).
+CELL_ROLLED_BACK = "rolled_back"
+# recomputed_on_current_upstream when the cell reads a source that could not be fingerprinted: no honest yes/no.
+NOT_REPRODUCIBLE = "not reproducible"
 GAP_NO_MATERIALIZATION = "published in the catalog without a Dagster materialization"
 GAP_STUCK = "stuck in {state} but its run has ended"
 GAP_FILE = "data file does not match the catalog: {error}"
@@ -50,7 +59,8 @@ class VersionReport:
     error: str | None
     replaced_version_id: str | None
     change: dict[str, Any] | None
-    recomputed_on_current_upstream: bool | None
+    recomputed_on_current_upstream: bool | str | None  # True / False / NOT_REPRODUCIBLE; None: nothing replaced
+    source_fingerprint: str | None = None
     gap: str | None = None
 
 
@@ -59,7 +69,7 @@ class CellReport:
     asset: str
     partition_key: str
     origin: str
-    decision: str
+    decision: str  # the ledger's decision, except CELL_ROLLED_BACK when its published version was rolled back
     reason: str | None
     run_ids: list[str]
     versions: list[VersionReport]
@@ -75,6 +85,8 @@ class Report:
     gaps: list[dict[str, str]]
     stale_downstream: list[dict[str, str]]
     handoffs: list[dict[str, Any]]
+    # Side-effect cells affected by the request's publishes (policy none): their state is their outbox deliveries.
+    side_effects: list[dict[str, Any]] = field(default_factory=list)
     runs: list[dict[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -94,11 +106,28 @@ def _change(version: Version, replaced: Version | None) -> dict[str, Any] | None
     return change
 
 
+def recomputed_on_current_upstream(version: Version, replaced: Version | None) -> bool | str | None:
+    """Whether ``version`` was computed from different inputs than the version it replaced.
+
+    Inputs are the upstream versions read and, for a cell that reads a source system, the source fingerprint of
+    its interval (upstream versions alone say nothing for a source-reading asset, whose inputs are ``{}``). A
+    source that was not fingerprinted on either side gives NOT_REPRODUCIBLE unless the upstream versions already
+    differ. None when there is nothing to compare (no replaced version, or a version that never wrote).
+    """
+    if replaced is None or version.input_versions is None or replaced.input_versions is None:
+        return None
+    if version.input_versions != replaced.input_versions:
+        return True
+    reads_source = bool(version.source_fingerprint or replaced.source_fingerprint) or not version.input_versions
+    if not reads_source:
+        return False
+    if not version.source_fingerprint or not replaced.source_fingerprint:
+        return NOT_REPRODUCIBLE
+    return version.source_fingerprint != replaced.source_fingerprint
+
+
 def _version_report(version: Version, by_id: dict[str, Version]) -> VersionReport:
     replaced = by_id.get(version.expected_previous_version_id or "")
-    recomputed = None
-    if replaced is not None and version.input_versions is not None and replaced.input_versions is not None:
-        recomputed = version.input_versions != replaced.input_versions
     return VersionReport(
         version_id=version.version_id,
         state=version.state,
@@ -120,7 +149,8 @@ def _version_report(version: Version, by_id: dict[str, Version]) -> VersionRepor
         error=version.error,
         replaced_version_id=version.expected_previous_version_id,
         change=_change(version, replaced),
-        recomputed_on_current_upstream=recomputed,
+        recomputed_on_current_upstream=recomputed_on_current_upstream(version, replaced),
+        source_fingerprint=version.source_fingerprint,
     )
 
 
@@ -168,22 +198,23 @@ def reconcile(
         ):
             retrying += 1
         run_ids = sorted({v.dagster_run_id for v in vs} | ({cell["run_id"]} if cell.get("run_id") else set()))
+        decision, reason = _decision_now(cell, published)
         cell_reports.append(
             CellReport(
                 asset=cell["asset"],
                 partition_key=cell["partition_key"],
                 origin=cell["origin"],
-                decision=cell["decision"],
-                reason=cell["reason"],
+                decision=decision,
+                reason=reason,
                 run_ids=run_ids,
                 versions=reports,
                 submitted_at=cell.get("submitted_at"),
             )
         )
 
-    counts = {d: 0 for d in (M.PENDING, M.SUBMITTED, *M.TERMINAL_CELLS)}
-    for cell in cells:
-        counts[cell["decision"]] += 1
+    counts = {d: 0 for d in (M.PENDING, M.SUBMITTED, CELL_ROLLED_BACK, *M.TERMINAL_CELLS)}
+    for cell in cell_reports:
+        counts[cell.decision] += 1
     run_ids = sorted({v.dagster_run_id for v in own} | {c["run_id"] for c in cells if c.get("run_id")})
     totals = {
         "planned": sum(1 for c in cells if c["origin"] == "planned"),
@@ -193,6 +224,7 @@ def reconcile(
         "runs_created": len(run_ids),
         "attempts": len(own),
         "published": counts[M.PUBLISHED],
+        "rolled_back": counts[CELL_ROLLED_BACK],
         "rejected": counts[M.REJECTED],
         "failed": counts[M.FAILED],
         "skipped": counts[M.SKIPPED],
@@ -203,17 +235,28 @@ def reconcile(
         "duplicate_publishes": duplicates,
         "gaps": len(gaps),
     }
-    complete = bool(cells) and all(c["decision"] in M.SUCCESS_CELLS for c in cells)
+    complete = bool(cell_reports) and all(c.decision in M.SUCCESS_CELLS for c in cell_reports)
+    stale, side_effects = _affected_downstream(catalog, record.request_id, record.spec.downstream, calendar)
     return Report(
         request=record.as_dict(),
         totals=totals,
         complete=complete,
         cells=cell_reports,
         gaps=gaps,
-        stale_downstream=_stale_downstream(catalog, record.request_id, record.spec.downstream, calendar),
+        stale_downstream=stale,
         handoffs=Handoffs(catalog).list(request_id),
         runs=[{"run_id": r, "status": run_status_of(r) or "unknown"} for r in run_ids],
+        side_effects=side_effects,
     )
+
+
+def _decision_now(cell: dict[str, Any], published: list[Version]) -> tuple[str, str | None]:
+    """The ledger's decision, corrected by what the cell's published version is now."""
+    if cell["decision"] == M.PUBLISHED and published:
+        latest = published[-1]
+        if VersionState(latest.state) is VersionState.ROLLED_BACK:
+            return CELL_ROLLED_BACK, f"its version {latest.version_id} was rolled back"
+    return cell["decision"], cell["reason"]
 
 
 def _gap(
@@ -237,10 +280,15 @@ def _gap(
     return None
 
 
-def _stale_downstream(catalog: Catalog, request_id: str, policy: str, calendar: BusinessCalendar) -> list[dict]:
-    """Downstream cells whose current version did not read the version this request published (policy none)."""
+def _affected_downstream(
+    catalog: Catalog, request_id: str, policy: str, calendar: BusinessCalendar
+) -> tuple[list[dict], list[dict]]:
+    """Policy none: the downstream data cells whose current version did not read the version this request
+    published (stale), and the affected side-effect cells with their outbox deliveries. A side-effect asset has
+    no versions, so it is never called stale: what it sent, and for which upstream version, is reported instead.
+    """
     if policy != "none":
-        return []
+        return [], []
     with catalog.reader.connect() as conn:
         rows = conn.execute(
             publish_log.select()
@@ -259,6 +307,12 @@ def _stale_downstream(catalog: Catalog, request_id: str, policy: str, calendar: 
     for row in rows:
         for cell in affected_downstream(row.asset, row.partition_key, calendar, newest.get):
             affected[cell] = row
+    side_effect_cells = {cell: row for cell, row in affected.items() if SPECS[cell[0]].side_effect}
+    data_cells = {cell: row for cell, row in affected.items() if cell not in side_effect_cells}
+    return _stale(catalog, data_cells), _side_effect_state(catalog, side_effect_cells)
+
+
+def _stale(catalog: Catalog, affected: dict[tuple[str, str], Any]) -> list[dict]:
     # One query per downstream asset instead of one per cell.
     by_asset: dict[str, list[str]] = {}
     for asset, partition in affected:
@@ -282,3 +336,38 @@ def _stale_downstream(catalog: Catalog, request_id: str, policy: str, calendar: 
                 }
             )
     return stale
+
+
+def _side_effect_state(catalog: Catalog, affected: dict[tuple[str, str], Any]) -> list[dict]:
+    sent_by_cell: dict[tuple[str, str], list[dict]] = {}
+    for asset in {a for a, _ in affected}:
+        for d in deliveries(catalog, asset=asset):
+            sent_by_cell.setdefault((d["asset"], d["partition_key"]), []).append(d)
+    report = []
+    for (asset, partition), row in affected.items():
+        sent = sent_by_cell.get((asset, partition), [])
+        sources = [json.loads(d["payload_json"]).get("source_version_id") for d in sent]
+        if row.version_id in sources:
+            status = "sent for this request's version"
+        elif sent:
+            status = "sent earlier, for another upstream version; not re-sent (policy none)"
+        else:
+            status = "never sent"
+        report.append(
+            {
+                "asset": asset,
+                "partition_key": partition,
+                "upstream_version_id": row.version_id,
+                "status": status,
+                "deliveries": [
+                    {
+                        "idempotency_key": d["idempotency_key"],
+                        "sent_at": d["sent_at"],
+                        "source_version_id": source,
+                        "request_id": d["request_id"],
+                    }
+                    for d, source in zip(sent, sources, strict=True)
+                ],
+            }
+        )
+    return report

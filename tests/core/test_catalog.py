@@ -240,6 +240,43 @@ def test_rollback_goes_back_one_version_at_a_time(catalog):
     assert catalog.rollback_target(ASSET, KEY) is None
 
 
+def test_rollback_keeps_the_restored_versions_publish_time_and_logs_the_restore(catalog):
+    good = published(catalog, identity("run-good"))
+    originally_published = catalog.get(good).published_at
+    bad = published(catalog, identity("run-bad"))
+
+    move = catalog.rollback(ASSET, KEY, reason="bad FX")
+
+    restored = catalog.get(good)
+    assert restored.state == S.PUBLISHED.value
+    assert restored.published_at == originally_published
+    history = catalog.history(ASSET, KEY)
+    assert [(h["action"], h["version_id"]) for h in history] == [
+        (ACTION_PUBLISH, good),
+        (ACTION_PUBLISH, bad),
+        (ACTION_ROLLBACK, good),
+    ]
+    assert history[-1]["seq"] == move.seq and history[-1]["at"] >= originally_published
+
+
+def test_rollback_after_a_restore_goes_to_the_version_current_most_recently(catalog):
+    first = published(catalog, identity("run-1"))
+    second = published(catalog, identity("run-2"))
+    third = published(catalog, identity("run-3"))
+    catalog.rollback(ASSET, KEY, reason="back to the start", to_version_id=first)
+    fourth = published(catalog, identity("run-4"))
+
+    # first was current just before fourth; second (published later than first) was not.
+    assert catalog.rollback_target(ASSET, KEY).version_id == first
+    assert catalog.rollback(ASSET, KEY, reason="fourth is bad").version_id == first
+    assert [state(catalog, v) for v in (first, second, third, fourth)] == [
+        S.PUBLISHED.value,
+        S.SUPERSEDED.value,
+        S.ROLLED_BACK.value,
+        S.ROLLED_BACK.value,
+    ]
+
+
 def test_rollback_to_an_explicit_verified_version(catalog):
     first = published(catalog, identity("run-1"))
     second = published(catalog, identity("run-2"))

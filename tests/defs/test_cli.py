@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.core import schema
-from backfill_assets.core.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.core.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from backfill_assets.defs.local_runs import run_partitions
 
 DAY = "2022-09-01"
@@ -45,6 +45,39 @@ def test_versions_json_reports_state_rows_digest_and_the_four_times(env):
     assert row["rows"] == len(pd.read_parquet(row["path"]))
     for field in ("interval_start", "interval_end", "requested_at", "started_at", "ended_at", "published_at"):
         assert row[field] and "+00:00" in row[field], field
+
+
+def test_versions_shows_the_interval_in_business_time_and_each_versions_pointer_history(env):
+    [first] = run_partitions(env.instance, [DAY], assets=PIPELINE)
+    run_partitions(env.instance, [DAY], assets=PIPELINE)
+    assert invoke("rollback", DAILY_REVENUE, DAY, "--reason", "check the history").exit_code == 0
+    rows = json.loads(invoke("versions", DAILY_REVENUE, DAY, "--json").output)
+    restored = next(r for r in rows if r["run_id"] == first.run_id)
+    assert restored["interval_start_local"] == "2022-09-01T00:00:00+08:00"
+    assert restored["interval_end_local"] == "2022-09-02T00:00:00+08:00"
+    assert restored["interval_start"].startswith("2022-08-31T16:00:00") and restored["timezone"] == "Asia/Shanghai"
+    # Published once, restored once: the original publish time stays, the restore has its own time.
+    assert [h["action"] for h in restored["history"]] == ["publish", "rollback"]
+    assert restored["history"][0]["at"] == restored["published_at"] < restored["history"][1]["at"]
+    human = invoke("versions", DAILY_REVENUE, DAY).output
+    assert "2022-09-01T00:00:00+08:00" in human and "rollback" in human and "check the history" in human
+
+
+def test_versions_of_a_side_effect_asset_lists_its_outbox_deliveries(env):
+    assert run_partitions(env.instance, [DAY], assets=[*PIPELINE, REVENUE_ALERT])[0].success
+    result = invoke("versions", REVENUE_ALERT, DAY, "--json")
+    assert result.exit_code == 0, result.output
+    [delivery] = json.loads(result.output)
+    assert delivery["asset"] == REVENUE_ALERT and delivery["sent_at"] and delivery["idempotency_key"]
+    assert "outbox deliveries" in invoke("versions", REVENUE_ALERT, DAY).output
+
+
+def test_read_json_carries_the_identity_of_the_version_read(env):
+    run_partitions(env.instance, [DAY], assets=PIPELINE)
+    out = json.loads(invoke("read", DAILY_REVENUE, DAY, "--json").output)
+    current = env.catalog.current(DAILY_REVENUE, DAY)
+    assert (out["version_id"], out["sha256"], out["rows"]) == (current.version_id, current.sha256, current.rows)
+    assert len(out["records"]) == current.rows and "revenue_cny" in out["records"][0]
 
 
 def test_read_returns_published_data_and_records_the_read(env):

@@ -1,0 +1,129 @@
+"""Reconcile reports what the catalog says now: rolled-back cells, side effects, source-reading recomputes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from backfill_assets.core import request_model as M
+from backfill_assets.core.catalog import Catalog
+from backfill_assets.core.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
+from backfill_assets.core.identity import RunIdentity
+from backfill_assets.core.ledger import Ledger
+from backfill_assets.core.outbox import send_once
+from backfill_assets.core.reconcile import CELL_ROLLED_BACK, NOT_REPRODUCIBLE, reconcile
+
+from .catalog_helpers import CALENDAR, KEY, PASSED, identity
+
+REQUEST_ID = "req-20221101-0a0b0c0d"
+NEWEST = "2022-10-31"
+
+
+@pytest.fixture
+def catalog(tmp_path) -> Catalog:
+    return Catalog(f"sqlite:///{tmp_path}/catalog.db")
+
+
+def _request(catalog: Catalog, asset: str, downstream: str = "none") -> Ledger:
+    spec = M.build_spec(CALENDAR, NEWEST, assets=asset, first=KEY, last=KEY, reprocess="completed",
+                        downstream=downstream, requested_by="tester")
+    ledger = Ledger(catalog)
+    ledger.create(REQUEST_ID, spec, "git-abc123", spec.excluded_cells())
+    return ledger
+
+
+def _publish(
+    catalog: Catalog, ident: RunIdentity, inputs: dict | None = None, fingerprint: str | None = None
+) -> str:
+    version = catalog.begin_version(ident)
+    catalog.mark_verifying(version.version_id, path=f"/w/{version.version_id}/data.parquet", rows=10,
+                           sha256="0" * 64, stats={}, input_versions=inputs or {}, source_fingerprint=fingerprint)
+    catalog.publish(version.version_id, PASSED)
+    return version.version_id
+
+
+def _report(catalog: Catalog):
+    return reconcile(catalog, REQUEST_ID, CALENDAR, run_status_of=lambda run_id: "SUCCESS")
+
+
+def _mark_published(ledger: Ledger, asset: str, run_id: str) -> None:
+    ledger.update_cells(REQUEST_ID, [{"asset": asset, "partition_key": KEY, "decision": M.PUBLISHED,
+                                      "reason": "published", "run_id": run_id}])
+
+
+def test_a_rolled_back_cell_is_counted_as_rolled_back_not_published(catalog):
+    ledger = _request(catalog, ORDER_FACTS)
+    _publish(catalog, identity("run-prod"))
+    bad = _publish(catalog, identity("run-backfill", request_id=REQUEST_ID))
+    _mark_published(ledger, ORDER_FACTS, "run-backfill")
+    assert _report(catalog).totals["published"] == 1
+
+    catalog.rollback(ORDER_FACTS, KEY, reason="wrong numbers")
+
+    report = _report(catalog)
+    assert (report.totals["published"], report.totals["rolled_back"]) == (0, 1)
+    [cell] = report.cells
+    assert cell.decision == CELL_ROLLED_BACK and bad in cell.reason
+    assert report.complete is False
+
+
+def test_a_superseded_cell_still_counts_as_published(catalog):
+    ledger = _request(catalog, ORDER_FACTS)
+    _publish(catalog, identity("run-backfill", request_id=REQUEST_ID))
+    _mark_published(ledger, ORDER_FACTS, "run-backfill")
+    _publish(catalog, identity("run-next-production"))  # a later normal publish, not a rollback
+    report = _report(catalog)
+    assert (report.totals["published"], report.totals["rolled_back"], report.complete) == (1, 0, True)
+
+
+def test_a_side_effect_asset_is_never_stale_its_deliveries_are_reported(catalog, tmp_path):
+    ledger = _request(catalog, DAILY_REVENUE, downstream="none")
+    old = _publish(catalog, identity("run-prod", asset=DAILY_REVENUE))
+    send_once(catalog, str(tmp_path / "sink.jsonl"), "alert-key-1", asset=REVENUE_ALERT, partition_key=KEY,
+              payload={"total": 1, "source_version_id": old}, run_id="run-prod", request_id=None)
+    new = _publish(catalog, identity("run-backfill", asset=DAILY_REVENUE, request_id=REQUEST_ID))
+    _mark_published(ledger, DAILY_REVENUE, "run-backfill")
+
+    report = _report(catalog)
+
+    assert REVENUE_ALERT not in {s["asset"] for s in report.stale_downstream}
+    [effect] = [e for e in report.side_effects if e["asset"] == REVENUE_ALERT]
+    assert effect["partition_key"] == KEY and effect["upstream_version_id"] == new
+    assert effect["status"].startswith("sent earlier")
+    [delivery] = effect["deliveries"]
+    assert delivery["source_version_id"] == old and delivery["sent_at"]
+
+
+def test_a_source_reading_version_recomputed_from_changed_source_data_says_so(catalog):
+    _request(catalog, RAW_ORDERS)
+    _publish(catalog, identity("run-prod", asset=RAW_ORDERS), fingerprint="source-before")
+    _publish(catalog, identity("run-backfill", asset=RAW_ORDERS, request_id=REQUEST_ID), fingerprint="source-after")
+    [version] = _report(catalog).cells[0].versions
+    assert version.recomputed_on_current_upstream is True
+
+
+def test_a_source_reading_version_recomputed_from_the_same_source_data_says_so(catalog):
+    _request(catalog, RAW_ORDERS)
+    _publish(catalog, identity("run-prod", asset=RAW_ORDERS), fingerprint="source-same")
+    _publish(catalog, identity("run-backfill", asset=RAW_ORDERS, request_id=REQUEST_ID), fingerprint="source-same")
+    [version] = _report(catalog).cells[0].versions
+    assert version.recomputed_on_current_upstream is False
+
+
+def test_a_source_that_was_not_fingerprinted_is_not_reproducible_rather_than_yes_or_no(catalog):
+    _request(catalog, RAW_ORDERS)
+    _publish(catalog, identity("run-prod", asset=RAW_ORDERS), fingerprint=None)
+    _publish(catalog, identity("run-backfill", asset=RAW_ORDERS, request_id=REQUEST_ID), fingerprint="source-now")
+    [version] = _report(catalog).cells[0].versions
+    assert version.recomputed_on_current_upstream == NOT_REPRODUCIBLE
+
+
+def test_a_downstream_version_compares_the_upstream_versions_it_read(catalog):
+    _request(catalog, DAILY_REVENUE)
+    ident = identity("run-prod", asset=DAILY_REVENUE)
+    _publish(catalog, ident, inputs={f"{ORDER_FACTS}/{KEY}": "order_facts/v1"})
+    backfill = replace(ident, run_id="run-backfill", dagster_run_id="run-backfill", request_id=REQUEST_ID)
+    _publish(catalog, backfill, inputs={f"{ORDER_FACTS}/{KEY}": "order_facts/v2"})
+    [version] = _report(catalog).cells[0].versions
+    assert version.recomputed_on_current_upstream is True
