@@ -23,6 +23,9 @@ class CellFacts:
     latest_state: str | None = None  # state of the newest version of the cell, any run
     latest_version_id: str | None = None
     in_flight_run_id: str | None = None  # a queued or running Dagster run that will write this cell
+    # The latest finished run that targeted the cell failed without leaving a version behind it (it died before
+    # writing, or was cancelled): the cell "has a run" in Airflow's sense although the catalog has no version.
+    failed_run_without_version: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,10 +49,17 @@ def decide(spec: RequestSpec, asset: str, facts: CellFacts) -> Decision:
         return Decision(CREATE, "authorized side effect (outbox deduplicates)")
     if spec.reprocess == "completed":
         return Decision(CREATE, "reprocess=completed" if state else "no version yet")
-    if state is None:
-        return Decision(CREATE, "no version yet")
     if spec.reprocess == "none":
-        return Decision(SKIP, f"has a version ({state.value})")
+        # Airflow's `none`: an interval that already has a run is left alone, whatever became of that run.
+        if state is not None:
+            return Decision(SKIP, f"has a version ({state.value})")
+        if facts.failed_run_without_version:
+            return Decision(SKIP, "has a run (it failed before writing a version); reprocess=none")
+        return Decision(CREATE, "no run yet")
+    if state is None:
+        if facts.failed_run_without_version:
+            return Decision(CREATE, "latest run failed before writing a version")
+        return Decision(CREATE, "no version yet")
     # reprocess=failed: re-run what failed, was rejected, or died mid-write (no run is in flight for it).
     if state in TERMINAL_FAILED or state in IN_PROGRESS:
         return Decision(CREATE, f"latest attempt {state.value}")

@@ -22,6 +22,7 @@ from backfill_assets.core.settings import code_version
 from .chunks import CHUNK_JOB, chunk_job, chunk_run_config, chunk_tags
 from .dagster_adapter import enforces_one_run_per_tag_value
 from .jobs import BACKFILL_JOB, backfill_job
+from .partitions import daily_partitions
 from .resources import BackfillResource
 from .runs import in_flight_cells, run_views_by_key, runs_of_request
 
@@ -92,13 +93,27 @@ def latest_states(catalog: Catalog, cells: list[tuple[str, str]]) -> dict[tuple[
     return latest
 
 
+def failed_partitions(instance: dg.DagsterInstance, cells: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Cells whose latest Dagster run failed (or was cancelled) without materializing, from Dagster's own
+    per-partition status (one cached lookup per asset, not one run query per cell)."""
+    by_asset: dict[str, list[str]] = {}
+    for asset, partition in cells:
+        by_asset.setdefault(asset, []).append(partition)
+    failed: set[tuple[str, str]] = set()
+    for asset, partitions in by_asset.items():
+        statuses = instance.get_status_by_partition(dg.AssetKey(asset), partitions, daily_partitions) or {}
+        failed.update((asset, p) for p, status in statuses.items() if status == dg.AssetPartitionStatus.FAILED)
+    return failed
+
+
 def cell_facts_source(catalog: Catalog, instance: dg.DagsterInstance, cells: list[tuple[str, str]]):
     latest = latest_states(catalog, cells)
     flying = in_flight_cells(instance)
+    failed = failed_partitions(instance, cells)
 
     def facts_of(asset: str, partition: str) -> CellFacts:
         state, version_id = latest.get((asset, partition), (None, None))
-        return CellFacts(state, version_id, flying.get((asset, partition)))
+        return CellFacts(state, version_id, flying.get((asset, partition)), (asset, partition) in failed)
 
     return facts_of
 

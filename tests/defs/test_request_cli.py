@@ -144,3 +144,24 @@ def test_valid_request_is_written_with_its_cells_and_claims(env, existing_reques
     assert len(after["requests"]) == len(before["requests"]) + 1
     assert len(after["request_items"]) == len(before["request_items"]) + 2
     assert len(after["claims"]) == len(before["claims"]) + 2
+
+
+def test_reprocess_none_skips_a_cell_whose_run_failed_without_a_version_and_failed_reruns_it(env):
+    from backfill_assets.core.domain import RAW_ORDERS
+    from backfill_assets.defs.local_runs import run_partitions
+
+    assert run_partitions(env.instance, [FIRST, LAST], assets=[RAW_ORDERS])[0].success
+    # A run that fails before writing anything: its config is refused inside the step (no version begun).
+    bogus = {FIRST: {"ops": {ORDER_FACTS: {"config": {"inject_defect_by_partition": {FIRST: "bogus"}}}}}}
+    [failed] = run_partitions(env.instance, [FIRST], assets=[ORDER_FACTS], run_config_for=bogus)
+    assert not failed.success and env.catalog.versions_of(ORDER_FACTS, FIRST) == []
+
+    def dry_run(reprocess: str) -> dict[str, str]:
+        args = create_args(**{"--assets": ORDER_FACTS, "--reprocess": reprocess}) + ["--dry-run", "--json"]
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return {c["partition_key"]: f"{c['action']}: {c['reason']}" for c in json.loads(result.output)["cells"]}
+
+    none = dry_run("none")
+    assert none[FIRST].startswith("skip: has a run") and none[LAST] == "create: no run yet"
+    assert dry_run("failed")[FIRST] == "create: latest run failed before writing a version"
