@@ -13,6 +13,7 @@ from rich.table import Table
 
 from backfill_assets.core import request_model as M
 from backfill_assets.core import tags as T
+from backfill_assets.core.concurrency import Concurrency, effective_concurrency
 from backfill_assets.core.errors import InvalidInput
 from backfill_assets.core.intervals import utc_now
 from backfill_assets.core.ledger import Ledger, validate_request_id
@@ -21,6 +22,7 @@ from backfill_assets.core.settings import code_version
 
 from .app import AppContext, cli, emit, json_option
 from .data_commands import DEMO_CALENDAR
+from .instance_config import run_queue_limits
 
 
 def _instance():
@@ -78,21 +80,33 @@ def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
     spec = M.build_spec(DEMO_CALENDAR, DEMO_CALENDAR.newest_complete_key(utc_now()), **options)
     catalog = app.catalog()
     loaded = code_version()
+    concurrency = concurrency_of(app, spec)
+    stated = {"effective_concurrency": concurrency.effective, "concurrency_note": concurrency.note}
     if dry_run:
         plan = _dry_run(app, spec)
         emit(
-            {"dry_run": True, "code_version": loaded, "max_active": spec.effective_max_active, "cells": plan},
+            {"dry_run": True, "code_version": loaded, "max_active": spec.effective_max_active, "cells": plan,
+             **stated},
             as_json,
-            lambda: _print_plan(spec, plan),
+            lambda: _print_plan(spec, plan, concurrency),
         )
         return
     record = Ledger(catalog).create(M.new_request_id(utc_now()), spec, loaded, spec.excluded_cells())
     emit(
-        record.as_dict(),
+        record.as_dict() | stated,
         as_json,
         f"created {record.request_id} ({record.status}): {len(spec.assets)} asset(s) × {len(spec.partitions)} "
-        f"day(s), code version {loaded}" + (f"\n  {record.row['message']}" if record.row["message"] else ""),
+        f"day(s), code version {loaded}, at most {concurrency.effective} run(s) at once"
+        + (f"\n  {concurrency.note}" if concurrency.note else "")
+        + (f"\n  {record.row['message']}" if record.row["message"] else ""),
     )
+
+
+def concurrency_of(app: AppContext, spec: M.RequestSpec) -> Concurrency:
+    """What the run queue lets this request execute at once (its max_active, or less, and why)."""
+    max_runs, limits = run_queue_limits(app.home)
+    tags = {T.LANE: T.LANE_BACKFILL, T.REQUEST_ID: "this request"}
+    return effective_concurrency(spec.effective_max_active, tags, max_runs, limits, f"{app.home}/dagster.yaml")
 
 
 def _dry_run(app: AppContext, spec: M.RequestSpec) -> list[dict]:
@@ -107,13 +121,18 @@ def _dry_run(app: AppContext, spec: M.RequestSpec) -> list[dict]:
     return plan
 
 
-def _print_plan(spec: M.RequestSpec, plan: list[dict]) -> None:
-    table = Table(title=f"dry run: {len(plan)} cell(s), order {spec.order}, max_active {spec.effective_max_active}")
+def _print_plan(spec: M.RequestSpec, plan: list[dict], concurrency: Concurrency) -> None:
+    table = Table(
+        title=f"dry run: {len(plan)} cell(s), order {spec.order}, max_active {spec.effective_max_active}, "
+        f"at most {concurrency.effective} run(s) at once"
+    )
     for col in ("partition", "asset", "decision"):
         table.add_column(col)
     for row in plan:
         table.add_row(row["partition_key"], row["asset"], f"{row['action']}: {row['reason']}")
     Console().print(table)
+    if concurrency.note:
+        click.echo(concurrency.note)
     click.echo("dry run: nothing was written")
 
 

@@ -165,3 +165,17 @@ def test_reprocess_none_skips_a_cell_whose_run_failed_without_a_version_and_fail
     none = dry_run("none")
     assert none[FIRST].startswith("skip: has a run") and none[LAST] == "create: no run yet"
     assert dry_run("failed")[FIRST] == "create: latest run failed before writing a version"
+
+
+def test_create_and_dry_run_state_the_concurrency_the_instance_really_allows(env):
+    (env.home / "dagster.yaml").write_text(
+        "concurrency:\n  runs:\n    max_concurrent_runs: 3\n    tag_concurrency_limits:\n"
+        "      - {key: backfill/lane, value: backfill, limit: 2}\n"
+    )
+    dry = json.loads(CliRunner().invoke(cli, create_args(**{"--max-active": "6"}) + ["--dry-run", "--json"]).output)
+    assert dry["effective_concurrency"] == 2 and "backfill/lane=backfill: 2" in dry["concurrency_note"]
+    human = CliRunner().invoke(cli, create_args(**{"--max-active": "6"}), catch_exceptions=False).output
+    assert "max_active 6, but at most 2 run(s) of this request execute at once" in human
+    created = json.loads(CliRunner().invoke(cli, create_args(**{"--from": "2022-09-03", "--to": "2022-09-03",
+                                                                "--max-active": "1"}) + ["--json"]).output)
+    assert created["effective_concurrency"] == 1 and created["concurrency_note"] is None
