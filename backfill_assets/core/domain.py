@@ -1,4 +1,4 @@
-"""The demo domain (DESIGN §11) as plain data: asset names, lineage, keys, schemas and audit expectations."""
+"""The demo domain (docs/DESIGN.md §11) as plain data: asset names, lineage, keys, schemas and audit expectations."""
 
 from __future__ import annotations
 

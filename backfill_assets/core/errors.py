@@ -3,7 +3,7 @@
     BackfillError
     ├── InvalidInput            bad dates, names, keys, config — refused before anything is written
     │   └── UnsafeName          a name or partition key that could escape the warehouse root
-    ├── IllegalTransition       a version state change the life cycle (DESIGN §3) does not allow
+    ├── IllegalTransition       a version state change the life cycle (docs/DESIGN.md §3) does not allow
     ├── PublishConflict         compare-and-swap on the current pointer lost (another version won)
     ├── IntegrityError          a file on disk does not match its manifest / catalog row
     ├── NotFound                an unknown asset, partition, version or request

@@ -1,4 +1,4 @@
-"""Downstream follows published versions (DESIGN §8): what each request's publishes set in motion."""
+"""Downstream follows published versions (docs/DESIGN.md §8): what each request's publishes set in motion."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run tag names (DESIGN §6). Plain strings so the planner in core/ and the wiring in defs/ share them."""
+"""Run tag names (docs/DESIGN.md §6). Plain strings so the planner in core/ and the wiring in defs/ share them."""
 
 REQUEST_ID = "backfill/request_id"
 CODE_VERSION = "backfill/code_version"

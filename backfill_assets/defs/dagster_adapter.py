@@ -3,8 +3,9 @@ tag limits.
 
 Dagster 1.13 has no public API that lists backfills with their target partitions; ``DagsterInstance
 .get_backfills`` returns ``PartitionBackfill`` objects whose classes live in ``dagster._core.execution.backfill``.
-Everything else in the project goes through ``import dagster as dg``. tests/defs/test_dagster_adapter.py pins
-this module's behaviour so a Dagster upgrade that breaks it fails loudly.
+Everything else in the project goes through ``import dagster as dg`` (tests/core/test_layering.py keeps core/
+free of Dagster). tests/defs/test_dagster_adapter.py pins this module's behaviour against real backfills, and
+tests/e2e/test_ui_adoption.py the UI path, so a Dagster upgrade that breaks it fails loudly.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import dagster as dg
-from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill  # noqa: TID251
+from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 
 from backfill_assets.core.intervals import iso
 

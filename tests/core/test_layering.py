@@ -71,3 +71,14 @@ def test_importing_all_of_core_in_a_fresh_interpreter_does_not_load_dagster():
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert len(report["imported"]) == len([p for p in CORE_MODULES if p.name != "__init__.py"])
     assert report["dagster"] == []
+
+
+def test_only_the_adapter_module_imports_private_dagster_modules():
+    package = CORE_DIR.parent
+    private = {
+        str(path.relative_to(package)): sorted(m for m in _imported_modules(path.read_text()) if "._" in m)
+        for path in sorted(package.rglob("*.py"))
+    }
+    offenders = {path: mods for path, mods in private.items() if mods and path != "defs/dagster_adapter.py"}
+    assert offenders == {}
+    assert private["defs/dagster_adapter.py"] == ["dagster._core.execution.backfill"]

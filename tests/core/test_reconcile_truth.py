@@ -127,3 +127,19 @@ def test_a_downstream_version_compares_the_upstream_versions_it_read(catalog):
     _publish(catalog, backfill, inputs={f"{ORDER_FACTS}/{KEY}": "order_facts/v2"})
     [version] = _report(catalog).cells[0].versions
     assert version.recomputed_on_current_upstream is True
+
+
+def test_a_submitted_cell_whose_run_is_on_a_new_attempt_is_still_retrying(catalog):
+    ledger = _request(catalog, ORDER_FACTS)
+    ledger.update_cells(REQUEST_ID, [{"asset": ORDER_FACTS, "partition_key": KEY, "decision": M.SUBMITTED,
+                                      "run_id": "run-1", "run_key": f"{REQUEST_ID}/{KEY}/1"}])
+    first = catalog.begin_version(identity("run-1", request_id=REQUEST_ID))
+    catalog.abandon(first.version_id, "step died")
+    assert _report(catalog).totals["still_retrying"] == 0  # the attempt ended, no new one yet
+
+    # Dagster's retry: a new run of the same logical run writes attempt 2 while the cell is still submitted.
+    retry = replace(identity("run-1", request_id=REQUEST_ID), dagster_run_id="run-1-retry")
+    catalog.begin_version(retry)
+    report = _report(catalog)
+    assert report.totals["still_retrying"] == 1 and report.totals["in_flight"] == 1
+    assert [v.attempt_no for v in report.cells[0].versions] == [1, 2]

@@ -179,3 +179,13 @@ def test_create_and_dry_run_state_the_concurrency_the_instance_really_allows(env
     created = json.loads(CliRunner().invoke(cli, create_args(**{"--from": "2022-09-03", "--to": "2022-09-03",
                                                                 "--max-active": "1"}) + ["--json"]).output)
     assert created["effective_concurrency"] == 1 and created["concurrency_note"] is None
+
+
+def test_wait_exits_3_when_the_request_is_still_open_at_the_timeout(env):
+    created = CliRunner().invoke(cli, create_args() + ["--json"], catch_exceptions=False)
+    request_id = json.loads(created.output)["request_id"]
+    # No daemon runs here, so nothing is submitted: the request stays open past the timeout.
+    waited = CliRunner().invoke(cli, ["request", "wait", request_id, "--timeout", "0.5", "--json"])
+    assert waited.exit_code == 3, waited.output
+    out = json.loads(waited.output)
+    assert out["timed_out"] is True and out["complete"] is False and out["counts"]["pending"] == 2
