@@ -24,7 +24,9 @@ backfill_job = dg.define_asset_job(
     description="Backfill: the selected assets of one interval, submitted by the backfill driver.",
 )
 
-# Runs at 01:00 business time for the day that just ended.
+# Runs at 01:00 business time for the day that just ended. Shipped STOPPED: the demo's source holds 2022 data, so
+# a running schedule would publish an empty "yesterday" every night in every checkout that runs `dagster dev`.
+# A deployment turns it on once (README, "Production schedule"); Dagster keeps that state in its storage.
 production_schedule = dg.build_schedule_from_partitioned_job(
     production_job, hour_of_day=1, minute_of_hour=0, default_status=dg.DefaultScheduleStatus.STOPPED
 )
