@@ -212,9 +212,7 @@ def reconcile(
             )
         )
 
-    counts = {d: 0 for d in (M.PENDING, M.SUBMITTED, CELL_ROLLED_BACK, *M.TERMINAL_CELLS)}
-    for cell in cell_reports:
-        counts[cell.decision] += 1
+    counts = count_decisions([{"decision": c.decision} for c in cell_reports])
     run_ids = sorted({v.dagster_run_id for v in own} | {c["run_id"] for c in cells if c.get("run_id")})
     totals = {
         "planned": sum(1 for c in cells if c["origin"] == "planned"),
@@ -248,6 +246,26 @@ def reconcile(
         runs=[{"run_id": r, "status": run_status_of(r) or "unknown"} for r in run_ids],
         side_effects=side_effects,
     )
+
+
+def decisions_now(catalog: Catalog, request_id: str, cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ledger's cells with each decision as it stands now (``request show`` and ``request list``)."""
+    published: dict[tuple[str, str], list[Version]] = {}
+    for v in catalog.versions_where(versions.c.request_id == request_id, versions.c.published_at.is_not(None)):
+        published.setdefault((v.asset, v.partition_key), []).append(v)
+    now = []
+    for cell in cells:
+        decision, reason = _decision_now(cell, published.get((cell["asset"], cell["partition_key"]), []))
+        now.append(cell | {"decision": decision, "reason": reason})
+    return now
+
+
+def count_decisions(cells: list[dict[str, Any]]) -> dict[str, int]:
+    counts = {d: 0 for d in (M.PENDING, M.SUBMITTED, CELL_ROLLED_BACK, *M.TERMINAL_CELLS)}
+    for cell in cells:
+        counts[cell["decision"]] = counts.get(cell["decision"], 0) + 1
+    counts["planned"] = len(cells)
+    return counts
 
 
 def _decision_now(cell: dict[str, Any], published: list[Version]) -> tuple[str, str | None]:
