@@ -195,11 +195,16 @@ def show(app: AppContext, request_id: str, as_json: bool) -> None:
 
 @request.command("cancel")
 @click.argument("request_id")
+@click.option("--terminate-timeout", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
+              help="How long a run's code server gets to answer the termination request before the run is "
+                   "marked cancelled without it (default: 5).")
 @json_option
 @click.pass_obj
-def cancel(app: AppContext, request_id: str, as_json: bool) -> None:
-    """Stop submitting and terminate the request's queued and running runs."""
-    from backfill_assets.defs.cancel import terminate_request_runs
+def cancel(app: AppContext, request_id: str, terminate_timeout: float | None, as_json: bool) -> None:
+    """Stop submitting and terminate the request's queued and running runs.
+
+    Safe to repeat: cancelling a cancelled request (or one whose cancel died half-way) stops what is left."""
+    from backfill_assets.defs.cancel import close_request, terminate_request_runs
     from backfill_assets.defs.dagster_adapter import cancel_backfill
 
     ledger = Ledger(app.catalog())
@@ -209,12 +214,26 @@ def cancel(app: AppContext, request_id: str, as_json: bool) -> None:
     if record.source == "dagster":
         # Adopted: Dagster's backfill daemon launches its runs, so the backfill itself is cancelled first.
         dagster_backfill = cancel_backfill(instance, request_id.removeprefix(T.ADOPTED_PREFIX))
-    submitted = ledger.cancel(request_id)
-    terminated = terminate_request_runs(instance, app.catalog(), request_id, submitted)
-    payload = {"request_id": request_id, "status": M.CANCELLED, "terminated_runs": terminated}
+    submitted, already = close_request(ledger, request_id)
+    bounds = {} if terminate_timeout is None else {"terminate_timeout": terminate_timeout}
+    outcome = terminate_request_runs(instance, app.catalog(), request_id, submitted, **bounds)
+    payload = {
+        "request_id": request_id,
+        "status": M.CANCELLED,
+        "already_cancelled": already,
+        "terminated_runs": outcome.terminated,
+        "forced_runs": outcome.forced,
+    }
     if record.source == "dagster":
         payload["dagster_backfill_status"] = dagster_backfill
-    emit(payload, as_json, f"cancelled {request_id}; terminated {len(terminated)} run(s)")
+    verb = "already cancelled" if already else "cancelled"
+    human = f"{verb} {request_id}; terminated {len(outcome.terminated)} run(s)"
+    if outcome.forced:
+        human += (
+            f"\nforced {len(outcome.forced)} run(s) whose code server did not answer: {', '.join(outcome.forced)} "
+            "(marked cancelled in Dagster; they cannot publish)"
+        )
+    emit(payload, as_json, human)
 
 
 @request.command("confirm")

@@ -1,15 +1,25 @@
-"""Test-only crash points. Inert unless ``BACKFILL_FAULT`` names the boundary being crossed.
+"""Test-only crash and hold points. Inert unless ``BACKFILL_FAULT`` or ``BACKFILL_HOLD`` names the boundary.
 
-A named boundary kills the current process with SIGKILL — no cleanup, no finally blocks, exactly like an OOM
-kill or a lost machine — so tests can prove that a crash at any step leaves readers on a complete version.
+``BACKFILL_FAULT=<boundary>``: crossing it kills the current process with SIGKILL — no cleanup, no finally
+blocks, exactly like an OOM kill or a lost machine — so tests can prove that a crash at any step leaves readers
+on a complete version.
+
+``BACKFILL_HOLD=<boundary>=<path>``: crossing it waits while the file ``<path>`` exists (at most
+``HOLD_LIMIT_SECONDS``), so a test can hold a run worker at a known point, act on the run (cancel it, stop its
+code server) and then release it by deleting the file: ordering by the test, not by a guessed sleep.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 
 ENV_FAULT = "BACKFILL_FAULT"
+ENV_HOLD = "BACKFILL_HOLD"
+# A hold whose test died before releasing it must not keep a run worker forever.
+HOLD_LIMIT_SECONDS = 300.0
+HOLD_POLL_SECONDS = 0.1
 
 AFTER_DATA_FILE = "after_data_file"
 AFTER_MANIFEST = "after_manifest"
@@ -30,3 +40,8 @@ BOUNDARIES = (
 def fault_point(name: str) -> None:
     if os.environ.get(ENV_FAULT) == name:
         os.kill(os.getpid(), signal.SIGKILL)
+    boundary, _, path = os.environ.get(ENV_HOLD, "").partition("=")
+    if boundary == name and path:
+        deadline = time.monotonic() + HOLD_LIMIT_SECONDS
+        while os.path.exists(path) and time.monotonic() < deadline:
+            time.sleep(HOLD_POLL_SECONDS)

@@ -3,12 +3,16 @@
 The Dagster step drives it: ``begin`` → ``read_published`` (upstream, recorded) → ``write_and_audit`` →
 ``conclude`` (publish by CAS when every check passed and the code version is the frozen one, else reject).
 A failure anywhere leaves the previously published version current.
+
+``publish_guard``, asked just before the publish CAS, says whether the attempt may still publish at all: a run
+that was cancelled while it computed (marked cancelled without its worker's confirmation when its code server
+did not answer, so the worker kept going) must not publish afterwards. Its version is abandoned instead.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -25,6 +29,10 @@ from .storage import Warehouse, WrittenVersion
 
 class NotPublished(BackfillError):
     """An input the step needs has no published version: downstream waits for published data."""
+
+
+class PublishRefused(BackfillError):
+    """The attempt may not publish any more (its run was cancelled); its version was abandoned."""
 
 
 @dataclass
@@ -48,6 +56,8 @@ class Gate:
     spec: AssetSpec
     identity: RunIdentity
     frozen_code_version: str | None = None
+    # Returns why this attempt must not publish (e.g. its run was cancelled), or None; asked before the CAS.
+    publish_guard: Callable[[], str | None] | None = None
     version: Version | None = None
     inputs: list[Version] = field(default_factory=list)
     written: WrittenVersion | None = None
@@ -128,6 +138,11 @@ class Gate:
         elif self.frozen_code_version and self.frozen_code_version != loaded:
             error = f"code version changed (frozen {self.frozen_code_version}, loaded {loaded}); refusing to publish"
         else:
+            refused = self.publish_guard() if self.publish_guard else None
+            if refused:
+                # Not a rejection: the checks passed. The attempt is given up, like one that died mid-way.
+                self.version = self.catalog.abandon(self.version_id, refused[:2000])
+                raise PublishRefused(refused)
             try:
                 move = self.catalog.publish(self.version_id, check_rows)
             except PublishConflict as exc:

@@ -3,7 +3,7 @@
 
 import json
 from enum import Enum
-from typing import Optional
+from typing import Callable, Optional
 
 import dagster as dg
 
@@ -21,6 +21,9 @@ from .resources import BackfillResource
 from .run_identity import identity_from_context
 
 SOURCE_POOL = "source_system"
+# A run in one of these may not publish: it was asked to stop, or was marked cancelled without its worker's
+# confirmation (`request cancel` when its code server did not answer), and its worker is still going.
+STOPPED_RUN_STATUSES = (dg.DagsterRunStatus.CANCELING, dg.DagsterRunStatus.CANCELED)
 
 
 class Defect(str, Enum):
@@ -90,10 +93,27 @@ def _check_results(outcome: GateOutcome) -> list[dg.AssetCheckResult]:
     ]
 
 
+def unless_run_stopped(instance: dg.DagsterInstance, run_id: str) -> Callable[[], str | None]:
+    """Why the run's step may not publish (its run was cancelled), or None: one read of the run's status."""
+
+    def guard() -> str | None:
+        run = instance.get_run_by_id(run_id)
+        if run is not None and run.status in STOPPED_RUN_STATUSES:
+            return f"run {run_id} is {run.status.value}: it was cancelled, so it may not publish"
+        return None
+
+    return guard
+
+
 def gate_one(
     context: dg.AssetExecutionContext, spec: AssetSpec, backfill: BackfillResource, key: str, defect: str | None
 ) -> GateOutcome:
     """Write, audit and publish-or-reject one partition. Errors abandon the attempt; rejections do not raise."""
+    stopped = unless_run_stopped(context.instance, context.run.run_id)
+    if reason := stopped():
+        # Dagster retries a step interrupted by a termination when it has a RetryPolicy (ours does): the new
+        # attempt of a cancelled run stops here instead of computing, and its run can end CANCELED.
+        raise dg.Failure(description=f"{spec.name} {key}: {reason}", allow_retries=False)
     identity = identity_from_context(context, spec.name, {"inject_defect": defect}, key)
     earlier = earlier_publish(backfill.catalog(), identity)
     if earlier is not None:
@@ -108,6 +128,9 @@ def gate_one(
         spec,
         identity,
         frozen_code_version=context.run.tags.get(T.CODE_VERSION),
+        # Read again just before the publish CAS: a run marked cancelled while it computed (its code server did
+        # not answer the termination, so nothing interrupted this worker) abandons its version instead.
+        publish_guard=stopped,
     )
     gate.begin()
     context.log.info(f"writing {gate.version_id} identity={json.dumps(gate.labels(), sort_keys=True)}")

@@ -214,33 +214,52 @@ def _wait_until_daemon_ready(instance: dg.DagsterInstance, proc: subprocess.Pope
     raise RuntimeError(f"dagster-daemon sent no heartbeat within {DAEMON_READY_TIMEOUT} s:\n{tail(log)}")
 
 
+def prepare_home(mp: pytest.MonkeyPatch, home: Path) -> None:
+    """Point this process (and the subprocesses it starts) at a fresh DAGSTER_HOME with the test instance yaml,
+    the test code version and the default storage under the home; seed the source system."""
+    home.mkdir(parents=True, exist_ok=True)
+    write_instance_yaml(home)
+    mp.setenv("DAGSTER_HOME", str(home))
+    mp.setenv("BACKFILL_CODE_VERSION", CODE_VERSION)
+    for var in ("BACKFILL_WAREHOUSE", "BACKFILL_CATALOG_URL", "BACKFILL_SOURCE_URL", "BACKFILL_SINK_PATH"):
+        mp.delenv(var, raising=False)
+    SourceSystem(Settings.from_env().source_url).seed(calendar, SEED_FROM, SEED_TO, ORDERS_PER_DAY)
+
+
+def start_daemon(instance: dg.DagsterInstance, home: Path, *workspace_args: str) -> tuple[subprocess.Popen, Path]:
+    """A ready ``dagster-daemon run`` (in its own session) on ``home``; ``workspace_args`` says where its code is
+    (default: the package as a python module). Returns the process and its log."""
+    log_path = home / "daemon.log"
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            [dagster_bin("dagster-daemon"), "run", *(workspace_args or ("-m", CODE_LOCATION_MODULE))],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dagster_env(),
+            cwd=str(home),
+            start_new_session=True,
+        )
+    try:
+        _wait_until_daemon_ready(instance, proc, log_path)
+    except BaseException:
+        stop_process(proc)
+        raise
+    return proc, log_path
+
+
 @pytest.fixture(scope="package")
 def e2e(tmp_path_factory) -> Iterable[E2E]:
     home = tmp_path_factory.mktemp("e2e") / "dagster_home"
-    home.mkdir()
-    write_instance_yaml(home)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DAGSTER_HOME", str(home))
-        mp.setenv("BACKFILL_CODE_VERSION", CODE_VERSION)
-        for var in ("BACKFILL_WAREHOUSE", "BACKFILL_CATALOG_URL", "BACKFILL_SOURCE_URL", "BACKFILL_SINK_PATH"):
-            mp.delenv(var, raising=False)
-        SourceSystem(Settings.from_env().source_url).seed(calendar, SEED_FROM, SEED_TO, ORDERS_PER_DAY)
-        log_path = home / "daemon.log"
+        prepare_home(mp, home)
         instance = dg.DagsterInstance.get()
-        with log_path.open("ab") as log:
-            proc = subprocess.Popen(
-                [dagster_bin("dagster-daemon"), "run", "-m", CODE_LOCATION_MODULE],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=dagster_env(),
-                cwd=str(home),
-                start_new_session=True,
-            )
         try:
-            _wait_until_daemon_ready(instance, proc, log_path)
-            yield E2E(home, instance, proc, log_path)
+            proc, log_path = start_daemon(instance, home)
+            try:
+                yield E2E(home, instance, proc, log_path)
+            finally:
+                stop_process(proc)
         finally:
-            stop_process(proc)
             instance.dispose()
             db.dispose_all()
 
