@@ -7,13 +7,11 @@ import json
 from datetime import date
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from backfill_assets.core.domain import DEMO_FIRST_DAY, DEMO_TIMEZONE, AssetSpec, require_asset
 from backfill_assets.core.errors import InvalidInput, NotFound
 from backfill_assets.core.identity import validate_text
-from backfill_assets.core.intervals import BusinessCalendar, in_zone, iso
+from backfill_assets.core.intervals import BusinessCalendar, in_zone
 from backfill_assets.core.outbox import deliveries
 from backfill_assets.core.source import SourceSystem
 from backfill_assets.core.states import VERIFIED, VersionState
@@ -85,7 +83,8 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
         interval = DEMO_CALENDAR.interval(partition)
         click.echo(
             f"{asset} {partition}: [{interval.start.isoformat()}, {interval.end.isoformat()}) {DEMO_CALENDAR.tz_name}"
-            f" = [{iso(interval.start)}, {iso(interval.end)}) UTC; {len(rows)} version(s), * = current"
+            f" = [{interval.start_utc.isoformat()}, {interval.end_utc.isoformat()}) UTC;"
+            f" {len(rows)} version(s), * = current"
         )
         for r in rows:
             rows_text = r["rows"] if r["rows"] is not None else "-"
@@ -110,15 +109,12 @@ def _deliveries(catalog, asset: str, partition: str, as_json: bool) -> None:
 
     def human() -> None:
         click.echo(f"{asset} is a side-effect asset: no versions; its state is its outbox deliveries")
-        table = Table(title=f"{asset} {partition}: {len(rows)} delivery(ies)")
-        for col in ("idempotency key", "created (UTC)", "sent (UTC)", "run", "request"):
-            table.add_column(col)
+        click.echo(f"{asset} {partition}: {len(rows)} delivery(ies)")
         for r in rows:
-            table.add_row(
-                r["idempotency_key"], r["created_at"], r["sent_at"] or "not sent", (r["run_id"] or "")[:8],
-                r["request_id"] or "",
+            click.echo(
+                f"  {r['idempotency_key']}  created {r['created_at']}  sent {r['sent_at'] or 'NOT SENT'}"
+                f"  run {r['run_id'] or '-'}  request {r['request_id'] or '-'}"
             )
-        Console().print(table)
 
     emit(rows, as_json, human)
 

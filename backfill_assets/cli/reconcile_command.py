@@ -100,8 +100,13 @@ def print_report(report: Report) -> None:
         console.print(f"[red]gap[/red] {gap['version_id']} ({gap['state']}): {gap['gap']}")
     for s in report.stale_downstream:
         console.print(f"[yellow]stale[/yellow] {s['asset']} {s['partition_key']} (current {s['current_version_id']})")
+    # One line per side-effect asset and status (a month of days would otherwise be a month of lines).
+    grouped: dict[tuple[str, str], list[str]] = {}
     for e in report.side_effects:
-        console.print(f"side effect {e['asset']} {e['partition_key']}: {e['status']} ({len(e['deliveries'])} sent)")
+        grouped.setdefault((e["asset"], e["status"]), []).append(e["partition_key"])
+    for (asset, status), days in grouped.items():
+        span = days[0] if len(days) == 1 else f"{min(days)}..{max(days)}"
+        console.print(f"side effect {asset}: {status} — {len(days)} day(s), {span}")
     for h in report.handoffs:
         console.print(
             f"handoff {h['handoff_id']} {h['asset']} → {h['owner']}: {h['status']} (deadline {h['deadline']})"

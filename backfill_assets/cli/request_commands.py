@@ -18,6 +18,7 @@ from backfill_assets.core.errors import InvalidInput
 from backfill_assets.core.intervals import utc_now
 from backfill_assets.core.ledger import Ledger, validate_request_id
 from backfill_assets.core.planning import decide
+from backfill_assets.core.reconcile import count_decisions, decisions_now
 from backfill_assets.core.settings import code_version
 
 from .app import AppContext, cli, emit, json_option
@@ -141,11 +142,12 @@ def _print_plan(spec: M.RequestSpec, plan: list[dict], concurrency: Concurrency)
 @click.pass_obj
 def list_requests(app: AppContext, as_json: bool) -> None:
     """List requests, newest first, with their progress."""
-    ledger = Ledger(app.catalog())
+    catalog = app.catalog()
+    ledger = Ledger(catalog)
     rows = []
     for record in ledger.list():
-        counts = ledger.counts(record.request_id)
-        rows.append({**record.as_dict(), "counts": counts})
+        cells = decisions_now(catalog, record.request_id, ledger.cells(record.request_id))
+        rows.append({**record.as_dict(), "counts": count_decisions(cells)})
 
     def human() -> None:
         table = Table()
@@ -167,11 +169,13 @@ def list_requests(app: AppContext, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def show(app: AppContext, request_id: str, as_json: bool) -> None:
-    """Show a request, its counts and every cell's decision."""
-    ledger = Ledger(app.catalog())
+    """Show a request, its counts and every cell's decision (a published cell whose version was since rolled back
+    shows as rolled_back)."""
+    catalog = app.catalog()
+    ledger = Ledger(catalog)
     record = ledger.get(validate_request_id(request_id))
-    cells = ledger.cells(request_id)
-    data = {**record.as_dict(), "counts": ledger.counts(request_id), "cells": cells}
+    cells = decisions_now(catalog, request_id, ledger.cells(request_id))
+    data = {**record.as_dict(), "counts": count_decisions(cells), "cells": cells}
 
     def human() -> None:
         r = data

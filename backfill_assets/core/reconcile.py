@@ -368,7 +368,8 @@ def _side_effect_state(catalog: Catalog, affected: dict[tuple[str, str], Any]) -
         if row.version_id in sources:
             status = "sent for this request's version"
         elif sent:
-            status = "sent earlier, for another upstream version; not re-sent (policy none)"
+            # The outbox keys on content: identical figures are never sent twice, and policy none re-sends nothing.
+            status = "sent earlier, for an earlier upstream version; not re-sent (policy none)"
         else:
             status = "never sent"
         report.append(

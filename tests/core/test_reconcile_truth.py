@@ -12,7 +12,13 @@ from backfill_assets.core.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, 
 from backfill_assets.core.identity import RunIdentity
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.outbox import send_once
-from backfill_assets.core.reconcile import CELL_ROLLED_BACK, NOT_REPRODUCIBLE, reconcile
+from backfill_assets.core.reconcile import (
+    CELL_ROLLED_BACK,
+    NOT_REPRODUCIBLE,
+    count_decisions,
+    decisions_now,
+    reconcile,
+)
 
 from .catalog_helpers import CALENDAR, KEY, PASSED, identity
 
@@ -66,6 +72,9 @@ def test_a_rolled_back_cell_is_counted_as_rolled_back_not_published(catalog):
     [cell] = report.cells
     assert cell.decision == CELL_ROLLED_BACK and bad in cell.reason
     assert report.complete is False
+    # `request show` and `request list` say the same.
+    [shown] = decisions_now(catalog, REQUEST_ID, ledger.cells(REQUEST_ID))
+    assert shown["decision"] == CELL_ROLLED_BACK and count_decisions([shown])["rolled_back"] == 1
 
 
 def test_a_superseded_cell_still_counts_as_published(catalog):
