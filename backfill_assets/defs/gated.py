@@ -7,6 +7,7 @@ from typing import Callable, Optional
 
 import dagster as dg
 
+from backfill_assets.core import request_model as M
 from backfill_assets.core import tags as T
 from backfill_assets.core.audit import ALL_CHECKS, CHECK_DESCRIPTIONS
 from backfill_assets.core.compute import compute
@@ -15,6 +16,7 @@ from backfill_assets.core.domain import AssetSpec
 from backfill_assets.core.errors import BackfillError
 from backfill_assets.core.faults import AFTER_EVENT, fault_point
 from backfill_assets.core.gate import Gate, GateOutcome, earlier_publish
+from backfill_assets.core.ledger import Ledger
 
 from .partitions import calendar, daily_partitions
 from .resources import BackfillResource
@@ -93,13 +95,22 @@ def _check_results(outcome: GateOutcome) -> list[dg.AssetCheckResult]:
     ]
 
 
-def unless_run_stopped(instance: dg.DagsterInstance, run_id: str) -> Callable[[], str | None]:
-    """Why the run's step may not publish (its run was cancelled), or None: one read of the run's status."""
+def unless_run_stopped(
+    instance: dg.DagsterInstance, run_id: str, ledger: Ledger | None = None, request_id: str | None = None
+) -> Callable[[], str | None]:
+    """Why the run's step may not publish (its run, or the request it works for, was cancelled), or None.
+
+    The request matters too: a run created after ``request cancel`` stopped looking (its sensor tick was delayed
+    past the cancel's wait) is never terminated, but must not publish for a request that no longer exists.
+    """
 
     def guard() -> str | None:
         run = instance.get_run_by_id(run_id)
         if run is not None and run.status in STOPPED_RUN_STATUSES:
             return f"run {run_id} is {run.status.value}: it was cancelled, so it may not publish"
+        if ledger is not None and request_id and ledger.exists(request_id):
+            if ledger.get(request_id).status == M.CANCELLED:
+                return f"request {request_id} was cancelled, so run {run_id} may not publish"
         return None
 
     return guard
@@ -109,7 +120,9 @@ def gate_one(
     context: dg.AssetExecutionContext, spec: AssetSpec, backfill: BackfillResource, key: str, defect: str | None
 ) -> GateOutcome:
     """Write, audit and publish-or-reject one partition. Errors abandon the attempt; rejections do not raise."""
-    stopped = unless_run_stopped(context.instance, context.run.run_id)
+    stopped = unless_run_stopped(
+        context.instance, context.run.run_id, Ledger(backfill.catalog()), context.run.tags.get(T.REQUEST_ID)
+    )
     if reason := stopped():
         # Dagster retries a step interrupted by a termination when it has a RetryPolicy (ours does): the new
         # attempt of a cancelled run stops here instead of computing, and its run can end CANCELED.

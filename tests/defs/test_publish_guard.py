@@ -56,3 +56,21 @@ def test_a_run_marked_cancelled_while_its_step_computes_abandons_its_version(env
     assert version.state == VersionState.ABANDONED and "CANCELED" in version.error, version
     assert env.catalog.current(RAW_ORDERS, DAY) is None
     assert env.instance.get_latest_materialization_event(dg.AssetKey(RAW_ORDERS)) is None
+
+
+def test_a_run_of_a_cancelled_request_publishes_nothing(env):
+    from backfill_assets.core import request_model as M
+    from backfill_assets.core import tags as T
+    from backfill_assets.core.ledger import Ledger
+    from backfill_assets.defs.partitions import calendar
+
+    spec = M.build_spec(calendar, "2022-09-05", assets=RAW_ORDERS, first=DAY, last=DAY, requested_by="tester")
+    ledger = Ledger(env.catalog)
+    request_id = ledger.create("req-20220905-0badc0de", spec, "test-code-1", spec.excluded_cells()).request_id
+    ledger.cancel(request_id)
+    # A run of that request created after the cancel stopped looking for runs (a late sensor tick).
+    [run] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS],
+                           tags={T.REQUEST_ID: request_id, T.LANE: T.LANE_BACKFILL})
+
+    assert not run.success and f"request {request_id} was cancelled" in run.failure, run.failure
+    assert env.catalog.versions_of(RAW_ORDERS, DAY) == [] and env.catalog.current(RAW_ORDERS, DAY) is None
