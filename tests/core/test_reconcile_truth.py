@@ -104,28 +104,23 @@ def test_a_side_effect_asset_is_never_stale_its_deliveries_are_reported(catalog,
     assert delivery["source_version_id"] == old and delivery["sent_at"]
 
 
-def test_a_source_reading_version_recomputed_from_changed_source_data_says_so(catalog):
+@pytest.mark.parametrize(
+    "before, after, answer",
+    [
+        ("source-before", "source-after", True),  # recomputed from changed source data: inputs {} on both sides
+        ("source-same", "source-same", False),
+        (None, "source-now", NOT_REPRODUCIBLE),  # no fingerprint to compare: neither yes nor no
+    ],
+    ids=["source-changed", "source-same", "not-fingerprinted"],
+)
+def test_a_source_reading_version_compares_its_source_fingerprint(catalog, before, after, answer):
     _request(catalog, RAW_ORDERS)
-    _publish(catalog, identity("run-prod", asset=RAW_ORDERS), fingerprint="source-before")
-    _publish(catalog, identity("run-backfill", asset=RAW_ORDERS, request_id=REQUEST_ID), fingerprint="source-after")
+    _publish(catalog, identity("run-prod", asset=RAW_ORDERS), fingerprint=before)
+    _publish(catalog, identity("run-backfill", asset=RAW_ORDERS, request_id=REQUEST_ID), fingerprint=after)
     [version] = _report(catalog).cells[0].versions
-    assert version.recomputed_on_current_upstream is True
-
-
-def test_a_source_reading_version_recomputed_from_the_same_source_data_says_so(catalog):
-    _request(catalog, RAW_ORDERS)
-    _publish(catalog, identity("run-prod", asset=RAW_ORDERS), fingerprint="source-same")
-    _publish(catalog, identity("run-backfill", asset=RAW_ORDERS, request_id=REQUEST_ID), fingerprint="source-same")
-    [version] = _report(catalog).cells[0].versions
-    assert version.recomputed_on_current_upstream is False
-
-
-def test_a_source_that_was_not_fingerprinted_is_not_reproducible_rather_than_yes_or_no(catalog):
-    _request(catalog, RAW_ORDERS)
-    _publish(catalog, identity("run-prod", asset=RAW_ORDERS), fingerprint=None)
-    _publish(catalog, identity("run-backfill", asset=RAW_ORDERS, request_id=REQUEST_ID), fingerprint="source-now")
-    [version] = _report(catalog).cells[0].versions
-    assert version.recomputed_on_current_upstream == NOT_REPRODUCIBLE
+    assert version.recomputed_on_current_upstream == answer and type(version.recomputed_on_current_upstream) is type(
+        answer
+    )
 
 
 def test_a_downstream_version_compares_the_upstream_versions_it_read(catalog):

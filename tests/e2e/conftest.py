@@ -24,7 +24,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import dagster as dg
 import pytest
@@ -51,6 +51,21 @@ DAEMON_READY_TIMEOUT = 90.0
 LOG_TAIL_LINES = 60
 
 REQUEST_TABLES = (schema.requests, schema.request_items, schema.claims)
+
+
+FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+
+
+def poll(predicate: Callable[[], Any], timeout: float, what: str | Callable[[], str], interval: float = 0.2) -> Any:
+    """The predicate's first truthy value, or a test failure naming what never happened (``what`` may be a
+    callable, evaluated only then, to describe the state at the timeout)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout} s waiting for {what() if callable(what) else what}")
 
 
 def dagster_env() -> dict[str, str]:

@@ -20,7 +20,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 import dagster as dg
 import psutil
@@ -38,7 +38,7 @@ from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.states import IN_PROGRESS, VERIFIED, VersionState
 from backfill_assets.defs.runs import IN_FLIGHT_STATUSES
 
-from .conftest import E2E, dagster_env, prepare_home, start_daemon, stop_process, tail
+from .conftest import E2E, FINISHED, dagster_env, poll, prepare_home, start_daemon, stop_process, tail
 from .test_ui_adoption import free_port
 
 pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("e2e/test_cancel_unreachable")]
@@ -51,17 +51,6 @@ SERVER_READY_TIMEOUT = 90.0
 # all with a server that never answers: well under the 60 s of Dagster's gRPC timeout.
 TERMINATE_TIMEOUT = "2"
 CANCEL_BOUND_SECONDS = 20.0
-FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
-
-
-def poll(predicate, timeout: float, what: str | Callable[[], str], interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout} s waiting for {what() if callable(what) else what}")
 
 
 @dataclass

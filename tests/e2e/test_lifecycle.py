@@ -9,24 +9,13 @@ import pytest
 
 from backfill_assets.core.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 
-from .conftest import CODE_VERSION
+from .conftest import CODE_VERSION, FINISHED, poll
 
 pytestmark = pytest.mark.daemon
 
 BLOCK_DAY = "2022-09-20"
 OVERLAP_A = ("2022-09-21", "2022-09-22")
 OVERLAP_B = ("2022-09-22", "2022-09-23")
-FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
-
-
-def poll(predicate, timeout: float, what: str, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout} s waiting for {what}")
 
 
 def test_request_frozen_under_another_code_version_is_blocked_and_submits_nothing(e2e):
