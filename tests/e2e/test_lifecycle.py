@@ -118,12 +118,17 @@ def test_cancel_stops_submission_and_leaves_no_run_queued_or_running(e2e, days, 
         run, cell = record.dagster_run, by_run[record.dagster_run.run_id]
         written = [v.state for v in e2e.catalog.versions_of(cell["asset"], cell["partition_key"])
                    if v.dagster_run_id == run.run_id]
-        if run.run_id in out["terminated_runs"]:
-            # Stopped by the cancel: the run ends CANCELED; its cell is cancelled, unless the step had
-            # published just before the termination reached it (then the ledger says what the catalog serves).
-            assert run.status == dg.DagsterRunStatus.CANCELED
-            assert cell["decision"] == ("published" if written == ["PUBLISHED"] else "cancelled"), (cell, written)
+        if run.run_id in out["terminated_runs"] or run.run_id in out["forced_runs"]:
+            # Stopped by the cancel: its cell is cancelled, unless the step had published just before the
+            # termination reached it (then the ledger says what the catalog serves). A terminated run ends
+            # CANCELED; a forced one (its worker did not confirm in time, under load) was marked CANCELED and
+            # Dagster may record FAILURE once the worker, refused at its publish guard, finally ends.
+            allowed = {dg.DagsterRunStatus.CANCELED}
+            if run.run_id in out["forced_runs"]:
+                allowed.add(dg.DagsterRunStatus.FAILURE)
+            assert run.status in allowed, (run.status, out)
+            assert cell["decision"] == ("published" if written == ["PUBLISHED"] else "cancelled"), (cell, written, out)
         else:
             # It had finished before the cancel reached it: the cell keeps its run's outcome.
-            assert cell["decision"] in ("published", "failed", "rejected"), cell
+            assert cell["decision"] in ("published", "failed", "rejected"), (cell, out)
     assert e2e.show(rid)["status"] == "cancelled"
