@@ -172,6 +172,9 @@ def stack(tmp_path_factory) -> Iterable[Stack]:
                 {"load_from": [{"grpc_server": {"host": "127.0.0.1", "port": port, "location_name": LOCATION}}]}
             )
         )
+        # Build the instance (it creates and migrates the SQLite storage) before any other process opens it: the
+        # code server and the daemon migrating it at once leave two alembic heads, and both fail to start.
+        instance = dg.DagsterInstance.get()
         server_log = home / "grpc_server.log"
         with server_log.open("ab") as log:
             server = subprocess.Popen(
@@ -182,7 +185,6 @@ def stack(tmp_path_factory) -> Iterable[Stack]:
                 cwd=str(home),
                 start_new_session=True,
             )
-        instance = dg.DagsterInstance.get()
         stack = None
         try:
             _wait_until_serving(server, port, server_log)
