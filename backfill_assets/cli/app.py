@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shutil
@@ -47,6 +48,14 @@ def ensure_home(home: Path) -> Path:
     # Child processes (dagster-daemon, dagster dev, step workers) must see the same instance.
     os.environ[ENV_DAGSTER_HOME] = str(home)
     return home
+
+
+def default_user() -> str:
+    """Who is asking, when nobody said: the OS user."""
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no passwd entry in some containers
+        return "unknown"
 
 
 def _fail(message: str) -> NoReturn:
@@ -109,6 +118,4 @@ def main() -> None:
     # Dagster flags partitioned check specs as "preview"; users of this CLI cannot act on that warning.
     warnings.filterwarnings("ignore", message=".*is currently in preview.*")
     warnings.filterwarnings("ignore", message=".*is currently in beta.*")
-    from . import data_commands, demo_command, ops_commands, reconcile_command, request_commands  # noqa: F401 - importing registers the commands
-
     cli(prog_name="backfill-assets")

@@ -1,27 +1,25 @@
-"""Commands over data and versions: seed, versions, read, rollback."""
+"""Commands over data and versions: seed, versions, read (rollback is an operation: ops_commands)."""
 
 from __future__ import annotations
 
 import io
 import json
-from datetime import date
 
 import click
 
-from backfill_assets.core.domain import DEMO_FIRST_DAY, DEMO_TIMEZONE, AssetSpec, require_asset
+from backfill_assets.core.domain import DEMO_CALENDAR, AssetSpec, require_asset
 from backfill_assets.core.errors import InvalidInput, NotFound
 from backfill_assets.core.identity import validate_text
-from backfill_assets.core.intervals import BusinessCalendar, in_zone
+from backfill_assets.core.intervals import in_zone
 from backfill_assets.core.outbox import deliveries
 from backfill_assets.core.source import SourceSystem
 from backfill_assets.core.states import VERIFIED, VersionState
 
 from .app import AppContext, cli, emit, json_option
 
-DEMO_CALENDAR = BusinessCalendar(DEMO_TIMEZONE, date.fromisoformat(DEMO_FIRST_DAY))
 
-
-def _cell(asset: str, partition: str, data_only: bool = True) -> AssetSpec:
+def validate_cell(asset: str, partition: str, data_only: bool = True) -> AssetSpec:
+    """The asset's spec once the asset is known and the key is a business day; one-line errors otherwise."""
     spec = require_asset(asset, data_only=data_only)
     DEMO_CALENDAR.interval(partition)  # validates the key as a business day of the partitions definition
     return spec
@@ -57,7 +55,7 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
 
     Example: backfill-assets versions daily_revenue 2022-10-17 --json
     """
-    spec = _cell(asset, partition, data_only=False)
+    spec = validate_cell(asset, partition, data_only=False)
     catalog = app.catalog()
     if spec.side_effect:
         _deliveries(catalog, asset, partition, as_json)
@@ -136,7 +134,7 @@ def read(
 
     Example: backfill-assets read daily_revenue 2022-10-17 --format json
     """
-    _cell(asset, partition)
+    validate_cell(asset, partition)
     validate_text(reader, "--reader", 120)
     catalog = app.catalog()
     if version_id is None:
@@ -161,47 +159,3 @@ def read(
         buffer = io.StringIO()
         frame.to_csv(buffer, index=False)
         click.echo(buffer.getvalue(), nl=False)
-
-
-@cli.command()
-@click.argument("asset")
-@click.argument("partition")
-@click.option("--to", "to_version", default=None, help="Version to restore (default: the previous verified one).")
-@click.option("--reason", required=True, help="Why; recorded in the publish log.")
-@click.option("--cascade", is_flag=True, help="Create a request re-running every consumer of the bad version.")
-@json_option
-@click.pass_obj
-def rollback(
-    app: AppContext, asset: str, partition: str, to_version: str | None, reason: str, cascade: bool, as_json: bool
-) -> None:
-    """Move the current pointer back to a verified version and list everyone who read the bad one.
-
-    Example: backfill-assets rollback daily_revenue 2022-10-17 --reason "wrong FX rates"
-    """
-    _cell(asset, partition)
-    move = app.catalog().rollback(asset, partition, reason, to_version)
-    consumers = [c.__dict__ for c in move.consumers_of_previous]
-    cascade_request = None
-    if cascade:
-        from .ops_commands import cascade_request_for_consumers
-
-        cascade_request = cascade_request_for_consumers(app, move.consumers_of_previous, reason)
-    result = {
-        "asset": asset,
-        "partition_key": partition,
-        "rolled_back": move.previous_version_id,
-        "restored": move.version_id,
-        "seq": move.seq,
-        "consumers": consumers,
-        "cascade_request_id": cascade_request,
-    }
-
-    def human() -> None:
-        click.echo(f"rolled back {move.previous_version_id}\nrestored    {move.version_id}")
-        click.echo(f"{len(consumers)} consumer(s) read the rolled-back version:")
-        for c in consumers:
-            click.echo(f"  {c['consumer']}  run={c['consumer_run_id'] or '-'}  request={c['request_id'] or '-'}")
-        if cascade:
-            click.echo(f"cascade request: {cascade_request or 'none (no downstream version read it)'}")
-
-    emit(result, as_json, human)

@@ -9,7 +9,7 @@ import time
 import click
 
 from backfill_assets.core import request_model as M
-from backfill_assets.core.domain import DAILY_REVENUE
+from backfill_assets.core.domain import DAILY_REVENUE, DEMO_CALENDAR
 from backfill_assets.core.intervals import utc_now
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.settings import ENV_CODE_VERSION, code_version
@@ -18,7 +18,6 @@ from backfill_assets.core.states import VersionState
 
 from .app import AppContext, cli, emit, json_option
 from .daemon import running_daemon
-from .data_commands import DEMO_CALENDAR
 from .request_commands import is_complete, watch
 
 

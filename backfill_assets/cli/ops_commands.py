@@ -12,8 +12,8 @@ from backfill_assets.core.intervals import utc_now
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.settings import code_version
 
-from .app import AppContext, cli, emit, json_option
-from .request_commands import _default_user
+from .app import AppContext, cli, default_user, emit, json_option
+from .data_commands import validate_cell
 
 
 @cli.group()
@@ -36,7 +36,7 @@ def handoff_list(app: AppContext, request_id: str | None, status: str | None, as
 
 def _decide(app: AppContext, handoff_id: str, status: str, by: str | None, as_json: bool) -> None:
     catalog = app.catalog()
-    decided = Handoffs(catalog).decide(handoff_id, status, by or _default_user(), utc_now())
+    decided = Handoffs(catalog).decide(handoff_id, status, by or default_user(), utc_now())
     added = 0
     if status == ACCEPTED:
         cells = [(decided["asset"], p) for p in decided["partitions"]]
@@ -79,7 +79,7 @@ def cascade_request_for_consumers(app: AppContext, consumers: list, reason: str)
         max_active=2,
         downstream="cascade",
         reason=f"rollback cascade: {reason}",
-        requested_by=_default_user(),
+        requested_by=default_user(),
         wait_for_overlap=True,
     )
     not_consumers = {
@@ -104,3 +104,45 @@ def gc(app: AppContext, older_than: int, dry_run: bool, as_json: bool) -> None:
     emit({"dry_run": dry_run, "versions": purged}, as_json,
          f"{'would purge' if dry_run else 'purged'} {len(purged)} version(s)" +
          "".join(f"\n  {p['version_id']} ({p['state']})" for p in purged))
+
+
+@cli.command()
+@click.argument("asset")
+@click.argument("partition")
+@click.option("--to", "to_version", default=None, help="Version to restore (default: the previous verified one).")
+@click.option("--reason", required=True, help="Why; recorded in the publish log.")
+@click.option("--cascade", is_flag=True, help="Create a request re-running every consumer of the bad version.")
+@json_option
+@click.pass_obj
+def rollback(
+    app: AppContext, asset: str, partition: str, to_version: str | None, reason: str, cascade: bool, as_json: bool
+) -> None:
+    """Move the current pointer back to a verified version and list everyone who read the bad one.
+
+    Example: backfill-assets rollback daily_revenue 2022-10-17 --reason "wrong FX rates"
+    """
+    validate_cell(asset, partition)
+    move = app.catalog().rollback(asset, partition, reason, to_version)
+    consumers = [c.__dict__ for c in move.consumers_of_previous]
+    cascade_request = None
+    if cascade:
+        cascade_request = cascade_request_for_consumers(app, move.consumers_of_previous, reason)
+    result = {
+        "asset": asset,
+        "partition_key": partition,
+        "rolled_back": move.previous_version_id,
+        "restored": move.version_id,
+        "seq": move.seq,
+        "consumers": consumers,
+        "cascade_request_id": cascade_request,
+    }
+
+    def human() -> None:
+        click.echo(f"rolled back {move.previous_version_id}\nrestored    {move.version_id}")
+        click.echo(f"{len(consumers)} consumer(s) read the rolled-back version:")
+        for c in consumers:
+            click.echo(f"  {c['consumer']}  run={c['consumer_run_id'] or '-'}  request={c['request_id'] or '-'}")
+        if cascade:
+            click.echo(f"cascade request: {cascade_request or 'none (no downstream version read it)'}")
+
+    emit(result, as_json, human)

@@ -11,11 +11,11 @@ import jinja2
 from rich.console import Console
 from rich.table import Table
 
+from backfill_assets.core.domain import DEMO_CALENDAR
 from backfill_assets.core.ledger import validate_request_id
 from backfill_assets.core.reconcile import Report, reconcile
 
 from .app import AppContext, cli, emit, json_option
-from .data_commands import DEMO_CALENDAR
 
 
 def _instance():

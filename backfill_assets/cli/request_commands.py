@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import sys
 import time
 
@@ -14,6 +13,7 @@ from rich.table import Table
 from backfill_assets.core import request_model as M
 from backfill_assets.core import tags as T
 from backfill_assets.core.concurrency import Concurrency, effective_concurrency
+from backfill_assets.core.domain import DEMO_CALENDAR
 from backfill_assets.core.errors import InvalidInput
 from backfill_assets.core.intervals import utc_now
 from backfill_assets.core.ledger import Ledger, validate_request_id
@@ -21,8 +21,7 @@ from backfill_assets.core.planning import decide
 from backfill_assets.core.reconcile import count_decisions, decisions_now
 from backfill_assets.core.settings import code_version
 
-from .app import AppContext, cli, emit, json_option
-from .data_commands import DEMO_CALENDAR
+from .app import AppContext, cli, default_user, emit, json_option
 from .instance_config import run_queue_limits
 
 
@@ -42,11 +41,6 @@ def request() -> None:
     """Backfill requests: frozen plans that the driver sensor in dagster-daemon carries out."""
 
 
-def _default_user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no passwd entry in some containers
-        return "unknown"
 
 
 @request.command("create")
@@ -77,7 +71,7 @@ def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
     Example: backfill-assets request create --assets daily_revenue --from 2022-10-01 --to 2022-10-31
     --reason "FX fix" --max-active 2
     """
-    options["requested_by"] = options["requested_by"] or _default_user()
+    options["requested_by"] = options["requested_by"] or default_user()
     spec = M.build_spec(DEMO_CALENDAR, DEMO_CALENDAR.newest_complete_key(utc_now()), **options)
     catalog = app.catalog()
     loaded = code_version()

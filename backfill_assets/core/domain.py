@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Callable
 
 import pandas as pd
 
+from .intervals import BusinessCalendar
 from .transforms import RATES_TO_CNY
 
 RAW_ORDERS = "raw_orders"
@@ -17,6 +19,7 @@ REVENUE_ALERT = "revenue_alert"
 
 DEMO_TIMEZONE = "Asia/Shanghai"
 DEMO_FIRST_DAY = "2022-09-01"
+DEMO_CALENDAR = BusinessCalendar(DEMO_TIMEZONE, date.fromisoformat(DEMO_FIRST_DAY))
 
 STRING, FLOAT, INT, TIMESTAMP = "string", "float", "int", "timestamp"
 

@@ -7,21 +7,16 @@ materialization), so the same report is produced by the CLI, tests and the HTML 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-import sqlalchemy as sa
-
 from . import request_model as M
 from .catalog import Catalog, Version
-from .domain import SPECS
 from .handoffs import Handoffs
 from .intervals import BusinessCalendar
 from .ledger import Ledger
-from .lineage import affected_downstream
-from .outbox import deliveries
-from .schema import pointers, publish_log, versions
+from .reconcile_downstream import affected_downstream_report
+from .schema import versions
 from .states import IN_PROGRESS, VersionState
 from .storage import Warehouse
 
@@ -234,7 +229,7 @@ def reconcile(
         "gaps": len(gaps),
     }
     complete = bool(cell_reports) and all(c.decision in M.SUCCESS_CELLS for c in cell_reports)
-    stale, side_effects = _affected_downstream(catalog, record.request_id, record.spec.downstream, calendar)
+    stale, side_effects = affected_downstream_report(catalog, record.request_id, record.spec.downstream, calendar)
     return Report(
         request=record.as_dict(),
         totals=totals,
@@ -296,97 +291,3 @@ def _gap(
         if hashlib.sha256(payload).hexdigest() != version.sha256:
             return GAP_FILE.format(error="sha256 differs")
     return None
-
-
-def _affected_downstream(
-    catalog: Catalog, request_id: str, policy: str, calendar: BusinessCalendar
-) -> tuple[list[dict], list[dict]]:
-    """Policy none: the downstream data cells whose current version did not read the version this request
-    published (stale), and the affected side-effect cells with their outbox deliveries. A side-effect asset has
-    no versions, so it is never called stale: what it sent, and for which upstream version, is reported instead.
-    """
-    if policy != "none":
-        return [], []
-    with catalog.reader.connect() as conn:
-        rows = conn.execute(
-            publish_log.select()
-            .where(publish_log.c.request_id == request_id, publish_log.c.action == "publish")
-            .order_by(publish_log.c.seq)
-        ).all()
-        newest = {
-            r.asset: r.newest
-            for r in conn.execute(
-                sa.select(pointers.c.asset, sa.func.max(pointers.c.partition_key).label("newest")).group_by(
-                    pointers.c.asset
-                )
-            )
-        }
-    affected: dict[tuple[str, str], object] = {}
-    for row in rows:
-        for cell in affected_downstream(row.asset, row.partition_key, calendar, newest.get):
-            affected[cell] = row
-    side_effect_cells = {cell: row for cell, row in affected.items() if SPECS[cell[0]].side_effect}
-    data_cells = {cell: row for cell, row in affected.items() if cell not in side_effect_cells}
-    return _stale(catalog, data_cells), _side_effect_state(catalog, side_effect_cells)
-
-
-def _stale(catalog: Catalog, affected: dict[tuple[str, str], Any]) -> list[dict]:
-    # One query per downstream asset instead of one per cell.
-    by_asset: dict[str, list[str]] = {}
-    for asset, partition in affected:
-        by_asset.setdefault(asset, []).append(partition)
-    current = {}
-    for asset, partitions in by_asset.items():
-        for start in range(0, len(partitions), 500):
-            for key, version in catalog.current_many(asset, partitions[start : start + 500]).items():
-                current[(asset, key)] = version
-    stale = []
-    for (asset, partition), row in affected.items():
-        version = current.get((asset, partition))
-        read = (version.input_versions or {}) if version else {}
-        if read.get(f"{row.asset}/{row.partition_key}") != row.version_id:
-            stale.append(
-                {
-                    "asset": asset,
-                    "partition_key": partition,
-                    "current_version_id": version.version_id if version else None,
-                    "upstream_version_id": row.version_id,
-                }
-            )
-    return stale
-
-
-def _side_effect_state(catalog: Catalog, affected: dict[tuple[str, str], Any]) -> list[dict]:
-    sent_by_cell: dict[tuple[str, str], list[dict]] = {}
-    for asset in {a for a, _ in affected}:
-        for d in deliveries(catalog, asset=asset):
-            sent_by_cell.setdefault((d["asset"], d["partition_key"]), []).append(d)
-    report = []
-    for (asset, partition), row in affected.items():
-        sent = sent_by_cell.get((asset, partition), [])
-        sources = [json.loads(d["payload_json"]).get("source_version_id") for d in sent]
-        if row.version_id in sources:
-            status = "sent for this request's version"
-        elif sent:
-            # The outbox keys on content: identical figures are never sent twice, and policy none re-sends nothing.
-            status = "sent earlier, for an earlier upstream version; not re-sent (policy none)"
-        else:
-            status = "never sent"
-        report.append(
-            {
-                "asset": asset,
-                "partition_key": partition,
-                "upstream_version_id": row.version_id,
-                "status": status,
-                "deliveries": [
-                    {
-                        "idempotency_key": d["idempotency_key"],
-                        "sent_at": d["sent_at"],
-                        "source_version_id": source,
-                        "request_id": d["request_id"],
-                    }
-                    for d, source in zip(sent, sources, strict=True)
-                ],
-            }
-        )
-    return report

@@ -82,3 +82,50 @@ def test_only_the_adapter_module_imports_private_dagster_modules():
     offenders = {path: mods for path, mods in private.items() if mods and path != "defs/dagster_adapter.py"}
     assert offenders == {}
     assert private["defs/dagster_adapter.py"] == ["dagster._core.execution.backfill"]
+
+
+def _package_import_graph() -> dict[str, set[str]]:
+    """module → the package modules it imports, at module level or inside functions (a lazy import still
+    makes a cycle: it only moves the failure to run time)."""
+    package = CORE_DIR.parent
+    modules = {}
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        home = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = home.split(".")[: len(home.split(".")) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module
+                for alias in node.names:
+                    candidate = f"{target}.{alias.name}"
+                    imported = candidate if candidate in modules else target
+                    if imported in modules and imported != name:
+                        graph[name].add(imported)
+            elif isinstance(node, ast.Import):
+                graph[name].update(a.name for a in node.names if a.name in modules and a.name != name)
+    return graph
+
+
+def test_the_package_has_no_import_cycle():
+    graph = _package_import_graph()
+    assert "backfill_assets.cli.app" in graph and graph["backfill_assets.cli.request_commands"]
+    cycles, state, path = [], {}, []
+
+    def visit(module: str) -> None:
+        state[module] = "open"
+        path.append(module)
+        for imported in sorted(graph[module]):
+            if state.get(imported) == "open":
+                cycles.append(" -> ".join(path[path.index(imported):] + [imported]))
+            elif imported not in state:
+                visit(imported)
+        path.pop()
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    assert cycles == []

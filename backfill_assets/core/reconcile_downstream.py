@@ -1,0 +1,110 @@
+"""What a request's publishes leave behind downstream under policy ``none``: data cells now stale, and the side
+effects they would have triggered (a side-effect asset has no versions: its state is its outbox deliveries)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import sqlalchemy as sa
+
+from .catalog import Catalog
+from .domain import SPECS
+from .intervals import BusinessCalendar
+from .lineage import affected_downstream
+from .outbox import deliveries
+from .schema import pointers, publish_log
+
+
+def affected_downstream_report(
+    catalog: Catalog, request_id: str, policy: str, calendar: BusinessCalendar
+) -> tuple[list[dict], list[dict]]:
+    """Policy none: the downstream data cells whose current version did not read the version this request
+    published (stale), and the affected side-effect cells with their outbox deliveries. A side-effect asset has
+    no versions, so it is never called stale: what it sent, and for which upstream version, is reported instead.
+    """
+    if policy != "none":
+        return [], []
+    with catalog.reader.connect() as conn:
+        rows = conn.execute(
+            publish_log.select()
+            .where(publish_log.c.request_id == request_id, publish_log.c.action == "publish")
+            .order_by(publish_log.c.seq)
+        ).all()
+        newest = {
+            r.asset: r.newest
+            for r in conn.execute(
+                sa.select(pointers.c.asset, sa.func.max(pointers.c.partition_key).label("newest")).group_by(
+                    pointers.c.asset
+                )
+            )
+        }
+    affected: dict[tuple[str, str], object] = {}
+    for row in rows:
+        for cell in affected_downstream(row.asset, row.partition_key, calendar, newest.get):
+            affected[cell] = row
+    side_effect_cells = {cell: row for cell, row in affected.items() if SPECS[cell[0]].side_effect}
+    data_cells = {cell: row for cell, row in affected.items() if cell not in side_effect_cells}
+    return _stale(catalog, data_cells), _side_effect_state(catalog, side_effect_cells)
+
+
+def _stale(catalog: Catalog, affected: dict[tuple[str, str], Any]) -> list[dict]:
+    # One query per downstream asset instead of one per cell.
+    by_asset: dict[str, list[str]] = {}
+    for asset, partition in affected:
+        by_asset.setdefault(asset, []).append(partition)
+    current = {}
+    for asset, partitions in by_asset.items():
+        for start in range(0, len(partitions), 500):
+            for key, version in catalog.current_many(asset, partitions[start : start + 500]).items():
+                current[(asset, key)] = version
+    stale = []
+    for (asset, partition), row in affected.items():
+        version = current.get((asset, partition))
+        read = (version.input_versions or {}) if version else {}
+        if read.get(f"{row.asset}/{row.partition_key}") != row.version_id:
+            stale.append(
+                {
+                    "asset": asset,
+                    "partition_key": partition,
+                    "current_version_id": version.version_id if version else None,
+                    "upstream_version_id": row.version_id,
+                }
+            )
+    return stale
+
+
+def _side_effect_state(catalog: Catalog, affected: dict[tuple[str, str], Any]) -> list[dict]:
+    sent_by_cell: dict[tuple[str, str], list[dict]] = {}
+    for asset in {a for a, _ in affected}:
+        for d in deliveries(catalog, asset=asset):
+            sent_by_cell.setdefault((d["asset"], d["partition_key"]), []).append(d)
+    report = []
+    for (asset, partition), row in affected.items():
+        sent = sent_by_cell.get((asset, partition), [])
+        sources = [json.loads(d["payload_json"]).get("source_version_id") for d in sent]
+        if row.version_id in sources:
+            status = "sent for this request's version"
+        elif sent:
+            # The outbox keys on content: identical figures are never sent twice, and policy none re-sends nothing.
+            status = "sent earlier, for an earlier upstream version; not re-sent (policy none)"
+        else:
+            status = "never sent"
+        report.append(
+            {
+                "asset": asset,
+                "partition_key": partition,
+                "upstream_version_id": row.version_id,
+                "status": status,
+                "deliveries": [
+                    {
+                        "idempotency_key": d["idempotency_key"],
+                        "sent_at": d["sent_at"],
+                        "source_version_id": source,
+                        "request_id": d["request_id"],
+                    }
+                    for d, source in zip(sent, sources, strict=True)
+                ],
+            }
+        )
+    return report
