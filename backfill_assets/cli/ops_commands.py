@@ -75,9 +75,9 @@ def cascade_request_for_consumers(app: AppContext, consumers: list, reason: str)
     spec = M.RequestSpec(
         assets=assets,
         partitions=partitions,
-        reprocess="completed",
+        reprocess=M.ReprocessPolicy.COMPLETED,
         max_active=2,
-        downstream="cascade",
+        downstream=M.DownstreamPolicy.CASCADE,
         reason=f"rollback cascade: {reason}",
         requested_by=default_user(),
         wait_for_overlap=True,

@@ -47,12 +47,15 @@ def request() -> None:
 @click.option("--assets", required=True, help="Comma-separated asset names.")
 @click.option("--from", "first", required=True, help="First business day, YYYY-MM-DD.")
 @click.option("--to", "last", required=True, help="Last business day, inclusive.")
-@click.option("--reprocess", default="failed", show_default=True, help="none | failed | completed")
-@click.option("--max-active", default=2, show_default=True, type=int, help="Intervals in flight at once.")
-@click.option("--order", default="forward", show_default=True, help="forward | backward")
+@click.option("--reprocess", default=M.ReprocessPolicy.FAILED.value, show_default=True,
+              help=" | ".join(M.REPROCESS_POLICIES))
+@click.option("--max-active", default=2, show_default=True, type=int,
+              help="Runs of this request executing at once (the run queue may allow fewer: create says).")
+@click.option("--order", default=M.Order.FORWARD.value, show_default=True, help=" | ".join(M.ORDERS))
 @click.option("--partitions-per-run", default=1, show_default=True, type=int,
               help="Batch up to K consecutive days of an asset into one run (depends-on-past assets: 1).")
-@click.option("--downstream", default="none", show_default=True, help="none | cascade | handoff")
+@click.option("--downstream", default=M.DownstreamPolicy.NONE.value, show_default=True,
+              help=" | ".join(M.DOWNSTREAM_POLICIES))
 @click.option("--confirm-cascade", is_flag=True, help="Cascade only after `request confirm ID`.")
 @click.option("--allow-side-effects", default=None, help="Side-effecting assets this request may run.")
 @click.option("--approved-by", default=None, help="Who approved the side effects.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from . import request_model as M
 from . import tags as T
 from .domain import SPECS
 from .intervals import BusinessCalendar
@@ -50,9 +51,9 @@ def plan_propagation(
         if not affected:
             continue
         # Dicts as ordered sets: a burst of publishes must not cost a quadratic membership scan.
-        if spec.downstream == "cascade":
+        if spec.downstream == M.DownstreamPolicy.CASCADE:
             cascades.setdefault(record.request_id, {}).update(dict.fromkeys(affected))
-        elif spec.downstream == "handoff":
+        elif spec.downstream == M.DownstreamPolicy.HANDOFF:
             for asset, partition in affected:
                 handoffs.setdefault((record.request_id, asset), {})[partition] = None
         else:

@@ -24,7 +24,7 @@ FINISHED_RUNS = ("SUCCESS", "FAILURE", "CANCELED")
 # A cell whose published version was later moved off the pointer by a rollback: the request's output for that
 # cell is not serving, so it is neither ``published`` nor complete (a ledger decision never says this; the
 # version's state does).
-CELL_ROLLED_BACK = "rolled_back"
+CELL_ROLLED_BACK = M.CellDecision.ROLLED_BACK
 # recomputed_on_current_upstream when the cell reads a source that could not be fingerprinted: no honest yes/no.
 NOT_REPRODUCIBLE = "not reproducible"
 GAP_NO_MATERIALIZATION = "published in the catalog without a Dagster materialization"

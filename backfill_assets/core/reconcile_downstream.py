@@ -13,6 +13,7 @@ from .domain import SPECS
 from .intervals import BusinessCalendar
 from .lineage import affected_downstream
 from .outbox import deliveries
+from .request_model import DownstreamPolicy
 from .schema import pointers, publish_log
 
 
@@ -23,7 +24,7 @@ def affected_downstream_report(
     published (stale), and the affected side-effect cells with their outbox deliveries. A side-effect asset has
     no versions, so it is never called stale: what it sent, and for which upstream version, is reported instead.
     """
-    if policy != "none":
+    if policy != DownstreamPolicy.NONE:
         return [], []
     with catalog.reader.connect() as conn:
         rows = conn.execute(

@@ -7,6 +7,7 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from .defects import validate_defect
@@ -15,27 +16,66 @@ from .errors import InvalidInput, PlanError
 from .identity import validate_text
 from .intervals import BusinessCalendar, parse_day
 
-REPROCESS_POLICIES = ("none", "failed", "completed")
-DOWNSTREAM_POLICIES = ("none", "cascade", "handoff")
-ORDERS = ("forward", "backward")
 
-# Request statuses
-WAITING = "waiting"  # for another request's claim on overlapping partitions
-OPEN = "open"
-BLOCKED = "blocked"
-COMPLETED = "completed"
-CANCELLED = "cancelled"
+class ReprocessPolicy(StrEnum):
+    """Which cells a request re-runs (Airflow's backfill ``--reprocess-behavior``)."""
+
+    NONE = "none"  # only intervals with no run at all
+    FAILED = "failed"  # also those whose latest attempt failed, was rejected or died mid-write
+    COMPLETED = "completed"  # every interval
+
+
+class DownstreamPolicy(StrEnum):
+    """What a request's publishes set in motion downstream."""
+
+    NONE = "none"
+    CASCADE = "cascade"
+    HANDOFF = "handoff"
+
+
+class Order(StrEnum):
+    FORWARD = "forward"
+    BACKWARD = "backward"
+
+
+class RequestStatus(StrEnum):
+    WAITING = "waiting"  # for another request's claim on overlapping partitions
+    OPEN = "open"
+    BLOCKED = "blocked"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+
+
+class CellDecision(StrEnum):
+    """A cell's state in the ledger (``request_items.decision``)."""
+
+    PENDING = "pending"
+    SUBMITTED = "submitted"
+    PUBLISHED = "published"
+    REJECTED = "rejected"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+    # Reported, never stored: a published cell whose version was since rolled back (reconcile, request show).
+    ROLLED_BACK = "rolled_back"
+
+
+# StrEnum members are the strings they stand for: rows read back compare equal, JSON and SQL see plain strings.
+REPROCESS_POLICIES = tuple(ReprocessPolicy)
+DOWNSTREAM_POLICIES = tuple(DownstreamPolicy)
+ORDERS = tuple(Order)
+
+WAITING, OPEN, BLOCKED, COMPLETED, CANCELLED = RequestStatus
 ACTIVE_STATUSES = (WAITING, OPEN, BLOCKED)
 CLOSED_STATUSES = (COMPLETED, CANCELLED)
 
-# Cell (request_items.decision) states
-PENDING = "pending"
-SUBMITTED = "submitted"
-PUBLISHED = "published"
-REJECTED = "rejected"
-FAILED = "failed"
-SKIPPED = "skipped"
-CELL_CANCELLED = "cancelled"
+PENDING = CellDecision.PENDING
+SUBMITTED = CellDecision.SUBMITTED
+PUBLISHED = CellDecision.PUBLISHED
+REJECTED = CellDecision.REJECTED
+FAILED = CellDecision.FAILED
+SKIPPED = CellDecision.SKIPPED
+CELL_CANCELLED = CellDecision.CANCELLED
 TERMINAL_CELLS = (PUBLISHED, REJECTED, FAILED, SKIPPED, CELL_CANCELLED)
 SUCCESS_CELLS = (PUBLISHED, SKIPPED)
 

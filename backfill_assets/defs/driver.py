@@ -120,7 +120,7 @@ def cell_facts_source(catalog: Catalog, instance: dg.DagsterInstance, cells: lis
 
 def downstream_hold(catalog: Catalog, record: RequestRecord) -> str | None:
     """Why a request with a downstream policy must stay open although its cells are done, if it must."""
-    if record.spec.downstream == "none":
+    if record.spec.downstream == M.DownstreamPolicy.NONE:
         return None
     with catalog.reader.connect() as conn:
         last_seq = conn.execute(
