@@ -24,14 +24,7 @@ class CatalogQueries:
             return self._get(conn, version_id)
 
     def versions_of(self, asset: str, partition_key: str) -> list[Version]:
-        validate_asset_name(asset)
-        validate_partition_key(partition_key)
-        with self.reader.connect() as conn:
-            rows = conn.execute(
-                sa.select(versions)
-                .where(versions.c.asset == asset, versions.c.partition_key == partition_key)
-                .order_by(versions.c.created_at, versions.c.version_id)
-            ).all()
+        rows = self._cell_rows(versions, asset, partition_key, versions.c.created_at, versions.c.version_id)
         return [Version.from_row(r) for r in rows]
 
     def versions_where(self, *criteria: Any) -> list[Version]:
@@ -63,15 +56,18 @@ class CatalogQueries:
 
     def history(self, asset: str, partition_key: str) -> list[dict[str, Any]]:
         """Every pointer move of one partition, oldest first: publishes, rollbacks (a restore) and repairs."""
+        return [dict(r._mapping) for r in self._cell_rows(publish_log, asset, partition_key, publish_log.c.seq)]
+
+    def _cell_rows(self, table: sa.Table, asset: str, partition_key: str, *order_by: Any) -> list[Any]:
+        """One partition's rows of ``table`` (validated names first: they may come from a user)."""
         validate_asset_name(asset)
         validate_partition_key(partition_key)
         with self.reader.connect() as conn:
-            rows = conn.execute(
-                sa.select(publish_log)
-                .where(publish_log.c.asset == asset, publish_log.c.partition_key == partition_key)
-                .order_by(publish_log.c.seq)
+            return conn.execute(
+                sa.select(table)
+                .where(table.c.asset == asset, table.c.partition_key == partition_key)
+                .order_by(*order_by)
             ).all()
-        return [dict(r._mapping) for r in rows]
 
     def log_after(self, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
         with self.reader.connect() as conn:
