@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .catalog_queries import CatalogQueries
+from .catalog_queries import ACTION_PUBLISH, ACTION_REPAIR, ACTION_ROLLBACK, CatalogQueries
 from .catalog_records import Consumer, PointerMove, Version
 from .db import engine_for, reader_for, retry_transient
 from .errors import InvalidInput, NotFound, PublishConflict
@@ -28,14 +28,12 @@ from .identity import (
     validate_text,
 )
 from .intervals import iso, utc_now
-from .schema import log_head, pointers, publish_log, reads, versions
-from .states import VERIFIED, VersionState, check_transition
+from .request_model import RequestStatus
+from .schema import log_head, pointers, publish_log, reads, requests, versions
+from .states import VersionState, check_transition
 
 __all__ = ["ACTION_PUBLISH", "ACTION_REPAIR", "ACTION_ROLLBACK", "Catalog", "Consumer", "PointerMove", "Version"]
 
-ACTION_PUBLISH = "publish"
-ACTION_ROLLBACK = "rollback"
-ACTION_REPAIR = "repair"
 
 
 class Catalog(CatalogQueries):
@@ -155,6 +153,7 @@ class Catalog(CatalogQueries):
             with self.engine.begin() as conn:
                 version, current = self._get_with_pointer(conn, version_id)
                 check_transition(version_id, version.state, VersionState.PUBLISHED)
+                self._refuse_if_request_cancelled(conn, version, current)
                 expected = version.expected_previous_version_id
                 if current != expected:
                     raise PublishConflict(
@@ -277,6 +276,25 @@ class Catalog(CatalogQueries):
     # ---- internals --------------------------------------------------------------------------------------------
 
     @staticmethod
+    def _refuse_if_request_cancelled(conn: Connection, version: Version, current: str | None) -> None:
+        """A cancelled request publishes nothing, decided inside the publish transaction.
+
+        ``request cancel`` may mark a run cancelled without its worker's confirmation (its code server did not
+        answer); the step re-reads its run's status before publishing, but only this check, under a share lock on
+        the request row that ``cancel`` must wait for, leaves no window: either the cancel commits first and the
+        publish is refused, or the publish commits first and the cancel sees the cell published.
+        """
+        if not version.request_id:
+            return
+        status = conn.execute(
+            sa.select(requests.c.status)
+            .where(requests.c.request_id == version.request_id)
+            .with_for_update(read=True)  # FOR SHARE on PostgreSQL; SQLite serializes writers anyway
+        ).scalar()
+        if status == RequestStatus.CANCELLED:
+            raise PublishConflict(f"request {version.request_id} was cancelled: none of its versions publish", current)
+
+    @staticmethod
     def _next_seq(conn: Connection) -> int:
         return int(
             conn.execute(
@@ -354,43 +372,3 @@ class Catalog(CatalogQueries):
                 at=now,
             )
         )
-
-    def _rollback_target(
-        self, conn: Connection, asset: str, key: str, bad: str, to_version_id: str | None
-    ) -> Version:
-        if to_version_id is not None:
-            parse_version_id(to_version_id)
-            target = self._get(conn, to_version_id)
-            if (target.asset, target.partition_key) != (asset, key):
-                raise InvalidInput(f"--to {to_version_id} is not a version of {asset} {key}")
-            if target.version_id == bad:
-                raise InvalidInput(f"--to {to_version_id} is already the current version")
-            if VersionState(target.state) not in VERIFIED:
-                raise InvalidInput(f"--to {to_version_id} is {target.state}, not a verified version")
-            return target
-        # The previous verified version is the superseded one that was current most recently: the newest
-        # publish_log row that made it current (a publish, or the restore of an earlier rollback), not its
-        # published_at, which a restore leaves unchanged.
-        last_current = (
-            sa.select(sa.func.max(publish_log.c.seq))
-            .where(
-                publish_log.c.version_id == versions.c.version_id,
-                publish_log.c.action.in_([ACTION_PUBLISH, ACTION_ROLLBACK]),
-            )
-            .scalar_subquery()
-        )
-        row = conn.execute(
-            sa.select(versions)
-            .where(
-                versions.c.asset == asset,
-                versions.c.partition_key == key,
-                versions.c.version_id != bad,
-                versions.c.state == VersionState.SUPERSEDED.value,
-            )
-            .order_by(last_current.desc(), versions.c.published_at.desc())
-            .limit(1)
-        ).first()
-        if row is None:
-            raise NotFound(f"{asset} {key} has no previous verified version to roll back to")
-        return Version.from_row(row)
-

@@ -8,9 +8,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from .catalog_records import Consumer, Version
-from .errors import NotFound
+from .errors import InvalidInput, NotFound
 from .identity import parse_version_id, validate_asset_name, validate_partition_key
 from .schema import pointers, publish_log, reads, versions
+from .states import VERIFIED, VersionState
+
+ACTION_PUBLISH = "publish"
+ACTION_ROLLBACK = "rollback"
+ACTION_REPAIR = "repair"
 
 
 class CatalogQueries:
@@ -124,3 +129,43 @@ class CatalogQueries:
             )
             for r in rows
         ]
+
+    def _rollback_target(
+        self, conn: Connection, asset: str, key: str, bad: str, to_version_id: str | None
+    ) -> Version:
+        if to_version_id is not None:
+            parse_version_id(to_version_id)
+            target = self._get(conn, to_version_id)
+            if (target.asset, target.partition_key) != (asset, key):
+                raise InvalidInput(f"--to {to_version_id} is not a version of {asset} {key}")
+            if target.version_id == bad:
+                raise InvalidInput(f"--to {to_version_id} is already the current version")
+            if VersionState(target.state) not in VERIFIED:
+                raise InvalidInput(f"--to {to_version_id} is {target.state}, not a verified version")
+            return target
+        # The previous verified version is the superseded one that was current most recently: the newest
+        # publish_log row that made it current (a publish, or the restore of an earlier rollback), not its
+        # published_at, which a restore leaves unchanged.
+        last_current = (
+            sa.select(sa.func.max(publish_log.c.seq))
+            .where(
+                publish_log.c.version_id == versions.c.version_id,
+                publish_log.c.action.in_([ACTION_PUBLISH, ACTION_ROLLBACK]),
+            )
+            .scalar_subquery()
+        )
+        row = conn.execute(
+            sa.select(versions)
+            .where(
+                versions.c.asset == asset,
+                versions.c.partition_key == key,
+                versions.c.version_id != bad,
+                versions.c.state == VersionState.SUPERSEDED.value,
+            )
+            .order_by(last_current.desc(), versions.c.published_at.desc())
+            .limit(1)
+        ).first()
+        if row is None:
+            raise NotFound(f"{asset} {key} has no previous verified version to roll back to")
+        return Version.from_row(row)
+

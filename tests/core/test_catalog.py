@@ -379,3 +379,25 @@ def test_log_after_returns_every_move_after_the_cursor_in_seq_order(catalog):
     assert [r["seq"] for r in catalog.log_after(2, limit=2)] == [3, 4]
     assert catalog.log_after(6) == []
     assert [r["at"] for r in log] == sorted(r["at"] for r in log)
+
+
+def test_a_version_of_a_cancelled_request_is_refused_inside_the_publish_transaction(catalog):
+    from backfill_assets.core import request_model as M
+    from backfill_assets.core.ledger import Ledger
+
+    from .catalog_helpers import CALENDAR
+
+    serving = published(catalog, identity("run-prod"))
+    spec = M.build_spec(CALENDAR, "2022-10-31", assets=ASSET, first=KEY, last=KEY, requested_by="tester")
+    ledger = Ledger(catalog)
+    request_id = ledger.create("req-20221101-0c0c0c0c", spec, "git-abc123", spec.excluded_cells()).request_id
+    late = begin_verified(catalog, identity("run-late", request_id=request_id))
+    ledger.cancel(request_id)
+
+    with pytest.raises(PublishConflict, match=f"request {request_id} was cancelled"):
+        catalog.publish(late, PASSED)
+    assert catalog.current(ASSET, KEY).version_id == serving and state(catalog, late) == S.VERIFYING.value
+
+    # An open request's versions publish as before.
+    other = ledger.create("req-20221101-0d0d0d0d", spec, "git-abc123", spec.excluded_cells()).request_id
+    assert catalog.publish(begin_verified(catalog, identity("run-ok", request_id=other)), PASSED).version_id
