@@ -56,8 +56,10 @@ def run(ws: Workspace, sizes: Sizes, contender: str, partitions_per_run: int, ti
     env = dagster_env(home, ws.source_url)
     catalog_url = Settings.from_env(env).catalog_url
     argv = [dagster_bin("dagster-daemon"), "run", "-m", CODE_LOCATION_MODULE]
+    # Create the instance's SQLite storage before the daemon opens it: two processes migrating a fresh home at
+    # once leave two alembic heads and one of them fails (seen in the bench smoke test under `make test`).
+    instance = open_instance(home)
     with service("dagster-daemon", argv, env, base / "logs", REPO) as daemon:
-        instance = open_instance(home)
         # Ready = the driver sensor has ticked once (the daemon has loaded the code location).
         wait_until(lambda: bool(sensor_ticks(instance, DRIVER_SENSOR)), "driver sensor", 180, [daemon])
         ledger = Ledger(Catalog(catalog_url))
