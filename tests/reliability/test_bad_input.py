@@ -9,8 +9,6 @@ strings that SQLite stores). Example counts: modest in the normal run, large in 
 from __future__ import annotations
 
 import json
-import os
-import time
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -29,11 +27,10 @@ from backfill_assets.defs.local_runs import run_partitions
 from backfill_assets.defs.partitions import calendar
 
 from . import mode
+from .fuzz_harness import BACKENDS, Fuzz, run_property
 
-BACKENDS = ("sqlite", "postgres")
 DAY = "2022-09-01"
 FIRST_DAY = date(2022, 9, 1)
-SIDECARS = ("-wal", "-shm", "-journal")
 
 PROFILE = settings(
     max_examples=mode.EXAMPLES,
@@ -100,51 +97,7 @@ def nested(depth: int, inner: str = "1") -> str:
     return text
 
 
-# ---- the harness --------------------------------------------------------------------------------------------
-
-
-def files_under(*roots: Path) -> set[str]:
-    found = set()
-    for root in roots:
-        for dirpath, _dirs, filenames in os.walk(root):
-            for name in filenames:
-                if not name.endswith(SIDECARS):
-                    found.add(os.path.join(dirpath, name))
-    return found
-
-
-class Fuzz:
-    def __init__(self, envs: dict, watched: list[Path], cwd: Path):
-        self.envs = envs
-        self.watched = watched
-        self.cwd = cwd
-        self.examples = 0
-
-    def run(self, backend: str, args: list[str], ok_codes: tuple[int, ...] = (0,)):
-        """Invoke the CLI; assert the two allowed outcomes; return the result (exit 0 / ok_codes) or None."""
-        env = self.envs[backend].activate()
-        self.examples += 1
-        rows_before = env.table_rows()
-        files_before = files_under(*self.watched)
-        old = os.getcwd()
-        os.chdir(self.cwd)
-        try:
-            result = env.cli(*args)
-        finally:
-            os.chdir(old)
-        exc = result.exception
-        assert exc is None or isinstance(exc, SystemExit), f"{args!r} raised {type(exc).__name__}: {exc}"
-        assert "Traceback" not in result.output, result.output
-        created = files_under(*self.watched) - files_before
-        assert not created, f"{args!r} created files {sorted(created)}"
-        if result.exit_code in ok_codes:
-            return result
-        lines = result.stderr.splitlines()
-        assert result.exit_code == 2, f"{args!r}: exit {result.exit_code}: {result.output!r}"
-        assert len(lines) == 1 and lines[0].startswith("error: "), f"{args!r}: stderr {result.stderr!r}"
-        assert result.stdout == "", f"{args!r}: failed but printed {result.stdout!r}"
-        assert env.table_rows() == rows_before, f"{args!r} failed but changed catalog rows"
-        return None
+# ---- the harness (fuzz_harness.py) ---------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -157,29 +110,6 @@ def fuzz(module_envs, tmp_path_factory):
         built[backend] = env
     cwd = tmp_path_factory.mktemp("cwd")
     return Fuzz(built, [module_envs.base, cwd], cwd)
-
-
-def run_property(trials, class_id: str, fuzz: Fuzz, prop) -> None:
-    with trials(class_id) as klass:
-        fuzz.examples = 0
-        started = time.monotonic()
-        try:
-            prop()
-        except Exception as exc:  # noqa: BLE001 - the falsifying example is the report
-            klass.count(fuzz.examples, 1, f"falsified after {fuzz.examples} example(s):\n{describe(exc)}")
-        else:
-            klass.count(fuzz.examples)
-        finally:
-            klass.result.seconds += time.monotonic() - started
-
-
-def describe(exc: BaseException) -> str:
-    """The failure with hypothesis' falsifying example(s), for every sub-failure of a group."""
-    parts = []
-    for sub in getattr(exc, "exceptions", None) or [exc]:
-        notes = "\n".join(getattr(sub, "__notes__", []))
-        parts.append(f"{type(sub).__name__}: {str(sub)[:2000]}\n{notes}")
-    return "\n---\n".join(parts)
 
 
 backends = st.sampled_from(BACKENDS)
