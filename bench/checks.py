@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.domain import DAILY_REVENUE
+from backfill_assets.examples.orders.domain import DAILY_REVENUE
 
 from .plain import partition_file
 

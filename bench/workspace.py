@@ -8,7 +8,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from backfill_assets.core.source import SourceSystem
+from backfill_assets.examples.orders.source import SourceSystem
 
 from .plain import CALENDAR
 

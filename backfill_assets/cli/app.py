@@ -16,8 +16,11 @@ import click
 
 from backfill_assets.core.catalog import Catalog
 from backfill_assets.core.errors import BackfillError
+from backfill_assets.core.graph import AssetGraph
 from backfill_assets.core.settings import ENV_DAGSTER_HOME, PACKAGE_DIR, Settings
 from backfill_assets.core.storage import Warehouse
+
+from .code_location import CodeLocation, load_code_location, resolve_module_name
 
 DEFAULT_HOME = ".dagster_home"
 INSTANCE_YAML = "dagster.yaml"
@@ -26,6 +29,17 @@ INSTANCE_YAML = "dagster.yaml"
 @dataclass
 class AppContext:
     home: Path
+    module: str | None = None
+    _location: CodeLocation | None = None
+
+    def code_location(self) -> CodeLocation:
+        """The code location this command works on, imported on first use (Dagster with it)."""
+        if self._location is None:
+            self._location = load_code_location(resolve_module_name(self.module, Path.cwd()), Path.cwd())
+        return self._location
+
+    def graph(self) -> AssetGraph:
+        return self.code_location().graph
 
     def settings(self) -> Settings:
         return Settings.from_env()
@@ -107,11 +121,19 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Machine-read
     default=None,
     help=f"Dagster instance folder (default: $DAGSTER_HOME, else ./{DEFAULT_HOME}).",
 )
+@click.option(
+    "-m",
+    "--module",
+    envvar="BACKFILL_MODULE",
+    default=None,
+    help="Code location module built with backfill_definitions (default: pyproject.toml's [tool.dagster] "
+    "module_name, else workspace.yaml).",
+)
 @click.pass_context
-def cli(ctx: click.Context, home: Path | None) -> None:
+def cli(ctx: click.Context, home: Path | None, module: str | None) -> None:
     """Safe, auditable backfills on Dagster: write-audit-publish, frozen requests, reconciliation."""
     chosen = home or Path(os.environ.get(ENV_DAGSTER_HOME) or DEFAULT_HOME)
-    ctx.obj = AppContext(home=ensure_home(chosen))
+    ctx.obj = AppContext(home=ensure_home(chosen), module=module)
 
 
 def main() -> None:

@@ -10,8 +10,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-CODE_LOCATION_MODULE = "backfill_assets.defs.definitions"
-
 
 def dagster_bin(name: str) -> str:
     candidate = Path(sys.executable).parent / name
@@ -19,15 +17,16 @@ def dagster_bin(name: str) -> str:
 
 
 @contextmanager
-def running_daemon(home: Path) -> Iterator[subprocess.Popen]:
-    """A dagster-daemon on ``home``; stopped with SIGTERM (its own PID, not a wrapper shell's) on exit."""
+def running_daemon(home: Path, module: str) -> Iterator[subprocess.Popen]:
+    """A dagster-daemon on ``home`` serving the code location ``module``; stopped with SIGTERM (its own PID, not
+    a wrapper shell's) on exit."""
     # Not $DAGSTER_HOME/logs: dagster-daemon clears that folder when it starts.
     log_dir = home / "backfill_logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log = (log_dir / "daemon.log").open("ab")
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     proc = subprocess.Popen(
-        [dagster_bin("dagster-daemon"), "run", "-m", CODE_LOCATION_MODULE],
+        [dagster_bin("dagster-daemon"), "run", "-m", module],
         stdout=log,
         stderr=subprocess.STDOUT,
         env=env,

@@ -7,37 +7,45 @@ import json
 
 import click
 
-from backfill_assets.core.domain import DEMO_CALENDAR, AssetSpec, require_asset
 from backfill_assets.core.errors import InvalidInput, NotFound
+from backfill_assets.core.graph import AssetSpec
 from backfill_assets.core.identity import validate_text
 from backfill_assets.core.intervals import in_zone
 from backfill_assets.core.outbox import deliveries
-from backfill_assets.core.source import SourceSystem
 from backfill_assets.core.states import VERIFIED, VersionState
 
 from .app import AppContext, cli, emit, json_option
 
+# A code location may define this to fill its (demo) source for ``backfill-assets seed``.
+SEED_HOOK = "seed"
 
-def validate_cell(asset: str, partition: str, data_only: bool = True) -> AssetSpec:
+
+def validate_cell(app: AppContext, asset: str, partition: str, data_only: bool = True) -> AssetSpec:
     """The asset's spec once the asset is known and the key is a business day; one-line errors otherwise."""
-    spec = require_asset(asset, data_only=data_only)
-    DEMO_CALENDAR.interval(partition)  # validates the key as a business day of the partitions definition
+    graph = app.graph()
+    spec = graph.require(asset, data_only=data_only)
+    graph.calendar.interval(partition)  # validates the key as a business day of the partitions definition
     return spec
 
 
 @cli.command()
 @click.option("--from", "first", required=True, help="First business day, YYYY-MM-DD.")
 @click.option("--to", "last", required=True, help="Last business day, inclusive.")
-@click.option("--orders-per-day", default=2000, show_default=True, type=int)
+@click.option("--per-day", "--orders-per-day", "per_day", default=2000, show_default=True, type=int,
+              help="Source rows per business day.")
 @json_option
 @click.pass_obj
-def seed(app: AppContext, first: str, last: str, orders_per_day: int, as_json: bool) -> None:
-    """Fill the source system with deterministic synthetic orders (UTC timestamps).
+def seed(app: AppContext, first: str, last: str, per_day: int, as_json: bool) -> None:
+    """Fill an example's source system with deterministic synthetic rows (the code location's `seed` function).
 
     Example: backfill-assets seed --from 2022-09-01 --to 2022-11-30
     """
-    keys = DEMO_CALENDAR.keys_between(first, last)
-    inserted = SourceSystem(app.settings().source_url).seed(DEMO_CALENDAR, first, last, orders_per_day)
+    location = app.code_location()
+    hook = getattr(location.module, SEED_HOOK, None)
+    if not callable(hook):
+        raise InvalidInput(f"{location.module_name} has no `{SEED_HOOK}(first, last, per_day)` to fill its source")
+    keys = location.graph.calendar.keys_between(first, last)
+    inserted = hook(first, last, per_day)
     result = {"days": len(keys), "inserted_rows": inserted, "source_url": app.settings().source_url}
     emit(result, as_json, f"seeded {len(keys)} business days, {inserted} new source rows")
 
@@ -55,18 +63,19 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
 
     Example: backfill-assets versions daily_revenue 2022-10-17 --json
     """
-    spec = validate_cell(asset, partition, data_only=False)
+    spec = validate_cell(app, asset, partition, data_only=False)
+    calendar = app.graph().calendar
     catalog = app.catalog()
     if spec.side_effect:
         _deliveries(catalog, asset, partition, as_json)
         return
-    tz = DEMO_CALENDAR.tz
+    tz = calendar.tz
     history = catalog.history(asset, partition)
     rows = [v.as_dict() for v in catalog.versions_of(asset, partition)]
     current = catalog.current(asset, partition)
     for row in rows:
         row["current"] = current is not None and row["version_id"] == current.version_id
-        row["timezone"] = DEMO_CALENDAR.tz_name
+        row["timezone"] = calendar.tz_name
         row["interval_start_local"] = in_zone(row["interval_start"], tz)
         row["interval_end_local"] = in_zone(row["interval_end"], tz)
         # When the pointer moved to this version: its publish, and each later restore by a rollback.
@@ -78,9 +87,9 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
 
     def human() -> None:
         # Lines, not a table: version ids and timestamps are too wide for a terminal table to stay readable.
-        interval = DEMO_CALENDAR.interval(partition)
+        interval = calendar.interval(partition)
         click.echo(
-            f"{asset} {partition}: [{interval.start.isoformat()}, {interval.end.isoformat()}) {DEMO_CALENDAR.tz_name}"
+            f"{asset} {partition}: [{interval.start.isoformat()}, {interval.end.isoformat()}) {calendar.tz_name}"
             f" = [{interval.start_utc.isoformat()}, {interval.end_utc.isoformat()}) UTC;"
             f" {len(rows)} version(s), * = current"
         )
@@ -134,7 +143,7 @@ def read(
 
     Example: backfill-assets read daily_revenue 2022-10-17 --format json
     """
-    validate_cell(asset, partition)
+    validate_cell(app, asset, partition)
     validate_text(reader, "--reader", 120)
     catalog = app.catalog()
     if version_id is None:

@@ -9,12 +9,12 @@ import time
 import click
 
 from backfill_assets.core import request_model as M
-from backfill_assets.core.domain import DAILY_REVENUE, DEMO_CALENDAR
 from backfill_assets.core.intervals import utc_now
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.settings import ENV_CODE_VERSION, code_version
-from backfill_assets.core.source import SourceSystem
 from backfill_assets.core.states import VersionState
+from backfill_assets.examples.orders import MODULE as ORDERS_MODULE
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, DEMO_CALENDAR
 
 from .app import AppContext, cli, emit, json_option
 from .daemon import running_daemon
@@ -41,7 +41,8 @@ ROLLBACK_DAY = "2022-10-02"
 @json_option
 @click.pass_obj
 def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, as_json: bool) -> None:
-    """Seed Sep–Nov 2022, run production, backfill October through the driver with one defective day.
+    """The orders example: seed Sep–Nov 2022, run production, backfill October through the driver with one
+    defective day (always the orders code location, whatever -m names).
 
     Example: backfill-assets demo
     """
@@ -49,14 +50,16 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
 
     say = (lambda msg: None) if as_json else click.echo
     started = time.monotonic()
-    settings = app.settings()
-    SourceSystem(settings.source_url).seed(DEMO_CALENDAR, SEED_FROM, SEED_TO, orders_per_day)
+    app.module = ORDERS_MODULE
+    location = app.code_location()
+    graph = location.graph
+    location.module.seed(SEED_FROM, SEED_TO, orders_per_day)
     say(f"1. seeded the source system {SEED_FROM}..{SEED_TO} ({orders_per_day} orders/day, UTC timestamps)")
 
     catalog = app.catalog()
     todo = [k for k in DEMO_CALENDAR.keys_between(SEED_FROM, SEED_TO) if catalog.current(DAILY_REVENUE, k) is None]
     say(f"2. production: {len(todo)} day(s) to run, one Dagster run per day, in order (lane=production)")
-    production = run_partitions(_instance(), todo)
+    production = run_partitions(_instance(), todo, defs=location.module.defs)
     failed = [r for r in production if not r.success]
     if failed:
         raise click.ClickException(f"production failed on {failed[0].partition_key}: {failed[0].failure}")
@@ -64,7 +67,7 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
     before = catalog.current(DAILY_REVENUE, DEFECT_DAY)
     conf = {"inject_defect": {DEFECT_DAY: {DAILY_REVENUE: "drop_rows"}}}
     spec = M.build_spec(
-        DEMO_CALENDAR,
+        graph,
         DEMO_CALENDAR.newest_complete_key(utc_now()),
         assets=DAILY_REVENUE,
         first=BACKFILL_FROM,
@@ -81,14 +84,14 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
     # does not block the request (outside the demo, that block is exactly the point).
     frozen = code_version()
     os.environ[ENV_CODE_VERSION] = frozen
-    record = ledger.create(M.new_request_id(utc_now()), spec, frozen, spec.excluded_cells())
+    record = ledger.create(M.new_request_id(utc_now()), spec, frozen, spec.excluded_cells(graph))
     request_id = record.request_id
     say(
         f"3. created {request_id}: {DAILY_REVENUE} {BACKFILL_FROM}..{BACKFILL_TO}, reprocess=completed, "
         f"max_active={max_active}, defect injected on {DEFECT_DAY} through --conf"
     )
     say("4. started dagster-daemon; the backfill_driver sensor submits the runs")
-    with running_daemon(app.home):
+    with running_daemon(app.home, ORDERS_MODULE):
         record, counts, summary = watch(ledger, request_id, timeout, show_progress=not as_json)
     say("   dagster-daemon stopped")
 

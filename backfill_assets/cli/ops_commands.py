@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from backfill_assets.core import request_model as M
-from backfill_assets.core.domain import SPECS, topological
 from backfill_assets.core.gc import collect_garbage
 from backfill_assets.core.handoffs import ACCEPTED, DECLINED, Handoffs
 from backfill_assets.core.intervals import utc_now
@@ -70,7 +69,8 @@ def cascade_request_for_consumers(app: AppContext, consumers: list, reason: str)
     cells = sorted({tuple(c.consumer_version_id.split("/")[:2]) for c in consumers if c.consumer_version_id})
     if not cells:
         return None
-    assets = tuple(topological(sorted({a for a, _ in cells if a in SPECS})))
+    graph = app.graph()
+    assets = tuple(graph.topological({a for a, _ in cells if a in graph}))
     partitions = tuple(sorted({p for _, p in cells}))
     spec = M.RequestSpec(
         assets=assets,
@@ -81,11 +81,12 @@ def cascade_request_for_consumers(app: AppContext, consumers: list, reason: str)
         reason=f"rollback cascade: {reason}",
         requested_by=default_user(),
         wait_for_overlap=True,
+        serial=any(graph[a].depends_on_past for a in assets),
     )
     not_consumers = {
         (a, p): "did not read the rolled-back version" for a in assets for p in partitions if (a, p) not in cells
     }
-    excluded = {**spec.excluded_cells(), **not_consumers}
+    excluded = {**spec.excluded_cells(graph), **not_consumers}
     record = Ledger(app.catalog()).create(M.new_request_id(utc_now()), spec, code_version(), excluded)
     return record.request_id
 
@@ -121,7 +122,7 @@ def rollback(
 
     Example: backfill-assets rollback daily_revenue 2022-10-17 --reason "wrong FX rates"
     """
-    validate_cell(asset, partition)
+    validate_cell(app, asset, partition)
     move = app.catalog().rollback(asset, partition, reason, to_version)
     consumers = [c.__dict__ for c in move.consumers_of_previous]
     cascade_request = None

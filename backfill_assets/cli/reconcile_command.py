@@ -11,7 +11,6 @@ import jinja2
 from rich.console import Console
 from rich.table import Table
 
-from backfill_assets.core.domain import DEMO_CALENDAR
 from backfill_assets.core.ledger import validate_request_id
 from backfill_assets.core.reconcile import Report, reconcile
 
@@ -42,7 +41,7 @@ def build_report(app: AppContext, request_id: str, verify_files: bool = False) -
     return reconcile(
         catalog,
         request_id,
-        DEMO_CALENDAR,
+        app.graph(),
         run_status_of=run_status_lookup(instance, own_runs + version_runs),
         materialized_version_ids=materialized_version_ids(instance, ledger_cells),
         warehouse=app.warehouse() if verify_files else None,

@@ -13,7 +13,6 @@ from rich.table import Table
 from backfill_assets.core import request_model as M
 from backfill_assets.core import tags as T
 from backfill_assets.core.concurrency import Concurrency, effective_concurrency
-from backfill_assets.core.domain import DEMO_CALENDAR
 from backfill_assets.core.errors import InvalidInput
 from backfill_assets.core.intervals import utc_now
 from backfill_assets.core.ledger import Ledger, validate_request_id
@@ -75,7 +74,8 @@ def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
     --reason "FX fix" --max-active 2
     """
     options["requested_by"] = options["requested_by"] or default_user()
-    spec = M.build_spec(DEMO_CALENDAR, DEMO_CALENDAR.newest_complete_key(utc_now()), **options)
+    graph = app.graph()
+    spec = M.build_spec(graph, graph.calendar.newest_complete_key(utc_now()), **options)
     catalog = app.catalog()
     loaded = code_version()
     concurrency = concurrency_of(app, spec)
@@ -89,7 +89,7 @@ def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
             lambda: _print_plan(spec, plan, concurrency),
         )
         return
-    record = Ledger(catalog).create(M.new_request_id(utc_now()), spec, loaded, spec.excluded_cells())
+    record = Ledger(catalog).create(M.new_request_id(utc_now()), spec, loaded, spec.excluded_cells(graph))
     emit(
         record.as_dict() | stated,
         as_json,
@@ -111,10 +111,11 @@ def _dry_run(app: AppContext, spec: M.RequestSpec) -> list[dict]:
     from backfill_assets.defs.driver import cell_facts_source
 
     cells = [(a, p) for p in spec.ordered_partitions() for a in spec.assets]
-    facts_of = cell_facts_source(app.catalog(), _instance(), cells)
+    graph = app.graph()
+    facts_of = cell_facts_source(graph, app.catalog(), _instance(), cells)
     plan = []
     for asset, partition in cells:
-        decision = decide(spec, asset, facts_of(asset, partition))
+        decision = decide(spec, graph[asset], facts_of(asset, partition))
         plan.append({"asset": asset, "partition_key": partition, "action": decision.action, "reason": decision.reason})
     return plan
 
@@ -217,7 +218,10 @@ def cancel(app: AppContext, request_id: str, terminate_timeout: float | None, as
         dagster_backfill = cancel_backfill(instance, request_id.removeprefix(T.ADOPTED_PREFIX))
     submitted, already = close_request(ledger, request_id)
     bounds = {} if terminate_timeout is None else {"terminate_timeout": terminate_timeout}
-    outcome = terminate_request_runs(instance, app.catalog(), request_id, submitted, **bounds)
+    side_effects = frozenset(app.graph().side_effect_assets)
+    outcome = terminate_request_runs(
+        instance, app.catalog(), request_id, submitted, side_effects=side_effects, **bounds
+    )
     payload = {
         "request_id": request_id,
         "status": M.CANCELLED,

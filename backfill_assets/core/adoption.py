@@ -7,8 +7,8 @@ from typing import Callable
 
 from . import request_model as M
 from . import tags as T
-from .domain import SPECS, topological
 from .driver_tick import RunView, settle
+from .graph import AssetGraph
 
 ADOPTED_MAX_ACTIVE = 64  # Dagster's daemon paces these runs; the field is informational
 
@@ -23,13 +23,15 @@ def adopted_request_id(backfill_id: str) -> str:
     return f"{T.ADOPTED_PREFIX}{backfill_id}"
 
 
-def adopted_spec(cells: tuple[tuple[str, str], ...], tags: dict[str, str], user: str | None) -> M.RequestSpec:
+def adopted_spec(
+    graph: AssetGraph, cells: tuple[tuple[str, str], ...], tags: dict[str, str], user: str | None
+) -> M.RequestSpec:
     """The request an adopted backfill amounts to; its tags may carry our policies."""
-    assets = tuple(topological(sorted({a for a, _ in cells})))
+    assets = tuple(graph.topological({a for a, _ in cells if a in graph}))
     partitions = tuple(sorted({p for _, p in cells}))
     reprocess = tags.get(T.REPROCESS) if tags.get(T.REPROCESS) in M.REPROCESS_POLICIES else "completed"
     downstream = tags.get(T.DOWNSTREAM) if tags.get(T.DOWNSTREAM) in M.DOWNSTREAM_POLICIES else "none"
-    side_effects = tuple(a for a in assets if SPECS[a].side_effect and a in tags.get(T.ALLOW_SIDE_EFFECTS, ""))
+    side_effects = tuple(a for a in assets if graph[a].side_effect and a in tags.get(T.ALLOW_SIDE_EFFECTS, ""))
     return M.RequestSpec(
         assets=assets,
         partitions=partitions,
@@ -44,6 +46,7 @@ def adopted_spec(cells: tuple[tuple[str, str], ...], tags: dict[str, str], user:
 
 
 def track_adopted(
+    graph: AssetGraph,
     cells: list[dict],
     runs: list[AdoptedRun],
     version_state_of: Callable[[str, str, str], str | None],
@@ -67,7 +70,7 @@ def track_adopted(
                 updates.append(_u(cell, decision=decision, reason=reason))
             continue
         state = version_state_of(cell["asset"], cell["partition_key"], run.view.run_id)
-        settled = settle(cell, run.view, state)
+        settled = settle(cell, run.view, state, graph[cell["asset"]].side_effect)
         if settled:
             updates.append(_u(cell, **settled))
         elif cell["decision"] != M.SUBMITTED:

@@ -74,6 +74,27 @@ class CatalogQueries:
                 .order_by(*order_by)
             ).all()
 
+    def versions_of_run(self, logical_run_id: str) -> list[Version]:
+        """Every version a logical run wrote (all its attempts)."""
+        return self.versions_where(versions.c.run_id == logical_run_id)
+
+    def newest_published_day(self) -> dict[str, str]:
+        """asset → its newest partition with a current version (how far a depends-on-past asset has come)."""
+        with self.reader.connect() as conn:
+            rows = conn.execute(
+                sa.select(pointers.c.asset, sa.func.max(pointers.c.partition_key)).group_by(pointers.c.asset)
+            ).all()
+        return {asset: newest for asset, newest in rows}
+
+    def publishes_of_request(self, request_id: str) -> list[Any]:
+        """The request's publish_log rows (not rollbacks or repairs), in publish order."""
+        with self.reader.connect() as conn:
+            return conn.execute(
+                publish_log.select()
+                .where(publish_log.c.request_id == request_id, publish_log.c.action == ACTION_PUBLISH)
+                .order_by(publish_log.c.seq)
+            ).all()
+
     def log_after(self, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
         with self.reader.connect() as conn:
             rows = conn.execute(

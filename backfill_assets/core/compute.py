@@ -1,61 +1,52 @@
-"""How each demo asset computes one interval from published inputs, plus its audit expectations."""
+"""Computing one interval of a data asset from its published inputs, by calling the asset's own transform."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 import pandas as pd
 
-from . import transforms
-from .domain import (
-    CUSTOMER_SNAPSHOT,
-    DAILY_REVENUE,
-    ORDER_FACTS,
-    RAW_ORDERS,
-    Expectations,
-    expect_customer_snapshot,
-    expect_daily_revenue,
-    expect_order_facts,
-)
 from .errors import InvalidInput
 from .gate import Gate, NotPublished
-from .intervals import BusinessCalendar
-from .source import SourceSystem
+from .graph import INTERVAL_ARG, PREVIOUS_ARG, AssetGraph, call_with
 
 
 @dataclass(frozen=True)
 class Computed:
     frame: pd.DataFrame
-    expected: Expectations
+    # What the transform was given (interval, upstream frames, previous, resources): the audits see the same.
+    available: Mapping[str, Any]
     source_fingerprint: str | None = None
 
 
-def compute(gate: Gate, calendar: BusinessCalendar, source: SourceSystem) -> Computed:
-    asset = gate.spec.name
+def compute(gate: Gate, graph: AssetGraph, resources: Mapping[str, Any]) -> Computed:
+    """Read every input's published version (recorded), then run the transform on them.
+
+    Upstream assets are read for the same interval; a depends-on-past asset also gets ``previous``, its own
+    published version of the previous interval (None on the calendar's first day): a missing one is waited
+    for, never computed around.
+    """
+    spec = gate.spec
     key = gate.identity.partition_key
-    if asset == RAW_ORDERS:
-        interval = calendar.interval(key)
-        summary = source.summary(interval)
-        frame = source.extract(interval)
-        return Computed(frame, Expectations(summary.rows, {"amount": summary.amount_sum}), summary.fingerprint)
-    if asset == ORDER_FACTS:
-        raw = gate.read_published(RAW_ORDERS, key)
-        return Computed(transforms.order_facts(raw, key), expect_order_facts(raw))
-    if asset == DAILY_REVENUE:
-        facts = gate.read_published(ORDER_FACTS, key)
-        return Computed(transforms.daily_revenue(facts, key), expect_daily_revenue(facts))
-    if asset == CUSTOMER_SNAPSHOT:
-        facts = gate.read_published(ORDER_FACTS, key)
+    calendar = graph.calendar
+    available: dict[str, Any] = {INTERVAL_ARG: calendar.interval(key), **resources}
+    for upstream in spec.upstream:
+        available[upstream] = gate.read_published(upstream, key)
+    if spec.depends_on_past:
         previous_key = calendar.previous_key(key)
-        if previous_key is None:
-            previous = transforms.empty_snapshot()
-        else:
-            previous = gate.read_published(CUSTOMER_SNAPSHOT, previous_key, required=False)
-            if previous is None:
-                raise NotPublished(
-                    f"{CUSTOMER_SNAPSHOT} depends on its previous day: {previous_key} has no published version"
-                )
-        return Computed(
-            transforms.customer_snapshot(previous, facts, key), expect_customer_snapshot(previous, facts)
-        )
-    raise InvalidInput(f"unknown data asset {asset!r}")
+        previous = None if previous_key is None else gate.read_published(spec.name, previous_key, required=False)
+        if previous_key is not None and previous is None:
+            raise NotPublished(
+                f"{spec.name} depends on its previous day: {previous_key} has no published version"
+            )
+        available[PREVIOUS_ARG] = previous
+    fingerprint = None
+    if spec.fingerprint is not None:
+        fingerprint = str(call_with(spec.fingerprint, available, f"fingerprint of {spec.name}"))
+    if spec.transform is None:
+        raise InvalidInput(f"{spec.name} has no transform")
+    frame = call_with(spec.transform, available, f"transform of {spec.name}")
+    if not isinstance(frame, pd.DataFrame):
+        raise InvalidInput(f"{spec.name} {key}: the transform returned {type(frame).__name__}, not a DataFrame")
+    return Computed(frame, available, fingerprint)

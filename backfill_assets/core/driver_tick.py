@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from . import request_model as M
-from .domain import BATCHABLE_ASSETS, SPECS, topological
+from .graph import AssetGraph
 from .ledger import RequestRecord
 from .planning import CREATE, CellFacts, decide, run_key
 from .states import VERIFIED, VersionState
@@ -52,9 +52,9 @@ class Submission:
     cells: tuple[tuple[str, str], ...] = ()  # (asset, partition) written by the run
     slot: int | None = None  # run slot when the instance enforces one run per slot (queue-ahead)
 
-    def days_by_asset(self) -> dict[str, list[str]]:
+    def days_by_asset(self, graph: AssetGraph) -> dict[str, list[str]]:
         days: dict[str, list[str]] = {}
-        for asset, partition in sorted(self.cells, key=lambda c: (list(SPECS).index(c[0]), c[1])):
+        for asset, partition in sorted(self.cells, key=lambda c: (graph.order_of(c[0]), c[1])):
             days.setdefault(asset, []).append(partition)
         return days
 
@@ -74,8 +74,9 @@ class TickResult:
     status: tuple[str, str | None] | None = None
 
 
-def settle(cell: dict, run: RunView | None, version_state: str | None) -> dict | None:
-    """The terminal decision of a submitted cell once its run has finished, or None while it has not."""
+def settle(cell: dict, run: RunView | None, version_state: str | None, side_effect: bool = False) -> dict | None:
+    """The terminal decision of a submitted cell once its run has finished, or None while it has not.
+    ``side_effect``: the cell's asset is a side effect (no version: a successful run is its delivery)."""
     if run is None or run.status not in FINISHED_RUN_STATUSES:
         return None
     state = VersionState(version_state) if version_state else None
@@ -85,13 +86,14 @@ def settle(cell: dict, run: RunView | None, version_state: str | None) -> dict |
         return {"decision": M.REJECTED, "reason": "blocking check failed or publish refused", "run_id": run.run_id}
     if run.status == "CANCELED":
         return {"decision": M.CELL_CANCELLED, "reason": "run cancelled", "run_id": run.run_id}
-    if run.status == "SUCCESS" and SPECS[cell["asset"]].side_effect:
+    if run.status == "SUCCESS" and side_effect:
         return {"decision": M.PUBLISHED, "reason": "side effect delivered", "run_id": run.run_id}
     reason = f"run {run.status.lower()}" + (f", version {state.value}" if state else ", no version written")
     return {"decision": M.FAILED, "reason": reason, "run_id": run.run_id}
 
 
 def tick(
+    graph: AssetGraph,
     record: RequestRecord,
     cells: list[dict],
     runs_by_key: dict[str, RunView],
@@ -122,8 +124,9 @@ def tick(
             cell["run_id"] = run.run_id
             result.cell_updates.append(_update(cell, run_id=run.run_id))
         state = version_state_of(cell["asset"], cell["partition_key"], run.run_id) if run else None
-        settled = settle(cell, run, state)
-        if settled and record.status == M.OPEN and _failed_before_writing(cell, run, state):
+        side_effect = graph[cell["asset"]].side_effect
+        settled = settle(cell, run, state, side_effect)
+        if settled and record.status == M.OPEN and not side_effect and _failed_before_writing(cell, run, state):
             # Nothing of this cell was written (e.g. Dagster could not launch the run while its storage was
             # restarting): resubmit it under the next round's run key, decided afresh on the next tick.
             settled = {"decision": M.PENDING, "reason": f"run {run.run_id[:8]} failed before writing; resubmitting",
@@ -166,12 +169,12 @@ def tick(
     awaiting_confirmation = 0
     batch_size = int(record.row.get("partitions_per_run") or 1)
     eligible = [c for c in cells if (c["asset"], c["partition_key"]) not in relaunch]
-    for group, batch in _pending_groups(eligible, batch_size):
+    for group, batch in _pending_groups(graph, eligible, batch_size):
         if spec.confirm_cascade and not cascade_confirmed:
             held = [c for c in group if c["origin"] == "cascade"]
             awaiting_confirmation += len(held)
             group = [c for c in group if c["origin"] != "cascade"]
-        ready, blocked = _readiness(group, cells, by_cell, batch=batch)
+        ready, blocked = _readiness(graph, group, cells, by_cell, batch=batch)
         for cell, reason in blocked:
             cell.update(decision=M.SKIPPED, reason=reason)
             result.cell_updates.append(_update(cell, decision=M.SKIPPED, reason=reason))
@@ -183,7 +186,7 @@ def tick(
             break
         creates = []
         for cell in ready:
-            decision = decide(spec, cell["asset"], facts_of(cell["asset"], cell["partition_key"]))
+            decision = decide(spec, graph[cell["asset"]], facts_of(cell["asset"], cell["partition_key"]))
             if decision.action == CREATE:
                 creates.append(cell)
             else:
@@ -241,8 +244,8 @@ def _slot_occupancy(in_flight: set[str], runs_by_key: dict[str, RunView], max_ac
 
 
 def _failed_before_writing(cell: dict, run: RunView | None, version_state: str | None) -> bool:
-    """A failed run that wrote no version of the cell, within the relaunch budget (side effects never)."""
-    if run is None or run.status != "FAILURE" or version_state is not None or SPECS[cell["asset"]].side_effect:
+    """A failed run that wrote no version of the cell, within the relaunch budget."""
+    if run is None or run.status != "FAILURE" or version_state is not None:
         return False
     try:
         round_no = int(str(cell["run_key"]).rsplit("/", 1)[-1])
@@ -252,6 +255,7 @@ def _failed_before_writing(cell: dict, run: RunView | None, version_state: str |
 
 
 def _readiness(
+    graph: AssetGraph,
     group: list[dict], cells: list[dict], by_cell: dict[tuple[str, str], dict], batch: bool = False
 ) -> tuple[list[dict] | None, list[tuple[dict, str]]]:
     """Which cells of a group may be submitted now, in one run.
@@ -262,8 +266,7 @@ def _readiness(
     day's cells wait. Returns (None, ...) when a depends-on-past cell must wait for its previous interval
     (strict order), and the cells to skip because an earlier interval of a depends-on-past asset did not publish.
     """
-    order = topological(list(SPECS))
-    group = sorted(group, key=lambda c: (c["partition_key"], order.index(c["asset"])))
+    group = sorted(group, key=lambda c: (c["partition_key"], graph.order_of(c["asset"])))
     in_group = {(c["asset"], c["partition_key"]) for c in group}
     waiting: set[tuple[str, str]] = set()
     not_published: set[tuple[str, str]] = set()
@@ -271,7 +274,7 @@ def _readiness(
     blocked: list[tuple[dict, str]] = []
     for cell in group:
         asset, partition = cell["asset"], cell["partition_key"]
-        upstream = [(u, partition) for u in SPECS[asset].upstream]
+        upstream = [(u, partition) for u in graph[asset].upstream]
 
         def state(key: tuple[str, str]) -> str | None:
             return by_cell.get(key, {}).get("decision")
@@ -287,7 +290,7 @@ def _readiness(
                 return [], blocked
             waiting.add((asset, partition))
             continue
-        if SPECS[asset].depends_on_past:
+        if graph[asset].depends_on_past:
             earlier = [c for c in cells if c["asset"] == asset and c["partition_key"] < partition]
             if any(c["decision"] in (M.PENDING, M.SUBMITTED) for c in earlier):
                 return None, blocked
@@ -299,7 +302,7 @@ def _readiness(
     return ready, blocked
 
 
-def _pending_groups(cells: list[dict], batch_size: int) -> list[tuple[list[dict], bool]]:
+def _pending_groups(graph: AssetGraph, cells: list[dict], batch_size: int) -> list[tuple[list[dict], bool]]:
     """Groups of pending cells, each submitted as one or more runs, with whether it is a batch group.
 
     One interval per run: every pending asset of a partition, in request order. Batched (K > 1): first one
@@ -308,8 +311,9 @@ def _pending_groups(cells: list[dict], batch_size: int) -> list[tuple[list[dict]
     """
     pending = [c for c in sorted(cells, key=lambda c: c["ordinal"]) if c["decision"] == M.PENDING]
     if batch_size > 1:
-        batchable = [c for c in pending if c["asset"] in BATCHABLE_ASSETS]
-        singles = _by_partition([c for c in pending if c["asset"] not in BATCHABLE_ASSETS])
+        batchable_assets = graph.batchable_assets
+        batchable = [c for c in pending if c["asset"] in batchable_assets]
+        singles = _by_partition([c for c in pending if c["asset"] not in batchable_assets])
         return ([(batchable, True)] if batchable else []) + [(g, False) for g in singles]
     return [(g, False) for g in _by_partition(pending)]
 

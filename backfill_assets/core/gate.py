@@ -12,16 +12,16 @@ did not answer, so the worker kept going) must not publish afterwards. Its versi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from .audit import CheckOutcome, audit
+from .audit import CheckOutcome, run_audits
 from .catalog import Catalog, PointerMove, Version
 from .defects import CORRUPT_FILE, apply_defect
-from .domain import AssetSpec, Expectations
 from .errors import BackfillError, NotFound, PublishConflict
 from .faults import AFTER_PUBLISH_COMMIT, AFTER_VERIFYING, fault_point
+from .graph import AssetSpec
 from .identity import RunIdentity
 from .states import IN_PROGRESS, VERIFIED, VersionState
 from .storage import Warehouse, WrittenVersion
@@ -94,12 +94,12 @@ class Gate:
     def write_and_audit(
         self,
         frame: pd.DataFrame,
-        expected: Expectations,
+        available: Mapping[str, Any],
         defect: str | None = None,
         source_fingerprint: str | None = None,
         extra_manifest: dict[str, Any] | None = None,
     ) -> list[CheckOutcome]:
-        frame = apply_defect(frame, defect, self.spec.schema)
+        frame = apply_defect(frame, defect, dict(self.spec.schema))
         directory = self.warehouse.version_dir(
             self.spec.name, self.identity.partition_key, self.identity.run_id, self.attempt_no
         )
@@ -127,7 +127,7 @@ class Gate:
             source_fingerprint=source_fingerprint,
         )
         fault_point(AFTER_VERIFYING)
-        return audit(self.spec, frame, expected, self.written, self.warehouse, self.labels())
+        return run_audits(self.spec, frame, available, self.written, self.warehouse, self.labels())
 
     def conclude(self, checks: list[CheckOutcome]) -> GateOutcome:
         check_rows = [c.as_dict() for c in checks]

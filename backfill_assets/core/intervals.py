@@ -76,13 +76,21 @@ class Interval:
 
 @dataclass(frozen=True)
 class BusinessCalendar:
-    """Daily partitions in ``tz`` beginning at ``first_day``."""
+    """Daily partitions in ``tz`` beginning at ``first_day`` (a date or ``YYYY-MM-DD``).
+
+    ``BusinessCalendar("America/New_York", "2023-01-01")``: a day is local midnight to local midnight, so a DST
+    change gives a 23- or 25-hour interval.
+    """
 
     tz_name: str
     first_day: date
 
     def __post_init__(self) -> None:
         load_timezone(self.tz_name)
+        if isinstance(self.first_day, str):
+            object.__setattr__(self, "first_day", parse_day(self.first_day, "calendar start"))
+        elif not isinstance(self.first_day, date):
+            raise InvalidInput(f"calendar start {self.first_day!r} is not a date")
 
     @property
     def tz(self) -> ZoneInfo:
@@ -134,6 +142,12 @@ class BusinessCalendar:
 
     def next_key(self, key: str) -> str:
         return (self.day_of_key(key) + timedelta(days=1)).isoformat()
+
+
+def days_between(first: str, last: str) -> list[str]:
+    """Every day from ``first`` through ``last`` (inclusive), as partition keys; no calendar bounds applied."""
+    a, b = parse_day(first), parse_day(last)
+    return [(a + timedelta(days=i)).isoformat() for i in range(max((b - a).days + 1, 0))]
 
 
 def utc_now() -> datetime:

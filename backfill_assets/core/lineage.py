@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .domain import SPECS, downstream_of, topological
-from .intervals import BusinessCalendar
+from .graph import AssetGraph
 
 
 def affected_downstream(
+    graph: AssetGraph,
     asset: str,
     partition: str,
-    calendar: BusinessCalendar,
     newest_of: Callable[[str], str | None],
 ) -> list[tuple[str, str]]:
     """One hop: the cells that read ``asset`` ``partition`` directly, upstream before downstream, in order.
@@ -20,11 +19,12 @@ def affected_downstream(
     newest published day (each day folds in the previous one). ``newest_of(asset)`` gives that newest day.
     """
     cells: list[tuple[str, str]] = []
-    targets = downstream_of(asset)
-    if SPECS[asset].depends_on_past:
+    calendar = graph.calendar
+    targets = graph.downstream_of(asset)
+    if graph[asset].depends_on_past:
         targets = [asset, *targets]  # a cumulative asset's own next days read today's version
-    for target in topological(list(dict.fromkeys(targets))):
-        if SPECS[target].depends_on_past:
+    for target in graph.topological(dict.fromkeys(targets)):
+        if graph[target].depends_on_past:
             first = partition if target != asset else calendar.next_key(partition)
             newest = newest_of(target)
             if newest is None or newest < first:

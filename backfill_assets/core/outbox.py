@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import sqlalchemy as sa
 
@@ -31,7 +30,7 @@ def idempotency_key(asset: str, partition_key: str, payload: dict[str, Any]) -> 
 
 def send_once(
     catalog: Catalog,
-    sink_path: str,
+    deliver: Callable[[dict[str, Any]], None],
     key: str,
     *,
     asset: str,
@@ -57,12 +56,9 @@ def send_once(
             )
         elif row.sent_at is not None:
             return Delivery(key, False, row.sent_at)
-    # Delivery is at-least-once only across a crash between this append and the mark below; the sink
-    # receives the key with every message so it can drop such a repeat itself.
-    sink = Path(sink_path)
-    sink.parent.mkdir(parents=True, exist_ok=True)
-    with sink.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"idempotency_key": key, **payload}, sort_keys=True) + "\n")
+    # Delivery is at-least-once only across a crash between the delivery and the mark below; the receiver
+    # gets the key with every message so it can drop such a repeat itself.
+    deliver({"idempotency_key": key, **payload})
     with catalog.engine.begin() as conn:
         conn.execute(
             outbox.update().where(outbox.c.idempotency_key == key, outbox.c.sent_at.is_(None)).values(sent_at=now)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .domain import SPECS
+from .graph import AssetSpec
 from .request_model import RequestSpec
 from .states import IN_PROGRESS, TERMINAL_FAILED, VersionState
 
@@ -38,14 +38,15 @@ class Decision:
         return f"{self.action}: {self.reason}"
 
 
-def decide(spec: RequestSpec, asset: str, facts: CellFacts) -> Decision:
-    if SPECS[asset].side_effect and not spec.side_effect_authorized(asset):
+def decide(spec: RequestSpec, asset: AssetSpec, facts: CellFacts) -> Decision:
+    """The decision for one cell of ``asset`` (the graph's spec of it) under the request ``spec``."""
+    if asset.side_effect and not spec.side_effect_authorized(asset.name):
         return Decision(SKIP, "side effect not authorized")
     if facts.in_flight_run_id:
         # Never a duplicate of a queued or running interval, whatever the policy.
         return Decision(SKIP, f"in flight (run {facts.in_flight_run_id[:8]})")
     state = VersionState(facts.latest_state) if facts.latest_state else None
-    if SPECS[asset].side_effect:
+    if asset.side_effect:
         return Decision(CREATE, "authorized side effect (outbox deduplicates)")
     if spec.reprocess == "completed":
         return Decision(CREATE, "reprocess=completed" if state else "no version yet")

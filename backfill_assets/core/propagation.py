@@ -7,8 +7,7 @@ from typing import Callable
 
 from . import request_model as M
 from . import tags as T
-from .domain import SPECS
-from .intervals import BusinessCalendar
+from .graph import AssetGraph
 from .ledger import RequestRecord
 from .lineage import affected_downstream
 
@@ -26,7 +25,7 @@ class PropagationPlan:
 def plan_propagation(
     log_rows: list[dict],
     request_of: Callable[[str], RequestRecord | None],
-    calendar: BusinessCalendar,
+    graph: AssetGraph,
     newest_of: Callable[[str], str | None],
     cursor: int,
 ) -> PropagationPlan:
@@ -45,8 +44,8 @@ def plan_propagation(
         spec = record.spec
         affected = [
             cell
-            for cell in affected_downstream(row["asset"], row["partition_key"], calendar, newest_of)
-            if not SPECS[cell[0]].side_effect or spec.side_effect_authorized(cell[0])
+            for cell in affected_downstream(graph, row["asset"], row["partition_key"], newest_of)
+            if not graph[cell[0]].side_effect or spec.side_effect_authorized(cell[0])
         ]
         if not affected:
             continue

@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 from . import request_model as M
 from .catalog import Catalog, Version
+from .graph import AssetGraph
 from .handoffs import Handoffs
-from .intervals import BusinessCalendar
 from .ledger import Ledger
 from .reconcile_downstream import affected_downstream_report
 from .schema import versions
@@ -152,7 +152,7 @@ def _version_report(version: Version, by_id: dict[str, Version]) -> VersionRepor
 def reconcile(
     catalog: Catalog,
     request_id: str,
-    calendar: BusinessCalendar,
+    graph: AssetGraph,
     *,
     run_status_of: Callable[[str], str | None],
     materialized_version_ids: set[str] | None = None,
@@ -229,7 +229,7 @@ def reconcile(
         "gaps": len(gaps),
     }
     complete = bool(cell_reports) and all(c.decision in M.SUCCESS_CELLS for c in cell_reports)
-    stale, side_effects = affected_downstream_report(catalog, record.request_id, record.spec.downstream, calendar)
+    stale, side_effects = affected_downstream_report(catalog, record.request_id, record.spec.downstream, graph)
     return Report(
         request=record.as_dict(),
         totals=totals,

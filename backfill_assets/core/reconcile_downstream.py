@@ -6,19 +6,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import sqlalchemy as sa
-
 from .catalog import Catalog
-from .domain import SPECS
-from .intervals import BusinessCalendar
+from .graph import AssetGraph
 from .lineage import affected_downstream
 from .outbox import deliveries
 from .request_model import DownstreamPolicy
-from .schema import pointers, publish_log
 
 
 def affected_downstream_report(
-    catalog: Catalog, request_id: str, policy: str, calendar: BusinessCalendar
+    catalog: Catalog, request_id: str, policy: str, graph: AssetGraph
 ) -> tuple[list[dict], list[dict]]:
     """Policy none: the downstream data cells whose current version did not read the version this request
     published (stale), and the affected side-effect cells with their outbox deliveries. A side-effect asset has
@@ -26,25 +22,13 @@ def affected_downstream_report(
     """
     if policy != DownstreamPolicy.NONE:
         return [], []
-    with catalog.reader.connect() as conn:
-        rows = conn.execute(
-            publish_log.select()
-            .where(publish_log.c.request_id == request_id, publish_log.c.action == "publish")
-            .order_by(publish_log.c.seq)
-        ).all()
-        newest = {
-            r.asset: r.newest
-            for r in conn.execute(
-                sa.select(pointers.c.asset, sa.func.max(pointers.c.partition_key).label("newest")).group_by(
-                    pointers.c.asset
-                )
-            )
-        }
+    rows = catalog.publishes_of_request(request_id)
+    newest = catalog.newest_published_day()
     affected: dict[tuple[str, str], object] = {}
     for row in rows:
-        for cell in affected_downstream(row.asset, row.partition_key, calendar, newest.get):
+        for cell in affected_downstream(graph, row.asset, row.partition_key, newest.get):
             affected[cell] = row
-    side_effect_cells = {cell: row for cell, row in affected.items() if SPECS[cell[0]].side_effect}
+    side_effect_cells = {cell: row for cell, row in affected.items() if graph[cell[0]].side_effect}
     data_cells = {cell: row for cell, row in affected.items() if cell not in side_effect_cells}
     return _stale(catalog, data_cells), _side_effect_state(catalog, side_effect_cells)
 
@@ -84,7 +68,7 @@ def _side_effect_state(catalog: Catalog, affected: dict[tuple[str, str], Any]) -
     for (asset, partition), row in affected.items():
         sent = sent_by_cell.get((asset, partition), [])
         sources = [json.loads(d["payload_json"]).get("source_version_id") for d in sent]
-        if row.version_id in sources:
+        if any(row.version_id in (source or "").split(",") for source in sources):
             status = "sent for this request's version"
         elif sent:
             # The outbox keys on content: identical figures are never sent twice, and policy none re-sends nothing.

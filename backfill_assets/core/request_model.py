@@ -11,10 +11,10 @@ from enum import StrEnum
 from typing import Any
 
 from .defects import validate_defect
-from .domain import SPECS, require_asset, topological
 from .errors import InvalidInput, PlanError
+from .graph import AssetGraph
 from .identity import validate_text
-from .intervals import BusinessCalendar, parse_day
+from .intervals import parse_day
 
 
 class ReprocessPolicy(StrEnum):
@@ -110,15 +110,13 @@ class RequestSpec:
     requested_by: str = "unknown"
     wait_for_overlap: bool = False
     partitions_per_run: int = 1
-
-    @property
-    def depends_on_past(self) -> bool:
-        return any(SPECS[a].depends_on_past for a in self.assets)
+    # Frozen at build time from the graph: a depends-on-past asset is selected, so intervals run one at a time.
+    serial: bool = False
 
     @property
     def effective_max_active(self) -> int:
         # Depends-on-past intervals run strictly in order, one at a time.
-        return 1 if self.depends_on_past else self.max_active
+        return 1 if self.serial else self.max_active
 
     def ordered_partitions(self) -> list[str]:
         return list(self.partitions) if self.order == "forward" else list(reversed(self.partitions))
@@ -126,12 +124,12 @@ class RequestSpec:
     def side_effect_authorized(self, asset: str) -> bool:
         return asset in self.allow_side_effects and bool(self.approved_by)
 
-    def excluded_cells(self) -> dict[tuple[str, str], str]:
+    def excluded_cells(self, graph: AssetGraph) -> dict[tuple[str, str], str]:
         """Cells left out at creation: side-effecting assets the request did not authorize."""
         return {
             (asset, partition): "side effect not authorized"
             for asset in self.assets
-            if SPECS[asset].side_effect and not self.side_effect_authorized(asset)
+            if graph[asset].side_effect and not self.side_effect_authorized(asset)
             for partition in self.partitions
         }
 
@@ -139,15 +137,15 @@ class RequestSpec:
         return self.conf.get("inject_defect", {}).get(partition, {}).get(asset)
 
 
-def parse_assets(selection: str) -> tuple[str, ...]:
+def parse_assets(graph: AssetGraph, selection: str) -> tuple[str, ...]:
     names = [s.strip() for s in (selection or "").split(",") if s.strip()]
     if not names:
         raise InvalidInput("--assets is empty; name one or more assets, comma-separated")
     if len(set(names)) != len(names):
         raise InvalidInput(f"--assets lists an asset twice: {selection!r}")
     for name in names:
-        require_asset(name, data_only=False)
-    return tuple(topological(names))
+        graph.require(name, data_only=False)
+    return tuple(graph.topological(names))
 
 
 def parse_conf(raw: str | None) -> dict[str, Any]:
@@ -185,7 +183,9 @@ def _depth(value: Any, level: int = 1) -> int:
     return level
 
 
-def _validate_defects(conf: dict[str, Any], partitions: tuple[str, ...], assets: tuple[str, ...]) -> None:
+def _validate_defects(
+    graph: AssetGraph, conf: dict[str, Any], partitions: tuple[str, ...], assets: tuple[str, ...]
+) -> None:
     defects = conf.get("inject_defect", {})
     if not isinstance(defects, dict):
         raise InvalidInput('--conf inject_defect must map partition -> {asset: defect}')
@@ -197,7 +197,7 @@ def _validate_defects(conf: dict[str, Any], partitions: tuple[str, ...], assets:
         for asset, defect in per_asset.items():
             if asset not in assets:
                 raise InvalidInput(f"--conf inject_defect[{key!r}] names asset {asset!r}, which is not selected")
-            if SPECS[asset].side_effect:
+            if graph[asset].side_effect:
                 raise InvalidInput(f"--conf inject_defect: {asset} has no blocking checks to fail")
             if not isinstance(defect, str):
                 raise InvalidInput(f"--conf inject_defect[{key!r}][{asset!r}] must be a string")
@@ -213,7 +213,7 @@ def _clean_name(value: str | None, what: str) -> str | None:
 
 
 def build_spec(
-    calendar: BusinessCalendar,
+    graph: AssetGraph,
     newest_complete: str | None,
     *,
     assets: str,
@@ -232,7 +232,8 @@ def build_spec(
     wait_for_overlap: bool = False,
     partitions_per_run: int = 1,
 ) -> RequestSpec:
-    selected = parse_assets(assets)
+    selected = parse_assets(graph, assets)
+    calendar = graph.calendar
     for value, allowed, what in (
         (reprocess, REPROCESS_POLICIES, "--reprocess"),
         (downstream, DOWNSTREAM_POLICIES, "--downstream"),
@@ -260,12 +261,13 @@ def build_spec(
         raise InvalidInput(f"the range has {len(partitions)} partitions; at most {MAX_PARTITIONS} per request")
     side_effects = tuple(s.strip() for s in (allow_side_effects or "").split(",") if s.strip())
     for name in side_effects:
-        if not SPECS.get(name) or not SPECS[name].side_effect:
+        if name not in graph or not graph[name].side_effect:
             raise InvalidInput(f"--allow-side-effects {name!r} is not a side-effecting asset")
     if side_effects and not approved_by:
         raise InvalidInput("--allow-side-effects needs --approved-by NAME")
     spec_conf = parse_conf(conf)
-    _validate_defects(spec_conf, partitions, selected)
+    _validate_defects(graph, spec_conf, partitions, selected)
+    past = [a for a in selected if graph[a].depends_on_past]
     spec = RequestSpec(
         assets=selected,
         partitions=partitions,
@@ -281,8 +283,8 @@ def build_spec(
         requested_by=_clean_name(requested_by, "--requested-by") or "unknown",
         wait_for_overlap=bool(wait_for_overlap),
         partitions_per_run=partitions_per_run,
+        serial=bool(past),
     )
-    if spec.order == "backward" and spec.depends_on_past:
-        past = [a for a in spec.assets if SPECS[a].depends_on_past]
+    if spec.order == "backward" and past:
         raise PlanError(f"--order backward is refused: {', '.join(past)} depends on the past and runs forward only")
     return spec

@@ -6,6 +6,7 @@ from backfill_assets.core import request_model as M
 from backfill_assets.core import tags as T
 from backfill_assets.core.adoption import AdoptedRun, adopted_request_id, adopted_spec, track_adopted
 from backfill_assets.core.catalog import Catalog
+from backfill_assets.core.graph import AssetGraph
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.schema import versions
 from backfill_assets.core.settings import code_version
@@ -18,7 +19,7 @@ ADOPTION_SENSOR = "backfill_adoption"
 
 
 def adopt_and_track(
-    instance: dg.DagsterInstance, repository_def: dg.RepositoryDefinition, catalog: Catalog
+    graph: AssetGraph, instance: dg.DagsterInstance, repository_def: dg.RepositoryDefinition, catalog: Catalog
 ) -> list[str]:
     """Register new Dagster backfills and update the cells of adopted ones; returns newly adopted ids."""
     ledger = Ledger(catalog)
@@ -28,7 +29,7 @@ def adopt_and_track(
         if not ledger.exists(request_id):
             if info.tags.get(T.REQUEST_ID):
                 continue  # launched by our own driver under a request of its own
-            spec = adopted_spec(info.cells, info.tags, info.user)
+            spec = adopted_spec(graph, info.cells, info.tags, info.user)
             ledger.create(request_id, spec, code_version(), excluded={}, source="dagster")
             adopted.append(request_id)
         record = ledger.get(request_id)
@@ -37,7 +38,7 @@ def adopt_and_track(
         runs = [
             AdoptedRun(
                 view=run_view(run),
-                assets=tuple(run_assets(run)),
+                assets=tuple(run_assets(run, graph)),
             )
             for run in runs_of_request(instance, request_id)
         ]
@@ -47,6 +48,7 @@ def adopt_and_track(
             for v in catalog.versions_where(versions.c.dagster_run_id.in_(ids)):
                 states[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
         updates, status = track_adopted(
+            graph,
             ledger.cells(request_id),
             runs,
             lambda a, p, run_id, states=states: states.get((a, p, run_id)),
@@ -59,14 +61,17 @@ def adopt_and_track(
     return adopted
 
 
-@dg.sensor(
-    name=ADOPTION_SENSOR,
-    minimum_interval_seconds=5,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Adopts backfills launched from the Dagster UI or CLI into the request ledger as dg-<id>.",
-)
-def backfill_adoption(context: dg.SensorEvaluationContext, backfill: BackfillResource):
-    adopted = adopt_and_track(context.instance, context.repository_def, backfill.catalog())
-    if adopted:
-        context.log.info(f"adopted {', '.join(adopted)}")
-    return dg.SkipReason(f"adopted {len(adopted)} new backfill(s)")
+def build_adoption_sensor(graph: AssetGraph) -> dg.SensorDefinition:
+    @dg.sensor(
+        name=ADOPTION_SENSOR,
+        minimum_interval_seconds=5,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Adopts backfills launched from the Dagster UI or CLI into the request ledger as dg-<id>.",
+    )
+    def backfill_adoption(context: dg.SensorEvaluationContext, backfill: BackfillResource):
+        adopted = adopt_and_track(graph, context.instance, context.repository_def, backfill.catalog())
+        if adopted:
+            context.log.info(f"adopted {', '.join(adopted)}")
+        return dg.SkipReason(f"adopted {len(adopted)} new backfill(s)")
+
+    return backfill_adoption

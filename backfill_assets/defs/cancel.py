@@ -74,8 +74,10 @@ def terminate_request_runs(
     appear_timeout: float = RUN_APPEAR_TIMEOUT_SECONDS,
     stop_timeout: float = STOP_TIMEOUT_SECONDS,
     terminate_timeout: float = TERMINATE_TIMEOUT_SECONDS,
+    side_effects: frozenset[str] = frozenset(),
 ) -> CancelOutcome:
-    """Stop every queued or running run of the (already cancelled) request.
+    """Stop every queued or running run of the (already cancelled) request (``side_effects``: the graph's
+    side-effect assets, whose successful run is their delivery).
 
     Each submitted cell then ends ``cancelled`` when its run was stopped (or never created), or with the outcome
     of its run when that run finished before the cancel reached it.
@@ -141,7 +143,8 @@ def terminate_request_runs(
     for cell in submitted:
         # Adopted cells have no run key of ours, only the run Dagster's backfill daemon launched for them.
         run = views.get(cell.get("run_key")) or by_id.get(cell.get("run_id"))
-        outcome = settle(cell, run, states.get((cell["asset"], cell["partition_key"], run.run_id))) if run else None
+        state = states.get((cell["asset"], cell["partition_key"], run.run_id)) if run else None
+        outcome = settle(cell, run, state, cell["asset"] in side_effects) if run else None
         if outcome is None:
             reason = "request cancelled before its run was created" if run is None else "run still stopping"
             outcome = {"decision": M.CELL_CANCELLED, "reason": reason, "run_id": run.run_id if run else None}

@@ -15,14 +15,13 @@ import dagster as dg
 from backfill_assets.core import tags as T
 from backfill_assets.core.catalog import Catalog
 from backfill_assets.core.defects import validate_defect
-from backfill_assets.core.domain import BATCHABLE_ASSETS, SPECS, AssetSpec
 from backfill_assets.core.errors import BackfillError
+from backfill_assets.core.graph import AssetGraph, AssetSpec
 from backfill_assets.core.identity import validate_partition_key
-from backfill_assets.core.schema import versions
 from backfill_assets.core.states import VERIFIED, VersionState
 
 from .gated import SOURCE_POOL, gate_one, partition_events
-from .resources import BackfillResource
+from .resources import BACKFILL_RESOURCE
 
 CHUNK_JOB = "backfill_chunk"
 VERDICT_OP = "chunk_verdict"
@@ -55,12 +54,12 @@ def chunk_tags(days_by_asset: Mapping[str, list[str]]) -> dict[str, str]:
     return {T.CHUNK_FIRST: days[0], T.CHUNK_LAST: days[-1], T.CHUNK_ASSETS: ",".join(days_by_asset)}
 
 
-def planned_days(run_config: Mapping[str, Any]) -> dict[str, list[str]]:
+def planned_days(run_config: Mapping[str, Any], graph: AssetGraph) -> dict[str, list[str]]:
     """asset → days, read back from the run's own config (every op sees what its upstream ops were given)."""
     ops = (run_config or {}).get("ops", {})
     return {
         asset: list(ops.get(op_name(asset), {}).get("config", {}).get("partitions", []))
-        for asset in BATCHABLE_ASSETS
+        for asset in graph.batchable_assets
     }
 
 
@@ -81,8 +80,8 @@ def _published_by(catalog: Catalog, asset: str, key: str, run_id: str) -> bool:
     return _concluded(catalog, asset, key, run_id) in VERIFIED
 
 
-def build_chunk_op(spec: AssetSpec) -> dg.OpDefinition:
-    upstream_in_chunk = [u for u in spec.upstream if u in BATCHABLE_ASSETS]
+def build_chunk_op(spec: AssetSpec, graph: AssetGraph) -> dg.OpDefinition:
+    upstream_in_chunk = [u for u in spec.upstream if u in graph.batchable_assets]
 
     @dg.op(
         name=op_name(spec.name),
@@ -91,8 +90,10 @@ def build_chunk_op(spec: AssetSpec) -> dg.OpDefinition:
         pool=SOURCE_POOL if not spec.upstream else None,
         retry_policy=dg.RetryPolicy(max_retries=2, delay=1),
         description=f"Write, audit and publish {spec.name}, day by day, for the days of this chunk.",
+        required_resource_keys={BACKFILL_RESOURCE, *spec.resources},
     )
-    def _chunk_op(context: dg.OpExecutionContext, config: ChunkAssetConfig, backfill: BackfillResource) -> None:
+    def _chunk_op(context: dg.OpExecutionContext, config: ChunkAssetConfig) -> None:
+        backfill = getattr(context.resources, BACKFILL_RESOURCE)
         try:
             days = [validate_partition_key(d) for d in config.partitions]
             defects = {d: validate_defect(x) for d, x in config.inject_defect_by_partition.items()}
@@ -100,7 +101,7 @@ def build_chunk_op(spec: AssetSpec) -> dg.OpDefinition:
             raise dg.Failure(description=f"{spec.name}: {exc}", allow_retries=False) from exc
         catalog = backfill.catalog()
         run_id = _logical_run_id(context)
-        planned = planned_days(context.run.run_config)
+        planned = planned_days(context.run.run_config, graph)
         for key in days:
             if _concluded(catalog, spec.name, key, run_id) is not None:
                 context.log.info(f"{spec.name} {key}: already concluded by an earlier attempt of this run")
@@ -111,7 +112,7 @@ def build_chunk_op(spec: AssetSpec) -> dg.OpDefinition:
                 context.log.warning(f"{spec.name} {key}: not written — upstream {', '.join(missing)} of this run "
                                     "was not published")
                 continue
-            outcome = gate_one(context, spec, backfill, key, defects.get(key))
+            outcome = gate_one(context, graph, spec, backfill, key, defects.get(key))
             evaluations, materialization = partition_events(spec, key, outcome, context.run.run_id)
             for evaluation in evaluations:
                 context.log_event(evaluation)
@@ -121,41 +122,46 @@ def build_chunk_op(spec: AssetSpec) -> dg.OpDefinition:
     return _chunk_op
 
 
-@dg.op(
-    name=VERDICT_OP,
-    ins={f"after_{a}": dg.In(dg.Nothing) for a in BATCHABLE_ASSETS},
-    description="Fails the run, naming them, when any planned day of the chunk was not published.",
-)
-def chunk_verdict(context: dg.OpExecutionContext, backfill: BackfillResource) -> None:
-    catalog = backfill.catalog()
-    run_id = _logical_run_id(context)
-    reached = {
-        (v.asset, v.partition_key): (v.state, v.version_id, v.error)
-        for v in catalog.versions_where(versions.c.run_id == run_id)
-    }
-    problems: list[str] = []
-    total = 0
-    for asset, days in planned_days(context.run.run_config).items():
-        for key in days:
-            total += 1
-            state, version_id, error = reached.get((asset, key), (None, None, None))
-            if state is not None and VersionState(state) in VERIFIED:
-                continue
-            if state == VersionState.REJECTED.value:
-                problems.append(f"{asset} {key} REJECTED ({version_id}: {error})")
-            else:
-                problems.append(f"{asset} {key} not written (upstream not published)")
-    if problems:
-        raise dg.Failure(
-            description=f"{len(problems)} of {total} cell(s) of this chunk not published, the rest published; "
-            "previous versions keep serving: " + "; ".join(problems),
-            allow_retries=False,
-        )
-    context.log.info(f"all {total} cell(s) of this chunk published")
+def build_verdict_op(graph: AssetGraph) -> dg.OpDefinition:
+    @dg.op(
+        name=VERDICT_OP,
+        ins={f"after_{a}": dg.In(dg.Nothing) for a in graph.batchable_assets},
+        description="Fails the run, naming them, when any planned day of the chunk was not published.",
+        required_resource_keys={BACKFILL_RESOURCE},
+    )
+    def chunk_verdict(context: dg.OpExecutionContext) -> None:
+        catalog = getattr(context.resources, BACKFILL_RESOURCE).catalog()
+        reached = {
+            (v.asset, v.partition_key): (v.state, v.version_id, v.error)
+            for v in catalog.versions_of_run(_logical_run_id(context))
+        }
+        problems: list[str] = []
+        total = 0
+        for asset, days in planned_days(context.run.run_config, graph).items():
+            for key in days:
+                total += 1
+                state, version_id, error = reached.get((asset, key), (None, None, None))
+                if state is not None and VersionState(state) in VERIFIED:
+                    continue
+                if state == VersionState.REJECTED.value:
+                    problems.append(f"{asset} {key} REJECTED ({version_id}: {error})")
+                else:
+                    problems.append(f"{asset} {key} not written (upstream not published)")
+        if problems:
+            raise dg.Failure(
+                description=f"{len(problems)} of {total} cell(s) of this chunk not published, the rest published; "
+                "previous versions keep serving: " + "; ".join(problems),
+                allow_retries=False,
+            )
+        context.log.info(f"all {total} cell(s) of this chunk published")
+
+    return chunk_verdict
 
 
-def _build_job() -> dg.JobDefinition:
-    ops = {asset: build_chunk_op(SPECS[asset]) for asset in BATCHABLE_ASSETS}
+def build_chunk_job(graph: AssetGraph) -> dg.JobDefinition:
+    batchable = graph.batchable_assets
+    ops = {asset: build_chunk_op(graph[asset], graph) for asset in batchable}
+    verdict = build_verdict_op(graph)
 
     @dg.job(
         name=CHUNK_JOB,
@@ -164,12 +170,9 @@ def _build_job() -> dg.JobDefinition:
     )
     def backfill_chunk():
         done: dict[str, Any] = {}
-        for asset in BATCHABLE_ASSETS:  # definition order is topological
-            upstream = [u for u in SPECS[asset].upstream if u in BATCHABLE_ASSETS]
+        for asset in batchable:  # the graph's order is topological
+            upstream = [u for u in graph[asset].upstream if u in batchable]
             done[asset] = ops[asset](**{f"after_{u}": done[u] for u in upstream})
-        chunk_verdict(**{f"after_{a}": done[a] for a in BATCHABLE_ASSETS})
+        verdict(**{f"after_{a}": done[a] for a in batchable})
 
     return backfill_chunk
-
-
-chunk_job = _build_job()

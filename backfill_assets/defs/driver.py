@@ -11,6 +11,7 @@ from backfill_assets.core import tags as T
 from backfill_assets.core.catalog import Catalog
 from backfill_assets.core.cursors import read_cursor
 from backfill_assets.core.driver_tick import Submission, tick
+from backfill_assets.core.graph import AssetGraph
 from backfill_assets.core.handoffs import OPEN as HANDOFF_OPEN
 from backfill_assets.core.handoffs import Handoffs
 from backfill_assets.core.ledger import Ledger, RequestRecord
@@ -19,10 +20,10 @@ from backfill_assets.core.propagation import PROPAGATION_CURSOR
 from backfill_assets.core.schema import publish_log, versions
 from backfill_assets.core.settings import code_version
 
-from .chunks import CHUNK_JOB, chunk_job, chunk_run_config, chunk_tags
+from .chunks import CHUNK_JOB, chunk_run_config, chunk_tags
 from .dagster_adapter import enforces_one_run_per_tag_value
-from .jobs import BACKFILL_JOB, backfill_job
-from .partitions import daily_partitions
+from .jobs import BACKFILL_JOB
+from .partitions import daily_partitions_for
 from .resources import BackfillResource
 from .runs import in_flight_cells, run_views_by_key, runs_of_request
 
@@ -50,9 +51,9 @@ def run_tags_for(record: RequestRecord) -> dict[str, str]:
     return tags
 
 
-def run_config_for(submission: Submission) -> dict:
+def run_config_for(graph: AssetGraph, submission: Submission) -> dict:
     if submission.batched:
-        return chunk_run_config(submission.days_by_asset(), submission.defects)
+        return chunk_run_config(submission.days_by_asset(graph), submission.defects)
     return {
         "ops": {
             asset: {"config": {"inject_defect_by_partition": by_partition}}
@@ -61,7 +62,7 @@ def run_config_for(submission: Submission) -> dict:
     }
 
 
-def run_request_for(record: RequestRecord, submission: Submission) -> dg.RunRequest:
+def run_request_for(graph: AssetGraph, record: RequestRecord, submission: Submission) -> dg.RunRequest:
     tags = run_tags_for(record)
     if submission.slot is not None:
         tags[T.SLOT] = f"{record.request_id}/{submission.slot}"
@@ -69,8 +70,8 @@ def run_request_for(record: RequestRecord, submission: Submission) -> dg.RunRequ
         return dg.RunRequest(
             run_key=submission.run_key,
             job_name=CHUNK_JOB,
-            tags=tags | chunk_tags(submission.days_by_asset()),
-            run_config=run_config_for(submission),
+            tags=tags | chunk_tags(submission.days_by_asset(graph)),
+            run_config=run_config_for(graph, submission),
         )
     return dg.RunRequest(
         run_key=submission.run_key,
@@ -78,7 +79,7 @@ def run_request_for(record: RequestRecord, submission: Submission) -> dg.RunRequ
         partition_key=submission.partition,
         asset_selection=[dg.AssetKey(a) for a in submission.assets],
         tags=tags,
-        run_config=run_config_for(submission),
+        run_config=run_config_for(graph, submission),
     )
 
 
@@ -93,7 +94,9 @@ def latest_states(catalog: Catalog, cells: list[tuple[str, str]]) -> dict[tuple[
     return latest
 
 
-def failed_partitions(instance: dg.DagsterInstance, cells: list[tuple[str, str]]) -> set[tuple[str, str]]:
+def failed_partitions(
+    graph: AssetGraph, instance: dg.DagsterInstance, cells: list[tuple[str, str]]
+) -> set[tuple[str, str]]:
     """Cells whose latest Dagster run failed (or was cancelled) without materializing, from Dagster's own
     per-partition status (one cached lookup per asset, not one run query per cell)."""
     by_asset: dict[str, list[str]] = {}
@@ -101,15 +104,19 @@ def failed_partitions(instance: dg.DagsterInstance, cells: list[tuple[str, str]]
         by_asset.setdefault(asset, []).append(partition)
     failed: set[tuple[str, str]] = set()
     for asset, partitions in by_asset.items():
-        statuses = instance.get_status_by_partition(dg.AssetKey(asset), partitions, daily_partitions) or {}
+        statuses = instance.get_status_by_partition(
+            dg.AssetKey(asset), partitions, daily_partitions_for(graph.calendar)
+        ) or {}
         failed.update((asset, p) for p, status in statuses.items() if status == dg.AssetPartitionStatus.FAILED)
     return failed
 
 
-def cell_facts_source(catalog: Catalog, instance: dg.DagsterInstance, cells: list[tuple[str, str]]):
+def cell_facts_source(
+    graph: AssetGraph, catalog: Catalog, instance: dg.DagsterInstance, cells: list[tuple[str, str]]
+):
     latest = latest_states(catalog, cells)
-    flying = in_flight_cells(instance)
-    failed = failed_partitions(instance, cells)
+    flying = in_flight_cells(instance, graph)
+    failed = failed_partitions(graph, instance, cells)
 
     def facts_of(asset: str, partition: str) -> CellFacts:
         state, version_id = latest.get((asset, partition), (None, None))
@@ -135,7 +142,11 @@ def downstream_hold(catalog: Catalog, record: RequestRecord) -> str | None:
 
 
 def drive_request(
-    instance: dg.DagsterInstance, catalog: Catalog, record: RequestRecord, loaded_code_version: str
+    graph: AssetGraph,
+    instance: dg.DagsterInstance,
+    catalog: Catalog,
+    record: RequestRecord,
+    loaded_code_version: str,
 ) -> list[Submission]:
     ledger = Ledger(catalog)
     if record.status == M.WAITING and not ledger.try_claim(record.request_id):
@@ -150,11 +161,12 @@ def drive_request(
             by_run[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
     pending = [(c["asset"], c["partition_key"]) for c in cells if c["decision"] == M.PENDING]
     result = tick(
+        graph,
         record,
         cells,
         run_views_by_key(runs),
         lambda a, p, run_id: by_run.get((a, p, run_id)),
-        cell_facts_source(catalog, instance, pending),
+        cell_facts_source(graph, catalog, instance, pending),
         loaded_code_version,
         cascade_confirmed=record.row["confirmed_at"] is not None,
         hold_open=downstream_hold(catalog, record),
@@ -170,18 +182,23 @@ def drive_request(
     return result.submissions
 
 
-@dg.sensor(
-    name=DRIVER_SENSOR,
-    minimum_interval_seconds=DRIVER_INTERVAL_SECONDS,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    jobs=[backfill_job, chunk_job],
-    description="Submits runs for open backfill requests: order, max_active, reprocess decided at submit time.",
-)
-def backfill_driver(context: dg.SensorEvaluationContext, backfill: BackfillResource) -> Iterator[dg.RunRequest]:
-    catalog = backfill.catalog()
-    loaded = code_version()
-    for record in Ledger(catalog).list(statuses=M.ACTIVE_STATUSES):
-        if record.source != "cli":
-            continue  # adopted backfills are driven by Dagster's own backfill daemon
-        for submission in drive_request(context.instance, catalog, record, loaded):
-            yield run_request_for(record, submission)
+def build_driver_sensor(graph: AssetGraph, jobs: list[dg.JobDefinition]) -> dg.SensorDefinition:
+    @dg.sensor(
+        name=DRIVER_SENSOR,
+        minimum_interval_seconds=DRIVER_INTERVAL_SECONDS,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        jobs=jobs,
+        description="Submits runs for open backfill requests: order, max_active, reprocess decided at submit time.",
+    )
+    def backfill_driver(
+        context: dg.SensorEvaluationContext, backfill: BackfillResource
+    ) -> Iterator[dg.RunRequest]:
+        catalog = backfill.catalog()
+        loaded = code_version()
+        for record in Ledger(catalog).list(statuses=M.ACTIVE_STATUSES):
+            if record.source != "cli":
+                continue  # adopted backfills are driven by Dagster's own backfill daemon
+            for submission in drive_request(graph, context.instance, catalog, record, loaded):
+                yield run_request_for(graph, record, submission)
+
+    return backfill_driver

@@ -9,17 +9,17 @@ import dagster as dg
 
 from backfill_assets.core import request_model as M
 from backfill_assets.core import tags as T
-from backfill_assets.core.audit import ALL_CHECKS, CHECK_DESCRIPTIONS
+from backfill_assets.core.audit import check_names
 from backfill_assets.core.compute import compute
 from backfill_assets.core.defects import validate_defect
-from backfill_assets.core.domain import AssetSpec
 from backfill_assets.core.errors import BackfillError
 from backfill_assets.core.faults import AFTER_EVENT, fault_point
 from backfill_assets.core.gate import Gate, GateOutcome, earlier_publish
+from backfill_assets.core.graph import AssetGraph, AssetSpec
 from backfill_assets.core.ledger import Ledger
 
-from .partitions import calendar, daily_partitions
-from .resources import BackfillResource
+from .partitions import daily_partitions_for
+from .resources import BACKFILL_RESOURCE, BackfillResource
 from .run_identity import identity_from_context
 
 SOURCE_POOL = "source_system"
@@ -43,17 +43,17 @@ class GateConfig(dg.Config):
     inject_defect_by_partition: Optional[dict[str, str]] = None
 
 
-def check_specs_for(spec: AssetSpec) -> list[dg.AssetCheckSpec]:
+def check_specs_for(spec: AssetSpec, partitions_def: dg.PartitionsDefinition) -> list[dg.AssetCheckSpec]:
+    """One blocking check per audit of the asset (the user's own among them), file integrity last."""
     return [
-        dg.AssetCheckSpec(
-            name,
-            asset=spec.name,
-            blocking=True,
-            partitions_def=daily_partitions,
-            description=CHECK_DESCRIPTIONS[name],
-        )
-        for name in ALL_CHECKS
+        dg.AssetCheckSpec(name, asset=spec.name, blocking=True, partitions_def=partitions_def, description=text)
+        for name, text in check_names(spec)
     ]
+
+
+def user_resources(context, spec: AssetSpec) -> dict:
+    """The resources the asset's transform, audits and hooks ask for by name."""
+    return {name: getattr(context.resources, name) for name in spec.resources}
 
 
 def _materialization_metadata(outcome: GateOutcome) -> dict:
@@ -117,7 +117,12 @@ def unless_run_stopped(
 
 
 def gate_one(
-    context: dg.AssetExecutionContext, spec: AssetSpec, backfill: BackfillResource, key: str, defect: str | None
+    context: dg.AssetExecutionContext,
+    graph: AssetGraph,
+    spec: AssetSpec,
+    backfill: BackfillResource,
+    key: str,
+    defect: str | None,
 ) -> GateOutcome:
     """Write, audit and publish-or-reject one partition. Errors abandon the attempt; rejections do not raise."""
     stopped = unless_run_stopped(
@@ -127,7 +132,7 @@ def gate_one(
         # Dagster retries a step interrupted by a termination when it has a RetryPolicy (ours does): the new
         # attempt of a cancelled run stops here instead of computing, and its run can end CANCELED.
         raise dg.Failure(description=f"{spec.name} {key}: {reason}", allow_retries=False)
-    identity = identity_from_context(context, spec.name, {"inject_defect": defect}, key)
+    identity = identity_from_context(context, spec.name, {"inject_defect": defect}, key, graph.calendar)
     earlier = earlier_publish(backfill.catalog(), identity)
     if earlier is not None:
         context.log.warning(
@@ -148,8 +153,8 @@ def gate_one(
     gate.begin()
     context.log.info(f"writing {gate.version_id} identity={json.dumps(gate.labels(), sort_keys=True)}")
     try:
-        computed = compute(gate, calendar, backfill.source())
-        checks = gate.write_and_audit(computed.frame, computed.expected, defect, computed.source_fingerprint)
+        computed = compute(gate, graph, user_resources(context, spec))
+        checks = gate.write_and_audit(computed.frame, computed.available, defect, computed.source_fingerprint)
         outcome = gate.conclude(checks)
     except BackfillError as exc:
         gate.abandon_if_unfinished(str(exc))
@@ -178,9 +183,9 @@ def _defect_for(config: GateConfig, key: str) -> str | None:
     return validate_defect(by_partition or (config.inject_defect.value if config.inject_defect else None))
 
 
-def _run_single(context, spec: AssetSpec, config: GateConfig, backfill: BackfillResource):
+def _run_single(context, graph: AssetGraph, spec: AssetSpec, config: GateConfig, backfill: BackfillResource):
     key = context.partition_key
-    outcome = gate_one(context, spec, backfill, key, _defect_for(config, key))
+    outcome = gate_one(context, graph, spec, backfill, key, _defect_for(config, key))
     selected = {key.name for key in context.selected_asset_check_keys}
     results = [r for r in _check_results(outcome) if r.check_name in selected]
     if outcome.published:
@@ -232,7 +237,7 @@ def rejection_summary(asset: str, rejected: list[str], total: int) -> str:
     )
 
 
-def _run_batch(context, spec: AssetSpec, config: GateConfig, backfill: BackfillResource):
+def _run_batch(context, graph: AssetGraph, spec: AssetSpec, config: GateConfig, backfill: BackfillResource):
     """A range run: every partition still gets its own version, checks, publish and reads, one frame at a time.
 
     Check evaluations are reported per partition (a range step has no partition of its own); only published
@@ -240,7 +245,7 @@ def _run_batch(context, spec: AssetSpec, config: GateConfig, backfill: BackfillR
     """
     rejected: list[str] = []
     for key in context.partition_keys:
-        outcome = gate_one(context, spec, backfill, key, _defect_for(config, key))
+        outcome = gate_one(context, graph, spec, backfill, key, _defect_for(config, key))
         evaluations, materialization = partition_events(spec, key, outcome, context.run.run_id)
         for evaluation in evaluations:
             # The range run deselected the checks, so they are reported outside its plan.
@@ -255,8 +260,9 @@ def _run_batch(context, spec: AssetSpec, config: GateConfig, backfill: BackfillR
         )
 
 
-def build_gated_asset(spec: AssetSpec) -> dg.AssetsDefinition:
+def build_gated_asset(spec: AssetSpec, graph: AssetGraph) -> dg.AssetsDefinition:
     asset_tags = {T.DEPENDS_ON_PAST: "true"} if spec.depends_on_past else {}
+    partitions_def = daily_partitions_for(graph.calendar)
 
     # A multi_asset only for can_subset: a batched (range) run deselects the checks, which the step then
     # reports per partition itself; @asset cannot be subset by checks.
@@ -270,23 +276,34 @@ def build_gated_asset(spec: AssetSpec) -> dg.AssetsDefinition:
                 owners=list(spec.owners),
                 group_name=spec.group,
                 tags=asset_tags,
-                partitions_def=daily_partitions,
+                partitions_def=partitions_def,
                 kinds={"parquet"},
+                metadata=_column_schema(spec),
                 # A range run materializes partition by partition and never emits the output as a whole.
                 skippable=True,
             )
         ],
-        check_specs=check_specs_for(spec),
+        check_specs=check_specs_for(spec, partitions_def),
         can_subset=True,
+        required_resource_keys={BACKFILL_RESOURCE, *spec.resources},
         pool=SOURCE_POOL if not spec.upstream else None,
         # Technical faults (lost connection, killed worker) get a new attempt of the same logical run;
         # rejections and planning errors raise Failure(allow_retries=False).
         retry_policy=dg.RetryPolicy(max_retries=2, delay=1),
     )
-    def _gated(context: dg.AssetExecutionContext, config: GateConfig, backfill: BackfillResource):
+    def _gated(context: dg.AssetExecutionContext, config: GateConfig):
+        backfill = getattr(context.resources, BACKFILL_RESOURCE)
         if len(context.partition_keys) > 1:
-            yield from _run_batch(context, spec, config, backfill)
+            yield from _run_batch(context, graph, spec, config, backfill)
         else:
-            yield from _run_single(context, spec, config, backfill)
+            yield from _run_single(context, graph, spec, config, backfill)
 
     return _gated
+
+
+def _column_schema(spec: AssetSpec) -> dict:
+    """The declared schema as Dagster's column schema, so the asset page shows it."""
+    if not spec.schema:
+        return {}
+    columns = [dg.TableColumn(name, kind) for name, kind in spec.schema.items()]
+    return {"dagster/column_schema": dg.TableSchema(columns=columns)}

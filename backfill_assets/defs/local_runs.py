@@ -36,7 +36,7 @@ def run_partitions(
     instance: dg.DagsterInstance,
     partition_keys: Iterable[str],
     *,
-    defs: dg.Definitions | None = None,
+    defs: dg.Definitions,
     assets: list[str] | None = None,
     tags: Mapping[str, str] | None = None,
     run_config_for: Mapping[str, Mapping[str, Any]] | None = None,
@@ -44,10 +44,6 @@ def run_partitions(
     """Execute one run per partition, in order; a failed partition does not stop the next.
 
     An item may also be a ``(first, last)`` range: one Dagster partition-range run of the selected assets."""
-    if defs is None:
-        from .definitions import defs as loaded
-
-        defs = loaded
     job = defs.resolve_job_def(PRODUCTION_JOB)
     run_tags = {T.LANE: T.LANE_PRODUCTION, T.DAGSTER_PRIORITY: str(T.PRIORITY_PRODUCTION), **(tags or {})}
     results = []
@@ -82,15 +78,11 @@ def run_chunk(
     instance: dg.DagsterInstance,
     days_by_asset: Mapping[str, list[str]],
     *,
-    defs: dg.Definitions | None = None,
+    defs: dg.Definitions,
     tags: Mapping[str, str] | None = None,
     defects: Mapping[str, Mapping[str, str]] | None = None,
 ) -> LocalRun:
     """One batched (chunk) run in-process: the given days of each batchable asset."""
-    if defs is None:
-        from .definitions import defs as loaded
-
-        defs = loaded
     result = defs.resolve_job_def(CHUNK_JOB).execute_in_process(
         instance=instance,
         tags={T.LANE: T.LANE_MANUAL, **(tags or {}), **chunk_tags(days_by_asset)},

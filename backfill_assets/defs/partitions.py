@@ -1,12 +1,15 @@
-"""The one place the daily partitions definition is made."""
+"""The one place a business calendar becomes Dagster's daily partitions definition."""
 
-from datetime import date
+from functools import lru_cache
 
 import dagster as dg
 
-from backfill_assets.core.domain import DEMO_FIRST_DAY, DEMO_TIMEZONE
 from backfill_assets.core.intervals import BusinessCalendar
 
-daily_partitions = dg.DailyPartitionsDefinition(start_date=DEMO_FIRST_DAY, timezone=DEMO_TIMEZONE, end_offset=0)
 
-calendar = BusinessCalendar(DEMO_TIMEZONE, date.fromisoformat(DEMO_FIRST_DAY))
+@lru_cache(maxsize=None)
+def daily_partitions_for(calendar: BusinessCalendar) -> dg.DailyPartitionsDefinition:
+    # end_offset=0: today's interval has not ended, so it is not a partition yet (never computed early).
+    return dg.DailyPartitionsDefinition(
+        start_date=calendar.first_day.isoformat(), timezone=calendar.tz_name, end_offset=0
+    )

@@ -3,19 +3,16 @@
 from datetime import timedelta
 
 import dagster as dg
-import sqlalchemy as sa
 
 from backfill_assets.core.catalog import Catalog
 from backfill_assets.core.cursors import read_cursor, write_cursor
-from backfill_assets.core.domain import SPECS
 from backfill_assets.core.errors import NotFound
+from backfill_assets.core.graph import AssetGraph
 from backfill_assets.core.handoffs import DEFAULT_WINDOW, Handoffs
 from backfill_assets.core.intervals import utc_now
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.propagation import PROPAGATION_CURSOR, plan_propagation
-from backfill_assets.core.schema import pointers
 
-from .partitions import calendar
 from .resources import BackfillResource
 
 PROPAGATION_SENSOR = "backfill_propagation"
@@ -24,20 +21,11 @@ BATCH = 10_000
 
 
 def newest_published(catalog: Catalog):
-    cache: dict[str, str | None] = {}
-
-    def newest_of(asset: str) -> str | None:
-        if asset not in cache:
-            with catalog.reader.connect() as conn:
-                cache[asset] = conn.execute(
-                    sa.select(sa.func.max(pointers.c.partition_key)).where(pointers.c.asset == asset)
-                ).scalar()
-        return cache[asset]
-
-    return newest_of
+    newest = catalog.newest_published_day()
+    return newest.get
 
 
-def propagate_once(catalog: Catalog) -> dict[str, int]:
+def propagate_once(graph: AssetGraph, catalog: Catalog) -> dict[str, int]:
     """One evaluation: consume publish_log after the cursor. Idempotent across restarts: cells and handoffs are
     merged, not duplicated, and the cursor only moves after they are written."""
     ledger = Ledger(catalog)
@@ -55,28 +43,31 @@ def propagate_once(catalog: Catalog) -> dict[str, int]:
                 records[request_id] = None
         return records[request_id]
 
-    plan = plan_propagation(rows, request_of, calendar, newest_published(catalog), cursor)
+    plan = plan_propagation(rows, request_of, graph, newest_published(catalog), cursor)
     added = 0
     for request_id, cells in plan.cascades.items():
         added += ledger.add_cells(request_id, cells, origin="cascade", reopen=True)
     for (request_id, asset), partitions in plan.handoffs.items():
         window = timedelta(seconds=request_of(request_id).spec.conf.get("handoff_window_seconds", 0)) or DEFAULT_WINDOW
-        handoffs.offer(request_id, asset, ", ".join(SPECS[asset].owners) or "unowned", partitions, now, window)
+        handoffs.offer(request_id, asset, ", ".join(graph[asset].owners) or "unowned", partitions, now, window)
     expired = handoffs.expire(now)
     if plan.cursor != cursor:
         write_cursor(catalog, PROPAGATION_CURSOR, plan.cursor)
     return {"rows": len(rows), "cascaded": added, "handoffs": len(plan.handoffs), "expired": len(expired)}
 
 
-@dg.sensor(
-    name=PROPAGATION_SENSOR,
-    minimum_interval_seconds=2,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Applies each request's downstream policy (none | cascade | handoff) to its publishes.",
-)
-def backfill_propagation(context: dg.SensorEvaluationContext, backfill: BackfillResource):
-    stats = propagate_once(backfill.catalog())
-    return dg.SkipReason(
-        f"read {stats['rows']} publish(es); cascaded {stats['cascaded']} cell(s); "
-        f"{stats['handoffs']} handoff(s) offered; {stats['expired']} expired"
+def build_propagation_sensor(graph: AssetGraph) -> dg.SensorDefinition:
+    @dg.sensor(
+        name=PROPAGATION_SENSOR,
+        minimum_interval_seconds=2,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Applies each request's downstream policy (none | cascade | handoff) to its publishes.",
     )
+    def backfill_propagation(context: dg.SensorEvaluationContext, backfill: BackfillResource):
+        stats = propagate_once(graph, backfill.catalog())
+        return dg.SkipReason(
+            f"read {stats['rows']} publish(es); cascaded {stats['cascaded']} cell(s); "
+            f"{stats['handoffs']} handoff(s) offered; {stats['expired']} expired"
+        )
+
+    return backfill_propagation

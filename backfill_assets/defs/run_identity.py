@@ -9,10 +9,8 @@ import dagster as dg
 
 from backfill_assets.core import tags as T
 from backfill_assets.core.identity import RunIdentity, params_digest
-from backfill_assets.core.intervals import iso, utc_now
+from backfill_assets.core.intervals import BusinessCalendar, iso, utc_now
 from backfill_assets.core.settings import code_version
-
-from .partitions import calendar
 
 
 def request_id_from_tags(run_tags: Mapping[str, str]) -> str | None:
@@ -50,7 +48,11 @@ def _requested_at(context: dg.AssetExecutionContext) -> str:
 
 
 def identity_from_context(
-    context: dg.AssetExecutionContext, asset: str, params: Mapping[str, Any], partition_key: str
+    context: dg.AssetExecutionContext,
+    asset: str,
+    params: Mapping[str, Any],
+    partition_key: str,
+    calendar: BusinessCalendar,
 ) -> RunIdentity:
     run_tags = context.run.tags
     return RunIdentity(

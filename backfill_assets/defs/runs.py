@@ -5,10 +5,9 @@ from __future__ import annotations
 import dagster as dg
 
 from backfill_assets.core import tags as T
-from backfill_assets.core.domain import SPECS
 from backfill_assets.core.driver_tick import RunView
-
-from .partitions import calendar
+from backfill_assets.core.graph import AssetGraph
+from backfill_assets.core.intervals import days_between
 
 RUN_KEY_TAG = "dagster/run_key"
 
@@ -23,12 +22,12 @@ FINISHED = {dg.DagsterRunStatus.SUCCESS: "SUCCESS", dg.DagsterRunStatus.FAILURE:
             dg.DagsterRunStatus.CANCELED: "CANCELED"}
 
 
-def run_assets(run: dg.DagsterRun) -> list[str]:
+def run_assets(run: dg.DagsterRun, graph: AssetGraph) -> list[str]:
     if run.tags.get(T.CHUNK_ASSETS):
         return run.tags[T.CHUNK_ASSETS].split(",")
     if run.asset_selection:
         return [k.to_user_string() for k in run.asset_selection]
-    return list(SPECS)  # a whole-job run writes every asset
+    return list(graph.names)  # a whole-job run writes every asset
 
 
 def run_partition_keys(run: dg.DagsterRun) -> list[str]:
@@ -38,16 +37,16 @@ def run_partition_keys(run: dg.DagsterRun) -> list[str]:
     start = run.tags.get(T.DAGSTER_RANGE_START) or run.tags.get(T.CHUNK_FIRST)
     end = run.tags.get(T.DAGSTER_RANGE_END) or run.tags.get(T.CHUNK_LAST)
     if start and end:
-        return calendar.keys_between(start, end)
+        return days_between(start, end)
     return []
 
 
-def in_flight_cells(instance: dg.DagsterInstance) -> dict[tuple[str, str], str]:
+def in_flight_cells(instance: dg.DagsterInstance, graph: AssetGraph) -> dict[tuple[str, str], str]:
     """(asset, partition) → run id of every queued or running run that will write that cell."""
     cells: dict[tuple[str, str], str] = {}
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT_STATUSES)):
         for partition in run_partition_keys(run):
-            for asset in run_assets(run):
+            for asset in run_assets(run, graph):
                 cells[(asset, partition)] = run.run_id
     return cells
 

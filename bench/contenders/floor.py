@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from backfill_assets.core.source import SourceSystem
+from backfill_assets.examples.orders.source import SourceSystem
 
 from ..checks import revenue_from_files
 from ..measure import ProcessSampler

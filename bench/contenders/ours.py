@@ -11,7 +11,8 @@ import json
 import subprocess
 import time
 
-from backfill_assets.cli.daemon import CODE_LOCATION_MODULE, dagster_bin
+from backfill_assets.cli.daemon import dagster_bin
+from tests.orders import MODULE as CODE_LOCATION_MODULE
 from backfill_assets.core import request_model as M
 from backfill_assets.core import tags as T
 from backfill_assets.core.catalog import Catalog

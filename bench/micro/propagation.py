@@ -15,6 +15,7 @@ from backfill_assets.defs.propagation import BATCH, propagate_once
 from ..pg import temporary_database
 from ..workspace import Workspace
 from . import synth
+from tests.orders import GRAPH
 
 EVENTS = 10_000
 REQUEST_ID = "req-20260101-ca5cade0"
@@ -26,7 +27,7 @@ def _measure(url: str) -> dict:
     evaluations, cascaded = [], 0
     while True:
         began = time.perf_counter()
-        stats = propagate_once(catalog)
+        stats = propagate_once(GRAPH, catalog)
         evaluations.append(time.perf_counter() - began)
         cascaded += stats["cascaded"]
         if stats["rows"] == 0:

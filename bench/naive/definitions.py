@@ -9,8 +9,8 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from backfill_assets.core.domain import DAILY_REVENUE, DEMO_FIRST_DAY, DEMO_TIMEZONE, ORDER_FACTS, RAW_ORDERS
-from backfill_assets.core.source import SourceSystem
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, DEMO_FIRST_DAY, DEMO_TIMEZONE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.examples.orders.source import SourceSystem
 from bench.plain import compute, read_partition, write_partition
 
 daily = dg.DailyPartitionsDefinition(start_date=DEMO_FIRST_DAY, timezone=DEMO_TIMEZONE, end_offset=0)

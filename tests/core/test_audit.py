@@ -7,17 +7,17 @@ from datetime import date
 import pandas as pd
 import pytest
 
-from backfill_assets.core import transforms
+from backfill_assets.examples.orders import transforms
 from backfill_assets.core.audit import (
-    ALL_CHECKS,
     CHECK_BUSINESS_TOTALS,
     CHECK_FILE_INTEGRITY,
     CHECK_PRIMARY_KEY,
     CHECK_ROW_COUNT,
     CHECK_SCHEMA,
-    audit,
+    check_names,
     check_primary_key,
     check_schema,
+    run_audits,
 )
 from backfill_assets.core.defects import (
     BAD_SCHEMA,
@@ -27,21 +27,15 @@ from backfill_assets.core.defects import (
     apply_defect,
     validate_defect,
 )
-from backfill_assets.core.domain import (
-    CUSTOMER_SNAPSHOT,
-    DAILY_REVENUE,
-    ORDER_FACTS,
-    SPECS,
-    expect_customer_snapshot,
-    expect_daily_revenue,
-    expect_order_facts,
-)
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
 from backfill_assets.core.errors import InvalidInput
 from backfill_assets.core.identity import RunIdentity, params_digest
 from backfill_assets.core.intervals import BusinessCalendar
 from backfill_assets.core.storage import Warehouse
+from tests.orders import GRAPH
 
 CALENDAR = BusinessCalendar("Asia/Shanghai", date(2022, 9, 1))
+ALL_CHECKS = (CHECK_ROW_COUNT, CHECK_PRIMARY_KEY, CHECK_BUSINESS_TOTALS, CHECK_SCHEMA, CHECK_FILE_INTEGRITY)
 KEY = "2022-10-02"
 
 
@@ -73,16 +67,17 @@ def raw_orders() -> pd.DataFrame:
 
 
 def clean_output(asset: str):
-    """The transform's frame for ``asset`` and the audit's independent expectation of it."""
+    """The transform's frame for ``asset`` and what its audits are given (the interval and the inputs)."""
     raw = raw_orders()
     facts = transforms.order_facts(raw, KEY)
+    interval = CALENDAR.interval(KEY)
     if asset == ORDER_FACTS:
-        return facts, expect_order_facts(raw)
+        return facts, {"interval": interval, "raw_orders": raw}
     if asset == DAILY_REVENUE:
-        return transforms.daily_revenue(facts, KEY), expect_daily_revenue(facts)
+        return transforms.daily_revenue(facts, KEY), {"interval": interval, "order_facts": facts}
     if asset == CUSTOMER_SNAPSHOT:
-        previous = transforms.empty_snapshot()
-        return transforms.customer_snapshot(previous, facts, KEY), expect_customer_snapshot(previous, facts)
+        frame = transforms.customer_snapshot(transforms.empty_snapshot(), facts, KEY)
+        return frame, {"interval": interval, "order_facts": facts, "previous": None}
     raise AssertionError(asset)
 
 
@@ -102,7 +97,7 @@ def identity_labels(asset: str) -> dict[str, str]:
 
 
 def run_audit(tmp_path, asset: str, defect: str | None = None) -> dict[str, bool]:
-    spec = SPECS[asset]
+    spec = GRAPH[asset]
     frame, expected = clean_output(asset)
     frame = apply_defect(frame, defect, spec.schema)
     warehouse = Warehouse(str(tmp_path / "warehouse"))
@@ -114,8 +109,8 @@ def run_audit(tmp_path, asset: str, defect: str | None = None) -> dict[str, bool
         {"version_id": f"{asset}/{KEY}/run-1/1"},
         corrupt_on_disk=defect == CORRUPT_FILE,
     )
-    outcomes = audit(spec, frame, expected, written, warehouse, labels)
-    assert [o.name for o in outcomes] == list(ALL_CHECKS)
+    outcomes = run_audits(spec, frame, expected, written, warehouse, labels)
+    assert [o.name for o in outcomes] == [name for name, _ in check_names(spec)] == list(ALL_CHECKS)
     return {o.name: o.passed for o in outcomes}
 
 
@@ -159,7 +154,7 @@ def test_dropped_rows_also_break_the_business_totals(tmp_path):
 
 
 def test_duplicate_keys_are_counted():
-    spec = SPECS[ORDER_FACTS]
+    spec = GRAPH[ORDER_FACTS]
     frame, _ = clean_output(ORDER_FACTS)
     outcome = check_primary_key(apply_defect(frame, DUPLICATE_KEYS, spec.schema), spec.primary_key)
     assert not outcome.passed
@@ -167,7 +162,7 @@ def test_duplicate_keys_are_counted():
 
 
 def test_schema_check_names_the_drifted_column():
-    spec = SPECS[ORDER_FACTS]
+    spec = GRAPH[ORDER_FACTS]
     frame, _ = clean_output(ORDER_FACTS)
     outcome = check_schema(apply_defect(frame, BAD_SCHEMA, spec.schema), spec.schema)
     assert not outcome.passed
@@ -175,19 +170,19 @@ def test_schema_check_names_the_drifted_column():
 
 
 def test_file_integrity_fails_when_the_identity_metadata_differs(tmp_path):
-    spec = SPECS[ORDER_FACTS]
+    spec = GRAPH[ORDER_FACTS]
     frame, expected = clean_output(ORDER_FACTS)
     warehouse = Warehouse(str(tmp_path / "warehouse"))
     labels = identity_labels(ORDER_FACTS)
     written = warehouse.write(warehouse.version_dir(ORDER_FACTS, KEY, "run-1", 1), frame, labels, {})
     other = {**labels, "run_id": "run-2"}
-    results = {o.name: o.passed for o in audit(spec, frame, expected, written, warehouse, other)}
+    results = {o.name: o.passed for o in run_audits(spec, frame, expected, written, warehouse, other)}
     assert results[CHECK_FILE_INTEGRITY] is False
 
 
 def test_no_defect_leaves_the_frame_untouched():
     frame, _ = clean_output(ORDER_FACTS)
-    pd.testing.assert_frame_equal(apply_defect(frame, None, SPECS[ORDER_FACTS].schema), frame)
+    pd.testing.assert_frame_equal(apply_defect(frame, None, GRAPH[ORDER_FACTS].schema), frame)
 
 
 @pytest.mark.parametrize("defect", ["drop_table", "DROP_ROWS", 1])

@@ -23,6 +23,7 @@ from .catalog_helpers import (
     snapshot,
     state,
 )
+from tests.orders import GRAPH
 
 S = VersionState
 
@@ -191,9 +192,9 @@ def test_publishes_of_different_partitions_do_not_conflict(catalog):
 
 def test_a_version_of_a_cancelled_request_is_refused_inside_the_publish_transaction(catalog):
     serving = published(catalog, identity("run-prod"))
-    spec = M.build_spec(CALENDAR, "2022-10-31", assets=ASSET, first=KEY, last=KEY, requested_by="tester")
+    spec = M.build_spec(GRAPH, "2022-10-31", assets=ASSET, first=KEY, last=KEY, requested_by="tester")
     ledger = Ledger(catalog)
-    request_id = ledger.create("req-20221101-0c0c0c0c", spec, "git-abc123", spec.excluded_cells()).request_id
+    request_id = ledger.create("req-20221101-0c0c0c0c", spec, "git-abc123", spec.excluded_cells(GRAPH)).request_id
     late = begin_verified(catalog, identity("run-late", request_id=request_id))
     ledger.cancel(request_id)
 
@@ -202,7 +203,7 @@ def test_a_version_of_a_cancelled_request_is_refused_inside_the_publish_transact
     assert catalog.current(ASSET, KEY).version_id == serving and state(catalog, late) == S.VERIFYING.value
 
     # An open request's versions publish as before.
-    other = ledger.create("req-20221101-0d0d0d0d", spec, "git-abc123", spec.excluded_cells()).request_id
+    other = ledger.create("req-20221101-0d0d0d0d", spec, "git-abc123", spec.excluded_cells(GRAPH)).request_id
     assert catalog.publish(begin_verified(catalog, identity("run-ok", request_id=other)), PASSED).version_id
 
 

@@ -9,13 +9,14 @@ import pytest
 
 from backfill_assets.core import request_model as M
 from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
 from backfill_assets.core.driver_tick import RunView, tick
 from backfill_assets.core.intervals import utc_now
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.planning import CellFacts
 
 from .catalog_helpers import CALENDAR
+from tests.orders import GRAPH
 
 CODE = "git-abc123"
 DAYS = ["2022-10-01", "2022-10-02", "2022-10-03", "2022-10-04", "2022-10-05"]
@@ -27,14 +28,15 @@ def ledger(tmp_path) -> Ledger:
 
 
 def _request(ledger: Ledger, assets: str = DAILY_REVENUE, **options) -> str:
-    spec = M.build_spec(CALENDAR, "2022-10-31", assets=assets, first=DAYS[0], last=DAYS[-1], requested_by="tester",
+    spec = M.build_spec(GRAPH, "2022-10-31", assets=assets, first=DAYS[0], last=DAYS[-1], requested_by="tester",
                         **options)
-    record = ledger.create(M.new_request_id(utc_now()), spec, CODE, spec.excluded_cells())
+    record = ledger.create(M.new_request_id(utc_now()), spec, CODE, spec.excluded_cells(GRAPH))
     return record.request_id
 
 
 def _tick(ledger: Ledger, request_id: str, runs=None, states=None, facts=None, code=CODE, queue_ahead=False):
     result = tick(
+        GRAPH,
         ledger.get(request_id),
         ledger.cells(request_id),
         runs or {},

@@ -8,11 +8,11 @@ import pytest
 
 from backfill_assets.core.audit import CheckOutcome
 from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.domain import SPECS
 from backfill_assets.core.gate import Gate
 from backfill_assets.core.storage import Warehouse
 
 from .catalog_helpers import ASSET, KEY, identity, published
+from tests.orders import GRAPH
 
 ALL_PASSED = [CheckOutcome("row_count", True, "rows match")]
 
@@ -23,7 +23,7 @@ def catalog(tmp_path) -> Catalog:
 
 
 def _verified_gate(catalog: Catalog, tmp_path, frozen: str | None, loaded: str) -> Gate:
-    gate = Gate(catalog, Warehouse(str(tmp_path / "warehouse")), SPECS[ASSET],
+    gate = Gate(catalog, Warehouse(str(tmp_path / "warehouse")), GRAPH[ASSET],
                 replace(identity("run-new"), code_version=loaded), frozen_code_version=frozen)
     gate.begin()
     catalog.mark_verifying(gate.version_id, path="/w/data.parquet", rows=10, sha256="0" * 64, stats={},

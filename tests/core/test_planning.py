@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from backfill_assets.core import request_model as M
-from backfill_assets.core.domain import ORDER_FACTS, REVENUE_ALERT
+from backfill_assets.examples.orders.domain import ORDER_FACTS, REVENUE_ALERT
 from backfill_assets.core.planning import CREATE, SKIP, CellFacts, decide
 
 from .catalog_helpers import CALENDAR
+from tests.orders import GRAPH
 
 NEVER_RUN = CellFacts()
 FAILED_WITHOUT_VERSION = CellFacts(failed_run_without_version=True)
@@ -19,7 +20,7 @@ IN_FLIGHT = CellFacts("PUBLISHED", "v1", in_flight_run_id="0123456789abcdef")
 
 
 def _spec(reprocess: str, assets: str = ORDER_FACTS, **extra) -> M.RequestSpec:
-    return M.build_spec(CALENDAR, "2022-10-31", assets=assets, first="2022-10-01", last="2022-10-02",
+    return M.build_spec(GRAPH, "2022-10-31", assets=assets, first="2022-10-01", last="2022-10-02",
                         reprocess=reprocess, requested_by="tester", **extra)
 
 
@@ -45,21 +46,21 @@ def _spec(reprocess: str, assets: str = ORDER_FACTS, **extra) -> M.RequestSpec:
     ],
 )
 def test_reprocess_policy_decides_each_cell(reprocess, facts, action):
-    assert decide(_spec(reprocess), ORDER_FACTS, facts).action == action
+    assert decide(_spec(reprocess), GRAPH[ORDER_FACTS], facts).action == action
 
 
 def test_the_reason_says_why_a_cell_with_a_failed_run_is_left_alone_or_rerun():
-    assert "has a run" in decide(_spec("none"), ORDER_FACTS, FAILED_WITHOUT_VERSION).reason
-    assert "failed before writing a version" in decide(_spec("failed"), ORDER_FACTS, FAILED_WITHOUT_VERSION).reason
-    assert decide(_spec("completed"), ORDER_FACTS, IN_FLIGHT).reason.startswith("in flight (run 01234567")
+    assert "has a run" in decide(_spec("none"), GRAPH[ORDER_FACTS], FAILED_WITHOUT_VERSION).reason
+    assert "failed before writing a version" in decide(_spec("failed"), GRAPH[ORDER_FACTS], FAILED_WITHOUT_VERSION).reason
+    assert decide(_spec("completed"), GRAPH[ORDER_FACTS], IN_FLIGHT).reason.startswith("in flight (run 01234567")
 
 
 def test_a_side_effect_runs_only_when_authorized():
-    assert decide(_spec("completed", assets=REVENUE_ALERT), REVENUE_ALERT, NEVER_RUN).label == (
+    assert decide(_spec("completed", assets=REVENUE_ALERT), GRAPH[REVENUE_ALERT], NEVER_RUN).label == (
         "skip: side effect not authorized"
     )
     authorized = _spec("none", assets=REVENUE_ALERT, allow_side_effects=REVENUE_ALERT, approved_by="lead")
-    assert decide(authorized, REVENUE_ALERT, PUBLISHED).action == CREATE
+    assert decide(authorized, GRAPH[REVENUE_ALERT], PUBLISHED).action == CREATE
 
 
 def test_policies_statuses_and_decisions_are_enums_of_the_stored_strings():

@@ -10,12 +10,12 @@ import pytest
 
 from backfill_assets.core.audit import CheckOutcome
 from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.domain import SPECS
 from backfill_assets.core.gate import Gate, PublishRefused
 from backfill_assets.core.states import VersionState
 from backfill_assets.core.storage import Warehouse
 
 from .catalog_helpers import ASSET, KEY, begin_verified, identity, published
+from tests.orders import GRAPH
 
 PASSED = [CheckOutcome("row_count", True, "rows as expected")]
 REASON = "run run-a is CANCELED: it was cancelled, so it may not publish"
@@ -29,7 +29,7 @@ def catalog(tmp_path) -> Catalog:
 def _gate(catalog: Catalog, tmp_path, guard) -> Gate:
     """A gate whose attempt has written and is VERIFYING, as when ``conclude`` is reached."""
     ident = identity("run-a")
-    gate = Gate(catalog, Warehouse(str(tmp_path / "warehouse")), SPECS[ASSET], ident, publish_guard=guard)
+    gate = Gate(catalog, Warehouse(str(tmp_path / "warehouse")), GRAPH[ASSET], ident, publish_guard=guard)
     gate.version = catalog.get(begin_verified(catalog, ident))
     return gate
 

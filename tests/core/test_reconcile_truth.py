@@ -8,7 +8,7 @@ import pytest
 
 from backfill_assets.core import request_model as M
 from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from backfill_assets.core.identity import RunIdentity
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.outbox import send_once
@@ -21,6 +21,7 @@ from backfill_assets.core.reconcile import (
 )
 
 from .catalog_helpers import CALENDAR, KEY, PASSED, identity
+from tests.orders import GRAPH
 
 REQUEST_ID = "req-20221101-0a0b0c0d"
 NEWEST = "2022-10-31"
@@ -32,10 +33,10 @@ def catalog(tmp_path) -> Catalog:
 
 
 def _request(catalog: Catalog, asset: str, downstream: str = "none") -> Ledger:
-    spec = M.build_spec(CALENDAR, NEWEST, assets=asset, first=KEY, last=KEY, reprocess="completed",
+    spec = M.build_spec(GRAPH, NEWEST, assets=asset, first=KEY, last=KEY, reprocess="completed",
                         downstream=downstream, requested_by="tester")
     ledger = Ledger(catalog)
-    ledger.create(REQUEST_ID, spec, "git-abc123", spec.excluded_cells())
+    ledger.create(REQUEST_ID, spec, "git-abc123", spec.excluded_cells(GRAPH))
     return ledger
 
 
@@ -50,7 +51,7 @@ def _publish(
 
 
 def _report(catalog: Catalog):
-    return reconcile(catalog, REQUEST_ID, CALENDAR, run_status_of=lambda run_id: "SUCCESS")
+    return reconcile(catalog, REQUEST_ID, GRAPH, run_status_of=lambda run_id: "SUCCESS")
 
 
 def _mark_published(ledger: Ledger, asset: str, run_id: str) -> None:
@@ -89,8 +90,10 @@ def test_a_superseded_cell_still_counts_as_published(catalog):
 def test_a_side_effect_asset_is_never_stale_its_deliveries_are_reported(catalog, tmp_path):
     ledger = _request(catalog, DAILY_REVENUE, downstream="none")
     old = _publish(catalog, identity("run-prod", asset=DAILY_REVENUE))
-    send_once(catalog, str(tmp_path / "sink.jsonl"), "alert-key-1", asset=REVENUE_ALERT, partition_key=KEY,
+    sent: list[dict] = []
+    send_once(catalog, sent.append, "alert-key-1", asset=REVENUE_ALERT, partition_key=KEY,
               payload={"total": 1, "source_version_id": old}, run_id="run-prod", request_id=None)
+    assert sent == [{"idempotency_key": "alert-key-1", "total": 1, "source_version_id": old}]
     new = _publish(catalog, identity("run-backfill", asset=DAILY_REVENUE, request_id=REQUEST_ID))
     _mark_published(ledger, DAILY_REVENUE, "run-backfill")
 

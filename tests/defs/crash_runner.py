@@ -6,7 +6,7 @@ import warnings
 
 import dagster as dg
 
-from backfill_assets.defs.local_runs import run_partitions
+from tests.orders import run_partitions
 
 
 def main() -> None:

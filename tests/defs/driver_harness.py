@@ -10,21 +10,22 @@ from backfill_assets.core import request_model as M
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.settings import code_version
 from backfill_assets.defs.driver import drive_request, run_config_for, run_tags_for
-from backfill_assets.defs.local_runs import run_chunk, run_partitions
+from tests.orders import run_chunk, run_partitions
 from backfill_assets.defs.propagation import propagate_once
 from backfill_assets.defs.runs import RUN_KEY_TAG
+from tests.orders import GRAPH
 
 
 def execute_submission(env, record, submission):
     tags = {**run_tags_for(record), RUN_KEY_TAG: submission.run_key}
     if submission.batched:
-        return run_chunk(env.instance, submission.days_by_asset(), tags=tags, defects=submission.defects)
+        return run_chunk(env.instance, submission.days_by_asset(GRAPH), tags=tags, defects=submission.defects)
     [run] = run_partitions(
         env.instance,
         [submission.partition],
         assets=list(submission.assets),
         tags=tags,
-        run_config_for={submission.partition: run_config_for(submission)},
+        run_config_for={submission.partition: run_config_for(GRAPH, submission)},
     )
     return run
 
@@ -38,11 +39,11 @@ def drive(env, request_id: str, max_ticks: int = 60, propagate: bool = True, sto
         stopped = stop_after_ticks is not None and tick >= stop_after_ticks
         if record.status in (*M.CLOSED_STATUSES, M.BLOCKED) or stopped:
             break
-        for submission in drive_request(env.instance, env.catalog, record, code_version()):
+        for submission in drive_request(GRAPH, env.instance, env.catalog, record, code_version()):
             if submission.run_key in {s[2] for s in submitted}:
                 continue  # a re-request of a run key that already ran: Dagster would skip it too
             execute_submission(env, record, submission)
             submitted.append((submission.partition, submission.assets, submission.run_key))
         if propagate:
-            propagate_once(env.catalog)
+            propagate_once(GRAPH, env.catalog)
     return submitted

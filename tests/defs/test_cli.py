@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.core import schema
-from backfill_assets.core.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
-from backfill_assets.defs.local_runs import run_partitions
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
+from tests.orders import run_partitions
 
 DAY = "2022-09-01"
 PIPELINE = [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE]

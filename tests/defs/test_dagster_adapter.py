@@ -9,13 +9,14 @@ import dagster as dg
 import pytest
 import yaml
 
-from backfill_assets.cli.daemon import CODE_LOCATION_MODULE, dagster_bin
+from backfill_assets.cli.daemon import dagster_bin
+from tests.orders import MODULE as CODE_LOCATION_MODULE
 from backfill_assets.core import tags as T
-from backfill_assets.core.domain import SPECS
 from backfill_assets.core.settings import PACKAGE_DIR
 from backfill_assets.defs.dagster_adapter import cancel_backfill, enforces_one_run_per_tag_value, list_backfills
-from backfill_assets.defs.definitions import defs
+from tests.orders import DEFS as defs
 from backfill_assets.defs.jobs import PRODUCTION_JOB
+from tests.orders import GRAPH
 
 DAYS = ["2022-09-01", "2022-09-02"]
 
@@ -48,7 +49,7 @@ def test_a_job_backfill_is_listed_with_its_cells_and_tags(env, home_instance):
     )
     [info] = list_backfills(home_instance, defs.get_repository_def())
     assert info.status == "COMPLETED" and info.done and not info.cancelled and info.tags[T.REPROCESS] == "none"
-    assert set(info.cells) == {(asset, day) for day in DAYS for asset in SPECS}
+    assert set(info.cells) == {(asset, day) for day in DAYS for asset in GRAPH.names}
     assert info.created_at.endswith("+00:00")
     queued = home_instance.get_runs(filters=dg.RunsFilter(tags={T.DAGSTER_BACKFILL: info.backfill_id}))
     assert sorted(r.tags[T.DAGSTER_PARTITION] for r in queued) == DAYS

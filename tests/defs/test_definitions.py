@@ -4,9 +4,10 @@ import dagster as dg
 
 from backfill_assets.core import tags as T
 from backfill_assets.core.audit import ALL_CHECKS
-from backfill_assets.core.domain import DATA_ASSETS, REVENUE_ALERT, SPECS
-from backfill_assets.defs.definitions import defs
-from backfill_assets.defs.partitions import daily_partitions
+from backfill_assets.examples.orders.domain import DATA_ASSETS, REVENUE_ALERT
+from tests.orders import DEFS as defs
+from tests.orders import DAILY_PARTITIONS as daily_partitions
+from tests.orders import GRAPH
 
 
 def _assets_by_key():
@@ -26,9 +27,10 @@ def test_every_data_asset_has_five_blocking_partitioned_checks():
 
 def test_assets_are_daily_partitioned_in_shanghai_with_lineage():
     nodes = _assets_by_key()
-    assert set(nodes) == set(SPECS)
+    assert set(nodes) == set(GRAPH.names)
     assert daily_partitions.timezone == "Asia/Shanghai"
-    for name, spec in SPECS.items():
+    for spec in GRAPH:
+        name = spec.name
         assert nodes[name].partitions_def == daily_partitions
         assert {k.to_user_string() for k in nodes[name].parent_keys} == set(spec.upstream)
 

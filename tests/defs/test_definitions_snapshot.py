@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from backfill_assets.defs.definitions import defs
+from tests.orders import DEFS as defs
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "definitions.json"
 UPDATE_ENV = "BACKFILL_UPDATE_SNAPSHOTS"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from backfill_assets.cli.demo_command import DEFECT_DAY, defect_day_outcome, describe_defect_day
 from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.domain import DAILY_REVENUE
+from backfill_assets.examples.orders.domain import DAILY_REVENUE
 from tests.core.catalog_helpers import begin_verified, identity, published
 
 REQUEST_ID = "req-20221101-0a0b0c0d"

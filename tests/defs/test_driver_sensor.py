@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.core import tags as T
-from backfill_assets.core.domain import DAILY_REVENUE
+from backfill_assets.examples.orders.domain import DAILY_REVENUE
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.defs.driver import backfill_driver
 from backfill_assets.defs.jobs import BACKFILL_JOB

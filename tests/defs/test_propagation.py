@@ -9,13 +9,14 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.core import request_model as M
-from backfill_assets.core.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
 from backfill_assets.core.ledger import Ledger
-from backfill_assets.defs.local_runs import run_partitions
+from tests.orders import run_partitions
 from backfill_assets.defs.propagation import propagate_once
 
 from .conftest import SEED_FROM, SEED_TO
 from .driver_harness import drive
+from tests.orders import GRAPH
 
 DAYS = ["2022-09-01", "2022-09-02", "2022-09-03", "2022-09-04", "2022-09-05"]
 
@@ -119,7 +120,7 @@ def test_handoff_accept_decline_and_expiry(env):
                    "--reprocess", "completed", "--downstream", "handoff", "--conf", conf)
     drive(env, rid2, max_ticks=3)
     time.sleep(1.2)
-    propagate_once(env.catalog)
+    propagate_once(GRAPH, env.catalog)
     drive(env, rid2, max_ticks=3)
     listed = CliRunner().invoke(cli, ["handoff", "list", "--request", rid2, "--json"]).output
     statuses = {h["status"] for h in json.loads(listed)}
@@ -129,7 +130,7 @@ def test_handoff_accept_decline_and_expiry(env):
 
 def test_production_publishes_do_not_propagate_and_propagation_is_idempotent(env):
     _production(env)
-    first = propagate_once(env.catalog)
+    first = propagate_once(GRAPH, env.catalog)
     assert first["rows"] > 0 and first["cascaded"] == 0 and first["handoffs"] == 0
-    assert propagate_once(env.catalog)["rows"] == 0, "the cursor moved past what was processed"
+    assert propagate_once(GRAPH, env.catalog)["rows"] == 0, "the cursor moved past what was processed"
     assert SEED_FROM <= DAYS[0] and DAYS[-1] <= SEED_TO

@@ -12,10 +12,11 @@ import time
 
 import dagster as dg
 
-from backfill_assets.core.domain import RAW_ORDERS
+from backfill_assets.examples.orders.domain import RAW_ORDERS
 from backfill_assets.core.faults import AFTER_VERIFYING, ENV_HOLD
 from backfill_assets.core.states import VersionState
-from backfill_assets.defs.local_runs import run_partitions
+from tests.orders import run_partitions
+from tests.orders import GRAPH
 
 DAY = "2022-09-02"
 HELD_TIMEOUT = 60.0
@@ -62,11 +63,11 @@ def test_a_run_of_a_cancelled_request_publishes_nothing(env):
     from backfill_assets.core import request_model as M
     from backfill_assets.core import tags as T
     from backfill_assets.core.ledger import Ledger
-    from backfill_assets.defs.partitions import calendar
+    from tests.orders import CALENDAR as calendar
 
-    spec = M.build_spec(calendar, "2022-09-05", assets=RAW_ORDERS, first=DAY, last=DAY, requested_by="tester")
+    spec = M.build_spec(GRAPH, "2022-09-05", assets=RAW_ORDERS, first=DAY, last=DAY, requested_by="tester")
     ledger = Ledger(env.catalog)
-    request_id = ledger.create("req-20220905-0badc0de", spec, "test-code-1", spec.excluded_cells()).request_id
+    request_id = ledger.create("req-20220905-0badc0de", spec, "test-code-1", spec.excluded_cells(GRAPH)).request_id
     ledger.cancel(request_id)
     # A run of that request created after the cancel stopped looking for runs (a late sensor tick).
     [run] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS],

@@ -12,13 +12,14 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.core import tags as T
-from backfill_assets.core.domain import RAW_ORDERS
+from backfill_assets.examples.orders.domain import RAW_ORDERS
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.settings import code_version
 from backfill_assets.defs.dagster_adapter import enforces_one_run_per_tag_value
 from backfill_assets.defs.driver import drive_request, run_request_for
 
 from .conftest import Env
+from tests.orders import GRAPH
 
 SLOT_LIMIT = {"key": T.SLOT, "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
 DAYS = ("2022-09-01", "2022-09-05")
@@ -42,7 +43,7 @@ def _first_tick(env: Env, instance: dg.DagsterInstance, max_active: int):
                                       "--max-active", str(max_active), "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     record = Ledger(env.catalog).get(json.loads(result.output)["request_id"])
-    return record, drive_request(instance, env.catalog, record, code_version())
+    return record, drive_request(GRAPH, instance, env.catalog, record, code_version())
 
 
 def test_with_one_run_per_slot_the_driver_queues_one_run_behind_each_running_one(env):
@@ -51,7 +52,7 @@ def test_with_one_run_per_slot_the_driver_queues_one_run_behind_each_running_one
         record, submissions = _first_tick(env, instance, max_active=2)
     assert [s.partition for s in submissions] == ["2022-09-01", "2022-09-02", "2022-09-03", "2022-09-04"]
     assert Counter(s.slot for s in submissions) == {0: 2, 1: 2}
-    tags = [run_request_for(record, s).tags[T.SLOT] for s in submissions]
+    tags = [run_request_for(GRAPH, record, s).tags[T.SLOT] for s in submissions]
     assert tags == [f"{record.request_id}/{n}" for n in (0, 1, 0, 1)]
 
 
@@ -66,7 +67,7 @@ def test_without_a_one_run_per_slot_limit_the_driver_submits_only_max_active(env
         record, submissions = _first_tick(env, instance, max_active=2)
     assert [s.partition for s in submissions] == ["2022-09-01", "2022-09-02"]
     assert all(s.slot is None for s in submissions)
-    assert all(T.SLOT not in run_request_for(record, s).tags for s in submissions)
+    assert all(T.SLOT not in run_request_for(GRAPH, record, s).tags for s in submissions)
 
 
 def test_the_project_instance_configures_the_slot_limit(tmp_path, monkeypatch):

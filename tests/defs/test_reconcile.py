@@ -13,15 +13,16 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.core import request_model as M
-from backfill_assets.core.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.core.faults import AFTER_DATA_FILE, AFTER_PUBLISH_COMMIT, ENV_FAULT
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.settings import code_version
 from backfill_assets.defs.driver import drive_request, run_tags_for
-from backfill_assets.defs.local_runs import run_partitions
+from tests.orders import run_partitions
 from backfill_assets.defs.runs import RUN_KEY_TAG
 
 from .driver_harness import drive
+from tests.orders import GRAPH
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -103,7 +104,7 @@ def test_crash_between_catalog_publish_and_dagster_event_is_found_and_repaired(e
     assert run_partitions(env.instance, ["2022-09-02"], assets=[RAW_ORDERS])[0].success
     rid = _create("--assets", ORDER_FACTS, "--from", "2022-09-02", "--to", "2022-09-02")
     record = Ledger(env.catalog).get(rid)
-    [submission] = drive_request(env.instance, env.catalog, record, code_version())
+    [submission] = drive_request(GRAPH, env.instance, env.catalog, record, code_version())
     assert _crash(env, record, submission, AFTER_PUBLISH_COMMIT) == -9
 
     [version] = env.catalog.versions_of(ORDER_FACTS, "2022-09-02")
@@ -126,7 +127,7 @@ def test_crash_mid_write_is_found_and_abandoned(env):
     assert run_partitions(env.instance, ["2022-09-03"], assets=[RAW_ORDERS])[0].success
     rid = _create("--assets", ORDER_FACTS, "--from", "2022-09-03", "--to", "2022-09-03")
     record = Ledger(env.catalog).get(rid)
-    [submission] = drive_request(env.instance, env.catalog, record, code_version())
+    [submission] = drive_request(GRAPH, env.instance, env.catalog, record, code_version())
     assert _crash(env, record, submission, AFTER_DATA_FILE) == -9
     [version] = env.catalog.versions_of(ORDER_FACTS, "2022-09-03")
     assert version.state == "WRITING" and env.catalog.current(ORDER_FACTS, "2022-09-03") is None

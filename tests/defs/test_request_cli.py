@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.core import schema
-from backfill_assets.core.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, REVENUE_ALERT
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, REVENUE_ALERT
 from backfill_assets.core.intervals import utc_now
-from backfill_assets.defs.partitions import calendar
+from tests.orders import CALENDAR as calendar
 
 FIRST, LAST = "2022-09-01", "2022-09-02"
 TOMORROW = (utc_now().astimezone(calendar.tz).date() + timedelta(days=1)).isoformat()
@@ -147,8 +147,8 @@ def test_valid_request_is_written_with_its_cells_and_claims(env, existing_reques
 
 
 def test_reprocess_none_skips_a_cell_whose_run_failed_without_a_version_and_failed_reruns_it(env):
-    from backfill_assets.core.domain import RAW_ORDERS
-    from backfill_assets.defs.local_runs import run_partitions
+    from backfill_assets.examples.orders.domain import RAW_ORDERS
+    from tests.orders import run_partitions
 
     assert run_partitions(env.instance, [FIRST, LAST], assets=[RAW_ORDERS])[0].success
     # A run that fails before writing anything: its config is refused inside the step (no version begun).

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from backfill_assets.core import tags as T
-from backfill_assets.core.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from backfill_assets.core.outbox import deliveries
-from backfill_assets.defs.local_runs import run_partitions
+from tests.orders import run_partitions
 
 DAY = "2022-09-01"
 UPSTREAM = [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE]

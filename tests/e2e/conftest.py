@@ -33,14 +33,15 @@ import yaml
 from click.testing import CliRunner, Result
 
 from backfill_assets.cli import cli
-from backfill_assets.cli.daemon import CODE_LOCATION_MODULE, dagster_bin
+from backfill_assets.cli.daemon import dagster_bin
+from tests.orders import MODULE as CODE_LOCATION_MODULE
 from backfill_assets.core import db, schema
 from backfill_assets.core import tags as T
 from backfill_assets.core.catalog import Catalog
 from backfill_assets.core.settings import PACKAGE_DIR, Settings
-from backfill_assets.core.source import SourceSystem
-from backfill_assets.defs.local_runs import run_partitions
-from backfill_assets.defs.partitions import calendar
+from backfill_assets.examples.orders.source import SourceSystem
+from tests.orders import run_partitions
+from tests.orders import CALENDAR as calendar
 
 CODE_VERSION = "e2e-code"
 SEED_FROM, SEED_TO = "2022-09-01", "2022-10-03"

@@ -29,10 +29,11 @@ import yaml
 from click.testing import CliRunner, Result
 
 from backfill_assets.cli import cli
-from backfill_assets.cli.daemon import CODE_LOCATION_MODULE, dagster_bin
+from backfill_assets.cli.daemon import dagster_bin
+from tests.orders import MODULE as CODE_LOCATION_MODULE
 from backfill_assets.core import db
 from backfill_assets.core import tags as T
-from backfill_assets.core.domain import RAW_ORDERS
+from backfill_assets.examples.orders.domain import RAW_ORDERS
 from backfill_assets.core.faults import AFTER_VERIFYING, ENV_HOLD
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.states import IN_PROGRESS, VERIFIED, VersionState

@@ -8,9 +8,10 @@ import subprocess
 import dagster as dg
 import pytest
 
-from backfill_assets.cli.daemon import CODE_LOCATION_MODULE, dagster_bin
+from backfill_assets.cli.daemon import dagster_bin
+from tests.orders import MODULE as CODE_LOCATION_MODULE
 from backfill_assets.core import tags as T
-from backfill_assets.core.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 
 from .conftest import CODE_VERSION, HOLD_TAG, dagster_env
 

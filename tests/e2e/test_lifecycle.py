@@ -7,7 +7,7 @@ import time
 import dagster as dg
 import pytest
 
-from backfill_assets.core.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 
 from .conftest import CODE_VERSION, FINISHED, poll
 

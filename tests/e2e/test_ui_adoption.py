@@ -13,8 +13,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from backfill_assets.cli.daemon import CODE_LOCATION_MODULE, dagster_bin
-from backfill_assets.core.domain import DAILY_REVENUE
+from backfill_assets.cli.daemon import dagster_bin
+from tests.orders import MODULE as CODE_LOCATION_MODULE
+from backfill_assets.examples.orders.domain import DAILY_REVENUE
 
 from .conftest import dagster_env, stop_process, tail
 

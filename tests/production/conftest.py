@@ -19,11 +19,12 @@ import pytest
 from click.testing import CliRunner
 
 from backfill_assets.cli import cli
-from backfill_assets.cli.daemon import CODE_LOCATION_MODULE, dagster_bin
+from backfill_assets.cli.daemon import dagster_bin
+from tests.orders import MODULE as CODE_LOCATION_MODULE
 from backfill_assets.core import db
 from backfill_assets.core.settings import PACKAGE_DIR, Settings
-from backfill_assets.core.source import SourceSystem
-from backfill_assets.defs.partitions import calendar
+from backfill_assets.examples.orders.source import SourceSystem
+from tests.orders import CALENDAR as calendar
 from tests.e2e.conftest import _wait_until_daemon_ready, stop_process, tail
 
 CODE_VERSION = "production-test-code"

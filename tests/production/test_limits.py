@@ -9,9 +9,10 @@ import time
 
 import dagster as dg
 
-from backfill_assets.cli.daemon import CODE_LOCATION_MODULE, dagster_bin
+from backfill_assets.cli.daemon import dagster_bin
+from tests.orders import MODULE as CODE_LOCATION_MODULE
 from backfill_assets.core import tags as T
-from backfill_assets.core.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.defs.jobs import PRODUCTION_JOB
 
 # PIPELINE_STARTING: the queue coordinator has dequeued the run and is launching it.

@@ -13,8 +13,9 @@ warnings.simplefilter("ignore")
 
 import dagster as dg  # noqa: E402
 
-import backfill_assets.defs.definitions  # noqa: E402,F401 - preload: the code location, once
+import backfill_assets.examples.orders.definitions  # noqa: E402,F401 - preload: the code location, once
 from backfill_assets.core.faults import ENV_FAULT  # noqa: E402
+from tests.orders import GRAPH
 
 
 def _install_env(env: dict[str, str], fault: str | None = None) -> None:
@@ -30,7 +31,7 @@ def run_partition(env: dict, fault: str | None, partition: str, assets: list[str
                   results=None) -> None:
     """One in-process Dagster run of ``assets`` for ``partition``; a fault point SIGKILLs this process."""
     _install_env(env, fault)
-    from backfill_assets.defs.local_runs import run_partitions
+    from tests.orders import run_partitions
 
     with dg.DagsterInstance.get() as instance:
         [run] = run_partitions(instance, [partition], assets=assets, tags=tags, run_config_for={partition: run_config})
@@ -62,15 +63,15 @@ def race_create(env: dict, how: str, args: dict, barrier, results) -> None:
             from backfill_assets.core.intervals import utc_now
             from backfill_assets.core.ledger import Ledger
             from backfill_assets.core.settings import Settings
-            from backfill_assets.defs.partitions import calendar
+            from tests.orders import CALENDAR as calendar
 
-            spec = M.build_spec(calendar, calendar.newest_complete_key(utc_now()), assets=args["assets"],
+            spec = M.build_spec(GRAPH, calendar.newest_complete_key(utc_now()), assets=args["assets"],
                                 first=args["first"], last=args["last"], requested_by=args["who"])
             ledger = Ledger(Catalog(Settings.from_env().catalog_url))
             request_id = M.new_request_id(utc_now())
             barrier.wait(timeout=60)
             try:
-                record = ledger.create(request_id, spec, "race-code", spec.excluded_cells())
+                record = ledger.create(request_id, spec, "race-code", spec.excluded_cells(GRAPH))
             except BackfillError as exc:
                 out = {"exit": 2, "stdout": "", "stderr": f"error: {exc}\n", "exception": None,
                        "request_id": request_id}
@@ -87,7 +88,7 @@ def race_publish(env: dict, partition: str, asset: str, tags: dict, label: str, 
     _install_env(env)
     try:
         from backfill_assets.core.catalog import Catalog
-        from backfill_assets.defs.local_runs import run_partitions
+        from tests.orders import run_partitions
 
         original = Catalog.publish
 

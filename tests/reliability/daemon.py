@@ -12,7 +12,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from backfill_assets.cli.daemon import CODE_LOCATION_MODULE, dagster_bin
+from backfill_assets.cli.daemon import dagster_bin
+from tests.orders import MODULE as CODE_LOCATION_MODULE
 from backfill_assets.core import request_model as M
 from backfill_assets.core import tags as T
 from backfill_assets.core.ledger import Ledger

@@ -18,9 +18,9 @@ from click.testing import CliRunner, Result
 from backfill_assets.cli import cli
 from backfill_assets.core.catalog import Catalog
 from backfill_assets.core.settings import Settings
-from backfill_assets.core.source import SourceSystem
+from backfill_assets.examples.orders.source import SourceSystem
 from backfill_assets.core.storage import Warehouse
-from backfill_assets.defs.partitions import calendar
+from tests.orders import CALENDAR as calendar
 
 CODE_VERSION = "reliability-code"
 SEED_FROM, SEED_TO = "2022-09-01", "2022-09-12"

@@ -17,17 +17,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.domain import DATA_ASSETS, ORDER_FACTS, RAW_ORDERS, SPECS
+from backfill_assets.examples.orders.domain import DATA_ASSETS, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.core.errors import InvalidInput
 from backfill_assets.core.identity import RunIdentity, make_version_id, parse_version_id
 from backfill_assets.core.intervals import BusinessCalendar, load_timezone, utc_now
 from backfill_assets.core.ledger import Ledger, validate_request_id
 from backfill_assets.core.storage import Warehouse
-from backfill_assets.defs.local_runs import run_partitions
-from backfill_assets.defs.partitions import calendar
+from tests.orders import run_partitions
+from tests.orders import CALENDAR as calendar
 
 from . import mode
 from .fuzz_harness import BACKENDS, Fuzz, run_property
+from tests.orders import GRAPH
 
 DAY = "2022-09-01"
 FIRST_DAY = date(2022, 9, 1)
@@ -57,9 +58,9 @@ weird_text = st.text(
 )
 names = st.one_of(
     st.sampled_from(PATH_TRICKS),
-    st.sampled_from(sorted(SPECS)),
+    st.sampled_from(sorted(GRAPH.names)),
     weird_text,
-    st.builds(lambda n, i, c: n[:i] + c + n[i:], st.sampled_from(sorted(SPECS)), st.integers(0, 20),
+    st.builds(lambda n, i, c: n[:i] + c + n[i:], st.sampled_from(sorted(GRAPH.names)), st.integers(0, 20),
               st.sampled_from(["/", "..", "\x00", "\n", "é", " ", "\\", "%"])),
 )
 
@@ -224,7 +225,7 @@ def test_generated_timezones_are_refused_or_give_whole_days(fuzz, trials):
 
 @pytest.mark.timeout(mode.timeout(per_trial_seconds=0, fixed_seconds=600 if mode.SLOW else 120))
 def test_generated_asset_selections_are_refused_in_one_line_or_planned_exactly(fuzz, trials):
-    parts = st.one_of(st.sampled_from(sorted(SPECS)), names)
+    parts = st.one_of(st.sampled_from(sorted(GRAPH.names)), names)
     separators = st.sampled_from([",", ", ", " ,", ",,", ";", " "])
 
     @PROFILE
@@ -234,7 +235,7 @@ def test_generated_asset_selections_are_refused_in_one_line_or_planned_exactly(f
         args = ["request", "create", "--assets", selection, "--from", DAY, "--to", DAY, "--dry-run", "--json"]
         result = fuzz.run(backend, args)
         picked = [s.strip() for s in selection.split(",") if s.strip()]
-        valid = bool(picked) and len(set(picked)) == len(picked) and all(p in SPECS for p in picked)
+        valid = bool(picked) and len(set(picked)) == len(picked) and all(p in GRAPH.names for p in picked)
         if result is None:
             assert not valid, f"refused a valid selection {selection!r}"
             return
@@ -313,7 +314,7 @@ def test_generated_names_keys_and_ids_never_escape_the_warehouse_or_crash(fuzz, 
             if result is not None:
                 valid_day = key == DAY if command != "versions" else day_is_valid(key)
                 # versions also answers for a side-effect asset (its outbox deliveries); read/rollback need data.
-                known = SPECS if command == "versions" else DATA_ASSETS
+                known = GRAPH.names if command == "versions" else DATA_ASSETS
                 assert asset in known and valid_day, f"{command} accepted {asset!r} {key!r}"
         elif kind == "version":
             version = data.draw(st.one_of(names, st.builds("/".join, st.lists(names, min_size=4, max_size=4))))

@@ -24,17 +24,18 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from backfill_assets.core import db
-from backfill_assets.core.domain import ORDER_FACTS, RAW_ORDERS
+from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.schema import log_head, publish_log
 from backfill_assets.core.settings import code_version
 from backfill_assets.defs.driver import drive_request, run_config_for, run_tags_for
-from backfill_assets.defs.local_runs import run_partitions
+from tests.orders import run_partitions
 from backfill_assets.defs.runs import RUN_KEY_TAG
 from tests.defs.driver_harness import drive
 
 from . import children, mode
 from .invariants import assert_catalog_consistent, assert_readers_see
+from tests.orders import GRAPH
 
 DAY = "2022-09-04"
 WAIT_SECONDS = 60.0
@@ -66,7 +67,7 @@ def outage_once(env, forkserver, pg_server, short: bool) -> None:
     request_id = env.cli_json("request", "create", "--assets", ORDER_FACTS, "--from", DAY, "--to", DAY,
                               "--reprocess", "completed", "--requested-by", "reliability")["request_id"]
     record = Ledger(catalog).get(request_id)
-    [submission] = drive_request(env.instance, catalog, record, code_version())
+    [submission] = drive_request(GRAPH, env.instance, catalog, record, code_version())
     tags = {**run_tags_for(record), RUN_KEY_TAG: submission.run_key}
 
     results = forkserver.Queue()
@@ -74,7 +75,7 @@ def outage_once(env, forkserver, pg_server, short: bool) -> None:
     lock_txn = lock.begin()
     lock.execute(sa.select(log_head).with_for_update())
     child = forkserver.Process(target=children.run_partition,
-                               args=(env.variables, None, DAY, [ORDER_FACTS], tags, run_config_for(submission),
+                               args=(env.variables, None, DAY, [ORDER_FACTS], tags, run_config_for(GRAPH, submission),
                                      results))
     cut = False
     try:

@@ -20,18 +20,19 @@ import sqlalchemy as sa
 
 from backfill_assets.core import faults
 from backfill_assets.core import tags as T
-from backfill_assets.core.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.schema import publish_log
 from backfill_assets.core.settings import code_version
 from backfill_assets.core.storage import MANIFEST_FILE
 from backfill_assets.defs.driver import drive_request, run_config_for, run_tags_for
-from backfill_assets.defs.local_runs import run_partitions
+from tests.orders import run_partitions
 from backfill_assets.defs.runs import RUN_KEY_TAG
 from tests.defs.driver_harness import drive
 
 from . import children, mode
 from .invariants import assert_catalog_consistent, assert_readers_see, materialized_versions
+from tests.orders import GRAPH
 
 DAY = "2022-09-02"
 BACKENDS = ("sqlite", "postgres")
@@ -54,11 +55,11 @@ def crash_once(env, forkserver, boundary: str) -> None:
     request_id = env.cli_json("request", "create", "--assets", ORDER_FACTS, "--from", DAY, "--to", DAY,
                               "--reprocess", "completed", "--requested-by", "reliability")["request_id"]
     record = Ledger(catalog).get(request_id)
-    [submission] = drive_request(env.instance, catalog, record, code_version())
+    [submission] = drive_request(GRAPH, env.instance, catalog, record, code_version())
     tags = {**run_tags_for(record), RUN_KEY_TAG: submission.run_key}
     child = forkserver.Process(
         target=children.run_partition,
-        args=(env.variables, boundary, DAY, [ORDER_FACTS], tags, run_config_for(submission)),
+        args=(env.variables, boundary, DAY, [ORDER_FACTS], tags, run_config_for(GRAPH, submission)),
     )
     child.start()
     child.join(120)

@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from backfill_assets.core.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.core.schema import reads
-from backfill_assets.defs.local_runs import run_partitions
+from tests.orders import run_partitions
 from tests.defs.driver_harness import drive
 
 from . import mode

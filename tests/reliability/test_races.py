@@ -17,16 +17,17 @@ import pytest
 import sqlalchemy as sa
 
 from backfill_assets.core import schema
-from backfill_assets.core.domain import ORDER_FACTS, RAW_ORDERS
+from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.settings import code_version
 from backfill_assets.defs.driver import drive_request, run_tags_for
-from backfill_assets.defs.local_runs import run_partitions
+from tests.orders import run_partitions
 from backfill_assets.defs.runs import RUN_KEY_TAG
 from tests.defs.driver_harness import drive
 
 from . import children, mode
 from .invariants import assert_catalog_consistent, assert_readers_see
+from tests.orders import GRAPH
 
 BACKENDS = ("sqlite", "postgres")
 A_DAYS = ("2022-09-03", "2022-09-06")
@@ -134,7 +135,7 @@ def publish_race_once(env, forkserver) -> str:
     request_id = env.cli_json("request", "create", "--assets", ORDER_FACTS, "--from", RACE_DAY, "--to", RACE_DAY,
                               "--reprocess", "completed", "--requested-by", "reliability")["request_id"]
     record = Ledger(catalog).get(request_id)
-    [submission] = drive_request(env.instance, catalog, record, code_version())
+    [submission] = drive_request(GRAPH, env.instance, catalog, record, code_version())
     backfill_tags = {**run_tags_for(record), RUN_KEY_TAG: submission.run_key}
     out = run_pair(
         forkserver, children.race_publish,

@@ -22,14 +22,15 @@ import yaml
 
 from backfill_assets.core import db
 from backfill_assets.core import request_model as M
-from backfill_assets.core.domain import ORDER_FACTS, RAW_ORDERS
+from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.settings import PACKAGE_DIR
-from backfill_assets.defs.local_runs import run_partitions
+from tests.orders import run_partitions
 
 from . import mode
 from .daemon import Daemon, assert_each_cell_ran_once_and_published, request_runs, wait_until_closed
 from .envs import pg_isready
+from tests.orders import GRAPH
 
 pytestmark = pytest.mark.daemon
 
@@ -213,7 +214,7 @@ def test_a_run_that_failed_before_writing_is_resubmitted_under_the_next_round_ke
 
     def one_tick(version_state: str | None = None):
         record = ledger.get(request_id)
-        result = tick(record, ledger.cells(request_id), runs, lambda a, p, r: version_state,
+        result = tick(GRAPH, record, ledger.cells(request_id), runs, lambda a, p, r: version_state,
                       lambda a, p: CellFacts(), "reliability-code")
         ledger.update_cells(request_id, result.cell_updates)
         if result.status:
@@ -244,12 +245,12 @@ def test_a_run_that_wrote_a_version_before_failing_is_not_resubmitted(env):
     request_id = env.cli_json("request", "create", "--assets", ORDER_FACTS, "--from", day, "--to", day,
                               "--requested-by", "reliability")["request_id"]
     ledger = Ledger(env.catalog)
-    first = tick(ledger.get(request_id), ledger.cells(request_id), {}, lambda a, p, r: None,
+    first = tick(GRAPH, ledger.get(request_id), ledger.cells(request_id), {}, lambda a, p, r: None,
                  lambda a, p: CellFacts(), "reliability-code")
     ledger.update_cells(request_id, first.cell_updates)
     key = first.submissions[0].run_key
     runs = {key: RunView("run1", key, day, "FAILURE")}
-    second = tick(ledger.get(request_id), ledger.cells(request_id), runs, lambda a, p, r: "ABANDONED",
+    second = tick(GRAPH, ledger.get(request_id), ledger.cells(request_id), runs, lambda a, p, r: "ABANDONED",
                   lambda a, p: CellFacts(), "reliability-code")
     ledger.update_cells(request_id, second.cell_updates)
     [cell] = ledger.cells(request_id)

@@ -17,7 +17,7 @@ TIMEZONE = "Asia/Shanghai"
 
 
 def run_asset(asset: str, data_interval_start, data_interval_end) -> None:
-    from backfill_assets.core.source import SourceSystem
+    from backfill_assets.examples.orders.source import SourceSystem
     from bench.plain import CALENDAR, run_asset_day
 
     key = CALENDAR.key_of(data_interval_start)

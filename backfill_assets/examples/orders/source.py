@@ -11,9 +11,9 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from .db import READ_ONLY, create_engine, retry_transient
-from .errors import InvalidInput
-from .intervals import BusinessCalendar, Interval
+from backfill_assets.core.db import READ_ONLY, create_engine, retry_transient
+from backfill_assets.core.errors import InvalidInput
+from backfill_assets.core.intervals import BusinessCalendar, Interval
 
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S+00:00"  # fixed width, so string order is time order in SQL
 
@@ -112,3 +112,12 @@ def _synthetic_orders(interval: Interval, n: int):
         if rng.random() < DUPLICATE_SHARE:
             amended = created + timedelta(minutes=rng.randrange(1, 120))
             yield {**base, "amount": round(base["amount"] * 0.9, 2), "updated_at": _ts(amended)}
+
+
+def seed(first: str, last: str, per_day: int) -> int:
+    """``backfill-assets seed``: deterministic synthetic orders for every business day in ``[first, last]``."""
+    from backfill_assets import Settings
+
+    from .domain import DEMO_CALENDAR
+
+    return SourceSystem(Settings.from_env().source_url).seed(DEMO_CALENDAR, first, last, per_day)

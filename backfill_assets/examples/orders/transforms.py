@@ -89,12 +89,11 @@ def customer_snapshot(previous: pd.DataFrame, facts: pd.DataFrame, partition_key
     return out.sort_values("customer_id").reset_index(drop=True)
 
 
-def revenue_alert_payload(revenue: pd.DataFrame, partition_key: str, source_version_id: str) -> dict:
+def revenue_alert_payload(revenue: pd.DataFrame, partition_key: str) -> dict:
     top = revenue.sort_values("revenue_cny", ascending=False).head(1)
     return {
         "business_date": partition_key,
         "orders": int(revenue["orders"].sum()),
         "revenue_cny": round(float(revenue["revenue_cny"].sum()), 2),
         "top_region": None if top.empty else str(top["region"].iloc[0]),
-        "source_version_id": source_version_id,
     }

@@ -1,0 +1,4 @@
+"""The orders demo: Asia/Shanghai business days, raw_orders → order_facts → daily_revenue / customer_snapshot →
+revenue_alert. Its code location is ``backfill_assets.examples.orders.definitions``."""
+
+MODULE = "backfill_assets.examples.orders.definitions"

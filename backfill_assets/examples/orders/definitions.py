@@ -1,0 +1,143 @@
+"""The orders code location, declared on the public API only.
+
+``dagster dev -m backfill_assets.examples.orders.definitions`` (the repository's workspace.yaml names it too).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from backfill_assets import (
+    backfill_definitions,
+    gated_asset,
+    primary_key,
+    row_count,
+    schema,
+    side_effect_asset,
+    totals_match,
+)
+
+from . import transforms
+from .domain import (
+    CUSTOMER_SNAPSHOT_SCHEMA,
+    DAILY_REVENUE_SCHEMA,
+    DEMO_CALENDAR,
+    GROUP,
+    ORDER_FACTS_SCHEMA,
+    RAW_ORDERS_SCHEMA,
+    customers,
+    expected_order_facts_totals,
+    expected_revenue_totals,
+    expected_snapshot_totals,
+    revenue_tolerance,
+    snapshot_tolerance,
+)
+from .resources import AlertSink, OrdersSource
+from .source import seed  # noqa: F401 - `backfill-assets seed` fills this demo's source
+
+
+def _source_rows(interval, orders_source: OrdersSource) -> int:
+    return orders_source.system().summary(interval).rows
+
+
+def _source_totals(interval, orders_source: OrdersSource) -> dict[str, float]:
+    return {"amount": orders_source.system().summary(interval).amount_sum}
+
+
+def _source_fingerprint(interval, orders_source: OrdersSource) -> str:
+    return orders_source.system().summary(interval).fingerprint
+
+
+@gated_asset(
+    calendar=DEMO_CALENDAR,
+    primary_key=("order_id", "updated_at"),
+    schema=RAW_ORDERS_SCHEMA,
+    audits=[row_count(_source_rows), primary_key(), totals_match(_source_totals), schema()],
+    fingerprint=_source_fingerprint,
+    owners=["team:ingestion"],
+    group_name=GROUP,
+)
+def raw_orders(interval, orders_source: OrdersSource) -> pd.DataFrame:
+    """Orders extracted from the source system for one business day."""
+    return orders_source.system().extract(interval)
+
+
+@gated_asset(
+    calendar=DEMO_CALENDAR,
+    deps=[raw_orders],
+    primary_key=("order_id",),
+    schema=ORDER_FACTS_SCHEMA,
+    audits=[
+        row_count(lambda raw_orders: int(raw_orders["order_id"].nunique())),
+        primary_key(),
+        totals_match(expected_order_facts_totals),
+        schema(),
+    ],
+    owners=["team:analytics"],
+    group_name=GROUP,
+)
+def order_facts(interval, raw_orders: pd.DataFrame) -> pd.DataFrame:
+    """One row per order, latest amendment, amounts in CNY."""
+    return transforms.order_facts(raw_orders, interval.key)
+
+
+@gated_asset(
+    calendar=DEMO_CALENDAR,
+    deps=[order_facts],
+    primary_key=("region",),
+    schema=DAILY_REVENUE_SCHEMA,
+    audits=[
+        row_count(lambda order_facts: int(order_facts["region"].nunique())),
+        primary_key(),
+        totals_match(expected_revenue_totals, tolerance=revenue_tolerance),
+        schema(),
+    ],
+    owners=["team:finance"],
+    group_name=GROUP,
+)
+def daily_revenue(interval, order_facts: pd.DataFrame) -> pd.DataFrame:
+    """Revenue and order count per region for one business day."""
+    return transforms.daily_revenue(order_facts, interval.key)
+
+
+@gated_asset(
+    calendar=DEMO_CALENDAR,
+    deps=[order_facts],
+    depends_on_past=True,
+    primary_key=("customer_id",),
+    schema=CUSTOMER_SNAPSHOT_SCHEMA,
+    audits=[
+        row_count(lambda previous, order_facts: len(customers(previous, order_facts))),
+        primary_key(),
+        totals_match(expected_snapshot_totals, tolerance=snapshot_tolerance),
+        schema(),
+    ],
+    owners=["team:crm"],
+    group_name=GROUP,
+)
+def customer_snapshot(interval, previous: pd.DataFrame | None, order_facts: pd.DataFrame) -> pd.DataFrame:
+    """Cumulative per-customer totals as of the end of the business day."""
+    start = transforms.empty_snapshot() if previous is None else previous
+    return transforms.customer_snapshot(start, order_facts, interval.key)
+
+
+def _send_alert(payload: dict, alert_sink: AlertSink) -> None:
+    alert_sink.send(payload)
+
+
+@side_effect_asset(
+    calendar=DEMO_CALENDAR,
+    deps=[daily_revenue],
+    deliver=_send_alert,
+    owners=["team:finance"],
+    group_name=GROUP,
+)
+def revenue_alert(interval, daily_revenue: pd.DataFrame) -> dict:
+    """Sends the daily revenue summary to the external sink, once per published revenue version."""
+    return transforms.revenue_alert_payload(daily_revenue, interval.key)
+
+
+defs = backfill_definitions(
+    assets=[raw_orders, order_facts, daily_revenue, customer_snapshot, revenue_alert],
+    resources={"orders_source": OrdersSource(), "alert_sink": AlertSink()},
+)

@@ -1,0 +1,40 @@
+"""The orders demo's own resources: the source orders database and the sink alerts are sent to."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+import dagster as dg
+
+from backfill_assets import Settings
+
+from .source import SourceSystem
+
+
+@lru_cache(maxsize=8)
+def source_system(url: str) -> SourceSystem:
+    return SourceSystem(url)
+
+
+class OrdersSource(dg.ConfigurableResource):
+    """The orders database (``BACKFILL_SOURCE_URL``, default ``$DAGSTER_HOME/source.db``)."""
+
+    url: Optional[str] = None
+
+    def system(self) -> SourceSystem:
+        return source_system(self.url or Settings.from_env().source_url)
+
+
+class AlertSink(dg.ConfigurableResource):
+    """Where revenue alerts go: a JSON-lines file standing in for a chat or e-mail API."""
+
+    path: Optional[str] = None
+
+    def send(self, message: dict) -> None:
+        sink = Path(self.path or Settings.from_env().sink_path)
+        sink.parent.mkdir(parents=True, exist_ok=True)
+        with sink.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(message, sort_keys=True) + "\n")
