@@ -13,16 +13,17 @@ from backfill_assets.cli import cli
 from backfill_assets.core import tags as T
 from backfill_assets.examples.orders.domain import DAILY_REVENUE
 from backfill_assets.core.ledger import Ledger
-from backfill_assets.defs.driver import backfill_driver
+from backfill_assets.defs.driver import DRIVER_SENSOR
 from backfill_assets.defs.jobs import BACKFILL_JOB
 from backfill_assets.defs.resources import BackfillResource
+from tests.orders import DEFS
 
 DAYS = ["2022-09-01", "2022-09-02", "2022-09-03"]
 
 
 def _evaluate(env) -> list[dg.RunRequest]:
     context = dg.build_sensor_context(instance=env.instance, resources={"backfill": BackfillResource()})
-    return list(backfill_driver(context))
+    return list(DEFS.resolve_sensor_def(DRIVER_SENSOR)(context))
 
 
 def test_the_driver_sensor_yields_tagged_run_requests_up_to_max_active(env):
