@@ -38,7 +38,8 @@ def compute(gate: Gate, graph: AssetGraph, resources: Mapping[str, Any]) -> Comp
         previous = None if previous_key is None else gate.read_published(spec.name, previous_key, required=False)
         if previous_key is not None and previous is None:
             raise NotPublished(
-                f"{spec.name} depends on its previous day: {previous_key} has no published version"
+                f"{spec.name} {calendar.interval(key).label} depends on its previous day: {previous_key} has no "
+                "published version"
             )
         available[PREVIOUS_ARG] = previous
     fingerprint = None
@@ -48,5 +49,8 @@ def compute(gate: Gate, graph: AssetGraph, resources: Mapping[str, Any]) -> Comp
         raise InvalidInput(f"{spec.name} has no transform")
     frame = call_with(spec.transform, available, f"transform of {spec.name}")
     if not isinstance(frame, pd.DataFrame):
-        raise InvalidInput(f"{spec.name} {key}: the transform returned {type(frame).__name__}, not a DataFrame")
+        raise InvalidInput(
+            f"{spec.name} {calendar.interval(key).label}: the transform returned {type(frame).__name__}, "
+            "not a DataFrame"
+        )
     return Computed(frame, available, fingerprint)

@@ -45,6 +45,14 @@ def dispose_all() -> None:
         _engines.clear()
 
 
+def sql_engine(url: str, read_only: bool = False) -> Engine:
+    """A SQLAlchemy engine set up as the catalog's is (SQLite: WAL, a 60 s busy timeout, BEGIN IMMEDIATE for
+    writers; PostgreSQL: pre-ping), for a code location's own sources. ``read_only``: its transactions never
+    take SQLite's write lock, so readers in concurrent steps do not queue behind each other."""
+    engine = create_engine(url)
+    return engine.execution_options(**{READ_ONLY: True}) if read_only else engine
+
+
 def create_engine(url: str) -> Engine:
     try:
         parsed = make_url(url)

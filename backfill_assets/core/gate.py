@@ -84,7 +84,10 @@ class Gate:
         current = self.catalog.current(asset, partition_key)
         if current is None:
             if required:
-                raise NotPublished(f"input {asset} {partition_key} has no published version yet")
+                raise NotPublished(
+                    f"{self.spec.name} {self.identity.interval.label}: input {asset} {partition_key} has no "
+                    "published version yet"
+                )
             return None
         frame = self.warehouse.read_verified(current.path, current.sha256, current.rows)
         self.catalog.record_reads(self.version_id, self.identity.dagster_run_id, [current])

@@ -64,6 +64,13 @@ class Interval:
             raise InvalidInput(f"timestamp {ts.isoformat()} has no timezone")
         return self.start_utc <= ts.astimezone(timezone.utc) < self.end_utc
 
+    @property
+    def label(self) -> str:
+        """How messages name the interval: its key and bounds in the business timezone, with offsets (so a 23-
+        or 25-hour DST day is visible as such)."""
+        zone = getattr(self.start.tzinfo, "key", None) or str(self.start.tzinfo)
+        return f"{self.key} [{self.start.isoformat()}, {self.end.isoformat()}) {zone}"
+
     def as_dict(self) -> dict[str, str]:
         return {
             "partition_key": self.key,

@@ -129,3 +129,33 @@ def test_the_package_has_no_import_cycle():
         if module not in state:
             visit(module)
     assert cycles == []
+
+
+# The one command that is about an example by definition: `backfill-assets demo` runs the orders example.
+EXAMPLE_USERS = {"backfill_assets.cli.demo_command"}
+
+
+def test_the_library_imports_no_example():
+    graph = _package_import_graph()
+    assert any(m.startswith("backfill_assets.examples.") for m in graph), "the examples are part of the package"
+    offenders = {
+        module: sorted(i for i in imported if i.startswith("backfill_assets.examples"))
+        for module, imported in graph.items()
+        if not module.startswith("backfill_assets.examples") and module not in EXAMPLE_USERS
+    }
+    assert {m: i for m, i in offenders.items() if i} == {}
+
+
+def test_examples_use_only_the_public_api():
+    """An example imports ``backfill_assets`` (the public names) and its own modules, nothing of the engine or
+    the wiring."""
+    graph = _package_import_graph()
+    offenders = {
+        module: sorted(
+            i for i in imported
+            if not i.startswith("backfill_assets.examples") and i != "backfill_assets"
+        )
+        for module, imported in graph.items()
+        if module.startswith("backfill_assets.examples")
+    }
+    assert {m: i for m, i in offenders.items() if i} == {}

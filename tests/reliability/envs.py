@@ -21,6 +21,7 @@ from backfill_assets.core.settings import Settings
 from backfill_assets.examples.orders.source import SourceSystem
 from backfill_assets.core.storage import Warehouse
 from tests.orders import CALENDAR as calendar
+from tests.orders import MODULE
 
 CODE_VERSION = "reliability-code"
 SEED_FROM, SEED_TO = "2022-09-01", "2022-09-12"
@@ -57,7 +58,8 @@ class RelEnv:
 
     def cli(self, *args: str) -> Result:
         self.activate()
-        return CliRunner().invoke(cli, [str(a) for a in args])
+        # The code location is named: the fuzz harness runs the CLI from an empty folder (no pyproject.toml).
+        return CliRunner().invoke(cli, ["-m", MODULE, *[str(a) for a in args]])
 
     def cli_json(self, *args: str, expect: tuple[int, ...] = (0,)):
         result = self.cli(*args, "--json")

@@ -11,9 +11,7 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from backfill_assets.core.db import READ_ONLY, create_engine, retry_transient
-from backfill_assets.core.errors import InvalidInput
-from backfill_assets.core.intervals import BusinessCalendar, Interval
+from backfill_assets import BusinessCalendar, Interval, InvalidInput, retry_transient, sql_engine
 
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S+00:00"  # fixed width, so string order is time order in SQL
 
@@ -52,8 +50,8 @@ class SourceSummary:
 
 class SourceSystem:
     def __init__(self, url: str):
-        self.engine = create_engine(url)
-        self.reader = self.engine.execution_options(**{READ_ONLY: True})
+        self.engine = sql_engine(url)
+        self.reader = sql_engine(url, read_only=True)  # steps read concurrently; only seeding writes
         retry_transient(lambda: _meta.create_all(self.engine, checkfirst=True))
 
     def seed(self, calendar: BusinessCalendar, first: str, last: str, orders_per_day: int) -> int:

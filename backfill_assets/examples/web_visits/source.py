@@ -11,7 +11,7 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from backfill_assets import BusinessCalendar, Interval
+from backfill_assets import BusinessCalendar, Interval, retry_transient, sql_engine
 
 _TS = "%Y-%m-%dT%H:%M:%S+00:00"  # fixed width: string order is time order
 PAGES = ("/", "/pricing", "/docs", "/blog", "/signup")
@@ -43,8 +43,10 @@ class Clickstream:
     """The source database (SQLite or PostgreSQL URL)."""
 
     def __init__(self, url: str):
-        self.engine = sa.create_engine(url)
-        _meta.create_all(self.engine, checkfirst=True)
+        self.engine = sql_engine(url)
+        self.reader = sql_engine(url, read_only=True)  # steps read concurrently; only seeding writes
+        # Several steps may open a fresh source at once; the loser of a CREATE race retries.
+        retry_transient(lambda: _meta.create_all(self.engine, checkfirst=True))
 
     def _between(self, table: sa.Table, column: sa.Column, interval: Interval) -> pd.DataFrame:
         query = (
@@ -52,7 +54,7 @@ class Clickstream:
             .where(column >= _ts(interval.start), column < _ts(interval.end))
             .order_by(column, table.primary_key.columns.values()[0])
         )
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             rows = [tuple(r) for r in conn.execute(query)]
         frame = pd.DataFrame.from_records(rows, columns=[c.name for c in table.columns])
         for name in frame.columns:
@@ -73,7 +75,7 @@ class Clickstream:
         query = sa.select(sa.func.count(), sa.func.max(key), sa.func.min(key)).where(
             column >= _ts(interval.start), column < _ts(interval.end)
         )
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             count, high, low = conn.execute(query).one()
         return hashlib.sha256(f"{count}:{low}:{high}".encode()).hexdigest()[:16]
 

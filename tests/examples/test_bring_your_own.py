@@ -1,0 +1,112 @@
+"""A third code location written only from the README's "Bring your own assets" section (the block between its
+markers, byte for byte): it loads in Dagster's own CLI and gets gated publishes, a rejected defect with the old
+version serving, a request with reprocess=failed, reconcile and rollback, with no change to the library."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from click.testing import CliRunner
+
+from backfill_assets.cli import cli
+from backfill_assets.cli.daemon import dagster_bin
+from backfill_assets.core import request_model as M
+from backfill_assets.core.catalog import Catalog
+from backfill_assets.core.db import dispose_all
+from backfill_assets.core.settings import Settings
+from backfill_assets.core.states import VersionState
+from tests.defs.driver_harness import drive
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+BLOCK = re.compile(r"<!-- bring-your-own:start -->\s*```python\n(.*?)```\s*<!-- bring-your-own:end -->", re.S)
+MODULE = "meters"
+DAYS = ("2024-03-30", "2024-03-31", "2024-04-01")  # 2024-03-31 is 23 hours long in Berlin
+
+
+def readme_code() -> str:
+    found = BLOCK.search(README.read_text())
+    assert found, "README lost its bring-your-own block"
+    return found.group(1)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    folder = tmp_path / "my_project"
+    folder.mkdir()
+    (folder / f"{MODULE}.py").write_text(readme_code())
+    home = folder / ".dagster_home"
+    home.mkdir()
+    monkeypatch.chdir(folder)
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    for var in ("BACKFILL_WAREHOUSE", "BACKFILL_CATALOG_URL", "BACKFILL_SOURCE_URL", "BACKFILL_SINK_PATH",
+                "BACKFILL_MODULE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("BACKFILL_CODE_VERSION", "byo-1")
+    sys.modules.pop(MODULE, None)
+    module = importlib.import_module(MODULE)
+    with dg.instance_for_test(temp_dir=str(home)) as instance:
+        yield folder, module, instance
+    sys.modules.pop(MODULE, None)
+    dispose_all()
+
+
+class _Env:
+    def __init__(self, instance):
+        self.instance = instance
+
+    @property
+    def catalog(self) -> Catalog:
+        return Catalog(Settings.from_env().catalog_url)
+
+
+def _cli(*args: str) -> dict:
+    result = CliRunner().invoke(cli, ["-m", MODULE, *args, "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_the_readme_code_location_loads_in_dagsters_own_cli(project):
+    folder, _, _ = project
+    result = subprocess.run([dagster_bin("dagster"), "definitions", "validate", "-m", MODULE], cwd=folder,
+                            capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_readme_code_location_gets_every_promise(project):
+    _, module, instance = project
+    env = _Env(instance)
+    first = _cli("request", "create", "--assets", "meter_readings,daily_usage", "--from", DAYS[0], "--to", DAYS[-1],
+                 "--reason", "first load")
+    drive(env, first["request_id"], defs=module.defs)
+    catalog = env.catalog
+    first_versions = {d: catalog.current("daily_usage", d) for d in DAYS}
+    assert all(first_versions.values())
+    assert catalog.current("meter_readings", DAYS[1]).rows == 3 * 23  # three meters, 23 hours
+
+    defect = {"inject_defect": {DAYS[1]: {"daily_usage": "drop_rows"}}}
+    drill = _cli("request", "create", "--assets", "daily_usage", "--from", DAYS[0], "--to", DAYS[-1],
+                 "--reprocess", "completed", "--reason", "defect drill", "--conf", json.dumps(defect))
+    drive(env, drill["request_id"], defs=module.defs)
+    rejected = catalog.versions_of("daily_usage", DAYS[1])[-1]
+    assert rejected.state == VersionState.REJECTED.value
+    assert catalog.current("daily_usage", DAYS[1]).version_id == first_versions[DAYS[1]].version_id
+
+    retry = _cli("request", "create", "--assets", "daily_usage", "--from", DAYS[0], "--to", DAYS[-1],
+                 "--reprocess", "failed", "--reason", "re-run what failed")
+    drive(env, retry["request_id"], defs=module.defs)
+    report = _cli("reconcile", retry["request_id"])
+    assert {c["partition_key"]: c["decision"] for c in report["cells"]} == {
+        DAYS[0]: M.SKIPPED, DAYS[1]: M.PUBLISHED, DAYS[2]: M.SKIPPED}
+    assert report["complete"]
+
+    rolled = _cli("rollback", "daily_usage", DAYS[2], "--reason", "back to the first load")
+    assert rolled["restored"] == first_versions[DAYS[2]].version_id
+    assert catalog.current("daily_usage", DAYS[2]).version_id == first_versions[DAYS[2]].version_id
