@@ -14,9 +14,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from backfill_assets.core.intervals import BusinessCalendar
 from backfill_assets.examples.orders import transforms
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, DEMO_FIRST_DAY, DEMO_TIMEZONE, ORDER_FACTS, RAW_ORDERS
-from backfill_assets.core.intervals import BusinessCalendar
 from backfill_assets.examples.orders.source import SourceSystem
 
 # The macro benchmark's graph. customer_snapshot (depends on the past, never batched) and revenue_alert (a side

@@ -6,12 +6,12 @@ Example: python -m bench.run --days 10 --orders-per-day 2000 --only F,O
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 import json
 import sys
 import time
 import warnings
 from datetime import datetime, timezone
+from pathlib import Path
 
 from .checks import agree
 from .machine import describe_machine

@@ -12,7 +12,6 @@ import subprocess
 import time
 
 from backfill_assets.cli.daemon import dagster_bin
-from tests.orders import MODULE as CODE_LOCATION_MODULE
 from backfill_assets.core import request_model as M
 from backfill_assets.core import tags as T
 from backfill_assets.core.catalog import Catalog
@@ -26,6 +25,7 @@ from ..checks import revenue_from_catalog
 from ..dagster_facts import first_start, last_end, run_breakdown, runs_tagged, sensor_ticks, tick_breakdown
 from ..dagster_home import dagster_env, make_home, open_instance
 from ..measure import ProcessSampler
+from ..orders import MODULE as CODE_LOCATION_MODULE
 from ..outcome import Outcome
 from ..plain import ASSETS
 from ..services import service, wait_until

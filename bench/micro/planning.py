@@ -13,32 +13,34 @@ import dagster as dg
 
 from backfill_assets.core import request_model as M
 from backfill_assets.core.catalog import Catalog
-from backfill_assets.examples.orders.domain import DEMO_TIMEZONE
+from backfill_assets.core.graph import AssetGraph
 from backfill_assets.core.intervals import BusinessCalendar, utc_now
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.planning import decide
 from backfill_assets.defs.driver import cell_facts_source
+from backfill_assets.examples.orders.domain import DEMO_TIMEZONE
 
+from ..orders import GRAPH as ORDERS
 from ..workspace import Workspace
-from tests.orders import GRAPH
 
 FIRST, LAST = "2012-01-01", "2021-12-31"
 
 
 def run(ws: Workspace) -> dict:
     calendar = BusinessCalendar(DEMO_TIMEZONE, date.fromisoformat(FIRST))
+    graph = AssetGraph(calendar, list(ORDERS))  # the orders assets over the longer calendar
     catalog = Catalog(f"sqlite:///{ws.dir('micro') / 'plan.db'}")
     instance = dg.DagsterInstance.ephemeral()
     began = time.perf_counter()
-    spec = M.build_spec(GRAPH, LAST, assets=",".join(GRAPH.names), first=FIRST, last=LAST, reprocess="failed",
+    spec = M.build_spec(graph, LAST, assets=",".join(graph.names), first=FIRST, last=LAST, reprocess="failed",
                         requested_by="bench", reason="ten years")
     built = time.perf_counter()
     cells = [(a, p) for p in spec.ordered_partitions() for a in spec.assets]
-    facts_of = cell_facts_source(GRAPH, catalog, instance, cells)
+    facts_of = cell_facts_source(graph, catalog, instance, cells)
     facts = time.perf_counter()
-    decisions = [decide(spec, GRAPH[a], facts_of(a, p)) for a, p in cells]
+    decisions = [decide(spec, graph[a], facts_of(a, p)) for a, p in cells]
     decided = time.perf_counter()
-    Ledger(catalog).create(M.new_request_id(utc_now()), spec, "bench", spec.excluded_cells(GRAPH))
+    Ledger(catalog).create(M.new_request_id(utc_now()), spec, "bench", spec.excluded_cells(graph))
     stored = time.perf_counter()
     return {
         "partitions": len(spec.partitions),

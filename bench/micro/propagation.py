@@ -12,10 +12,10 @@ from backfill_assets.core.catalog import Catalog
 from backfill_assets.core.db import dispose_all
 from backfill_assets.defs.propagation import BATCH, propagate_once
 
+from ..orders import GRAPH
 from ..pg import temporary_database
 from ..workspace import Workspace
 from . import synth
-from tests.orders import GRAPH
 
 EVENTS = 10_000
 REQUEST_ID = "req-20260101-ca5cade0"

@@ -12,11 +12,10 @@ from backfill_assets.core.catalog import Catalog
 from backfill_assets.core.db import dispose_all
 from backfill_assets.core.reconcile import reconcile
 
+from ..orders import GRAPH
 from ..pg import temporary_database
-from ..plain import CALENDAR
 from ..workspace import Workspace
 from . import synth
-from tests.orders import GRAPH
 
 ASSETS = ["order_facts", "daily_revenue"]
 DAYS = 2500

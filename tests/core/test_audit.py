@@ -7,7 +7,6 @@ from datetime import date
 import pandas as pd
 import pytest
 
-from backfill_assets.examples.orders import transforms
 from backfill_assets.core.audit import (
     CHECK_BUSINESS_TOTALS,
     CHECK_FILE_INTEGRITY,
@@ -27,11 +26,12 @@ from backfill_assets.core.defects import (
     apply_defect,
     validate_defect,
 )
-from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
 from backfill_assets.core.errors import InvalidInput
 from backfill_assets.core.identity import RunIdentity, params_digest
 from backfill_assets.core.intervals import BusinessCalendar
 from backfill_assets.core.storage import Warehouse
+from backfill_assets.examples.orders import transforms
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
 from tests.orders import GRAPH
 
 CALENDAR = BusinessCalendar("Asia/Shanghai", date(2022, 9, 1))

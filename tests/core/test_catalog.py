@@ -10,10 +10,10 @@ from backfill_assets.core.catalog import ACTION_PUBLISH, ACTION_ROLLBACK, Catalo
 from backfill_assets.core.errors import IllegalTransition, NotFound, PublishConflict
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.states import VersionState
+from tests.orders import GRAPH
 
 from .catalog_helpers import (
     ASSET,
-    CALENDAR,
     KEY,
     PASSED,
     begin_verified,
@@ -23,7 +23,6 @@ from .catalog_helpers import (
     snapshot,
     state,
 )
-from tests.orders import GRAPH
 
 S = VersionState
 

@@ -9,13 +9,11 @@ import pytest
 
 from backfill_assets.core import request_model as M
 from backfill_assets.core.catalog import Catalog
-from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
 from backfill_assets.core.driver_tick import RunView, tick
 from backfill_assets.core.intervals import utc_now
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.planning import CellFacts
-
-from .catalog_helpers import CALENDAR
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
 from tests.orders import GRAPH
 
 CODE = "git-abc123"

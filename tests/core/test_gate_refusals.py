@@ -10,9 +10,9 @@ from backfill_assets.core.audit import CheckOutcome
 from backfill_assets.core.catalog import Catalog
 from backfill_assets.core.gate import Gate
 from backfill_assets.core.storage import Warehouse
+from tests.orders import GRAPH
 
 from .catalog_helpers import ASSET, KEY, identity, published
-from tests.orders import GRAPH
 
 ALL_PASSED = [CheckOutcome("row_count", True, "rows match")]
 

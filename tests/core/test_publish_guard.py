@@ -13,9 +13,9 @@ from backfill_assets.core.catalog import Catalog
 from backfill_assets.core.gate import Gate, PublishRefused
 from backfill_assets.core.states import VersionState
 from backfill_assets.core.storage import Warehouse
+from tests.orders import GRAPH
 
 from .catalog_helpers import ASSET, KEY, begin_verified, identity, published
-from tests.orders import GRAPH
 
 PASSED = [CheckOutcome("row_count", True, "rows as expected")]
 REASON = "run run-a is CANCELED: it was cancelled, so it may not publish"

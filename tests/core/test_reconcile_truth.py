@@ -8,7 +8,6 @@ import pytest
 
 from backfill_assets.core import request_model as M
 from backfill_assets.core.catalog import Catalog
-from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from backfill_assets.core.identity import RunIdentity
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.outbox import send_once
@@ -19,9 +18,10 @@ from backfill_assets.core.reconcile import (
     decisions_now,
     reconcile,
 )
-
-from .catalog_helpers import CALENDAR, KEY, PASSED, identity
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from tests.orders import GRAPH
+
+from .catalog_helpers import KEY, PASSED, identity
 
 REQUEST_ID = "req-20221101-0a0b0c0d"
 NEWEST = "2022-10-31"

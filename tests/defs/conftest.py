@@ -11,8 +11,8 @@ import pytest
 from backfill_assets.core.catalog import Catalog
 from backfill_assets.core.db import dispose_all
 from backfill_assets.core.settings import Settings
-from backfill_assets.examples.orders.source import SourceSystem
 from backfill_assets.core.storage import Warehouse
+from backfill_assets.examples.orders.source import SourceSystem
 from tests.orders import CALENDAR as calendar
 
 SEED_FROM, SEED_TO = "2022-09-01", "2022-09-05"

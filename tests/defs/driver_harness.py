@@ -6,10 +6,10 @@ deterministic and fast: each tick's run requests run to completion before the ne
 
 from __future__ import annotations
 
+from backfill_assets import graph_of
 from backfill_assets.core import request_model as M
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.settings import code_version
-from backfill_assets import graph_of
 from backfill_assets.defs.driver import drive_request, run_config_for, run_tags_for
 from backfill_assets.defs.local_runs import run_chunk, run_partitions
 from backfill_assets.defs.propagation import propagate_once

@@ -10,10 +10,10 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.core import request_model as M
-from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.core.driver_tick import UPSTREAM_NOT_PUBLISHED
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.defs.chunks import CHUNK_JOB
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from tests.orders import run_partitions
 
 from .driver_harness import drive

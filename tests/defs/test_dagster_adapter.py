@@ -10,13 +10,13 @@ import pytest
 import yaml
 
 from backfill_assets.cli.daemon import dagster_bin
-from tests.orders import MODULE as CODE_LOCATION_MODULE
 from backfill_assets.core import tags as T
 from backfill_assets.core.settings import PACKAGE_DIR
 from backfill_assets.defs.dagster_adapter import cancel_backfill, enforces_one_run_per_tag_value, list_backfills
-from tests.orders import DEFS as defs
 from backfill_assets.defs.jobs import PRODUCTION_JOB
+from tests.orders import DEFS as defs
 from tests.orders import GRAPH
+from tests.orders import MODULE as CODE_LOCATION_MODULE
 
 DAYS = ["2022-09-01", "2022-09-02"]
 

@@ -5,8 +5,8 @@ import dagster as dg
 from backfill_assets.core import tags as T
 from backfill_assets.core.audit import check_names
 from backfill_assets.examples.orders.domain import DATA_ASSETS, REVENUE_ALERT
-from tests.orders import DEFS as defs
 from tests.orders import DAILY_PARTITIONS as daily_partitions
+from tests.orders import DEFS as defs
 from tests.orders import GRAPH
 
 

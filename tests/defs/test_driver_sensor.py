@@ -11,11 +11,11 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.core import tags as T
-from backfill_assets.examples.orders.domain import DAILY_REVENUE
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.defs.driver import DRIVER_SENSOR
 from backfill_assets.defs.jobs import BACKFILL_JOB
 from backfill_assets.defs.resources import BackfillResource
+from backfill_assets.examples.orders.domain import DAILY_REVENUE
 from tests.orders import DEFS
 
 DAYS = ["2022-09-01", "2022-09-02", "2022-09-03"]

@@ -16,8 +16,8 @@ from backfill_assets.core.audit import (
     CHECK_ROW_COUNT,
     CHECK_SCHEMA,
 )
-from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.core.storage import Warehouse
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from tests.orders import run_partitions
 
 DAY1, DAY2 = "2022-09-01", "2022-09-02"
@@ -153,8 +153,8 @@ def test_depends_on_past_needs_the_previous_day_published(env):
 
 def production_job_def() -> dg.JobDefinition:
     """Module-level, so that Dagster can reconstruct the job for a re-execution."""
-    from tests.orders import DEFS as defs
     from backfill_assets.defs.jobs import PRODUCTION_JOB
+    from tests.orders import DEFS as defs
 
     return defs.resolve_job_def(PRODUCTION_JOB)
 

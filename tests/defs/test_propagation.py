@@ -9,14 +9,13 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.core import request_model as M
-from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
 from backfill_assets.core.ledger import Ledger
-from tests.orders import run_partitions
 from backfill_assets.defs.propagation import propagate_once
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
+from tests.orders import GRAPH, run_partitions
 
 from .conftest import SEED_FROM, SEED_TO
 from .driver_harness import drive
-from tests.orders import GRAPH
 
 DAYS = ["2022-09-01", "2022-09-02", "2022-09-03", "2022-09-04", "2022-09-05"]
 

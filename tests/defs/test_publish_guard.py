@@ -12,11 +12,10 @@ import time
 
 import dagster as dg
 
-from backfill_assets.examples.orders.domain import RAW_ORDERS
 from backfill_assets.core.faults import AFTER_VERIFYING, ENV_HOLD
 from backfill_assets.core.states import VersionState
-from tests.orders import run_partitions
-from tests.orders import GRAPH
+from backfill_assets.examples.orders.domain import RAW_ORDERS
+from tests.orders import GRAPH, run_partitions
 
 DAY = "2022-09-02"
 HELD_TIMEOUT = 60.0
@@ -63,7 +62,6 @@ def test_a_run_of_a_cancelled_request_publishes_nothing(env):
     from backfill_assets.core import request_model as M
     from backfill_assets.core import tags as T
     from backfill_assets.core.ledger import Ledger
-    from tests.orders import CALENDAR as calendar
 
     spec = M.build_spec(GRAPH, "2022-09-05", assets=RAW_ORDERS, first=DAY, last=DAY, requested_by="tester")
     ledger = Ledger(env.catalog)

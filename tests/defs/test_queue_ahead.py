@@ -12,14 +12,14 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.core import tags as T
-from backfill_assets.examples.orders.domain import RAW_ORDERS
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.settings import code_version
 from backfill_assets.defs.dagster_adapter import enforces_one_run_per_tag_value
 from backfill_assets.defs.driver import drive_request, run_request_for
+from backfill_assets.examples.orders.domain import RAW_ORDERS
+from tests.orders import GRAPH
 
 from .conftest import Env
-from tests.orders import GRAPH
 
 SLOT_LIMIT = {"key": T.SLOT, "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
 DAYS = ("2022-09-01", "2022-09-05")

@@ -13,16 +13,15 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.core import request_model as M
-from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.core.faults import AFTER_DATA_FILE, AFTER_PUBLISH_COMMIT, ENV_FAULT
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.settings import code_version
 from backfill_assets.defs.driver import drive_request, run_tags_for
-from tests.orders import run_partitions
 from backfill_assets.defs.runs import RUN_KEY_TAG
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from tests.orders import GRAPH, run_partitions
 
 from .driver_harness import drive
-from tests.orders import GRAPH
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.core import schema
-from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, REVENUE_ALERT
 from backfill_assets.core.intervals import utc_now
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, REVENUE_ALERT
 from tests.orders import CALENDAR as calendar
 
 FIRST, LAST = "2022-09-01", "2022-09-02"

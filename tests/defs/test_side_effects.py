@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from backfill_assets.core import tags as T
-from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from backfill_assets.core.outbox import deliveries
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from tests.orders import run_partitions
 
 DAY = "2022-09-01"

@@ -34,14 +34,14 @@ from click.testing import CliRunner, Result
 
 from backfill_assets.cli import cli
 from backfill_assets.cli.daemon import dagster_bin
-from tests.orders import MODULE as CODE_LOCATION_MODULE
 from backfill_assets.core import db, schema
 from backfill_assets.core import tags as T
 from backfill_assets.core.catalog import Catalog
 from backfill_assets.core.settings import PACKAGE_DIR, Settings
 from backfill_assets.examples.orders.source import SourceSystem
-from tests.orders import run_partitions
 from tests.orders import CALENDAR as calendar
+from tests.orders import MODULE as CODE_LOCATION_MODULE
+from tests.orders import run_partitions
 
 CODE_VERSION = "e2e-code"
 SEED_FROM, SEED_TO = "2022-09-01", "2022-10-03"

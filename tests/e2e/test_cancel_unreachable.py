@@ -30,14 +30,14 @@ from click.testing import CliRunner, Result
 
 from backfill_assets.cli import cli
 from backfill_assets.cli.daemon import dagster_bin
-from tests.orders import MODULE as CODE_LOCATION_MODULE
 from backfill_assets.core import db
 from backfill_assets.core import tags as T
-from backfill_assets.examples.orders.domain import RAW_ORDERS
 from backfill_assets.core.faults import AFTER_VERIFYING, ENV_HOLD
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.states import IN_PROGRESS, VERIFIED, VersionState
 from backfill_assets.defs.runs import IN_FLIGHT_STATUSES
+from backfill_assets.examples.orders.domain import RAW_ORDERS
+from tests.orders import MODULE as CODE_LOCATION_MODULE
 
 from .conftest import E2E, FINISHED, dagster_env, poll, prepare_home, start_daemon, stop_process, tail
 from .test_ui_adoption import free_port

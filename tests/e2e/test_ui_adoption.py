@@ -14,8 +14,8 @@ import dagster as dg
 import pytest
 
 from backfill_assets.cli.daemon import dagster_bin
-from tests.orders import MODULE as CODE_LOCATION_MODULE
 from backfill_assets.examples.orders.domain import DAILY_REVENUE
+from tests.orders import MODULE as CODE_LOCATION_MODULE
 
 from .conftest import dagster_env, stop_process, tail
 

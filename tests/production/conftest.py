@@ -20,12 +20,12 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.cli.daemon import dagster_bin
-from tests.orders import MODULE as CODE_LOCATION_MODULE
 from backfill_assets.core import db
 from backfill_assets.core.settings import PACKAGE_DIR, Settings
 from backfill_assets.examples.orders.source import SourceSystem
-from tests.orders import CALENDAR as calendar
 from tests.e2e.conftest import _wait_until_daemon_ready, stop_process, tail
+from tests.orders import CALENDAR as calendar
+from tests.orders import MODULE as CODE_LOCATION_MODULE
 
 CODE_VERSION = "production-test-code"
 SEED_FROM, SEED_TO = "2022-09-01", "2022-09-25"

@@ -15,7 +15,7 @@ import dagster as dg  # noqa: E402
 
 import backfill_assets.examples.orders.definitions  # noqa: E402,F401 - preload: the code location, once
 from backfill_assets.core.faults import ENV_FAULT  # noqa: E402
-from tests.orders import GRAPH
+from tests.orders import GRAPH  # noqa: E402
 
 
 def _install_env(env: dict[str, str], fault: str | None = None) -> None:

@@ -13,13 +13,13 @@ from pathlib import Path
 import dagster as dg
 
 from backfill_assets.cli.daemon import dagster_bin
-from tests.orders import MODULE as CODE_LOCATION_MODULE
 from backfill_assets.core import request_model as M
 from backfill_assets.core import tags as T
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.schema import versions
 from backfill_assets.defs.runs import RUN_KEY_TAG
 from tests.e2e.conftest import stop_process, tail
+from tests.orders import MODULE as CODE_LOCATION_MODULE
 
 from .invariants import assert_catalog_consistent
 

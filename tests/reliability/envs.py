@@ -18,8 +18,8 @@ from click.testing import CliRunner, Result
 from backfill_assets.cli import cli
 from backfill_assets.core.catalog import Catalog
 from backfill_assets.core.settings import Settings
-from backfill_assets.examples.orders.source import SourceSystem
 from backfill_assets.core.storage import Warehouse
+from backfill_assets.examples.orders.source import SourceSystem
 from tests.orders import CALENDAR as calendar
 from tests.orders import MODULE
 

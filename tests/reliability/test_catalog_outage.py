@@ -24,18 +24,17 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from backfill_assets.core import db
-from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.schema import log_head, publish_log
 from backfill_assets.core.settings import code_version
 from backfill_assets.defs.driver import drive_request, run_config_for, run_tags_for
-from tests.orders import run_partitions
 from backfill_assets.defs.runs import RUN_KEY_TAG
+from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from tests.defs.driver_harness import drive
+from tests.orders import GRAPH, run_partitions
 
 from . import children, mode
 from .invariants import assert_catalog_consistent, assert_readers_see
-from tests.orders import GRAPH
 
 DAY = "2022-09-04"
 WAIT_SECONDS = 60.0

@@ -20,19 +20,18 @@ import sqlalchemy as sa
 
 from backfill_assets.core import faults
 from backfill_assets.core import tags as T
-from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.schema import publish_log
 from backfill_assets.core.settings import code_version
 from backfill_assets.core.storage import MANIFEST_FILE
 from backfill_assets.defs.driver import drive_request, run_config_for, run_tags_for
-from tests.orders import run_partitions
 from backfill_assets.defs.runs import RUN_KEY_TAG
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from tests.defs.driver_harness import drive
+from tests.orders import GRAPH, run_partitions
 
 from . import children, mode
 from .invariants import assert_catalog_consistent, assert_readers_see, materialized_versions
-from tests.orders import GRAPH
 
 DAY = "2022-09-02"
 BACKENDS = ("sqlite", "postgres")

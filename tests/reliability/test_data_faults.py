@@ -18,10 +18,10 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.core.schema import reads
-from tests.orders import run_partitions
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from tests.defs.driver_harness import drive
+from tests.orders import run_partitions
 
 from . import mode
 from .invariants import assert_readers_see, materialized_versions

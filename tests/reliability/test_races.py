@@ -17,17 +17,16 @@ import pytest
 import sqlalchemy as sa
 
 from backfill_assets.core import schema
-from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.settings import code_version
 from backfill_assets.defs.driver import drive_request, run_tags_for
-from tests.orders import run_partitions
 from backfill_assets.defs.runs import RUN_KEY_TAG
+from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from tests.defs.driver_harness import drive
+from tests.orders import GRAPH, run_partitions
 
 from . import children, mode
 from .invariants import assert_catalog_consistent, assert_readers_see
-from tests.orders import GRAPH
 
 BACKENDS = ("sqlite", "postgres")
 A_DAYS = ("2022-09-03", "2022-09-06")

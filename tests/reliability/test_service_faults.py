@@ -22,15 +22,14 @@ import yaml
 
 from backfill_assets.core import db
 from backfill_assets.core import request_model as M
-from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from backfill_assets.core.ledger import Ledger
 from backfill_assets.core.settings import PACKAGE_DIR
-from tests.orders import run_partitions
+from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
+from tests.orders import GRAPH, run_partitions
 
 from . import mode
 from .daemon import Daemon, assert_each_cell_ran_once_and_published, request_runs, wait_until_closed
 from .envs import pg_isready
-from tests.orders import GRAPH
 
 pytestmark = pytest.mark.daemon
 
