@@ -40,7 +40,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -m server_restart
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q tests/core
+	$(BIN)/python -m pytest -q tests/engine
 
 lint: $(STAMP)
 	$(BIN)/ruff check backfill_assets tests

@@ -8,7 +8,7 @@ from typing import Iterable
 import pandas as pd
 import pyarrow.parquet as pq
 
-from backfill_assets.core.catalog import Catalog
+from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.examples.orders.domain import DAILY_REVENUE
 
 from .plain import partition_file

@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 import yaml
 
-from backfill_assets.core.settings import PACKAGE_DIR
+from backfill_assets.engine.model.settings import PACKAGE_DIR
 
 from .workspace import REPO
 

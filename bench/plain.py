@@ -1,7 +1,7 @@
 """One asset-day computed the plain way: extract by interval, the project's transforms, Parquet overwritten in place.
 
 Shared by the floor loop (F), the naive Dagster assets (N) and the Airflow tasks (A), so that all of them do
-exactly the same work per day. Imports only pandas/pyarrow/sqlalchemy and ``backfill_assets.core`` (which never
+exactly the same work per day. Imports only pandas/pyarrow/sqlalchemy and ``backfill_assets.engine`` (which never
 imports dagster), so it also runs in Airflow's virtualenv.
 """
 
@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from backfill_assets.core.intervals import BusinessCalendar
+from backfill_assets.engine.model.intervals import BusinessCalendar
 from backfill_assets.examples.orders import transforms
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, DEMO_FIRST_DAY, DEMO_TIMEZONE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.examples.orders.source import SourceSystem

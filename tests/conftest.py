@@ -20,7 +20,7 @@ from hypothesis import settings as hypothesis_settings
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.pool import NullPool
 
-from backfill_assets.core import db
+from backfill_assets.engine.store import db
 
 PG_URL_ENV = "BACKFILL_TEST_PG_URL"
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"

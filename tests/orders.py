@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from backfill_assets import graph_of
-from backfill_assets.defs import local_runs
-from backfill_assets.defs.partitions import daily_partitions_for
 from backfill_assets.examples.orders import MODULE
 from backfill_assets.examples.orders.definitions import defs as DEFS
+from backfill_assets.integration.assets.partitions import daily_partitions_for
+from backfill_assets.integration.runs import local_runs
 
 GRAPH = graph_of(DEFS)
 CALENDAR = GRAPH.calendar

@@ -14,11 +14,11 @@ from typing import Any, NoReturn
 
 import click
 
-from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.errors import BackfillError
-from backfill_assets.core.graph import AssetGraph
-from backfill_assets.core.settings import ENV_DAGSTER_HOME, PACKAGE_DIR, Settings
-from backfill_assets.core.storage import Warehouse
+from backfill_assets.engine.model.errors import BackfillError
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.settings import ENV_DAGSTER_HOME, PACKAGE_DIR, Settings
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.storage import Warehouse
 
 from .code_location import CodeLocation, load_code_location, resolve_module_name
 

@@ -16,8 +16,8 @@ from types import ModuleType
 
 import yaml
 
-from backfill_assets.core.errors import InvalidInput
-from backfill_assets.core.graph import AssetGraph
+from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.graph import AssetGraph
 
 PYPROJECT = "pyproject.toml"
 WORKSPACE = "workspace.yaml"
@@ -55,7 +55,7 @@ def resolve_module_name(explicit: str | None, cwd: Path) -> str:
 def load_code_location(module_name: str, cwd: Path) -> CodeLocation:
     import dagster as dg  # only commands that need the graph pay for importing Dagster
 
-    from backfill_assets.defs.api import graph_of
+    from backfill_assets.integration.api import graph_of
 
     if str(cwd) not in sys.path:
         sys.path.insert(0, str(cwd))  # as `dagster -m` does: a project's module is importable from its folder

@@ -7,12 +7,12 @@ import json
 
 import click
 
-from backfill_assets.core.errors import InvalidInput, NotFound
-from backfill_assets.core.graph import AssetSpec
-from backfill_assets.core.identity import validate_text
-from backfill_assets.core.intervals import in_zone
-from backfill_assets.core.outbox import deliveries
-from backfill_assets.core.states import VERIFIED, VersionState
+from backfill_assets.engine.model.errors import InvalidInput, NotFound
+from backfill_assets.engine.model.graph import AssetSpec
+from backfill_assets.engine.model.identity import validate_text
+from backfill_assets.engine.model.intervals import in_zone
+from backfill_assets.engine.model.states import VERIFIED, VersionState
+from backfill_assets.engine.store.outbox import deliveries
 
 from .app import AppContext, cli, emit, json_option
 

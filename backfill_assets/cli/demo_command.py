@@ -8,11 +8,11 @@ import time
 
 import click
 
-from backfill_assets.core import request_model as M
-from backfill_assets.core.intervals import utc_now
-from backfill_assets.core.ledger import Ledger
-from backfill_assets.core.settings import ENV_CODE_VERSION, code_version
-from backfill_assets.core.states import VersionState
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.intervals import utc_now
+from backfill_assets.engine.model.settings import ENV_CODE_VERSION, code_version
+from backfill_assets.engine.model.states import VersionState
+from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders import MODULE as ORDERS_MODULE
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, DEMO_CALENDAR
 
@@ -46,7 +46,7 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
 
     Example: backfill-assets demo
     """
-    from backfill_assets.defs.local_runs import run_partitions
+    from backfill_assets.integration.runs.local_runs import run_partitions
 
     say = (lambda msg: None) if as_json else click.echo
     started = time.monotonic()

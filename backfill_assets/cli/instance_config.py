@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from backfill_assets.core.concurrency import RunLimit
+from backfill_assets.engine.model.concurrency import RunLimit
 
 INSTANCE_YAML = "dagster.yaml"
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from backfill_assets.core import request_model as M
-from backfill_assets.core.gc import collect_garbage
-from backfill_assets.core.handoffs import ACCEPTED, DECLINED, Handoffs
-from backfill_assets.core.intervals import utc_now
-from backfill_assets.core.ledger import Ledger
-from backfill_assets.core.settings import code_version
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.intervals import utc_now
+from backfill_assets.engine.model.settings import code_version
+from backfill_assets.engine.plan.gc import collect_garbage
+from backfill_assets.engine.store.handoffs import ACCEPTED, DECLINED, Handoffs
+from backfill_assets.engine.store.ledger import Ledger
 
 from .app import AppContext, cli, default_user, emit, json_option
 from .data_commands import validate_cell

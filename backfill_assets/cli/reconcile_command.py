@@ -11,8 +11,8 @@ import jinja2
 from rich.console import Console
 from rich.table import Table
 
-from backfill_assets.core.ledger import validate_request_id
-from backfill_assets.core.reconcile import Report, reconcile
+from backfill_assets.engine.plan.reconcile import Report, reconcile
+from backfill_assets.engine.store.ledger import validate_request_id
 
 from .app import AppContext, cli, emit, json_option
 
@@ -28,16 +28,15 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 
 def build_report(app: AppContext, request_id: str, verify_files: bool = False) -> Report:
-    from backfill_assets.defs.reconcile_facts import materialized_version_ids, run_status_lookup
-    from backfill_assets.defs.runs import runs_of_request
+    from backfill_assets.integration.runs.reconcile_facts import materialized_version_ids, run_status_lookup
+    from backfill_assets.integration.runs.runs import runs_of_request
 
     catalog = app.catalog()
     instance = _instance()
     ledger_cells = [(c["asset"], c["partition_key"]) for c in _cells(app, request_id)]
     own_runs = [r.run_id for r in runs_of_request(instance, request_id)]
-    from backfill_assets.core.schema import versions
 
-    version_runs = [v.dagster_run_id for v in catalog.versions_where(versions.c.request_id == request_id)]
+    version_runs = [v.dagster_run_id for v in catalog.versions_of_request(request_id)]
     return reconcile(
         catalog,
         request_id,
@@ -49,7 +48,7 @@ def build_report(app: AppContext, request_id: str, verify_files: bool = False) -
 
 
 def _cells(app: AppContext, request_id: str) -> list[dict]:
-    from backfill_assets.core.ledger import Ledger
+    from backfill_assets.engine.store.ledger import Ledger
 
     return Ledger(app.catalog()).cells(request_id)
 
@@ -133,7 +132,7 @@ def reconcile_command(
     report = build_report(app, request_id, verify_files)
     repaired: list[dict] = []
     if repair and report.gaps:
-        from backfill_assets.defs.reconcile_facts import repair as do_repair
+        from backfill_assets.integration.runs.reconcile_facts import repair as do_repair
 
         repaired = do_repair(_instance(), app.catalog(), report)
         report = build_report(app, request_id, verify_files)

@@ -10,15 +10,15 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from backfill_assets.core import request_model as M
-from backfill_assets.core import tags as T
-from backfill_assets.core.concurrency import Concurrency, effective_concurrency
-from backfill_assets.core.errors import InvalidInput
-from backfill_assets.core.intervals import utc_now
-from backfill_assets.core.ledger import Ledger, validate_request_id
-from backfill_assets.core.planning import decide
-from backfill_assets.core.reconcile import count_decisions, decisions_now
-from backfill_assets.core.settings import code_version
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.concurrency import Concurrency, effective_concurrency
+from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.intervals import utc_now
+from backfill_assets.engine.model.settings import code_version
+from backfill_assets.engine.plan.planning import decide
+from backfill_assets.engine.plan.reconcile import count_decisions, decisions_now
+from backfill_assets.engine.store.ledger import Ledger, validate_request_id
 
 from .app import AppContext, cli, default_user, emit, json_option
 from .instance_config import run_queue_limits
@@ -108,7 +108,7 @@ def concurrency_of(app: AppContext, spec: M.RequestSpec) -> Concurrency:
 
 
 def _dry_run(app: AppContext, spec: M.RequestSpec) -> list[dict]:
-    from backfill_assets.defs.driver import cell_facts_source
+    from backfill_assets.integration.sensors.driver import cell_facts_source
 
     cells = [(a, p) for p in spec.ordered_partitions() for a in spec.assets]
     graph = app.graph()
@@ -206,8 +206,8 @@ def cancel(app: AppContext, request_id: str, terminate_timeout: float | None, as
     """Stop submitting and terminate the request's queued and running runs.
 
     Safe to repeat: cancelling a cancelled request (or one whose cancel died half-way) stops what is left."""
-    from backfill_assets.defs.cancel import close_request, terminate_request_runs
-    from backfill_assets.defs.dagster_adapter import cancel_backfill
+    from backfill_assets.integration.runs.cancel import close_request, terminate_request_runs
+    from backfill_assets.integration.runs.dagster_adapter import cancel_backfill
 
     ledger = Ledger(app.catalog())
     record = ledger.get(validate_request_id(request_id))

@@ -12,14 +12,14 @@ import subprocess
 import time
 
 from backfill_assets.cli.daemon import dagster_bin
-from backfill_assets.core import request_model as M
-from backfill_assets.core import tags as T
-from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.ledger import Ledger
-from backfill_assets.core.settings import Settings
-from backfill_assets.defs.adoption import ADOPTION_SENSOR
-from backfill_assets.defs.driver import DRIVER_INTERVAL_SECONDS, DRIVER_SENSOR
-from backfill_assets.defs.propagation import PROPAGATION_SENSOR
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.settings import Settings
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.integration.sensors.adoption import ADOPTION_SENSOR
+from backfill_assets.integration.sensors.driver import DRIVER_INTERVAL_SECONDS, DRIVER_SENSOR
+from backfill_assets.integration.sensors.propagation import PROPAGATION_SENSOR
 
 from ..checks import revenue_from_catalog
 from ..dagster_facts import first_start, last_end, run_breakdown, runs_tagged, sensor_ticks, tick_breakdown

@@ -28,9 +28,9 @@ events = sa.Table("bench_events", _baseline_meta, sa.Column("id", sa.Integer, pr
 
 
 def _publisher(url: str, worker: int, n: int, start: mp.Event, out: mp.Queue) -> None:
-    from backfill_assets.core.catalog import Catalog
-    from backfill_assets.core.identity import RunIdentity
-    from backfill_assets.core.intervals import iso, utc_now
+    from backfill_assets.engine.model.identity import RunIdentity
+    from backfill_assets.engine.model.intervals import iso, utc_now
+    from backfill_assets.engine.store.catalog import Catalog
 
     from ..plain import CALENDAR
 
@@ -54,7 +54,7 @@ def _publisher(url: str, worker: int, n: int, start: mp.Event, out: mp.Queue) ->
 
 
 def _baseline(url: str, worker: int, n: int, start: mp.Event, out: mp.Queue) -> None:
-    from backfill_assets.core.db import create_engine
+    from backfill_assets.engine.store.db import create_engine
 
     engine = create_engine(url)
     timings = []
@@ -87,8 +87,8 @@ def _race(target, url: str) -> tuple[list[float], float]:
 
 def run(pg_url: str) -> dict:
     with temporary_database(pg_url, "bench_cas") as url:
-        from backfill_assets.core.catalog import Catalog
-        from backfill_assets.core.db import dispose_all
+        from backfill_assets.engine.store.catalog import Catalog
+        from backfill_assets.engine.store.db import dispose_all
 
         Catalog(url)  # creates the schema once, before the race
         engine = sa.create_engine(url)

@@ -10,9 +10,9 @@ import time
 
 import sqlalchemy as sa
 
-from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.db import dispose_all
-from backfill_assets.core.schema import pointers, versions
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.db import dispose_all
+from backfill_assets.engine.store.schema import pointers, versions
 
 from ..pg import temporary_database
 from ..workspace import Workspace

@@ -11,14 +11,14 @@ from datetime import date
 
 import dagster as dg
 
-from backfill_assets.core import request_model as M
-from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.graph import AssetGraph
-from backfill_assets.core.intervals import BusinessCalendar, utc_now
-from backfill_assets.core.ledger import Ledger
-from backfill_assets.core.planning import decide
-from backfill_assets.defs.driver import cell_facts_source
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.intervals import BusinessCalendar, utc_now
+from backfill_assets.engine.plan.planning import decide
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import DEMO_TIMEZONE
+from backfill_assets.integration.sensors.driver import cell_facts_source
 
 from ..orders import GRAPH as ORDERS
 from ..workspace import Workspace

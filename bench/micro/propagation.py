@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import time
 
-from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.db import dispose_all
-from backfill_assets.defs.propagation import BATCH, propagate_once
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.db import dispose_all
+from backfill_assets.integration.sensors.propagation import BATCH, propagate_once
 
 from ..orders import GRAPH
 from ..pg import temporary_database

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import time
 
-from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.db import dispose_all
-from backfill_assets.core.reconcile import reconcile
+from backfill_assets.engine.plan.reconcile import reconcile
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.db import dispose_all
 
 from ..orders import GRAPH
 from ..pg import temporary_database

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from backfill_assets.core import request_model as M
-from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.identity import make_version_id
-from backfill_assets.core.intervals import iso, utc_now
-from backfill_assets.core.schema import log_head, pointers, publish_log, request_items, requests, versions
-from backfill_assets.core.states import VersionState
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.identity import make_version_id
+from backfill_assets.engine.model.intervals import iso, utc_now
+from backfill_assets.engine.model.states import VersionState
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.schema import log_head, pointers, publish_log, request_items, requests, versions
 
 from ..plain import CALENDAR
 

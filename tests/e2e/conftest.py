@@ -34,10 +34,10 @@ from click.testing import CliRunner, Result
 
 from backfill_assets.cli import cli
 from backfill_assets.cli.daemon import dagster_bin
-from backfill_assets.core import db, schema
-from backfill_assets.core import tags as T
-from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.settings import PACKAGE_DIR, Settings
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.settings import PACKAGE_DIR, Settings
+from backfill_assets.engine.store import db, schema
+from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.examples.orders.source import SourceSystem
 from tests.orders import CALENDAR as calendar
 from tests.orders import MODULE as CODE_LOCATION_MODULE

@@ -2,7 +2,7 @@
 
 Real parts only: a ``dagster api grpc`` code server in its own process, a ``dagster-daemon`` that loads the code
 from it (workspace ``grpc_server``), requests made through the CLI. The run worker is held at a named boundary of
-its step (``BACKFILL_HOLD``, core/faults.py) while the test acts on the run; the code server is made to not
+its step (``BACKFILL_HOLD``, engine/wap/faults.py) while the test acts on the run; the code server is made to not
 answer by SIGSTOP — the kernel still accepts its connections, so a termination request waits, as it does on a
 hung or overloaded server.
 
@@ -30,13 +30,13 @@ from click.testing import CliRunner, Result
 
 from backfill_assets.cli import cli
 from backfill_assets.cli.daemon import dagster_bin
-from backfill_assets.core import db
-from backfill_assets.core import tags as T
-from backfill_assets.core.faults import AFTER_VERIFYING, ENV_HOLD
-from backfill_assets.core.ledger import Ledger
-from backfill_assets.core.states import IN_PROGRESS, VERIFIED, VersionState
-from backfill_assets.defs.runs import IN_FLIGHT_STATUSES
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.states import IN_PROGRESS, VERIFIED, VersionState
+from backfill_assets.engine.store import db
+from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.wap.faults import AFTER_VERIFYING, ENV_HOLD
 from backfill_assets.examples.orders.domain import RAW_ORDERS
+from backfill_assets.integration.runs.runs import IN_FLIGHT_STATUSES
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 
 from .conftest import E2E, FINISHED, dagster_env, poll, prepare_home, start_daemon, stop_process, tail

@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 
 from backfill_assets.cli.daemon import dagster_bin
-from backfill_assets.core import tags as T
+from backfill_assets.engine.model import tags as T
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from backfill_assets.core import request_model as M
+from backfill_assets.engine.model import request_model as M
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 
 DAY = "2022-09-01"  # the first partition: its snapshot has no previous day to wait for

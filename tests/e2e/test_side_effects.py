@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from backfill_assets.core import tags as T
+from backfill_assets.engine.model import tags as T
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 
 pytestmark = pytest.mark.daemon

@@ -15,12 +15,12 @@ from click.testing import CliRunner
 
 from backfill_assets import graph_of
 from backfill_assets.cli import cli
-from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.db import dispose_all
-from backfill_assets.core.graph import AssetGraph
-from backfill_assets.core.settings import Settings
-from backfill_assets.defs import local_runs
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.settings import Settings
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.db import dispose_all
 from backfill_assets.examples import orders, web_visits
+from backfill_assets.integration.runs import local_runs
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,12 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.cli.daemon import dagster_bin
-from backfill_assets.core import request_model as M
-from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.db import dispose_all
-from backfill_assets.core.settings import Settings
-from backfill_assets.core.states import VersionState
-from tests.defs.driver_harness import drive
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.settings import Settings
+from backfill_assets.engine.model.states import VersionState
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.db import dispose_all
+from tests.integration.driver_harness import drive
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 BLOCK = re.compile(r"<!-- bring-your-own:start -->\s*```python\n(.*?)```\s*<!-- bring-your-own:end -->", re.S)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from backfill_assets.core import request_model as M
-from backfill_assets.core.audit import check_names
-from backfill_assets.core.graph import AssetGraph
-from backfill_assets.core.intervals import iso
-from backfill_assets.core.states import VersionState
-from tests.defs.driver_harness import drive
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.intervals import iso
+from backfill_assets.engine.model.states import VersionState
+from backfill_assets.engine.wap.audit import check_names
+from tests.integration.driver_harness import drive
 
 
 def _defect(day: str, asset: str) -> dict:

@@ -20,8 +20,8 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.cli.daemon import dagster_bin
-from backfill_assets.core import db
-from backfill_assets.core.settings import PACKAGE_DIR, Settings
+from backfill_assets.engine.model.settings import PACKAGE_DIR, Settings
+from backfill_assets.engine.store import db
 from backfill_assets.examples.orders.source import SourceSystem
 from tests.e2e.conftest import _wait_until_daemon_ready, stop_process, tail
 from tests.orders import CALENDAR as calendar

@@ -10,9 +10,9 @@ import time
 import dagster as dg
 
 from backfill_assets.cli.daemon import dagster_bin
-from backfill_assets.core import tags as T
-from backfill_assets.defs.jobs import PRODUCTION_JOB
+from backfill_assets.engine.model import tags as T
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.integration.jobs import PRODUCTION_JOB
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 
 # PIPELINE_STARTING: the queue coordinator has dequeued the run and is launching it.

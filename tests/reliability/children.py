@@ -14,7 +14,7 @@ warnings.simplefilter("ignore")
 import dagster as dg  # noqa: E402
 
 import backfill_assets.examples.orders.definitions  # noqa: E402,F401 - preload: the code location, once
-from backfill_assets.core.faults import ENV_FAULT  # noqa: E402
+from backfill_assets.engine.wap.faults import ENV_FAULT  # noqa: E402
 from tests.orders import GRAPH  # noqa: E402
 
 
@@ -57,12 +57,12 @@ def race_create(env: dict, how: str, args: dict, barrier, results) -> None:
             out = {"exit": result.exit_code, "stdout": result.stdout, "stderr": result.stderr,
                    "exception": repr(result.exception) if crashed else None}
         else:
-            from backfill_assets.core import request_model as M
-            from backfill_assets.core.catalog import Catalog
-            from backfill_assets.core.errors import BackfillError
-            from backfill_assets.core.intervals import utc_now
-            from backfill_assets.core.ledger import Ledger
-            from backfill_assets.core.settings import Settings
+            from backfill_assets.engine.model import request_model as M
+            from backfill_assets.engine.model.errors import BackfillError
+            from backfill_assets.engine.model.intervals import utc_now
+            from backfill_assets.engine.model.settings import Settings
+            from backfill_assets.engine.store.catalog import Catalog
+            from backfill_assets.engine.store.ledger import Ledger
             from tests.orders import CALENDAR as calendar
 
             spec = M.build_spec(GRAPH, calendar.newest_complete_key(utc_now()), assets=args["assets"],
@@ -87,7 +87,7 @@ def race_publish(env: dict, partition: str, asset: str, tags: dict, label: str, 
     """A real Dagster run of ``asset`` whose step waits for its sibling right before ``catalog.publish``."""
     _install_env(env)
     try:
-        from backfill_assets.core.catalog import Catalog
+        from backfill_assets.engine.store.catalog import Catalog
         from tests.orders import run_partitions
 
         original = Catalog.publish

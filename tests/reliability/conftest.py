@@ -16,7 +16,7 @@ from typing import Iterator
 
 import pytest
 
-from backfill_assets.core import db
+from backfill_assets.engine.store import db
 
 from . import mode
 from .envs import CODE_VERSION, RelEnv, make_env

@@ -13,11 +13,11 @@ from pathlib import Path
 import dagster as dg
 
 from backfill_assets.cli.daemon import dagster_bin
-from backfill_assets.core import request_model as M
-from backfill_assets.core import tags as T
-from backfill_assets.core.ledger import Ledger
-from backfill_assets.core.schema import versions
-from backfill_assets.defs.runs import RUN_KEY_TAG
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.store.schema import versions
+from backfill_assets.integration.runs.runs import RUN_KEY_TAG
 from tests.e2e.conftest import stop_process, tail
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 

@@ -16,9 +16,9 @@ import sqlalchemy as sa
 from click.testing import CliRunner, Result
 
 from backfill_assets.cli import cli
-from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.settings import Settings
-from backfill_assets.core.storage import Warehouse
+from backfill_assets.engine.model.settings import Settings
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.examples.orders.source import SourceSystem
 from tests.orders import CALENDAR as calendar
 from tests.orders import MODULE
@@ -68,8 +68,8 @@ class RelEnv:
 
     def close_open_requests(self) -> None:
         """Cancel what a failed earlier trial left open, so its claims cannot cascade into the next trial."""
-        from backfill_assets.core import request_model as M
-        from backfill_assets.core.ledger import Ledger
+        from backfill_assets.engine.model import request_model as M
+        from backfill_assets.engine.store.ledger import Ledger
 
         ledger = Ledger(self.catalog)
         for record in ledger.list(statuses=M.ACTIVE_STATUSES):
@@ -77,7 +77,7 @@ class RelEnv:
 
     def table_rows(self) -> dict[str, list[tuple]]:
         """Every row of every catalog table: what a refused command must leave untouched."""
-        from backfill_assets.core.schema import metadata
+        from backfill_assets.engine.store.schema import metadata
 
         with self.catalog.engine.connect() as conn:
             return {

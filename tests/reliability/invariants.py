@@ -10,9 +10,9 @@ import dagster as dg
 import pandas as pd
 import sqlalchemy as sa
 
-from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.schema import log_head, pointers, publish_log, versions
-from backfill_assets.core.storage import MANIFEST_FILE
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.schema import log_head, pointers, publish_log, versions
+from backfill_assets.engine.store.storage import MANIFEST_FILE
 
 from .envs import RelEnv
 

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backfill_assets.core.catalog import Catalog
-from backfill_assets.core.errors import InvalidInput
-from backfill_assets.core.identity import RunIdentity, make_version_id, parse_version_id
-from backfill_assets.core.intervals import BusinessCalendar, load_timezone, utc_now
-from backfill_assets.core.ledger import Ledger, validate_request_id
-from backfill_assets.core.storage import Warehouse
+from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.identity import RunIdentity, make_version_id, parse_version_id
+from backfill_assets.engine.model.intervals import BusinessCalendar, load_timezone, utc_now
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.ledger import Ledger, validate_request_id
+from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.examples.orders.domain import DATA_ASSETS, ORDER_FACTS, RAW_ORDERS
 from tests.orders import CALENDAR as calendar
 from tests.orders import GRAPH, run_partitions

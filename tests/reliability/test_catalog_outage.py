@@ -23,14 +23,14 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from backfill_assets.core import db
-from backfill_assets.core.ledger import Ledger
-from backfill_assets.core.schema import log_head, publish_log
-from backfill_assets.core.settings import code_version
-from backfill_assets.defs.driver import drive_request, run_config_for, run_tags_for
-from backfill_assets.defs.runs import RUN_KEY_TAG
+from backfill_assets.engine.model.settings import code_version
+from backfill_assets.engine.store import db
+from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.store.schema import log_head, publish_log
 from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
-from tests.defs.driver_harness import drive
+from backfill_assets.integration.runs.runs import RUN_KEY_TAG
+from backfill_assets.integration.sensors.driver import drive_request, run_config_for, run_tags_for
+from tests.integration.driver_harness import drive
 from tests.orders import GRAPH, run_partitions
 
 from . import children, mode

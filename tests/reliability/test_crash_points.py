@@ -18,16 +18,16 @@ import dagster as dg
 import pytest
 import sqlalchemy as sa
 
-from backfill_assets.core import faults
-from backfill_assets.core import tags as T
-from backfill_assets.core.ledger import Ledger
-from backfill_assets.core.schema import publish_log
-from backfill_assets.core.settings import code_version
-from backfill_assets.core.storage import MANIFEST_FILE
-from backfill_assets.defs.driver import drive_request, run_config_for, run_tags_for
-from backfill_assets.defs.runs import RUN_KEY_TAG
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.settings import code_version
+from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.store.schema import publish_log
+from backfill_assets.engine.store.storage import MANIFEST_FILE
+from backfill_assets.engine.wap import faults
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
-from tests.defs.driver_harness import drive
+from backfill_assets.integration.runs.runs import RUN_KEY_TAG
+from backfill_assets.integration.sensors.driver import drive_request, run_config_for, run_tags_for
+from tests.integration.driver_harness import drive
 from tests.orders import GRAPH, run_partitions
 
 from . import children, mode

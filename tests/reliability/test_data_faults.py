@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from backfill_assets.core.schema import reads
+from backfill_assets.engine.store.schema import reads
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
-from tests.defs.driver_harness import drive
+from tests.integration.driver_harness import drive
 from tests.orders import run_partitions
 
 from . import mode

@@ -16,13 +16,13 @@ import queue
 import pytest
 import sqlalchemy as sa
 
-from backfill_assets.core import schema
-from backfill_assets.core.ledger import Ledger
-from backfill_assets.core.settings import code_version
-from backfill_assets.defs.driver import drive_request, run_tags_for
-from backfill_assets.defs.runs import RUN_KEY_TAG
+from backfill_assets.engine.model.settings import code_version
+from backfill_assets.engine.store import schema
+from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
-from tests.defs.driver_harness import drive
+from backfill_assets.integration.runs.runs import RUN_KEY_TAG
+from backfill_assets.integration.sensors.driver import drive_request, run_tags_for
+from tests.integration.driver_harness import drive
 from tests.orders import GRAPH, run_partitions
 
 from . import children, mode

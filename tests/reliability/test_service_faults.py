@@ -20,10 +20,10 @@ import dagster as dg
 import pytest
 import yaml
 
-from backfill_assets.core import db
-from backfill_assets.core import request_model as M
-from backfill_assets.core.ledger import Ledger
-from backfill_assets.core.settings import PACKAGE_DIR
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.settings import PACKAGE_DIR
+from backfill_assets.engine.store import db
+from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from tests.orders import GRAPH, run_partitions
 
@@ -202,8 +202,8 @@ def test_postgres_restarted_mid_request_finishes_every_cell_once(pg_daemon_env, 
 
 
 def test_a_run_that_failed_before_writing_is_resubmitted_under_the_next_round_key_at_most_twice(env):
-    from backfill_assets.core.driver_tick import MAX_RELAUNCHES, RunView, tick
-    from backfill_assets.core.planning import CellFacts
+    from backfill_assets.engine.plan.driver_tick import MAX_RELAUNCHES, RunView, tick
+    from backfill_assets.engine.plan.planning import CellFacts
 
     day = "2022-09-07"
     request_id = env.cli_json("request", "create", "--assets", ORDER_FACTS, "--from", day, "--to", day,
@@ -237,8 +237,8 @@ def test_a_run_that_failed_before_writing_is_resubmitted_under_the_next_round_ke
 
 
 def test_a_run_that_wrote_a_version_before_failing_is_not_resubmitted(env):
-    from backfill_assets.core.driver_tick import RunView, tick
-    from backfill_assets.core.planning import CellFacts
+    from backfill_assets.engine.plan.driver_tick import RunView, tick
+    from backfill_assets.engine.plan.planning import CellFacts
 
     day = "2022-09-08"
     request_id = env.cli_json("request", "create", "--assets", ORDER_FACTS, "--from", day, "--to", day,

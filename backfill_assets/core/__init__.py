@@ -1,1 +1,0 @@
-"""Domain logic in plain Python. Nothing in this package imports dagster (a test enforces it)."""

@@ -1,1 +1,0 @@
-"""Thin Dagster wiring over backfill_assets.core."""

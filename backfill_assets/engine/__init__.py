@@ -1,0 +1,1 @@
+"""The engine: plain Python, never imports Dagster; knows no example domain."""

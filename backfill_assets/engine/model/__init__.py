@@ -1,0 +1,1 @@
+"""The model: intervals, identity, states, errors, tags, the asset graph, request specs, settings."""

@@ -1,0 +1,165 @@
+"""The asset graph the engine works on: every asset's lineage, flags and behaviour, and the business calendar.
+
+The engine never imports a domain. A code location declares its assets through the public API
+(``backfill_assets.gated_asset`` …), which builds one ``AssetGraph``; the Dagster wiring, the sensors and the CLI
+all receive that graph. Plain Python: the callables are the user's transform, audits and hooks.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.intervals import BusinessCalendar
+
+STRING, FLOAT, INT, TIMESTAMP, BOOL = "string", "float", "int", "timestamp", "bool"
+LOGICAL_TYPES = (STRING, FLOAT, INT, TIMESTAMP, BOOL)
+
+# Names a transform, audit or hook may ask for besides its upstream assets and resources.
+INTERVAL_ARG = "interval"
+PREVIOUS_ARG = "previous"  # a depends-on-past asset's own previous interval (None on the first day)
+FRAME_ARG = "frame"  # an audit's written frame
+RESERVED_ARGS = (INTERVAL_ARG, PREVIOUS_ARG, FRAME_ARG, "context")
+
+
+@dataclass(frozen=True)
+class AssetSpec:
+    """One asset of the graph. ``transform`` computes a data asset's interval; a side-effect asset has
+    ``payload`` (the message for an interval) and ``deliver`` (sends it) instead."""
+
+    name: str
+    description: str = ""
+    upstream: tuple[str, ...] = ()
+    primary_key: tuple[str, ...] = ()
+    schema: Mapping[str, str] = field(default_factory=dict)
+    depends_on_past: bool = False
+    side_effect: bool = False
+    owners: tuple[str, ...] = ()
+    group: str = "default"
+    transform: Callable[..., Any] | None = None
+    audits: tuple[Any, ...] = ()  # audit.Audit; checked in order, file integrity always last
+    # Source-reading assets: a digest of the source interval's content, so reconcile can tell whether a
+    # recomputation today would read what the published version read.
+    fingerprint: Callable[..., str] | None = None
+    deliver: Callable[..., Any] | None = None
+    idempotency_key: Callable[..., str] | None = None
+    resources: tuple[str, ...] = ()  # resource keys the callables take by name
+
+    @property
+    def is_data_asset(self) -> bool:
+        return not self.side_effect
+
+    @property
+    def reads_source(self) -> bool:
+        return not self.upstream and not self.side_effect
+
+
+class AssetGraph:
+    """Assets in topological order (upstream first, then declaration order) over one business calendar."""
+
+    def __init__(self, calendar: BusinessCalendar, specs: Iterable[AssetSpec]):
+        self.calendar = calendar
+        given = list(specs)
+        by_name: dict[str, AssetSpec] = {}
+        for spec in given:
+            if spec.name in by_name:
+                raise InvalidInput(f"asset {spec.name!r} is declared twice")
+            by_name[spec.name] = spec
+        for spec in given:
+            for upstream in spec.upstream:
+                if upstream not in by_name:
+                    raise InvalidInput(f"{spec.name} reads {upstream!r}, which is not an asset of this graph")
+                if by_name[upstream].side_effect:
+                    raise InvalidInput(f"{spec.name} reads side-effect asset {upstream}, which has no data")
+        self._specs = {name: by_name[name] for name in _topological_names(given)}
+        self._index = {name: i for i, name in enumerate(self._specs)}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def __getitem__(self, name: str) -> AssetSpec:
+        return self._specs[name]
+
+    def __iter__(self):
+        return iter(self._specs.values())
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._specs)
+
+    @property
+    def data_assets(self) -> tuple[str, ...]:
+        return tuple(n for n, s in self._specs.items() if s.is_data_asset)
+
+    @property
+    def side_effect_assets(self) -> tuple[str, ...]:
+        return tuple(n for n, s in self._specs.items() if s.side_effect)
+
+    @property
+    def batchable_assets(self) -> tuple[str, ...]:
+        """Assets whose days may be computed together in one batched run: a depends-on-past asset needs its
+        previous day published first, and a side effect runs alone under its own authorization."""
+        return tuple(n for n in self.data_assets if not self._specs[n].depends_on_past)
+
+    def order_of(self, name: str) -> int:
+        return self._index[name]
+
+    def downstream_of(self, asset: str) -> list[str]:
+        """Assets that read ``asset`` directly, in topological order."""
+        return [s.name for s in self._specs.values() if asset in s.upstream]
+
+    def topological(self, assets: Iterable[str]) -> list[str]:
+        return sorted(assets, key=self._index.__getitem__)
+
+    def require(self, name: object, data_only: bool = True) -> AssetSpec:
+        """The spec of a known asset, or a one-line error naming the known ones."""
+        known = self.data_assets if data_only else self.names
+        if not isinstance(name, str) or name not in known:
+            raise InvalidInput(f"unknown asset {name!r}; known: {', '.join(known)}")
+        return self._specs[name]
+
+
+def _topological_names(specs: list[AssetSpec]) -> list[str]:
+    """Kahn's algorithm, stable on declaration order; a cycle is an error naming its assets."""
+    remaining = {s.name: set(s.upstream) for s in specs}
+    order: list[str] = []
+    while remaining:
+        ready = [name for name, ups in remaining.items() if not ups]
+        if not ready:
+            raise InvalidInput(f"the assets form a cycle: {', '.join(sorted(remaining))}")
+        for name in ready:
+            order.append(name)
+            del remaining[name]
+        for ups in remaining.values():
+            ups.difference_update(ready)
+    return order
+
+
+def call_with(fn: Callable[..., Any], available: Mapping[str, Any], what: str) -> Any:
+    """Call a user function passing, by parameter name, what it asks for (Dagster's own convention for
+    resources). A parameter nothing provides is a clear error naming the function, not a TypeError deep inside."""
+    params = inspect.signature(fn).parameters
+    kwargs: dict[str, Any] = {}
+    for name, param in params.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        if name in available:
+            kwargs[name] = available[name]
+        elif param.default is inspect.Parameter.empty:
+            raise InvalidInput(
+                f"{what}: parameter {name!r} is neither the interval, an upstream asset nor a resource "
+                f"(available: {', '.join(sorted(available))})"
+            )
+    return fn(**kwargs)
+
+
+def parameter_names(fn: Callable[..., Any] | None) -> tuple[str, ...]:
+    if fn is None:
+        return ()
+    return tuple(
+        name
+        for name, p in inspect.signature(fn).parameters.items()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    )

@@ -1,0 +1,143 @@
+"""Names that reach file paths, and the identity of one version (asset + interval + run + attempt)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from backfill_assets.engine.model.errors import InvalidInput, UnsafeName
+from backfill_assets.engine.model.intervals import Interval, iso
+
+_ASSET_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+_PARTITION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,63}$")
+_RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
+def _describe_bad(value: object) -> str | None:
+    if not isinstance(value, str):
+        return f"must be a string, got {type(value).__name__}"
+    if value == "":
+        return "is empty"
+    if "\x00" in value:
+        return "contains a NUL byte"
+    if any(unicodedata.category(ch).startswith("C") for ch in value):
+        return "contains a control character"
+    if ".." in value:
+        return "contains '..'"
+    if "/" in value or "\\" in value:
+        return "contains a path separator"
+    return None
+
+
+def _validate(value: object, pattern: re.Pattern[str], what: str) -> str:
+    problem = _describe_bad(value)
+    if problem is None and not pattern.match(value):  # type: ignore[arg-type]
+        problem = f"must match {pattern.pattern}"
+    if problem is not None:
+        raise UnsafeName(f"{what} {value!r} {problem}")
+    return value  # type: ignore[return-value]
+
+
+def validate_text(value: object, what: str, limit: int, line_breaks: bool = False) -> str:
+    """Free text that is stored (a reason, a reader's label): bounded, and storable in every catalog backend —
+    no NUL or other control characters (PostgreSQL refuses NUL), no lone surrogates (not encodable as UTF-8)."""
+    if not isinstance(value, str) or len(value) > limit:
+        raise InvalidInput(f"{what} must be text of at most {limit} characters")
+    allowed = "\t\n\r" if line_breaks else ""
+    if any(unicodedata.category(ch) in ("Cc", "Cs") and ch not in allowed for ch in value):
+        raise InvalidInput(f"{what} {value[:80]!r} contains a control character")
+    return value
+
+
+def validate_asset_name(name: object) -> str:
+    return _validate(name, _ASSET_RE, "asset name")
+
+
+def validate_partition_key(key: object) -> str:
+    return _validate(key, _PARTITION_RE, "partition key")
+
+
+def validate_run_id(run_id: object) -> str:
+    return _validate(run_id, _RUN_ID_RE, "run id")
+
+
+def make_version_id(asset: str, partition_key: str, run_id: str, attempt_no: int) -> str:
+    validate_asset_name(asset)
+    validate_partition_key(partition_key)
+    validate_run_id(run_id)
+    if isinstance(attempt_no, bool) or not isinstance(attempt_no, int) or attempt_no < 1:
+        raise UnsafeName(f"attempt number {attempt_no!r} must be a positive integer")
+    return f"{asset}/{partition_key}/{run_id}/{attempt_no}"
+
+
+def parse_version_id(version_id: str) -> tuple[str, str, str, int]:
+    parts = version_id.split("/") if isinstance(version_id, str) else []
+    if len(parts) != 4 or not (parts[3].isascii() and parts[3].isdigit()):
+        raise UnsafeName(f"version id {version_id!r} is not <asset>/<partition>/<run_id>/<attempt>")
+    asset, key, run_id, attempt = parts
+    if make_version_id(asset, key, run_id, int(attempt)) != version_id:
+        raise UnsafeName(f"version id {version_id!r} is not canonical (attempt {int(attempt)})")
+    return asset, key, run_id, int(attempt)
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def params_digest(params: Any) -> str:
+    """Digest of everything besides code and inputs that shapes an output (run config, request conf)."""
+    return hashlib.sha256(canonical_json(params).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """Who is computing which interval: carried into the catalog, the manifest, Parquet metadata and logs.
+
+    ``run_id`` is the *logical* run (root of a retry chain); ``dagster_run_id`` the physical run doing the work.
+    """
+
+    asset: str
+    interval: Interval
+    run_id: str
+    dagster_run_id: str
+    request_id: str | None
+    code_version: str
+    params_digest: str
+    lane: str
+    requested_at: str | None
+    started_at: str
+
+    def __post_init__(self) -> None:
+        validate_asset_name(self.asset)
+        validate_partition_key(self.interval.key)
+        validate_run_id(self.run_id)
+        validate_run_id(self.dagster_run_id)
+
+    @property
+    def partition_key(self) -> str:
+        return self.interval.key
+
+    def labels(self, attempt_no: int) -> dict[str, str]:
+        """Flat string labels: the form handed to logs, Parquet metadata and external engines."""
+        return {
+            "asset": self.asset,
+            "partition_key": self.partition_key,
+            "interval_start": iso(self.interval.start) or "",
+            "interval_end": iso(self.interval.end) or "",
+            "run_id": self.run_id,
+            "dagster_run_id": self.dagster_run_id,
+            "attempt_no": str(attempt_no),
+            "request_id": self.request_id or "",
+            "code_version": self.code_version,
+            "params_digest": self.params_digest,
+            "lane": self.lane,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["interval"] = self.interval.as_dict()
+        return data

@@ -1,0 +1,81 @@
+"""Where things live. Read from the environment only when a caller asks (never at import time)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping
+
+from backfill_assets.engine.model.errors import InvalidInput
+
+ENV_DAGSTER_HOME = "DAGSTER_HOME"
+ENV_WAREHOUSE = "BACKFILL_WAREHOUSE"
+ENV_CATALOG_URL = "BACKFILL_CATALOG_URL"
+ENV_SOURCE_URL = "BACKFILL_SOURCE_URL"
+ENV_CODE_VERSION = "BACKFILL_CODE_VERSION"
+ENV_SINK_PATH = "BACKFILL_SINK_PATH"
+
+PACKAGE_DIR = Path(__file__).resolve().parents[2]  # backfill_assets/
+
+
+@dataclass(frozen=True)
+class Settings:
+    dagster_home: Path
+    warehouse_root: str
+    catalog_url: str
+    source_url: str
+    sink_path: str
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+        env = os.environ if environ is None else environ
+        home_raw = env.get(ENV_DAGSTER_HOME)
+        if not home_raw:
+            raise InvalidInput(f"{ENV_DAGSTER_HOME} is not set; point it at the Dagster instance folder")
+        home = Path(home_raw).expanduser().resolve()
+        return cls(
+            dagster_home=home,
+            warehouse_root=env.get(ENV_WAREHOUSE) or str(home / "warehouse"),
+            catalog_url=env.get(ENV_CATALOG_URL) or f"sqlite:///{home / 'catalog.db'}",
+            source_url=env.get(ENV_SOURCE_URL) or f"sqlite:///{home / 'source.db'}",
+            sink_path=env.get(ENV_SINK_PATH) or str(home / "sink" / "alerts.jsonl"),
+        )
+
+
+def code_version(environ: Mapping[str, str] | None = None) -> str:
+    """The version of the loaded code: ``BACKFILL_CODE_VERSION``, else the git commit (+dirty digest)."""
+    env = os.environ if environ is None else environ
+    override = env.get(ENV_CODE_VERSION)
+    if override:
+        return override
+    return _code_version_from_tree()
+
+
+@lru_cache(maxsize=1)
+def _code_version_from_tree() -> str:
+    digest = _package_digest()
+    try:
+        head = _git("rev-parse", "--short=12", "HEAD")
+        dirty = _git("status", "--porcelain", "--", str(PACKAGE_DIR))
+    except (OSError, subprocess.SubprocessError):
+        return f"pkg-{digest}"
+    # A dirty tree is a different code version from its commit: include the content digest.
+    return f"git-{head}" if not dirty else f"git-{head}+{digest[:8]}"
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=PACKAGE_DIR, capture_output=True, text=True, timeout=5, check=True
+    ).stdout.strip()
+
+
+def _package_digest() -> str:
+    h = hashlib.sha256()
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        h.update(str(path.relative_to(PACKAGE_DIR)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]

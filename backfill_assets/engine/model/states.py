@@ -1,0 +1,45 @@
+"""The version life cycle of docs/DESIGN.md §3, as data: states and the transitions allowed between them."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from backfill_assets.engine.model.errors import IllegalTransition
+
+
+class VersionState(str, Enum):
+    WRITING = "WRITING"
+    VERIFYING = "VERIFYING"
+    PUBLISHED = "PUBLISHED"
+    SUPERSEDED = "SUPERSEDED"
+    ROLLED_BACK = "ROLLED_BACK"
+    REJECTED = "REJECTED"
+    ABANDONED = "ABANDONED"
+    PURGED = "PURGED"
+
+
+S = VersionState
+
+ALLOWED: dict[VersionState, frozenset[VersionState]] = {
+    S.WRITING: frozenset({S.VERIFYING, S.ABANDONED}),
+    # A run that dies during its checks is found by reconcile and abandoned as well.
+    S.VERIFYING: frozenset({S.PUBLISHED, S.REJECTED, S.ABANDONED}),
+    S.PUBLISHED: frozenset({S.SUPERSEDED, S.ROLLED_BACK}),
+    # A rollback re-publishes a verified version the pointer had moved off.
+    S.SUPERSEDED: frozenset({S.PUBLISHED, S.PURGED}),
+    S.ROLLED_BACK: frozenset({S.PUBLISHED, S.PURGED}),
+    S.REJECTED: frozenset({S.PURGED}),
+    S.ABANDONED: frozenset({S.PURGED}),
+    S.PURGED: frozenset(),
+}
+
+# States whose files passed every blocking check: the only valid rollback targets.
+VERIFIED = frozenset({S.PUBLISHED, S.SUPERSEDED, S.ROLLED_BACK})
+TERMINAL_FAILED = frozenset({S.REJECTED, S.ABANDONED})
+IN_PROGRESS = frozenset({S.WRITING, S.VERIFYING})
+
+
+def check_transition(version_id: str, current: VersionState | str, target: VersionState | str) -> None:
+    cur, tgt = VersionState(current), VersionState(target)
+    if tgt not in ALLOWED[cur]:
+        raise IllegalTransition(f"version {version_id}: {cur.value} -> {tgt.value} is not allowed")

@@ -1,0 +1,40 @@
+"""Run tag names (docs/DESIGN.md §6). Plain strings so the engine and the Dagster integration share them."""
+
+REQUEST_ID = "backfill/request_id"
+CODE_VERSION = "backfill/code_version"
+REPROCESS = "backfill/reprocess"
+DOWNSTREAM = "backfill/downstream"
+LANE = "backfill/lane"
+REQUESTED_BY = "backfill/requested_by"
+REQUESTED_AT = "backfill/requested_at"
+ALLOW_SIDE_EFFECTS = "backfill/allow_side_effects"
+APPROVED_BY = "backfill/approved_by"
+# One of a request's max_active run slots ("<request id>/<n>"); the instance runs one run per slot at a time, so
+# the driver can queue a run behind each running one and the queue starts it the moment its slot frees.
+SLOT = "backfill/slot"
+# A batched (chunk) run: the days and assets it writes (it is an op job, so Dagster's partition tags do not apply).
+CHUNK_FIRST = "backfill/chunk_first"
+CHUNK_LAST = "backfill/chunk_last"
+CHUNK_ASSETS = "backfill/chunk_assets"
+
+# Asset tag marking an asset whose step acts on the outside world.
+SIDE_EFFECT = "backfill/side_effect"
+DEPENDS_ON_PAST = "backfill/depends_on_past"
+
+LANE_PRODUCTION = "production"
+LANE_BACKFILL = "backfill"
+LANE_MANUAL = "manual"
+
+PRIORITY_PRODUCTION = 10
+PRIORITY_BACKFILL = -5
+
+# Dagster's own tags, used as they are.
+DAGSTER_BACKFILL = "dagster/backfill"
+DAGSTER_PARTITION = "dagster/partition"
+DAGSTER_PRIORITY = "dagster/priority"
+DAGSTER_ROOT_RUN_ID = "dagster/root_run_id"
+DAGSTER_RETRY_NUMBER = "dagster/retry_number"
+DAGSTER_RANGE_START = "dagster/asset_partition_range_start"
+DAGSTER_RANGE_END = "dagster/asset_partition_range_end"
+
+ADOPTED_PREFIX = "dg-"

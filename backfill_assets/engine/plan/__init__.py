@@ -1,0 +1,1 @@
+"""Planning: reprocess decisions, the driver tick, lineage, propagation, reconcile, adoption, gc."""

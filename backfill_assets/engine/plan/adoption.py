@@ -1,0 +1,87 @@
+"""Adopting a backfill launched from the Dagster UI or CLI into the ledger, and tracking its cells."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.plan.driver_tick import RunView, settle
+
+ADOPTED_MAX_ACTIVE = 64  # Dagster's daemon paces these runs; the field is informational
+
+
+@dataclass(frozen=True)
+class AdoptedRun:
+    view: RunView
+    assets: tuple[str, ...]
+
+
+def adopted_request_id(backfill_id: str) -> str:
+    return f"{T.ADOPTED_PREFIX}{backfill_id}"
+
+
+def adopted_spec(
+    graph: AssetGraph, cells: tuple[tuple[str, str], ...], tags: dict[str, str], user: str | None
+) -> M.RequestSpec:
+    """The request an adopted backfill amounts to; its tags may carry our policies."""
+    assets = tuple(graph.topological({a for a, _ in cells if a in graph}))
+    partitions = tuple(sorted({p for _, p in cells}))
+    reprocess = tags.get(T.REPROCESS) if tags.get(T.REPROCESS) in M.REPROCESS_POLICIES else "completed"
+    downstream = tags.get(T.DOWNSTREAM) if tags.get(T.DOWNSTREAM) in M.DOWNSTREAM_POLICIES else "none"
+    side_effects = tuple(a for a in assets if graph[a].side_effect and a in tags.get(T.ALLOW_SIDE_EFFECTS, ""))
+    return M.RequestSpec(
+        assets=assets,
+        partitions=partitions,
+        reprocess=reprocess,
+        max_active=ADOPTED_MAX_ACTIVE,
+        downstream=downstream,
+        allow_side_effects=side_effects,
+        approved_by=tags.get(T.APPROVED_BY) or None,
+        reason=tags.get("backfill/reason", "launched from Dagster"),
+        requested_by=tags.get(T.REQUESTED_BY) or user or "dagster",
+    )
+
+
+def track_adopted(
+    graph: AssetGraph,
+    cells: list[dict],
+    runs: list[AdoptedRun],
+    version_state_of: Callable[[str, str, str], str | None],
+    backfill_done: bool,
+    backfill_cancelled: bool,
+) -> tuple[list[dict], tuple[str, str] | None]:
+    """Cell updates from the backfill's runs; the request closes once Dagster's backfill is done."""
+    updates: list[dict] = []
+    latest: dict[tuple[str, str], AdoptedRun] = {}
+    for run in sorted(runs, key=lambda r: r.view.run_id):
+        for asset in run.assets:
+            latest[(asset, run.view.partition or "")] = run
+    for cell in cells:
+        if cell["decision"] in M.TERMINAL_CELLS:
+            continue
+        run = latest.get((cell["asset"], cell["partition_key"]))
+        if run is None:
+            if backfill_done:
+                reason = "backfill cancelled before it ran" if backfill_cancelled else "not run by the backfill"
+                decision = M.CELL_CANCELLED if backfill_cancelled else M.SKIPPED
+                updates.append(_u(cell, decision=decision, reason=reason))
+            continue
+        state = version_state_of(cell["asset"], cell["partition_key"], run.view.run_id)
+        settled = settle(cell, run.view, state, graph[cell["asset"]].side_effect)
+        if settled:
+            updates.append(_u(cell, **settled))
+        elif cell["decision"] != M.SUBMITTED:
+            updates.append(_u(cell, decision=M.SUBMITTED, run_id=run.view.run_id))
+    done_cells = {(u["asset"], u["partition_key"]) for u in updates if u.get("decision") in M.TERMINAL_CELLS}
+    all_terminal = all(
+        c["decision"] in M.TERMINAL_CELLS or (c["asset"], c["partition_key"]) in done_cells for c in cells
+    )
+    status = (M.COMPLETED, "Dagster backfill finished") if backfill_done and all_terminal else None
+    return updates, status
+
+
+def _u(cell: dict, **values) -> dict:
+    return {"asset": cell["asset"], "partition_key": cell["partition_key"], **values}

@@ -1,0 +1,364 @@
+"""One evaluation of the backfill driver for one request, as a pure function of the facts it is given.
+
+The Dagster sensor gathers the facts (runs, versions, in-flight cells), calls ``tick``, writes the cell updates
+to the ledger and turns the submissions into run requests with idempotent run keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.states import VERIFIED, VersionState
+from backfill_assets.engine.plan.planning import CREATE, CellFacts, decide, run_key
+from backfill_assets.engine.store.ledger import RequestRecord
+
+FINISHED_RUN_STATUSES = ("SUCCESS", "FAILURE", "CANCELED")
+# A cell whose run failed before writing anything is resubmitted at most this many times (new run keys).
+MAX_RELAUNCHES = 2
+# With queue-ahead, runs waiting in the queue behind each running run of a request.
+QUEUED_PER_SLOT = 1
+UPSTREAM_NOT_PUBLISHED = "upstream of this request was not published"
+PREVIOUS_NOT_PUBLISHED = "previous interval {} not published (depends on past)"
+
+
+def _left_unpublished(cell: dict) -> bool:
+    """Skipped because something before it failed, as opposed to deliberately (already published, policy)."""
+    reason = cell.get("reason") or ""
+    return cell.get("decision") == M.SKIPPED and (
+        reason == UPSTREAM_NOT_PUBLISHED or reason.startswith(PREVIOUS_NOT_PUBLISHED.split("{}")[0])
+    )
+
+
+@dataclass(frozen=True)
+class RunView:
+    run_id: str
+    run_key: str | None
+    partition: str | None
+    status: str
+    slot: int | None = None
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One run: ``assets`` over ``partitions`` (one partition, or up to K consecutive ones for a batched run)."""
+
+    partitions: tuple[str, ...]
+    assets: tuple[str, ...]
+    run_key: str
+    defects: dict[str, dict[str, str]]  # asset -> partition -> defect
+    cells: tuple[tuple[str, str], ...] = ()  # (asset, partition) written by the run
+    slot: int | None = None  # run slot when the instance enforces one run per slot (queue-ahead)
+
+    def days_by_asset(self, graph: AssetGraph) -> dict[str, list[str]]:
+        days: dict[str, list[str]] = {}
+        for asset, partition in sorted(self.cells, key=lambda c: (graph.order_of(c[0]), c[1])):
+            days.setdefault(asset, []).append(partition)
+        return days
+
+    @property
+    def partition(self) -> str:
+        return self.partitions[0]
+
+    @property
+    def batched(self) -> bool:
+        return len(self.partitions) > 1
+
+
+@dataclass
+class TickResult:
+    submissions: list[Submission] = field(default_factory=list)
+    cell_updates: list[dict] = field(default_factory=list)
+    status: tuple[str, str | None] | None = None
+
+
+def settle(cell: dict, run: RunView | None, version_state: str | None, side_effect: bool = False) -> dict | None:
+    """The terminal decision of a submitted cell once its run has finished, or None while it has not.
+    ``side_effect``: the cell's asset is a side effect (no version: a successful run is its delivery)."""
+    if run is None or run.status not in FINISHED_RUN_STATUSES:
+        return None
+    state = VersionState(version_state) if version_state else None
+    if state in VERIFIED:
+        return {"decision": M.PUBLISHED, "reason": None, "run_id": run.run_id}
+    if state is VersionState.REJECTED:
+        return {"decision": M.REJECTED, "reason": "blocking check failed or publish refused", "run_id": run.run_id}
+    if run.status == "CANCELED":
+        return {"decision": M.CELL_CANCELLED, "reason": "run cancelled", "run_id": run.run_id}
+    if run.status == "SUCCESS" and side_effect:
+        return {"decision": M.PUBLISHED, "reason": "side effect delivered", "run_id": run.run_id}
+    reason = f"run {run.status.lower()}" + (f", version {state.value}" if state else ", no version written")
+    return {"decision": M.FAILED, "reason": reason, "run_id": run.run_id}
+
+
+def tick(
+    graph: AssetGraph,
+    record: RequestRecord,
+    cells: list[dict],
+    runs_by_key: dict[str, RunView],
+    version_state_of: Callable[[str, str, str], str | None],
+    facts_of: Callable[[str, str], CellFacts],
+    loaded_code_version: str,
+    cascade_confirmed: bool = True,
+    hold_open: str | None = None,
+    queue_ahead: bool = False,
+) -> TickResult:
+    """``cascade_confirmed`` False keeps cascaded cells waiting for ``request confirm``; ``hold_open`` names why
+    the request may not close yet even if every cell is terminal (publishes not yet propagated, open handoffs).
+
+    ``queue_ahead``: the instance runs one run per slot tag at a time, so each of the request's ``max_active``
+    slots may hold a running run and one queued behind it; the queue starts the next run as soon as a slot
+    frees, instead of the driver's next tick (Dagster's sensor loop: every 5 s at best)."""
+    result = TickResult()
+    spec = record.spec
+    cells = [dict(c) for c in cells]
+
+    # 1. Settle submitted cells whose runs have finished.
+    relaunch: set[tuple[str, str]] = set()
+    for cell in cells:
+        if cell["decision"] != M.SUBMITTED:
+            continue
+        run = runs_by_key.get(cell["run_key"])
+        if run is not None and not cell.get("run_id"):
+            cell["run_id"] = run.run_id
+            result.cell_updates.append(_update(cell, run_id=run.run_id))
+        state = version_state_of(cell["asset"], cell["partition_key"], run.run_id) if run else None
+        side_effect = graph[cell["asset"]].side_effect
+        settled = settle(cell, run, state, side_effect)
+        if settled and record.status == M.OPEN and not side_effect and _failed_before_writing(cell, run, state):
+            # Nothing of this cell was written (e.g. Dagster could not launch the run while its storage was
+            # restarting): resubmit it under the next round's run key, decided afresh on the next tick.
+            settled = {"decision": M.PENDING, "reason": f"run {run.run_id[:8]} failed before writing; resubmitting",
+                       "run_id": None}
+            relaunch.add((cell["asset"], cell["partition_key"]))
+        if settled:
+            cell.update(settled)
+            result.cell_updates.append(_update(cell, **settled))
+
+    in_flight = {c["run_key"] for c in cells if c["decision"] == M.SUBMITTED}
+    # Submitted cells whose run does not exist yet are re-requested under the same run key: Dagster launches
+    # a run key once per sensor, so a tick that died after recording them cannot lose or duplicate them.
+    resubmit: dict[str, list[dict]] = {}
+    for cell in cells:
+        if cell["decision"] == M.SUBMITTED and cell["run_key"] not in runs_by_key:
+            resubmit.setdefault(cell["run_key"], []).append(cell)
+    for key, group in resubmit.items():
+        result.submissions.append(_submission(spec, group, key))
+
+    # 2. Stop on a code version change, before submitting anything new.
+    if record.row["code_version"] != loaded_code_version and record.status in (M.OPEN, M.BLOCKED):
+        result.status = (
+            M.BLOCKED,
+            f"blocked: code version changed (frozen {record.row['code_version']}, loaded {loaded_code_version})"
+            " — cancel it and create a new request",
+        )
+        return result
+    if record.status != M.OPEN:
+        return result
+
+    # 3. Submit pending cells in order, up to max_active runs in flight (twice that when queuing ahead).
+    max_active = int(record.row["max_active"])
+    per_slot = QUEUED_PER_SLOT + 1 if queue_ahead else 1
+    slots = max_active * per_slot - len(in_flight)
+    occupancy = _slot_occupancy(in_flight, runs_by_key, max_active) if queue_ahead else None
+    # Every key a run was ever created under (a cell keeps only its latest): a resubmitted or reopened cell
+    # must get a fresh round, or Dagster would skip the run request as a duplicate of an old run.
+    used_keys = {c["run_key"] for c in cells if c.get("run_key")} | set(runs_by_key)
+    by_cell = {(c["asset"], c["partition_key"]): c for c in cells}
+    awaiting_confirmation = 0
+    batch_size = int(record.row.get("partitions_per_run") or 1)
+    eligible = [c for c in cells if (c["asset"], c["partition_key"]) not in relaunch]
+    for group, batch in _pending_groups(graph, eligible, batch_size):
+        if spec.confirm_cascade and not cascade_confirmed:
+            held = [c for c in group if c["origin"] == "cascade"]
+            awaiting_confirmation += len(held)
+            group = [c for c in group if c["origin"] != "cascade"]
+        ready, blocked = _readiness(graph, group, cells, by_cell, batch=batch)
+        for cell, reason in blocked:
+            cell.update(decision=M.SKIPPED, reason=reason)
+            result.cell_updates.append(_update(cell, decision=M.SKIPPED, reason=reason))
+        if ready is None:
+            break  # a depends-on-past cell waits for its previous interval: keep strict order
+        if not ready:
+            continue
+        if slots <= 0:
+            break
+        creates = []
+        for cell in ready:
+            decision = decide(spec, graph[cell["asset"]], facts_of(cell["asset"], cell["partition_key"]))
+            if decision.action == CREATE:
+                creates.append(cell)
+            else:
+                cell.update(decision=M.SKIPPED, reason=decision.reason)
+                result.cell_updates.append(_update(cell, decision=M.SKIPPED, reason=decision.reason))
+        # Spread a batch over the free slots: K is the most days one run may take, not a quota to fill.
+        days = len({c["partition_key"] for c in creates})
+        size = max(1, min(batch_size, -(-days // max(min(slots, max_active), 1)))) if batch else 1
+        for chunk in _contiguous_chunks(creates, size):
+            if slots <= 0:
+                break
+            partitions = sorted({c["partition_key"] for c in chunk})
+            label = partitions[0] if len(partitions) == 1 else f"{partitions[0]}..{partitions[-1]}"
+            round_no = 1
+            while run_key(record.request_id, label, round_no) in used_keys:
+                round_no += 1
+            key = run_key(record.request_id, label, round_no)
+            used_keys.add(key)
+            for cell in chunk:
+                cell.update(decision=M.SUBMITTED, run_key=key)
+                result.cell_updates.append(_update(cell, decision=M.SUBMITTED, run_key=key, reason=None))
+            submission = _submission(spec, chunk, key)
+            if occupancy is not None:
+                slot = min(range(max_active), key=lambda n: (occupancy[n], n))
+                occupancy[slot] += 1
+                submission = replace(submission, slot=slot)
+            result.submissions.append(submission)
+            slots -= 1
+        # Ready cells left unsubmitted for lack of slots stay pending for the next tick.
+
+    # 4. Close the request when every cell is terminal and nothing downstream is still to be decided.
+    if awaiting_confirmation:
+        result.status = (
+            M.OPEN, f"{awaiting_confirmation} cascaded cell(s) wait for `request confirm {record.request_id}`"
+        )
+    elif all(c["decision"] in M.TERMINAL_CELLS for c in cells):
+        if hold_open:
+            result.status = (M.OPEN, hold_open)
+        else:
+            counts: dict[str, int] = {}
+            for c in cells:
+                counts[c["decision"]] = counts.get(c["decision"], 0) + 1
+            summary = ", ".join(f"{n} {d}" for d, n in sorted(counts.items()))
+            result.status = (M.COMPLETED, summary)
+    return result
+
+
+def _slot_occupancy(in_flight: set[str], runs_by_key: dict[str, RunView], max_active: int) -> dict[int, int]:
+    occupancy = dict.fromkeys(range(max_active), 0)
+    for key in in_flight:
+        run = runs_by_key.get(key)
+        if run is not None and run.slot is not None and run.slot in occupancy:
+            occupancy[run.slot] += 1
+    return occupancy
+
+
+def _failed_before_writing(cell: dict, run: RunView | None, version_state: str | None) -> bool:
+    """A failed run that wrote no version of the cell, within the relaunch budget."""
+    if run is None or run.status != "FAILURE" or version_state is not None:
+        return False
+    try:
+        round_no = int(str(cell["run_key"]).rsplit("/", 1)[-1])
+    except ValueError:
+        return False
+    return round_no <= MAX_RELAUNCHES
+
+
+def _readiness(
+    graph: AssetGraph,
+    group: list[dict], cells: list[dict], by_cell: dict[tuple[str, str], dict], batch: bool = False
+) -> tuple[list[dict] | None, list[tuple[dict, str]]]:
+    """Which cells of a group may be submitted now, in one run.
+
+    An upstream cell of the same request must be published first unless it goes in the same run; one the
+    request failed to publish leaves nothing new to compute from (the cell is skipped, and so is whatever
+    reads it). In a per-interval group one waiting cell holds the whole group; in a batch group only that
+    day's cells wait. Returns (None, ...) when a depends-on-past cell must wait for its previous interval
+    (strict order), and the cells to skip because an earlier interval of a depends-on-past asset did not publish.
+    """
+    group = sorted(group, key=lambda c: (c["partition_key"], graph.order_of(c["asset"])))
+    in_group = {(c["asset"], c["partition_key"]) for c in group}
+    waiting: set[tuple[str, str]] = set()
+    not_published: set[tuple[str, str]] = set()
+    ready: list[dict] = []
+    blocked: list[tuple[dict, str]] = []
+    for cell in group:
+        asset, partition = cell["asset"], cell["partition_key"]
+        upstream = [(u, partition) for u in graph[asset].upstream]
+
+        def state(key: tuple[str, str]) -> str | None:
+            return by_cell.get(key, {}).get("decision")
+
+        if any(k in not_published or state(k) in (M.REJECTED, M.FAILED) or _left_unpublished(by_cell.get(k, {}))
+               for k in upstream):
+            blocked.append((cell, UPSTREAM_NOT_PUBLISHED))
+            not_published.add((asset, partition))
+            continue
+        if any(k in waiting or state(k) == M.SUBMITTED or (state(k) == M.PENDING and k not in in_group)
+               for k in upstream):
+            if not batch:
+                return [], blocked
+            waiting.add((asset, partition))
+            continue
+        if graph[asset].depends_on_past:
+            earlier = [c for c in cells if c["asset"] == asset and c["partition_key"] < partition]
+            if any(c["decision"] in (M.PENDING, M.SUBMITTED) for c in earlier):
+                return None, blocked
+            failed = [c for c in earlier if c["decision"] not in M.SUCCESS_CELLS or _left_unpublished(c)]
+            if failed:
+                blocked.append((cell, PREVIOUS_NOT_PUBLISHED.format(failed[-1]["partition_key"])))
+                continue
+        ready.append(cell)
+    return ready, blocked
+
+
+def _pending_groups(graph: AssetGraph, cells: list[dict], batch_size: int) -> list[tuple[list[dict], bool]]:
+    """Groups of pending cells, each submitted as one or more runs, with whether it is a batch group.
+
+    One interval per run: every pending asset of a partition, in request order. Batched (K > 1): first one
+    group of every batchable asset's pending cells (cut into runs of consecutive days, all their assets
+    together), then the depends-on-past and side-effect cells one interval at a time.
+    """
+    pending = [c for c in sorted(cells, key=lambda c: c["ordinal"]) if c["decision"] == M.PENDING]
+    if batch_size > 1:
+        batchable_assets = graph.batchable_assets
+        batchable = [c for c in pending if c["asset"] in batchable_assets]
+        singles = _by_partition([c for c in pending if c["asset"] not in batchable_assets])
+        return ([(batchable, True)] if batchable else []) + [(g, False) for g in singles]
+    return [(g, False) for g in _by_partition(pending)]
+
+
+def _by_partition(cells: list[dict]) -> list[list[dict]]:
+    by_partition: dict[str, list[dict]] = {}
+    for cell in cells:
+        by_partition.setdefault(cell["partition_key"], []).append(cell)
+    return list(by_partition.values())
+
+
+def _contiguous_chunks(cells: list[dict], size: int) -> list[list[dict]]:
+    """Cut into runs of at most ``size`` consecutive days (in request order), each with all its cells."""
+    if not cells:
+        return []
+    days: dict[str, list[dict]] = {}
+    for cell in sorted(cells, key=lambda c: c["ordinal"]):
+        days.setdefault(cell["partition_key"], []).append(cell)
+    chunks: list[list[str]] = []
+    for day in days:
+        if chunks and len(chunks[-1]) < size and _adjacent(chunks[-1][-1], day):
+            chunks[-1].append(day)
+        else:
+            chunks.append([day])
+    return [[c for day in chunk for c in days[day]] for chunk in chunks]
+
+
+def _adjacent(a: str, b: str) -> bool:
+    from datetime import date
+
+    return abs((date.fromisoformat(a) - date.fromisoformat(b)).days) == 1
+
+
+def _submission(spec: M.RequestSpec, cells: list[dict], key: str) -> Submission:
+    ordered = sorted(cells, key=lambda c: c["ordinal"])
+    assets = tuple(dict.fromkeys(c["asset"] for c in ordered))
+    partitions = tuple(sorted({c["partition_key"] for c in ordered}))
+    defects: dict[str, dict[str, str]] = {}
+    for cell in ordered:
+        defect = spec.defect_for(cell["partition_key"], cell["asset"])
+        if defect:
+            defects.setdefault(cell["asset"], {})[cell["partition_key"]] = defect
+    cells_written = tuple((c["asset"], c["partition_key"]) for c in ordered)
+    return Submission(partitions, assets, key, defects, cells_written)
+
+
+def _update(cell: dict, **values) -> dict:
+    return {"asset": cell["asset"], "partition_key": cell["partition_key"], **values}

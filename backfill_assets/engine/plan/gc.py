@@ -1,0 +1,56 @@
+"""Retention: purge the files of old non-current versions; the catalog rows stay for audit (state PURGED)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.intervals import iso
+from backfill_assets.engine.model.states import VersionState
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.storage import Warehouse
+
+PURGEABLE = (
+    VersionState.SUPERSEDED,
+    VersionState.ROLLED_BACK,
+    VersionState.REJECTED,
+    VersionState.ABANDONED,
+)
+
+
+def collect_garbage(
+    catalog: Catalog, warehouse: Warehouse, older_than_days: int, now: datetime, dry_run: bool
+) -> list[dict[str, Any]]:
+    """Never a current version, never the version a rollback of the current pointer would restore."""
+    if not isinstance(older_than_days, int) or older_than_days < 0:
+        raise InvalidInput(f"--older-than {older_than_days!r} must be a whole number of days >= 0")
+    try:
+        cutoff = iso(now - timedelta(days=older_than_days))
+    except OverflowError:
+        return []  # a retention longer than the calendar: no version is that old
+    candidates = catalog.purgeable_versions([s.value for s in PURGEABLE], cutoff)
+    protected: dict[tuple[str, str], set[str]] = {}
+    purged = []
+    for version in candidates:
+        cell = (version.asset, version.partition_key)
+        if cell not in protected:
+            keep = set()
+            current = catalog.current(*cell)
+            if current is not None:
+                keep.add(current.version_id)
+            target = catalog.rollback_target(*cell)
+            if target is not None:
+                keep.add(target.version_id)
+            protected[cell] = keep
+        if version.version_id in protected[cell]:
+            continue
+        entry = {"version_id": version.version_id, "state": version.state, "created_at": version.created_at,
+                 "path": version.path}
+        if not dry_run:
+            # Catalog first: a crash between the two leaves orphan files, never a row pointing at nothing.
+            catalog.purge(version.version_id)
+            if version.path:
+                warehouse.remove_version(version.path)
+        purged.append(entry)
+    return purged

@@ -1,0 +1,63 @@
+"""Downstream follows published versions (docs/DESIGN.md §8): what each request's publishes set in motion."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.plan.lineage import affected_downstream
+from backfill_assets.engine.store.ledger import RequestRecord
+
+PROPAGATION_CURSOR = "propagation"
+
+
+@dataclass
+class PropagationPlan:
+    cascades: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    handoffs: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    stale: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # policy none: for reconcile only
+    cursor: int = 0
+
+
+def plan_propagation(
+    log_rows: list[dict],
+    request_of: Callable[[str], RequestRecord | None],
+    graph: AssetGraph,
+    newest_of: Callable[[str], str | None],
+    cursor: int,
+) -> PropagationPlan:
+    plan = PropagationPlan(cursor=cursor)
+    cascades: dict[str, dict[tuple[str, str], None]] = {}
+    handoffs: dict[tuple[str, str], dict[str, None]] = {}
+    stale: dict[str, dict[tuple[str, str], None]] = {}
+    for row in log_rows:
+        plan.cursor = max(plan.cursor, int(row["seq"]))
+        # Production publishes follow the normal schedule; rollbacks and repairs are not new data.
+        if row["action"] != "publish" or not row.get("request_id") or row.get("lane") == T.LANE_PRODUCTION:
+            continue
+        record = request_of(row["request_id"])
+        if record is None:
+            continue
+        spec = record.spec
+        affected = [
+            cell
+            for cell in affected_downstream(graph, row["asset"], row["partition_key"], newest_of)
+            if not graph[cell[0]].side_effect or spec.side_effect_authorized(cell[0])
+        ]
+        if not affected:
+            continue
+        # Dicts as ordered sets: a burst of publishes must not cost a quadratic membership scan.
+        if spec.downstream == M.DownstreamPolicy.CASCADE:
+            cascades.setdefault(record.request_id, {}).update(dict.fromkeys(affected))
+        elif spec.downstream == M.DownstreamPolicy.HANDOFF:
+            for asset, partition in affected:
+                handoffs.setdefault((record.request_id, asset), {})[partition] = None
+        else:
+            stale.setdefault(record.request_id, {}).update(dict.fromkeys(affected))
+    plan.cascades = {k: list(v) for k, v in cascades.items()}
+    plan.handoffs = {k: list(v) for k, v in handoffs.items()}
+    plan.stale = {k: list(v) for k, v in stale.items()}
+    return plan

@@ -1,0 +1,292 @@
+"""Request-level reconciliation (docs/DESIGN.md §9): planned vs created vs published vs everything else, per cell.
+
+Pure over the catalog plus facts the caller gathers from Dagster (run statuses, which versions have a
+materialization), so the same report is produced by the CLI, tests and the HTML page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.states import IN_PROGRESS, VersionState
+from backfill_assets.engine.plan.reconcile_downstream import affected_downstream_report
+from backfill_assets.engine.store.catalog import Catalog, Version
+from backfill_assets.engine.store.handoffs import Handoffs
+from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.store.storage import Warehouse
+
+FINISHED_RUNS = ("SUCCESS", "FAILURE", "CANCELED")
+# A cell whose published version was later moved off the pointer by a rollback: the request's output for that
+# cell is not serving, so it is neither ``published`` nor complete (a ledger decision never says this; the
+# version's state does).
+CELL_ROLLED_BACK = M.CellDecision.ROLLED_BACK
+# recomputed_on_current_upstream when the cell reads a source that could not be fingerprinted: no honest yes/no.
+NOT_REPRODUCIBLE = "not reproducible"
+GAP_NO_MATERIALIZATION = "published in the catalog without a Dagster materialization"
+GAP_STUCK = "stuck in {state} but its run has ended"
+GAP_FILE = "data file does not match the catalog: {error}"
+
+
+@dataclass
+class VersionReport:
+    version_id: str
+    state: str
+    run_id: str
+    dagster_run_id: str
+    attempt_no: int
+    interval_start: str
+    interval_end: str
+    requested_at: str | None
+    started_at: str | None
+    ended_at: str | None
+    published_at: str | None
+    code_version: str
+    params_digest: str
+    rows: int | None
+    sha256: str | None
+    input_versions: dict[str, str] | None
+    checks: list[dict] | None
+    error: str | None
+    replaced_version_id: str | None
+    change: dict[str, Any] | None
+    recomputed_on_current_upstream: bool | str | None  # True / False / NOT_REPRODUCIBLE; None: nothing replaced
+    source_fingerprint: str | None = None
+    gap: str | None = None
+
+
+@dataclass
+class CellReport:
+    asset: str
+    partition_key: str
+    origin: str
+    decision: str  # the ledger's decision, except CELL_ROLLED_BACK when its published version was rolled back
+    reason: str | None
+    run_ids: list[str]
+    versions: list[VersionReport]
+    submitted_at: str | None = None  # when the driver created the cell's (latest) run
+
+
+@dataclass
+class Report:
+    request: dict[str, Any]
+    totals: dict[str, Any]
+    complete: bool
+    cells: list[CellReport]
+    gaps: list[dict[str, str]]
+    stale_downstream: list[dict[str, str]]
+    handoffs: list[dict[str, Any]]
+    # Side-effect cells affected by the request's publishes (policy none): their state is their outbox deliveries.
+    side_effects: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[dict[str, str]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _change(version: Version, replaced: Version | None) -> dict[str, Any] | None:
+    if replaced is None or version.rows is None:
+        return None
+    change: dict[str, Any] = {"rows": int(version.rows) - int(replaced.rows or 0)}
+    for column, stats in (version.stats or {}).items():
+        old = (replaced.stats or {}).get(column, {})
+        if "sum" in stats and stats["sum"] is not None and old.get("sum") is not None:
+            delta = round(float(stats["sum"]) - float(old["sum"]), 4)
+            if delta:
+                change[f"sum_{column}"] = delta
+    return change
+
+
+def recomputed_on_current_upstream(version: Version, replaced: Version | None) -> bool | str | None:
+    """Whether ``version`` was computed from different inputs than the version it replaced.
+
+    Inputs are the upstream versions read and, for a cell that reads a source system, the source fingerprint of
+    its interval (upstream versions alone say nothing for a source-reading asset, whose inputs are ``{}``). A
+    source that was not fingerprinted on either side gives NOT_REPRODUCIBLE unless the upstream versions already
+    differ. None when there is nothing to compare (no replaced version, or a version that never wrote).
+    """
+    if replaced is None or version.input_versions is None or replaced.input_versions is None:
+        return None
+    if version.input_versions != replaced.input_versions:
+        return True
+    reads_source = bool(version.source_fingerprint or replaced.source_fingerprint) or not version.input_versions
+    if not reads_source:
+        return False
+    if not version.source_fingerprint or not replaced.source_fingerprint:
+        return NOT_REPRODUCIBLE
+    return version.source_fingerprint != replaced.source_fingerprint
+
+
+def _version_report(version: Version, by_id: dict[str, Version]) -> VersionReport:
+    replaced = by_id.get(version.expected_previous_version_id or "")
+    return VersionReport(
+        version_id=version.version_id,
+        state=version.state,
+        run_id=version.run_id,
+        dagster_run_id=version.dagster_run_id,
+        attempt_no=int(version.attempt_no),
+        interval_start=version.interval_start,
+        interval_end=version.interval_end,
+        requested_at=version.requested_at,
+        started_at=version.started_at,
+        ended_at=version.ended_at,
+        published_at=version.published_at,
+        code_version=version.code_version,
+        params_digest=version.params_digest,
+        rows=version.rows,
+        sha256=version.sha256,
+        input_versions=version.input_versions,
+        checks=version.checks,
+        error=version.error,
+        replaced_version_id=version.expected_previous_version_id,
+        change=_change(version, replaced),
+        recomputed_on_current_upstream=recomputed_on_current_upstream(version, replaced),
+        source_fingerprint=version.source_fingerprint,
+    )
+
+
+def reconcile(
+    catalog: Catalog,
+    request_id: str,
+    graph: AssetGraph,
+    *,
+    run_status_of: Callable[[str], str | None],
+    materialized_version_ids: set[str] | None = None,
+    warehouse: Warehouse | None = None,
+) -> Report:
+    """``run_status_of(dagster_run_id)`` → SUCCESS/FAILURE/CANCELED/QUEUED/STARTED/...; ``materialized_version_ids``
+    (None = unknown) enables the crash-gap check; ``warehouse`` enables re-hashing published files."""
+    ledger = Ledger(catalog)
+    record = ledger.get(request_id)
+    cells = ledger.cells(request_id)
+    own = catalog.versions_of_request(request_id)
+    replaced_ids = [v.expected_previous_version_id for v in own if v.expected_previous_version_id]
+    by_id = {v.version_id: v for v in own}
+    if replaced_ids:
+        by_id.update({v.version_id: v for v in catalog.versions_by_id(replaced_ids)})
+
+    per_cell: dict[tuple[str, str], list[Version]] = {}
+    for v in own:
+        per_cell.setdefault((v.asset, v.partition_key), []).append(v)
+
+    gaps: list[dict[str, str]] = []
+    cell_reports: list[CellReport] = []
+    duplicates = 0
+    retrying = 0
+    for cell in cells:
+        vs = per_cell.get((cell["asset"], cell["partition_key"]), [])
+        reports = [_version_report(v, by_id) for v in vs]
+        for v, rep in zip(vs, reports, strict=True):
+            rep.gap = _gap(v, run_status_of, materialized_version_ids, warehouse)
+            if rep.gap:
+                gaps.append({"version_id": v.version_id, "state": v.state, "gap": rep.gap})
+        published = [v for v in vs if v.published_at]
+        duplicates += max(len(published) - 1, 0)
+        latest = vs[-1] if vs else None
+        if cell["decision"] == M.SUBMITTED and (
+            (latest is not None and VersionState(latest.state) in IN_PROGRESS)
+            or (latest is not None and latest.dagster_run_id != cell.get("run_id"))
+        ):
+            retrying += 1
+        run_ids = sorted({v.dagster_run_id for v in vs} | ({cell["run_id"]} if cell.get("run_id") else set()))
+        decision, reason = _decision_now(cell, published)
+        cell_reports.append(
+            CellReport(
+                asset=cell["asset"],
+                partition_key=cell["partition_key"],
+                origin=cell["origin"],
+                decision=decision,
+                reason=reason,
+                run_ids=run_ids,
+                versions=reports,
+                submitted_at=cell.get("submitted_at"),
+            )
+        )
+
+    counts = count_decisions([{"decision": c.decision} for c in cell_reports])
+    run_ids = sorted({v.dagster_run_id for v in own} | {c["run_id"] for c in cells if c.get("run_id")})
+    totals = {
+        "planned": sum(1 for c in cells if c["origin"] == "planned"),
+        "cascaded": sum(1 for c in cells if c["origin"] == "cascade"),
+        "handed_off": sum(1 for c in cells if c["origin"] == "handoff"),
+        "cells": len(cells),
+        "runs_created": len(run_ids),
+        "attempts": len(own),
+        "published": counts[M.PUBLISHED],
+        "rolled_back": counts[CELL_ROLLED_BACK],
+        "rejected": counts[M.REJECTED],
+        "failed": counts[M.FAILED],
+        "skipped": counts[M.SKIPPED],
+        "cancelled": counts[M.CELL_CANCELLED],
+        "pending": counts[M.PENDING],
+        "in_flight": counts[M.SUBMITTED],
+        "still_retrying": retrying,
+        "duplicate_publishes": duplicates,
+        "gaps": len(gaps),
+    }
+    complete = bool(cell_reports) and all(c.decision in M.SUCCESS_CELLS for c in cell_reports)
+    stale, side_effects = affected_downstream_report(catalog, record.request_id, record.spec.downstream, graph)
+    return Report(
+        request=record.as_dict(),
+        totals=totals,
+        complete=complete,
+        cells=cell_reports,
+        gaps=gaps,
+        stale_downstream=stale,
+        handoffs=Handoffs(catalog).list(request_id),
+        runs=[{"run_id": r, "status": run_status_of(r) or "unknown"} for r in run_ids],
+        side_effects=side_effects,
+    )
+
+
+def decisions_now(catalog: Catalog, request_id: str, cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ledger's cells with each decision as it stands now (``request show`` and ``request list``)."""
+    published: dict[tuple[str, str], list[Version]] = {}
+    for v in catalog.versions_of_request(request_id, published_only=True):
+        published.setdefault((v.asset, v.partition_key), []).append(v)
+    now = []
+    for cell in cells:
+        decision, reason = _decision_now(cell, published.get((cell["asset"], cell["partition_key"]), []))
+        now.append(cell | {"decision": decision, "reason": reason})
+    return now
+
+
+def count_decisions(cells: list[dict[str, Any]]) -> dict[str, int]:
+    counts = {d: 0 for d in (M.PENDING, M.SUBMITTED, CELL_ROLLED_BACK, *M.TERMINAL_CELLS)}
+    for cell in cells:
+        counts[cell["decision"]] = counts.get(cell["decision"], 0) + 1
+    counts["planned"] = len(cells)
+    return counts
+
+
+def _decision_now(cell: dict[str, Any], published: list[Version]) -> tuple[str, str | None]:
+    """The ledger's decision, corrected by what the cell's published version is now."""
+    if cell["decision"] == M.PUBLISHED and published:
+        latest = published[-1]
+        if VersionState(latest.state) is VersionState.ROLLED_BACK:
+            return CELL_ROLLED_BACK, f"its version {latest.version_id} was rolled back"
+    return cell["decision"], cell["reason"]
+
+
+def _gap(
+    version: Version,
+    run_status_of: Callable[[str], str | None],
+    materialized: set[str] | None,
+    warehouse: Warehouse | None,
+) -> str | None:
+    state = VersionState(version.state)
+    if state in IN_PROGRESS and run_status_of(version.dagster_run_id) in (*FINISHED_RUNS, None):
+        return GAP_STUCK.format(state=state.value)
+    if version.published_at and materialized is not None and version.version_id not in materialized:
+        return GAP_NO_MATERIALIZATION
+    if warehouse is not None and state is VersionState.PUBLISHED:
+        try:
+            payload = warehouse.read_bytes(version.path)
+        except Exception as exc:  # noqa: BLE001 - any unreadable file is a finding, not a crash
+            return GAP_FILE.format(error=str(exc))
+        if hashlib.sha256(payload).hexdigest() != version.sha256:
+            return GAP_FILE.format(error="sha256 differs")
+    return None

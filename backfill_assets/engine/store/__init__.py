@@ -1,0 +1,1 @@
+"""The store: every SQL statement of the catalog, ledger, claims, cursors, handoffs, outbox; the warehouse."""

@@ -1,0 +1,374 @@
+"""The transactional catalog: versions, the current pointer per partition, the publish log and consumer reads.
+
+Publish and rollback are compare-and-swap updates of ``pointers`` in one transaction with the ``versions`` state
+changes and a ``publish_log`` row. Both take the single ``log_head`` row lock last, which orders them and makes
+``publish_log.seq`` gapless and in commit order while holding the lock only for the log row and the commit.
+The row types live in ``catalog_records``, the read queries in ``catalog_queries``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from backfill_assets.engine.model.errors import InvalidInput, NotFound, PublishConflict
+from backfill_assets.engine.model.identity import (
+    RunIdentity,
+    make_version_id,
+    parse_version_id,
+    validate_asset_name,
+    validate_partition_key,
+    validate_text,
+)
+from backfill_assets.engine.model.intervals import iso, utc_now
+from backfill_assets.engine.model.request_model import RequestStatus
+from backfill_assets.engine.model.states import VersionState, check_transition
+from backfill_assets.engine.store.catalog_queries import ACTION_PUBLISH, ACTION_REPAIR, ACTION_ROLLBACK, CatalogQueries
+from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
+from backfill_assets.engine.store.db import engine_for, reader_for, retry_transient
+from backfill_assets.engine.store.schema import log_head, pointers, publish_log, reads, requests, versions
+from backfill_assets.engine.wap.faults import IN_PUBLISH_TRANSACTION, fault_point
+
+__all__ = ["ACTION_PUBLISH", "ACTION_REPAIR", "ACTION_ROLLBACK", "Catalog", "Consumer", "PointerMove", "Version"]
+
+
+
+class Catalog(CatalogQueries):
+    """Writes; the reads it inherits from ``CatalogQueries``."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.engine = engine_for(url)
+        self.reader = reader_for(url)
+
+    # ---- versions ---------------------------------------------------------------------------------------------
+
+    def begin_version(self, identity: RunIdentity) -> Version:
+        """Register a new attempt of ``identity`` in state WRITING.
+
+        The catalog numbers attempts within a logical run, so a run re-execution and a step retry can never
+        collide on one version id. The pointer seen now is remembered as the CAS expectation for publish.
+        """
+
+        def txn() -> Version:
+            with self.engine.begin() as conn:
+                attempt_no = 1 + (
+                    conn.execute(
+                        sa.select(sa.func.max(versions.c.attempt_no)).where(
+                            versions.c.asset == identity.asset,
+                            versions.c.partition_key == identity.partition_key,
+                            versions.c.run_id == identity.run_id,
+                        )
+                    ).scalar()
+                    or 0
+                )
+                version_id = make_version_id(identity.asset, identity.partition_key, identity.run_id, attempt_no)
+                expected = self._pointer(conn, identity.asset, identity.partition_key)
+                now = iso(utc_now())
+                conn.execute(
+                    versions.insert().values(
+                        version_id=version_id,
+                        asset=identity.asset,
+                        partition_key=identity.partition_key,
+                        interval_start=iso(identity.interval.start),
+                        interval_end=iso(identity.interval.end),
+                        run_id=identity.run_id,
+                        dagster_run_id=identity.dagster_run_id,
+                        attempt_no=attempt_no,
+                        request_id=identity.request_id,
+                        lane=identity.lane,
+                        code_version=identity.code_version,
+                        params_digest=identity.params_digest,
+                        state=VersionState.WRITING.value,
+                        expected_previous_version_id=expected["version_id"] if expected else None,
+                        requested_at=identity.requested_at,
+                        started_at=identity.started_at,
+                        created_at=now,
+                    )
+                )
+                return self._get(conn, version_id)
+
+        return retry_transient(txn)
+
+    def mark_verifying(
+        self,
+        version_id: str,
+        *,
+        path: str,
+        rows: int,
+        sha256: str,
+        stats: dict[str, Any],
+        input_versions: dict[str, Any],
+        source_fingerprint: str | None = None,
+    ) -> Version:
+        with self.engine.begin() as conn:
+            self._transition(
+                conn,
+                version_id,
+                VersionState.VERIFYING,
+                path=path,
+                rows=rows,
+                sha256=sha256,
+                stats_json=json.dumps(stats, default=str),
+                input_versions_json=json.dumps(input_versions, sort_keys=True),
+                source_fingerprint=source_fingerprint,
+            )
+            return self._get(conn, version_id)
+
+    def reject(self, version_id: str, checks: list[dict[str, Any]], error: str) -> Version:
+        with self.engine.begin() as conn:
+            self._transition(
+                conn,
+                version_id,
+                VersionState.REJECTED,
+                checks_json=json.dumps(checks, default=str),
+                error=error,
+                ended_at=iso(utc_now()),
+            )
+            return self._get(conn, version_id)
+
+    def abandon(self, version_id: str, reason: str) -> Version:
+        with self.engine.begin() as conn:
+            self._transition(conn, version_id, VersionState.ABANDONED, error=reason, ended_at=iso(utc_now()))
+            return self._get(conn, version_id)
+
+    def purge(self, version_id: str) -> Version:
+        with self.engine.begin() as conn:
+            self._transition(conn, version_id, VersionState.PURGED)
+            return self._get(conn, version_id)
+
+    # ---- pointers ---------------------------------------------------------------------------------------------
+
+    def publish(self, version_id: str, checks: list[dict[str, Any]]) -> PointerMove:
+        """CAS the pointer from the version seen at ``begin_version`` to ``version_id``.
+
+        Raises ``PublishConflict`` (and changes nothing) when another version was published in between.
+        The pointer row serializes publishers of one partition; the global ``log_head`` lock is taken last, so
+        it is held only for the log insert and the commit while publishes of other partitions proceed.
+        """
+        try:
+            with self.engine.begin() as conn:
+                version, current = self._get_with_pointer(conn, version_id)
+                check_transition(version_id, version.state, VersionState.PUBLISHED)
+                self._refuse_if_request_cancelled(conn, version, current)
+                expected = version.expected_previous_version_id
+                if current != expected:
+                    raise PublishConflict(
+                        f"lost the publish race to {current} (expected current {expected or 'none'})", current
+                    )
+                now = iso(utc_now())
+                # Conditional on the expected version: a racer that committed first makes this match nothing.
+                self._swap_pointer(conn, version.asset, version.partition_key, expected, version_id, now)
+                # States already read (the version above; the pointer's target is PUBLISHED): each transition
+                # is one conditional UPDATE, which fails the publish if the state moved meanwhile.
+                self._transition(
+                    conn,
+                    version_id,
+                    VersionState.PUBLISHED,
+                    from_state=version.state,
+                    checks_json=json.dumps(checks, default=str),
+                    ended_at=now,
+                    published_at=now,
+                )
+                if expected is not None:
+                    self._transition(conn, expected, VersionState.SUPERSEDED, from_state=VersionState.PUBLISHED)
+                published = Version(
+                    version.data
+                    | {"state": VersionState.PUBLISHED.value, "checks": checks, "ended_at": now, "published_at": now}
+                )
+                # Everything before this line holds only this partition's rows; log_head orders every publish,
+                # so it is taken last and held for one UPDATE ... RETURNING, one INSERT and the commit.
+                seq = self._next_seq(conn)
+                self._log(conn, seq, version, expected, ACTION_PUBLISH, now, version.request_id, version.lane)
+                fault_point(IN_PUBLISH_TRANSACTION)
+        except sa.exc.IntegrityError as exc:
+            # Two first publishes of one partition: the pointer's primary key let exactly one insert win.
+            winner = self.current(*parse_version_id(version_id)[:2])
+            winner_id = winner.version_id if winner else None
+            raise PublishConflict(f"lost the publish race to {winner_id} (expected current none)", winner_id) from exc
+        return PointerMove(
+            seq, version.asset, version.partition_key, version_id, expected, ACTION_PUBLISH, version=published
+        )
+
+    def rollback(
+        self, asset: str, partition_key: str, reason: str, to_version_id: str | None = None
+    ) -> PointerMove:
+        validate_asset_name(asset)
+        validate_partition_key(partition_key)
+        if not reason or not reason.strip():
+            raise InvalidInput("rollback needs --reason")
+        validate_text(reason, "--reason", 2000, line_breaks=True)
+        with self.engine.begin() as conn:
+            ptr = self._pointer(conn, asset, partition_key)
+            if ptr is None:
+                raise NotFound(f"{asset} {partition_key} has no published version to roll back")
+            bad = ptr["version_id"]
+            target = self._rollback_target(conn, asset, partition_key, bad, to_version_id)
+            now = iso(utc_now())
+            self._swap_pointer(conn, asset, partition_key, bad, target.version_id, now)
+            self._transition(conn, bad, VersionState.ROLLED_BACK)
+            # published_at stays the original publish time: a version keeps its history, and the restore is
+            # its own publish_log row (action rollback) with its own time.
+            self._transition(conn, target.version_id, VersionState.PUBLISHED)
+            # Lock order as in publish: pointer row first, log_head last (no deadlock between the two).
+            seq = self._next_seq(conn)
+            self._log(conn, seq, target, bad, ACTION_ROLLBACK, now, None, None, reason=reason)
+            consumers = self._consumers(conn, bad)
+            return PointerMove(seq, asset, partition_key, target.version_id, bad, ACTION_ROLLBACK, consumers)
+
+    def record_repair(self, version_id: str, reason: str) -> int:
+        """Log that a crash gap of a published version was repaired (the pointer does not move)."""
+        with self.engine.begin() as conn:
+            seq = self._next_seq(conn)
+            version = self._get(conn, version_id)
+            self._log(conn, seq, version, None, ACTION_REPAIR, iso(utc_now()), version.request_id, version.lane, reason)
+            return seq
+
+    def rollback_target(self, asset: str, partition_key: str) -> Version | None:
+        """The version a rollback of the current pointer would restore (gc must never purge it)."""
+        with self.reader.connect() as conn:
+            ptr = self._pointer(conn, asset, partition_key)
+            if ptr is None:
+                return None
+            try:
+                return self._rollback_target(conn, asset, partition_key, ptr["version_id"], None)
+            except NotFound:
+                return None
+
+    # ---- reads and log ----------------------------------------------------------------------------------------
+
+    def record_reads(self, consumer_version_id: str, consumer_run_id: str, inputs: Sequence[Version]) -> None:
+        if not inputs:
+            return
+        now = iso(utc_now())
+        with self.engine.begin() as conn:
+            conn.execute(
+                reads.insert(),
+                [
+                    dict(
+                        consumer_version_id=consumer_version_id,
+                        consumer_run_id=consumer_run_id,
+                        consumer=consumer_version_id,
+                        upstream_asset=v.asset,
+                        upstream_partition=v.partition_key,
+                        upstream_version_id=v.version_id,
+                        at=now,
+                    )
+                    for v in inputs
+                ],
+            )
+
+    def record_external_read(self, reader: str, version: Version) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                reads.insert().values(
+                    consumer=f"external:{reader}",
+                    upstream_asset=version.asset,
+                    upstream_partition=version.partition_key,
+                    upstream_version_id=version.version_id,
+                    at=iso(utc_now()),
+                )
+            )
+
+    # ---- internals --------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _refuse_if_request_cancelled(conn: Connection, version: Version, current: str | None) -> None:
+        """A cancelled request publishes nothing, decided inside the publish transaction.
+
+        ``request cancel`` may mark a run cancelled without its worker's confirmation (its code server did not
+        answer); the step re-reads its run's status before publishing, but only this check, under a share lock on
+        the request row that ``cancel`` must wait for, leaves no window: either the cancel commits first and the
+        publish is refused, or the publish commits first and the cancel sees the cell published.
+        """
+        if not version.request_id:
+            return
+        status = conn.execute(
+            sa.select(requests.c.status)
+            .where(requests.c.request_id == version.request_id)
+            .with_for_update(read=True)  # FOR SHARE on PostgreSQL; SQLite serializes writers anyway
+        ).scalar()
+        if status == RequestStatus.CANCELLED:
+            raise PublishConflict(f"request {version.request_id} was cancelled: none of its versions publish", current)
+
+    @staticmethod
+    def _next_seq(conn: Connection) -> int:
+        return int(
+            conn.execute(
+                log_head.update().where(log_head.c.id == 1).values(seq=log_head.c.seq + 1).returning(log_head.c.seq)
+            ).scalar_one()
+        )
+
+    def _transition(
+        self,
+        conn: Connection,
+        version_id: str,
+        target: VersionState,
+        from_state: VersionState | str | None = None,
+        **values: Any,
+    ) -> None:
+        """Move one version to ``target`` if it is still in ``from_state`` (read now when not given)."""
+        state = VersionState(from_state).value if from_state is not None else self._get(conn, version_id).state
+        check_transition(version_id, state, target)
+        result = conn.execute(
+            versions.update()
+            .where(versions.c.version_id == version_id, versions.c.state == state)
+            .values(state=target.value, **values)
+        )
+        if result.rowcount != 1:
+            raise PublishConflict(f"version {version_id} changed state concurrently", None)
+
+    @staticmethod
+    def _swap_pointer(
+        conn: Connection, asset: str, key: str, expected: str | None, new: str, now: str | None
+    ) -> None:
+        if expected is None:
+            conn.execute(
+                pointers.insert().values(
+                    asset=asset, partition_key=key, version_id=new, previous_version_id=None, updated_at=now
+                )
+            )
+            return
+        result = conn.execute(
+            pointers.update()
+            .where(pointers.c.asset == asset, pointers.c.partition_key == key, pointers.c.version_id == expected)
+            .values(version_id=new, previous_version_id=expected, updated_at=now)
+        )
+        if result.rowcount != 1:
+            # Another transaction moved the pointer after we read it; name the version that won.
+            now_current = conn.execute(
+                sa.select(pointers.c.version_id).where(pointers.c.asset == asset, pointers.c.partition_key == key)
+            ).scalar()
+            raise PublishConflict(
+                f"lost the publish race to {now_current} (expected current {expected})", now_current
+            )
+
+    @staticmethod
+    def _log(
+        conn: Connection,
+        seq: int,
+        version: Version,
+        previous: str | None,
+        action: str,
+        now: str | None,
+        request_id: str | None,
+        lane: str | None,
+        reason: str | None = None,
+    ) -> None:
+        conn.execute(
+            publish_log.insert().values(
+                seq=seq,
+                asset=version.asset,
+                partition_key=version.partition_key,
+                version_id=version.version_id,
+                previous_version_id=previous,
+                action=action,
+                request_id=request_id,
+                lane=lane,
+                reason=reason,
+                at=now,
+            )
+        )

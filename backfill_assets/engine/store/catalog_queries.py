@@ -1,0 +1,228 @@
+"""Read-only catalog queries (through the reader engine, which never blocks a publisher on SQLite)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from backfill_assets.engine.model.errors import InvalidInput, NotFound
+from backfill_assets.engine.model.identity import parse_version_id, validate_asset_name, validate_partition_key
+from backfill_assets.engine.model.states import VERIFIED, VersionState
+from backfill_assets.engine.store.catalog_records import Consumer, Version
+from backfill_assets.engine.store.schema import pointers, publish_log, reads, versions
+
+ACTION_PUBLISH = "publish"
+ACTION_ROLLBACK = "rollback"
+ACTION_REPAIR = "repair"
+
+
+class CatalogQueries:
+    """The catalog's reads; ``Catalog`` adds the writes. The static helpers also run inside write transactions."""
+
+    reader: Engine
+
+    def get(self, version_id: str) -> Version:
+        parse_version_id(version_id)
+        with self.reader.connect() as conn:
+            return self._get(conn, version_id)
+
+    def versions_of(self, asset: str, partition_key: str) -> list[Version]:
+        rows = self._cell_rows(versions, asset, partition_key, versions.c.created_at, versions.c.version_id)
+        return [Version.from_row(r) for r in rows]
+
+    def versions_where(self, *criteria: Any) -> list[Version]:
+        with self.reader.connect() as conn:
+            rows = conn.execute(sa.select(versions).where(*criteria).order_by(versions.c.created_at)).all()
+        return [Version.from_row(r) for r in rows]
+
+    def current(self, asset: str, partition_key: str) -> Version | None:
+        validate_asset_name(asset)
+        validate_partition_key(partition_key)
+        # One round trip: the pointer joined to its version.
+        return self.current_many(asset, [partition_key]).get(partition_key)
+
+    def current_many(self, asset: str, partition_keys: Iterable[str]) -> dict[str, Version]:
+        keys = list(partition_keys)
+        if not keys:
+            return {}
+        with self.reader.connect() as conn:
+            rows = conn.execute(
+                sa.select(versions)
+                .join(pointers, pointers.c.version_id == versions.c.version_id)
+                .where(pointers.c.asset == asset, pointers.c.partition_key.in_(keys))
+            ).all()
+        return {r.partition_key: Version.from_row(r) for r in rows}
+
+    def consumers_of(self, version_id: str) -> list[Consumer]:
+        with self.reader.connect() as conn:
+            return self._consumers(conn, version_id)
+
+    def history(self, asset: str, partition_key: str) -> list[dict[str, Any]]:
+        """Every pointer move of one partition, oldest first: publishes, rollbacks (a restore) and repairs."""
+        return [dict(r._mapping) for r in self._cell_rows(publish_log, asset, partition_key, publish_log.c.seq)]
+
+    def _cell_rows(self, table: sa.Table, asset: str, partition_key: str, *order_by: Any) -> list[Any]:
+        """One partition's rows of ``table`` (validated names first: they may come from a user)."""
+        validate_asset_name(asset)
+        validate_partition_key(partition_key)
+        with self.reader.connect() as conn:
+            return conn.execute(
+                sa.select(table)
+                .where(table.c.asset == asset, table.c.partition_key == partition_key)
+                .order_by(*order_by)
+            ).all()
+
+    def versions_of_request(self, request_id: str, published_only: bool = False) -> list[Version]:
+        """Every version a request's runs wrote (or only those that were ever published), oldest first."""
+        criteria = [versions.c.request_id == request_id]
+        if published_only:
+            criteria.append(versions.c.published_at.is_not(None))
+        return self.versions_where(*criteria)
+
+    def versions_by_id(self, version_ids: Iterable[str]) -> list[Version]:
+        return self._in_chunks(versions.c.version_id, version_ids)
+
+    def versions_of_dagster_runs(self, run_ids: Iterable[str]) -> list[Version]:
+        """Every version written by these Dagster runs (attempts), oldest first."""
+        return self._in_chunks(versions.c.dagster_run_id, run_ids)
+
+    def versions_of_partitions(self, partition_keys: Iterable[str]) -> list[Version]:
+        """Every version of any asset for these partitions, oldest first within each chunk of keys."""
+        return self._in_chunks(versions.c.partition_key, sorted(set(partition_keys)))
+
+    def purgeable_versions(self, states: Iterable[str], created_before: str) -> list[Version]:
+        return self.versions_where(versions.c.state.in_(list(states)), versions.c.created_at < created_before)
+
+    def last_publish_seq(self, request_id: str) -> int | None:
+        """The request's newest publish_log sequence number, or None if it never published."""
+        with self.reader.connect() as conn:
+            return conn.execute(
+                sa.select(sa.func.max(publish_log.c.seq)).where(publish_log.c.request_id == request_id)
+            ).scalar()
+
+    def _in_chunks(self, column: Any, values: Iterable[str], size: int = 500) -> list[Version]:
+        # Bounded IN lists: SQLite limits bound parameters per statement.
+        values = list(values)
+        found: list[Version] = []
+        for start in range(0, len(values), size):
+            found.extend(self.versions_where(column.in_(values[start : start + size])))
+        return found
+
+    def versions_of_run(self, logical_run_id: str) -> list[Version]:
+        """Every version a logical run wrote (all its attempts)."""
+        return self.versions_where(versions.c.run_id == logical_run_id)
+
+    def newest_published_day(self) -> dict[str, str]:
+        """asset → its newest partition with a current version (how far a depends-on-past asset has come)."""
+        with self.reader.connect() as conn:
+            rows = conn.execute(
+                sa.select(pointers.c.asset, sa.func.max(pointers.c.partition_key)).group_by(pointers.c.asset)
+            ).all()
+        return {asset: newest for asset, newest in rows}
+
+    def publishes_of_request(self, request_id: str) -> list[Any]:
+        """The request's publish_log rows (not rollbacks or repairs), in publish order."""
+        with self.reader.connect() as conn:
+            return conn.execute(
+                publish_log.select()
+                .where(publish_log.c.request_id == request_id, publish_log.c.action == ACTION_PUBLISH)
+                .order_by(publish_log.c.seq)
+            ).all()
+
+    def log_after(self, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
+        with self.reader.connect() as conn:
+            rows = conn.execute(
+                sa.select(publish_log).where(publish_log.c.seq > seq).order_by(publish_log.c.seq).limit(limit)
+            ).all()
+        return [dict(r._mapping) for r in rows]
+
+    @staticmethod
+    def _pointer(conn: Connection, asset: str, partition_key: str) -> dict[str, Any] | None:
+        row = conn.execute(
+            sa.select(pointers).where(pointers.c.asset == asset, pointers.c.partition_key == partition_key)
+        ).first()
+        return dict(row._mapping) if row else None
+
+    @staticmethod
+    def _get_with_pointer(conn: Connection, version_id: str) -> tuple[Version, str | None]:
+        """The version and the version its partition's pointer holds now, in one round trip."""
+        current = (
+            sa.select(pointers.c.version_id)
+            .where(pointers.c.asset == versions.c.asset, pointers.c.partition_key == versions.c.partition_key)
+            .scalar_subquery()
+            .label("pointer_version_id")
+        )
+        row = conn.execute(sa.select(versions, current).where(versions.c.version_id == version_id)).first()
+        if row is None:
+            raise NotFound(f"unknown version {version_id!r}")
+        data = dict(row._mapping)
+        pointer_version_id = data.pop("pointer_version_id")
+        return Version.from_mapping(data), pointer_version_id
+
+    @staticmethod
+    def _get(conn: Connection, version_id: str) -> Version:
+        row = conn.execute(sa.select(versions).where(versions.c.version_id == version_id)).first()
+        if row is None:
+            raise NotFound(f"unknown version {version_id!r}")
+        return Version.from_row(row)
+
+    def _consumers(self, conn: Connection, version_id: str) -> list[Consumer]:
+        rows = conn.execute(
+            sa.select(reads, versions.c.request_id, versions.c.state)
+            .select_from(reads.outerjoin(versions, versions.c.version_id == reads.c.consumer_version_id))
+            .where(reads.c.upstream_version_id == version_id)
+            .order_by(reads.c.id)
+        ).all()
+        return [
+            Consumer(
+                consumer=r.consumer,
+                consumer_version_id=r.consumer_version_id,
+                consumer_run_id=r.consumer_run_id,
+                request_id=r.request_id,
+                state=r.state,
+                at=r.at,
+            )
+            for r in rows
+        ]
+
+    def _rollback_target(
+        self, conn: Connection, asset: str, key: str, bad: str, to_version_id: str | None
+    ) -> Version:
+        if to_version_id is not None:
+            parse_version_id(to_version_id)
+            target = self._get(conn, to_version_id)
+            if (target.asset, target.partition_key) != (asset, key):
+                raise InvalidInput(f"--to {to_version_id} is not a version of {asset} {key}")
+            if target.version_id == bad:
+                raise InvalidInput(f"--to {to_version_id} is already the current version")
+            if VersionState(target.state) not in VERIFIED:
+                raise InvalidInput(f"--to {to_version_id} is {target.state}, not a verified version")
+            return target
+        # The previous verified version is the superseded one that was current most recently: the newest
+        # publish_log row that made it current (a publish, or the restore of an earlier rollback), not its
+        # published_at, which a restore leaves unchanged.
+        last_current = (
+            sa.select(sa.func.max(publish_log.c.seq))
+            .where(
+                publish_log.c.version_id == versions.c.version_id,
+                publish_log.c.action.in_([ACTION_PUBLISH, ACTION_ROLLBACK]),
+            )
+            .scalar_subquery()
+        )
+        row = conn.execute(
+            sa.select(versions)
+            .where(
+                versions.c.asset == asset,
+                versions.c.partition_key == key,
+                versions.c.version_id != bad,
+                versions.c.state == VersionState.SUPERSEDED.value,
+            )
+            .order_by(last_current.desc(), versions.c.published_at.desc())
+            .limit(1)
+        ).first()
+        if row is None:
+            raise NotFound(f"{asset} {key} has no previous verified version to roll back to")
+        return Version.from_row(row)
+

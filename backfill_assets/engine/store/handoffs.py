@@ -1,0 +1,121 @@
+"""Handoffs: a downstream owner decides, within a window, whether to re-run their asset after an upstream fix."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+
+from backfill_assets.engine.model.errors import InvalidInput, NotFound
+from backfill_assets.engine.model.identity import validate_text
+from backfill_assets.engine.model.intervals import iso
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.schema import handoffs
+
+OPEN = "open"
+ACCEPTED = "accepted"
+DECLINED = "declined"
+EXPIRED = "expired"
+DEFAULT_WINDOW = timedelta(hours=24)
+_HANDOFF_ID_RE = re.compile(r"^[a-z0-9-]{1,80}\Z")
+
+
+class Handoffs:
+    def __init__(self, catalog: Catalog):
+        self.engine = catalog.engine
+        self.reader = catalog.reader
+
+    def offer(
+        self, request_id: str, asset: str, owner: str, partitions: list[str], now: datetime, window: timedelta
+    ) -> str:
+        """Open a handoff for (request, asset), or add partitions to the one already open."""
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                sa.select(handoffs).where(
+                    handoffs.c.request_id == request_id, handoffs.c.asset == asset, handoffs.c.status == OPEN
+                )
+            ).first()
+            if row is not None:
+                merged = sorted(set(json.loads(row.partitions_json)) | set(partitions))
+                conn.execute(
+                    handoffs.update()
+                    .where(handoffs.c.handoff_id == row.handoff_id)
+                    .values(partitions_json=json.dumps(merged))
+                )
+                return row.handoff_id
+            handoff_id = f"ho-{secrets.token_hex(4)}"
+            conn.execute(
+                handoffs.insert().values(
+                    handoff_id=handoff_id,
+                    request_id=request_id,
+                    asset=asset,
+                    owner=owner,
+                    partitions_json=json.dumps(sorted(set(partitions))),
+                    status=OPEN,
+                    deadline=iso(now + window),
+                    created_at=iso(now),
+                )
+            )
+            return handoff_id
+
+    def decide(self, handoff_id: str, status: str, by: str, now: datetime) -> dict[str, Any]:
+        if status not in (ACCEPTED, DECLINED):
+            raise InvalidInput(f"unknown handoff decision {status!r}")
+        if not isinstance(handoff_id, str) or not _HANDOFF_ID_RE.match(handoff_id):
+            raise InvalidInput(f"handoff id {handoff_id!r} is not of the form ho-xxxxxxxx")
+        validate_text(by, "--by", 120)
+        with self.engine.begin() as conn:
+            row = conn.execute(sa.select(handoffs).where(handoffs.c.handoff_id == handoff_id)).first()
+            if row is None:
+                raise NotFound(f"unknown handoff {handoff_id!r}")
+            if row.status != OPEN:
+                raise InvalidInput(f"handoff {handoff_id} is already {row.status}")
+            if row.deadline < (iso(now) or ""):
+                conn.execute(handoffs.update().where(handoffs.c.handoff_id == handoff_id).values(status=EXPIRED))
+                raise InvalidInput(f"handoff {handoff_id} expired at {row.deadline}")
+            conn.execute(
+                handoffs.update()
+                .where(handoffs.c.handoff_id == handoff_id, handoffs.c.status == OPEN)
+                .values(status=status, decided_at=iso(now), decided_by=by)
+            )
+        return self.get(handoff_id)
+
+    def expire(self, now: datetime) -> list[str]:
+        with self.engine.begin() as conn:
+            rows = conn.execute(
+                sa.select(handoffs.c.handoff_id).where(handoffs.c.status == OPEN, handoffs.c.deadline < iso(now))
+            ).all()
+            ids = [r.handoff_id for r in rows]
+            if ids:
+                conn.execute(
+                    handoffs.update()
+                    .where(handoffs.c.handoff_id.in_(ids), handoffs.c.status == OPEN)
+                    .values(status=EXPIRED, decided_at=iso(now), decided_by="deadline")
+                )
+        return ids
+
+    def get(self, handoff_id: str) -> dict[str, Any]:
+        with self.reader.connect() as conn:
+            row = conn.execute(sa.select(handoffs).where(handoffs.c.handoff_id == handoff_id)).first()
+        if row is None:
+            raise NotFound(f"unknown handoff {handoff_id!r}")
+        return _as_dict(row)
+
+    def list(self, request_id: str | None = None, status: str | None = None) -> list[dict[str, Any]]:
+        query = sa.select(handoffs).order_by(handoffs.c.created_at)
+        if request_id:
+            query = query.where(handoffs.c.request_id == request_id)
+        if status:
+            query = query.where(handoffs.c.status == status)
+        with self.reader.connect() as conn:
+            return [_as_dict(r) for r in conn.execute(query).all()]
+
+
+def _as_dict(row: sa.Row) -> dict[str, Any]:
+    data = dict(row._mapping)
+    data["partitions"] = json.loads(data.pop("partitions_json"))
+    return data

@@ -1,0 +1,374 @@
+"""The request ledger: requests, their cells (request_items) and partition claims, in the catalog database."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Iterable
+
+import sqlalchemy as sa
+
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanError
+from backfill_assets.engine.model.intervals import iso, utc_now
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.claims import claim, claimable_cells, claimed_by, overlap_message, release
+from backfill_assets.engine.store.schema import request_items, requests
+
+_REQUEST_ID_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+
+def validate_request_id(request_id: object) -> str:
+    if not isinstance(request_id, str) or not 1 <= len(request_id) <= 80 or not set(request_id) <= _REQUEST_ID_CHARS:
+        raise InvalidInput(f"request id {request_id!r} is not of the form req-YYYYMMDD-xxxxxxxx or dg-<id>")
+    return request_id
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    row: dict[str, Any]
+
+    @property
+    def request_id(self) -> str:
+        return self.row["request_id"]
+
+    @property
+    def status(self) -> str:
+        return self.row["status"]
+
+    @property
+    def source(self) -> str:
+        return self.row["source"]
+
+    @cached_property
+    def spec(self) -> M.RequestSpec:
+        # Cached: decoding a long frozen partition list on every access dominated propagation bursts.
+        r = self.row
+        return M.RequestSpec(
+            assets=tuple(json.loads(r["assets_json"])),
+            partitions=tuple(json.loads(r["partitions_json"])),
+            reprocess=r["reprocess"],
+            max_active=r["max_active"],
+            order=r["order"],
+            downstream=r["downstream"],
+            confirm_cascade=bool(r["confirm_cascade"]),
+            allow_side_effects=tuple(json.loads(r["side_effects_json"])),
+            approved_by=r["approved_by"],
+            conf=json.loads(r["conf_json"]),
+            reason=r["reason"],
+            requested_by=r["requested_by"],
+            partitions_per_run=r.get("partitions_per_run") or 1,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.row.items() if not k.endswith("_json")}
+        out.update(
+            assets=json.loads(self.row["assets_json"]),
+            partitions=json.loads(self.row["partitions_json"]),
+            conf=json.loads(self.row["conf_json"]),
+            allow_side_effects=json.loads(self.row["side_effects_json"]),
+        )
+        return out
+
+
+class Ledger:
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
+        self.engine = catalog.engine
+        self.reader = catalog.reader
+
+    # ---- create -----------------------------------------------------------------------------------------------
+
+    def create(
+        self,
+        request_id: str,
+        spec: M.RequestSpec,
+        code_version: str,
+        excluded: dict[tuple[str, str], str],
+        source: str = "cli",
+        status: str | None = None,
+    ) -> RequestRecord:
+        """Store the frozen request, its cells in submission order, and claim its partitions.
+
+        ``excluded`` maps cells decided at creation (unauthorized side effects) to their skip reason; they are
+        recorded as deliberately skipped and not claimed.
+        """
+        validate_request_id(request_id)
+        try:
+            return self._create(request_id, spec, code_version, excluded, source, status)
+        except sa.exc.IntegrityError:
+            # Two creators raced for the same partitions: the claims' primary key let exactly one win.
+            # Run again: the loser now sees the winner's claims and is refused (or waits) with a clear message.
+            return self._create(request_id, spec, code_version, excluded, source, status)
+
+    def _create(
+        self,
+        request_id: str,
+        spec: M.RequestSpec,
+        code_version: str,
+        excluded: dict[tuple[str, str], str],
+        source: str,
+        status: str | None,
+    ) -> RequestRecord:
+        now = iso(utc_now())
+        cells = [(a, p) for p in spec.ordered_partitions() for a in spec.assets]
+        claimable = [c for c in cells if c not in excluded]
+        with self.engine.begin() as conn:
+            holders = claimed_by(conn, claimable)
+            if holders and not spec.wait_for_overlap and source == "cli":
+                raise PlanError(overlap_message(holders))
+            initial = status or (M.WAITING if holders and source == "cli" else M.OPEN)
+            conn.execute(
+                requests.insert().values(
+                    request_id=request_id,
+                    status=initial,
+                    assets_json=json.dumps(list(spec.assets)),
+                    partitions_json=json.dumps(list(spec.partitions)),
+                    code_version=code_version,
+                    reprocess=spec.reprocess,
+                    downstream=spec.downstream,
+                    confirm_cascade=spec.confirm_cascade,
+                    order=spec.order,
+                    max_active=spec.effective_max_active,
+                    partitions_per_run=spec.partitions_per_run,
+                    conf_json=json.dumps(spec.conf, sort_keys=True),
+                    side_effects_json=json.dumps(list(spec.allow_side_effects)),
+                    approved_by=spec.approved_by,
+                    requested_by=spec.requested_by,
+                    reason=spec.reason,
+                    requested_at=now,
+                    source=source,
+                    message=overlap_message(holders) if holders else None,
+                )
+            )
+            conn.execute(
+                request_items.insert(),
+                _item_rows(
+                    request_id, cells, first_ordinal=0, origin="planned", now=now,
+                    decided={cell: (M.SKIPPED, reason) for cell, reason in excluded.items()},
+                ),
+            )
+            if not holders:
+                claim(conn, request_id, claimable, now)
+            elif source != "cli":
+                # An adopted backfill already runs: claim what is free, report the rest.
+                free = [c for c in claimable if c not in holders]
+                claim(conn, request_id, free, now)
+        return self.get(request_id)
+
+    def try_claim(self, request_id: str) -> bool:
+        """For a waiting request: take every claim once the holders have closed (all or nothing)."""
+        now = iso(utc_now())
+        with self.engine.begin() as conn:
+            cells = claimable_cells(conn, request_id)
+            holders = claimed_by(conn, cells)
+            if holders:
+                conn.execute(
+                    requests.update()
+                    .where(requests.c.request_id == request_id)
+                    .values(message=overlap_message(holders))
+                )
+                return False
+            claim(conn, request_id, cells, now)
+            conn.execute(
+                requests.update()
+                .where(requests.c.request_id == request_id, requests.c.status == M.WAITING)
+                .values(status=M.OPEN, message=None)
+            )
+            return True
+
+    # ---- read -------------------------------------------------------------------------------------------------
+
+    def get(self, request_id: str) -> RequestRecord:
+        validate_request_id(request_id)
+        with self.reader.connect() as conn:
+            row = conn.execute(sa.select(requests).where(requests.c.request_id == request_id)).first()
+        if row is None:
+            raise NotFound(f"unknown request {request_id!r}")
+        return RequestRecord(dict(row._mapping))
+
+    def exists(self, request_id: str) -> bool:
+        with self.reader.connect() as conn:
+            return conn.execute(
+                sa.select(requests.c.request_id).where(requests.c.request_id == request_id)
+            ).first() is not None
+
+    def list(self, statuses: Iterable[str] | None = None) -> list[RequestRecord]:
+        query = sa.select(requests).order_by(requests.c.requested_at.desc())
+        if statuses:
+            query = query.where(requests.c.status.in_(list(statuses)))
+        with self.reader.connect() as conn:
+            return [RequestRecord(dict(r._mapping)) for r in conn.execute(query).all()]
+
+    def cells(self, request_id: str) -> list[dict[str, Any]]:
+        with self.reader.connect() as conn:
+            rows = conn.execute(
+                sa.select(request_items)
+                .where(request_items.c.request_id == request_id)
+                .order_by(request_items.c.ordinal)
+            ).all()
+        return [dict(r._mapping) for r in rows]
+
+    def counts(self, request_id: str) -> dict[str, int]:
+        counts = {d: 0 for d in (M.PENDING, M.SUBMITTED, *M.TERMINAL_CELLS)}
+        for cell in self.cells(request_id):
+            counts[cell["decision"]] = counts.get(cell["decision"], 0) + 1
+        counts["planned"] = sum(counts.values())
+        return counts
+
+    # ---- write ------------------------------------------------------------------------------------------------
+
+    def update_cells(
+        self, request_id: str, updates: list[dict[str, Any]], expect_status: str | None = None
+    ) -> bool:
+        """Write cell updates. With ``expect_status``, only while the request still has that status (checked and
+        locked in the same transaction, so a concurrent cancel is never overwritten); returns whether written."""
+        if not updates and expect_status is None:
+            return True
+        now = iso(utc_now())
+        with self.engine.begin() as conn:
+            if expect_status is not None and not self._lock_if_status(conn, request_id, expect_status):
+                return False
+            for u in updates:
+                values = {k: v for k, v in u.items() if k not in ("asset", "partition_key")}
+                if values.get("decision") == M.SUBMITTED and "run_key" in values:
+                    values["submitted_at"] = now  # the request's "created" time of the cell's run
+                conn.execute(
+                    request_items.update()
+                    .where(
+                        request_items.c.request_id == request_id,
+                        request_items.c.asset == u["asset"],
+                        request_items.c.partition_key == u["partition_key"],
+                    )
+                    .values(updated_at=now, **values)
+                )
+        return True
+
+    def add_cells(
+        self, request_id: str, cells: list[tuple[str, str]], origin: str, reopen: bool = False
+    ) -> int:
+        """Append cells (cascade, handoff) the request does not have yet; with ``reopen``, a finished cell is
+        set pending again because its upstream was republished after it ran. Returns cells added or reopened."""
+        now = iso(utc_now())
+        changed = 0
+        with self.engine.begin() as conn:
+            existing = {
+                (r.asset, r.partition_key): r.decision
+                for r in conn.execute(
+                    sa.select(request_items.c.asset, request_items.c.partition_key, request_items.c.decision).where(
+                        request_items.c.request_id == request_id
+                    )
+                )
+            }
+            start = conn.execute(
+                sa.select(sa.func.coalesce(sa.func.max(request_items.c.ordinal), -1)).where(
+                    request_items.c.request_id == request_id
+                )
+            ).scalar_one()
+            new = [c for c in dict.fromkeys(cells) if c not in existing]
+            if new:
+                conn.execute(
+                    request_items.insert(),
+                    _item_rows(request_id, new, first_ordinal=start + 1, origin=origin, now=now),
+                )
+                changed += len(new)
+            if reopen:
+                for asset, partition in dict.fromkeys(cells):
+                    if existing.get((asset, partition)) in (M.PUBLISHED, M.REJECTED, M.FAILED):
+                        conn.execute(
+                            request_items.update()
+                            .where(
+                                request_items.c.request_id == request_id,
+                                request_items.c.asset == asset,
+                                request_items.c.partition_key == partition,
+                            )
+                            .values(decision=M.PENDING, reason="reopened: upstream republished", updated_at=now)
+                        )
+                        changed += 1
+        return changed
+
+    def set_status(
+        self, request_id: str, status: str, message: str | None = None, expect_status: str | None = None
+    ) -> bool:
+        """Set the status; with ``expect_status``, only if the request still has that status."""
+        values: dict[str, Any] = {"status": status, "message": message}
+        if status in M.CLOSED_STATUSES:
+            values["closed_at"] = iso(utc_now())
+        with self.engine.begin() as conn:
+            query = requests.update().where(requests.c.request_id == request_id)
+            if expect_status is not None:
+                query = query.where(requests.c.status == expect_status)
+            if conn.execute(query.values(**values)).rowcount == 0 and expect_status is not None:
+                return False
+            if status in M.CLOSED_STATUSES:
+                release(conn, request_id)
+        return True
+
+    def confirm(self, request_id: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                requests.update().where(requests.c.request_id == request_id).values(confirmed_at=iso(utc_now()))
+            )
+
+    def cancel(self, request_id: str) -> list[dict[str, Any]]:
+        """Close the request: pending cells become cancelled; returns the submitted cells (their runs to stop)."""
+        record = self.get(request_id)
+        if record.status in M.CLOSED_STATUSES:
+            raise InvalidInput(f"request {request_id} is already {record.status}")
+        now = iso(utc_now())
+        with self.engine.begin() as conn:
+            # The request row first (the driver locks it first too): closes it exactly once.
+            closed = conn.execute(
+                requests.update()
+                .where(requests.c.request_id == request_id, requests.c.status.not_in(M.CLOSED_STATUSES))
+                .values(status=M.CANCELLED, closed_at=now, message="cancelled by user")
+            ).rowcount
+            if not closed:
+                raise InvalidInput(f"request {request_id} is already {self.get(request_id).status}")
+            conn.execute(
+                request_items.update()
+                .where(request_items.c.request_id == request_id, request_items.c.decision == M.PENDING)
+                .values(decision=M.CELL_CANCELLED, reason="request cancelled", updated_at=now)
+            )
+            release(conn, request_id)
+        return [c for c in self.cells(request_id) if c["decision"] == M.SUBMITTED]
+
+    # ---- internals --------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _lock_if_status(conn: sa.Connection, request_id: str, status: str) -> bool:
+        """Take the request row's write lock if it still has ``status`` (a no-op update, portable to SQLite)."""
+        return bool(
+            conn.execute(
+                requests.update()
+                .where(requests.c.request_id == request_id, requests.c.status == status)
+                .values(status=status)
+            ).rowcount
+        )
+
+
+def _item_rows(
+    request_id: str,
+    cells: list[tuple[str, str]],
+    *,
+    first_ordinal: int,
+    origin: str,
+    now: str | None,
+    decided: dict[tuple[str, str], tuple[str, str]] | None = None,
+) -> list[dict[str, Any]]:
+    """request_items rows for ``cells`` in order; cells in ``decided`` start with that (decision, reason)."""
+    decided = decided or {}
+    return [
+        dict(
+            request_id=request_id,
+            asset=asset,
+            partition_key=partition,
+            ordinal=first_ordinal + i,
+            origin=origin,
+            decision=decided.get((asset, partition), (M.PENDING, None))[0],
+            reason=decided.get((asset, partition), (M.PENDING, None))[1],
+            updated_at=now,
+        )
+        for i, (asset, partition) in enumerate(cells)
+    ]

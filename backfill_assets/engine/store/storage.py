@@ -1,0 +1,187 @@
+"""The warehouse: every version is written once to its own location and never modified.
+
+    <root>/<asset>/date=<partition_key>/_runs/<run_id>/attempt=<n>/data.parquet
+                                                                  /_manifest.json
+
+The root is any universal-pathlib URL (local folder, ``s3://``, ``memory://`` ...). Atomic visibility comes from
+the catalog pointer, not from the file system, so object stores without rename work the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from upath import UPath
+
+from backfill_assets.engine.model.errors import IntegrityError, UnsafeName
+from backfill_assets.engine.model.identity import validate_asset_name, validate_partition_key, validate_run_id
+from backfill_assets.engine.wap.faults import AFTER_DATA_FILE, AFTER_MANIFEST, fault_point
+
+PARTITION_COLUMN = "date"
+DATA_FILE = "data.parquet"
+MANIFEST_FILE = "_manifest.json"
+IDENTITY_METADATA_KEY = b"backfill_assets.identity"
+
+
+@dataclass(frozen=True)
+class WrittenVersion:
+    path: str
+    rows: int
+    sha256: str
+    schema: dict[str, str]
+    stats: dict[str, Any]
+
+
+def frame_schema(frame: pd.DataFrame) -> dict[str, str]:
+    return {str(col): str(dtype) for col, dtype in frame.dtypes.items()}
+
+
+def column_stats(frame: pd.DataFrame) -> dict[str, Any]:
+    stats: dict[str, Any] = {}
+    for col in frame.columns:
+        series = frame[col]
+        entry: dict[str, Any] = {"nulls": int(series.isna().sum())}
+        if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+            entry.update(
+                min=_scalar(series.min()), max=_scalar(series.max()), sum=_scalar(series.sum())
+            )
+        else:
+            entry["distinct"] = int(series.nunique(dropna=True))
+        stats[str(col)] = entry
+    return stats
+
+
+def _scalar(value: Any) -> Any:
+    if pd.isna(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+class Warehouse:
+    def __init__(self, root: str):
+        self.root = UPath(root)
+
+    def version_dir(self, asset: str, partition_key: str, run_id: str, attempt_no: int) -> UPath:
+        validate_asset_name(asset)
+        validate_partition_key(partition_key)
+        validate_run_id(run_id)
+        if isinstance(attempt_no, bool) or not isinstance(attempt_no, int) or attempt_no < 1:
+            raise UnsafeName(f"attempt number {attempt_no!r} must be a positive integer")
+        path = (
+            self.root / asset / f"{PARTITION_COLUMN}={partition_key}" / "_runs" / run_id / f"attempt={attempt_no}"
+        )
+        self._ensure_inside(path)
+        return path
+
+    def _ensure_inside(self, path: UPath) -> None:
+        # Defence in depth behind name validation: a symlinked or odd root must still not be escaped.
+        if not self.root.protocol or self.root.protocol == "file":
+            root = self.root.resolve()
+            if root not in path.resolve().parents:
+                raise UnsafeName(f"path {path} escapes the warehouse root {root}")
+
+    def write(
+        self,
+        directory: UPath,
+        frame: pd.DataFrame,
+        identity_labels: dict[str, str],
+        manifest_extra: dict[str, Any],
+        corrupt_on_disk: bool = False,
+    ) -> WrittenVersion:
+        """Write ``data.parquet`` then ``_manifest.json``; refuse to overwrite either.
+
+        ``corrupt_on_disk`` is the ``corrupt_file`` defect: the manifest records the intended bytes while a
+        truncated copy lands on disk, which the file-integrity check must then catch.
+        """
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        meta = dict(table.schema.metadata or {})
+        meta[IDENTITY_METADATA_KEY] = json.dumps(identity_labels, sort_keys=True).encode()
+        table = table.replace_schema_metadata(meta)
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer)
+        payload = buffer.getvalue()
+        sha = hashlib.sha256(payload).hexdigest()
+
+        directory.mkdir(parents=True, exist_ok=True)
+        data_path = directory / DATA_FILE
+        self._write_once(data_path, payload[: len(payload) // 2] if corrupt_on_disk else payload)
+        fault_point(AFTER_DATA_FILE)
+        schema = frame_schema(frame)
+        stats = column_stats(frame)
+        manifest = {
+            "rows": len(frame),
+            "sha256": sha,
+            "bytes": len(payload),
+            "schema": schema,
+            "stats": stats,
+            "identity": identity_labels,
+            **manifest_extra,
+        }
+        self._write_once(directory / MANIFEST_FILE, json.dumps(manifest, indent=2, default=str).encode())
+        fault_point(AFTER_MANIFEST)
+        return WrittenVersion(path=str(data_path), rows=len(frame), sha256=sha, schema=schema, stats=stats)
+
+    @staticmethod
+    def _write_once(path: UPath, payload: bytes) -> None:
+        if path.exists():
+            raise IntegrityError(f"{path} already exists; versions are written once and never modified")
+        with path.open("xb") if _is_local(path) else path.open("wb") as fh:
+            fh.write(payload)
+
+    def read_bytes(self, path: str) -> bytes:
+        target = UPath(path)
+        self._ensure_inside(target)
+        try:
+            return target.read_bytes()
+        except FileNotFoundError as exc:
+            raise IntegrityError(f"data file {path} is missing") from exc
+
+    def read_verified(self, path: str, sha256: str, rows: int | None = None) -> pd.DataFrame:
+        """Read a version's data, refusing it if the bytes differ from what was published."""
+        payload = self.read_bytes(path)
+        actual = hashlib.sha256(payload).hexdigest()
+        if actual != sha256:
+            raise IntegrityError(f"{path}: sha256 {actual[:12]}… does not match the catalog's {sha256[:12]}…")
+        frame = pq.read_table(io.BytesIO(payload)).to_pandas()
+        if rows is not None and len(frame) != rows:
+            raise IntegrityError(f"{path}: {len(frame)} rows, the catalog says {rows}")
+        return frame
+
+    def read_manifest(self, data_path: str) -> dict[str, Any]:
+        manifest_path = UPath(data_path).parent / MANIFEST_FILE
+        self._ensure_inside(manifest_path)
+        try:
+            return json.loads(manifest_path.read_text())
+        except FileNotFoundError as exc:
+            raise IntegrityError(f"manifest {manifest_path} is missing") from exc
+
+    def remove_version(self, data_path: str) -> None:
+        """Delete one version's files and its now-empty attempt folder (gc only)."""
+        directory = UPath(data_path).parent
+        self._ensure_inside(directory / DATA_FILE)
+        for name in (DATA_FILE, MANIFEST_FILE):
+            target = directory / name
+            if target.exists():
+                target.unlink()
+        try:
+            directory.rmdir()
+        except OSError:
+            pass  # something else lives there; leave it
+
+    @staticmethod
+    def read_identity(data_path: str) -> dict[str, str]:
+        with UPath(data_path).open("rb") as fh:
+            meta = pq.read_schema(fh).metadata or {}
+        raw = meta.get(IDENTITY_METADATA_KEY)
+        return json.loads(raw) if raw else {}
+
+
+def _is_local(path: UPath) -> bool:
+    return not path.protocol or path.protocol == "file"

@@ -1,0 +1,56 @@
+"""Computing one interval of a data asset from its published inputs, by calling the asset's own transform."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import pandas as pd
+
+from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.graph import INTERVAL_ARG, PREVIOUS_ARG, AssetGraph, call_with
+from backfill_assets.engine.wap.gate import Gate, NotPublished
+
+
+@dataclass(frozen=True)
+class Computed:
+    frame: pd.DataFrame
+    # What the transform was given (interval, upstream frames, previous, resources): the audits see the same.
+    available: Mapping[str, Any]
+    source_fingerprint: str | None = None
+
+
+def compute(gate: Gate, graph: AssetGraph, resources: Mapping[str, Any]) -> Computed:
+    """Read every input's published version (recorded), then run the transform on them.
+
+    Upstream assets are read for the same interval; a depends-on-past asset also gets ``previous``, its own
+    published version of the previous interval (None on the calendar's first day): a missing one is waited
+    for, never computed around.
+    """
+    spec = gate.spec
+    key = gate.identity.partition_key
+    calendar = graph.calendar
+    available: dict[str, Any] = {INTERVAL_ARG: calendar.interval(key), **resources}
+    for upstream in spec.upstream:
+        available[upstream] = gate.read_published(upstream, key)
+    if spec.depends_on_past:
+        previous_key = calendar.previous_key(key)
+        previous = None if previous_key is None else gate.read_published(spec.name, previous_key, required=False)
+        if previous_key is not None and previous is None:
+            raise NotPublished(
+                f"{spec.name} {calendar.interval(key).label} depends on its previous day: {previous_key} has no "
+                "published version"
+            )
+        available[PREVIOUS_ARG] = previous
+    fingerprint = None
+    if spec.fingerprint is not None:
+        fingerprint = str(call_with(spec.fingerprint, available, f"fingerprint of {spec.name}"))
+    if spec.transform is None:
+        raise InvalidInput(f"{spec.name} has no transform")
+    frame = call_with(spec.transform, available, f"transform of {spec.name}")
+    if not isinstance(frame, pd.DataFrame):
+        raise InvalidInput(
+            f"{spec.name} {calendar.interval(key).label}: the transform returned {type(frame).__name__}, "
+            "not a DataFrame"
+        )
+    return Computed(frame, available, fingerprint)

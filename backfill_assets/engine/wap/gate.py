@@ -1,0 +1,198 @@
+"""Write–audit–publish for one (asset, partition) attempt, in plain Python (docs/DESIGN.md §4).
+
+The Dagster step drives it: ``begin`` → ``read_published`` (upstream, recorded) → ``write_and_audit`` →
+``conclude`` (publish by CAS when every check passed and the code version is the frozen one, else reject).
+A failure anywhere leaves the previously published version current.
+
+``publish_guard``, asked just before the publish CAS, says whether the attempt may still publish at all: a run
+that was cancelled while it computed (marked cancelled without its worker's confirmation when its code server
+did not answer, so the worker kept going) must not publish afterwards. Its version is abandoned instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+
+from backfill_assets.engine.model.errors import BackfillError, NotFound, PublishConflict
+from backfill_assets.engine.model.graph import AssetSpec
+from backfill_assets.engine.model.identity import RunIdentity
+from backfill_assets.engine.model.states import IN_PROGRESS, VERIFIED, VersionState
+from backfill_assets.engine.store.catalog import Catalog, PointerMove, Version
+from backfill_assets.engine.store.storage import Warehouse, WrittenVersion
+from backfill_assets.engine.wap.audit import CheckOutcome, run_audits
+from backfill_assets.engine.wap.defects import CORRUPT_FILE, apply_defect
+from backfill_assets.engine.wap.faults import AFTER_PUBLISH_COMMIT, AFTER_VERIFYING, fault_point
+
+
+class NotPublished(BackfillError):
+    """An input the step needs has no published version: downstream waits for published data."""
+
+
+class PublishRefused(BackfillError):
+    """The attempt may not publish any more (its run was cancelled); its version was abandoned."""
+
+
+@dataclass
+class GateOutcome:
+    version: Version
+    published: bool
+    checks: list[CheckOutcome]
+    serving_version_id: str | None
+    move: PointerMove | None = None
+    error: str | None = None
+
+    @property
+    def failed_checks(self) -> list[str]:
+        return [c.name for c in self.checks if not c.passed]
+
+
+@dataclass
+class Gate:
+    catalog: Catalog
+    warehouse: Warehouse
+    spec: AssetSpec
+    identity: RunIdentity
+    frozen_code_version: str | None = None
+    # Returns why this attempt must not publish (e.g. its run was cancelled), or None; asked before the CAS.
+    publish_guard: Callable[[], str | None] | None = None
+    version: Version | None = None
+    inputs: list[Version] = field(default_factory=list)
+    written: WrittenVersion | None = None
+
+    @property
+    def version_id(self) -> str:
+        if self.version is None:
+            raise BackfillError("gate not started")
+        return self.version.version_id
+
+    @property
+    def attempt_no(self) -> int:
+        return int(self.version.attempt_no) if self.version else 0
+
+    def labels(self) -> dict[str, str]:
+        return self.identity.labels(self.attempt_no)
+
+    def begin(self) -> Version:
+        self.version = self.catalog.begin_version(self.identity)
+        return self.version
+
+    def read_published(self, asset: str, partition_key: str, required: bool = True) -> pd.DataFrame | None:
+        """Read the current published version of an input and record the read."""
+        current = self.catalog.current(asset, partition_key)
+        if current is None:
+            if required:
+                raise NotPublished(
+                    f"{self.spec.name} {self.identity.interval.label}: input {asset} {partition_key} has no "
+                    "published version yet"
+                )
+            return None
+        frame = self.warehouse.read_verified(current.path, current.sha256, current.rows)
+        self.catalog.record_reads(self.version_id, self.identity.dagster_run_id, [current])
+        self.inputs.append(current)
+        return frame
+
+    def write_and_audit(
+        self,
+        frame: pd.DataFrame,
+        available: Mapping[str, Any],
+        defect: str | None = None,
+        source_fingerprint: str | None = None,
+        extra_manifest: dict[str, Any] | None = None,
+    ) -> list[CheckOutcome]:
+        frame = apply_defect(frame, defect, dict(self.spec.schema))
+        directory = self.warehouse.version_dir(
+            self.spec.name, self.identity.partition_key, self.identity.run_id, self.attempt_no
+        )
+        input_versions = {f"{v.asset}/{v.partition_key}": v.version_id for v in self.inputs}
+        self.written = self.warehouse.write(
+            directory,
+            frame,
+            self.labels(),
+            {
+                "version_id": self.version_id,
+                "input_versions": input_versions,
+                "params_digest": self.identity.params_digest,
+                "source_fingerprint": source_fingerprint,
+                **(extra_manifest or {}),
+            },
+            corrupt_on_disk=defect == CORRUPT_FILE,
+        )
+        self.version = self.catalog.mark_verifying(
+            self.version_id,
+            path=self.written.path,
+            rows=self.written.rows,
+            sha256=self.written.sha256,
+            stats=self.written.stats,
+            input_versions=input_versions,
+            source_fingerprint=source_fingerprint,
+        )
+        fault_point(AFTER_VERIFYING)
+        return run_audits(self.spec, frame, available, self.written, self.warehouse, self.labels())
+
+    def conclude(self, checks: list[CheckOutcome]) -> GateOutcome:
+        check_rows = [c.as_dict() for c in checks]
+        failed = [c.name for c in checks if not c.passed]
+        loaded = self.identity.code_version
+        if failed:
+            error = f"blocking check(s) failed: {', '.join(failed)}"
+        elif self.frozen_code_version and self.frozen_code_version != loaded:
+            error = f"code version changed (frozen {self.frozen_code_version}, loaded {loaded}); refusing to publish"
+        else:
+            refused = self.publish_guard() if self.publish_guard else None
+            if refused:
+                # Not a rejection: the checks passed. The attempt is given up, like one that died mid-way.
+                self.version = self.catalog.abandon(self.version_id, refused[:2000])
+                raise PublishRefused(refused)
+            try:
+                move = self.catalog.publish(self.version_id, check_rows)
+            except PublishConflict as exc:
+                error = str(exc)
+            else:
+                fault_point(AFTER_PUBLISH_COMMIT)
+                # From the publish transaction itself: once the commit succeeded, losing the catalog must not
+                # fail the step (a retry would publish a second attempt of this run).
+                self.version = move.version or self.catalog.get(self.version_id)
+                return GateOutcome(self.version, True, checks, self.version_id, move)
+        self.version = self.catalog.reject(self.version_id, check_rows, error)
+        serving = self.catalog.current(self.spec.name, self.identity.partition_key)
+        return GateOutcome(self.version, False, checks, serving.version_id if serving else None, error=error)
+
+    def abandon_if_unfinished(self, reason: str) -> None:
+        """Called when the step raises before concluding; the version never becomes visible."""
+        if self.version is None:
+            return
+        try:
+            state = self.catalog.get(self.version_id).state
+            if VersionState(state) in IN_PROGRESS:
+                self.catalog.abandon(self.version_id, reason[:2000])
+        except NotFound:
+            pass
+
+
+def earlier_publish(catalog: Catalog, identity: RunIdentity) -> GateOutcome | None:
+    """The version an earlier attempt of this same logical run (same run, code and parameters) already published
+    for the cell, as an outcome to report again, or None.
+
+    An attempt can publish and still fail — the commit's acknowledgement lost with the connection, the process
+    killed between the commit and the Dagster event. A retry must then report that version, not compute and
+    publish a second one of the same run.
+    """
+    for version in reversed(catalog.versions_of(identity.asset, identity.partition_key)):
+        if (
+            version.run_id == identity.run_id
+            and version.params_digest == identity.params_digest
+            and version.code_version == identity.code_version
+            and VersionState(version.state) in VERIFIED
+        ):
+            checks = [
+                CheckOutcome(
+                    c["name"], bool(c["passed"]), c.get("description") or "",
+                    {k: v for k, v in c.items() if k not in ("name", "passed", "description")},
+                )
+                for c in version.checks or []
+            ]
+            return GateOutcome(version, True, checks, version.version_id)
+    return None

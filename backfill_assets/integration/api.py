@@ -1,0 +1,240 @@
+"""The public API: declare gated assets with decorators, get a whole code location from ``backfill_definitions``.
+
+```python
+calendar = BusinessCalendar("America/New_York", "2023-01-01")
+
+@gated_asset(calendar=calendar, deps=["page_views"], audits=[primary_key("visit_id"), not_empty()])
+def visits(interval, page_views: pd.DataFrame) -> pd.DataFrame: ...
+
+defs = backfill_definitions(assets=[page_views, visits], resources={"clickstream": Clickstream()})
+```
+
+A decorator returns a declaration (``BackfillAsset``), not yet a Dagster asset: the definitions builder sees the
+whole graph first (lineage, batchable assets, calendar), then builds the gated assets with one blocking check per
+audit, the jobs, the driver / propagation / adoption sensors and the production schedule around it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import dagster as dg
+
+from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.graph import RESERVED_ARGS, AssetGraph, AssetSpec, parameter_names
+from backfill_assets.engine.model.identity import validate_asset_name
+from backfill_assets.engine.model.intervals import BusinessCalendar
+from backfill_assets.engine.wap.audit import Audit
+from backfill_assets.integration.assets.chunks import build_chunk_job
+from backfill_assets.integration.assets.gated import build_gated_asset
+from backfill_assets.integration.assets.side_effects import KEY_ARG, PAYLOAD_ARG, build_side_effect_asset
+from backfill_assets.integration.jobs import backfill_job, production_job, production_schedule
+from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
+from backfill_assets.integration.sensors.adoption import build_adoption_sensor
+from backfill_assets.integration.sensors.driver import build_driver_sensor
+from backfill_assets.integration.sensors.propagation import build_propagation_sensor
+
+DEFAULT_GROUP = "default"
+
+
+@dataclass(frozen=True)
+class BackfillAsset:
+    """An asset declared with ``gated_asset`` or ``side_effect_asset``; pass it to ``backfill_definitions``."""
+
+    spec: AssetSpec
+    calendar: BusinessCalendar
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+Dep = str | BackfillAsset
+
+
+def gated_asset(
+    *,
+    calendar: BusinessCalendar,
+    deps: Sequence[Dep] = (),
+    audits: Sequence[Audit] = (),
+    primary_key: Sequence[str] = (),
+    schema: Mapping[str, str] | None = None,
+    depends_on_past: bool = False,
+    fingerprint: Callable[..., str] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    owners: Sequence[str] = (),
+    group_name: str = DEFAULT_GROUP,
+) -> Callable[[Callable[..., Any]], BackfillAsset]:
+    """A daily-partitioned data asset whose every run writes a new version, audits it and publishes it only if
+    every audit passes.
+
+    The decorated transform takes, by name: ``interval`` (the data interval), one published frame per upstream
+    in ``deps``, ``previous`` (``depends_on_past`` only: its own previous interval, None on the first day) and
+    any resource of the code location; it returns a DataFrame. ``fingerprint`` (same parameters) digests a
+    source-reading asset's source interval, so reconcile can tell whether a recomputation would read the same.
+    """
+
+    def decorate(transform: Callable[..., Any]) -> BackfillAsset:
+        asset_name = validate_asset_name(name or transform.__name__)
+        upstream = tuple(_dep_name(d) for d in deps)
+        for check in audits:
+            if not isinstance(check, Audit):
+                raise InvalidInput(f"{asset_name}: audits must be built with backfill_assets audits or @audit")
+        names = [a.name for a in audits]
+        if len(set(names)) != len(names):
+            raise InvalidInput(f"{asset_name}: two audits share a name: {names}")
+        if "previous" in parameter_names(transform) and not depends_on_past:
+            raise InvalidInput(f"{asset_name}: only a depends_on_past asset gets `previous`")
+        needs = [*parameter_names(transform), *parameter_names(fingerprint)]
+        needs += [n for a in audits for n in a.needs]
+        spec = AssetSpec(
+            name=asset_name,
+            description=description or _doc(transform),
+            upstream=upstream,
+            primary_key=tuple(primary_key),
+            schema=dict(schema or {}),
+            depends_on_past=depends_on_past,
+            owners=tuple(owners),
+            group=group_name,
+            transform=transform,
+            audits=tuple(audits),
+            fingerprint=fingerprint,
+            resources=_resources(needs, upstream),
+        )
+        return BackfillAsset(spec, calendar)
+
+    return decorate
+
+
+def side_effect_asset(
+    *,
+    calendar: BusinessCalendar,
+    deps: Sequence[Dep],
+    deliver: Callable[..., Any],
+    idempotency_key: Callable[..., str] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    owners: Sequence[str] = (),
+    group_name: str = DEFAULT_GROUP,
+) -> Callable[[Callable[..., Any]], BackfillAsset]:
+    """An asset that acts on the outside world (a notification, an external API) from published upstream data.
+
+    The decorated function builds the message (a dict) from ``interval`` and the upstream frames; ``deliver``
+    (taking ``payload``, ``idempotency_key`` and resources by name) sends it. A message is delivered at most once
+    per idempotency key, by default the asset, interval and message content; backfills skip the asset unless the
+    request authorizes it by name with an approver.
+    """
+
+    def decorate(payload: Callable[..., Any]) -> BackfillAsset:
+        asset_name = validate_asset_name(name or payload.__name__)
+        upstream = tuple(_dep_name(d) for d in deps)
+        if not upstream:
+            raise InvalidInput(f"{asset_name}: a side-effect asset acts on published data; name its deps")
+        needs = [*parameter_names(payload), *parameter_names(deliver), *parameter_names(idempotency_key)]
+        spec = AssetSpec(
+            name=asset_name,
+            description=description or _doc(payload),
+            upstream=upstream,
+            side_effect=True,
+            owners=tuple(owners),
+            group=group_name,
+            transform=payload,
+            deliver=deliver,
+            idempotency_key=idempotency_key,
+            resources=_resources(needs, upstream, extra_reserved=(PAYLOAD_ARG, KEY_ARG)),
+        )
+        return BackfillAsset(spec, calendar)
+
+    return decorate
+
+
+def backfill_definitions(
+    *,
+    assets: Iterable[BackfillAsset],
+    resources: Mapping[str, Any] | None = None,
+    backfill: BackfillResource | None = None,
+) -> dg.Definitions:
+    """The code location: gated assets and their blocking checks, the production and backfill jobs, the batched
+    (chunk) job, the production schedule, and the backfill driver, propagation and adoption sensors."""
+    graph = asset_graph(assets)
+    resources = dict(resources or {})
+    if BACKFILL_RESOURCE in resources:
+        raise InvalidInput(f"resource key {BACKFILL_RESOURCE!r} is the library's own; pass it as backfill=")
+    missing = sorted({r for spec in graph for r in spec.resources} - set(resources))
+    if missing:
+        users = {r: [s.name for s in graph if r in s.resources] for r in missing}
+        raise InvalidInput(
+            "parameters that are neither `interval`, `previous`, an upstream asset nor a resource: "
+            + "; ".join(f"{r} (asked by {', '.join(users[r])})" for r in missing)
+        )
+    built = [
+        build_side_effect_asset(spec, graph) if spec.side_effect else build_gated_asset(spec, graph)
+        for spec in graph
+    ]
+    chunk_job = build_chunk_job(graph)
+    defs = dg.Definitions(
+        assets=built,
+        jobs=[production_job, backfill_job, chunk_job],
+        schedules=[production_schedule],
+        sensors=[
+            build_driver_sensor(graph, [backfill_job, chunk_job]),
+            build_propagation_sensor(graph),
+            build_adoption_sensor(graph),
+        ],
+        resources={BACKFILL_RESOURCE: backfill or BackfillResource(), **resources},
+        # Steps run inside the run's own process: a run is a handful of small steps in dependency order, and a
+        # fresh Python process per step (~3 s of start-up each on 2 cores) was most of a backfill's wall time.
+        executor=dg.in_process_executor,
+    )
+    for asset_def in built:
+        _GRAPH_OF_ASSET[id(asset_def)] = (asset_def, graph)
+    return defs
+
+
+def asset_graph(assets: Iterable[BackfillAsset]) -> AssetGraph:
+    declared = list(assets)
+    if not declared:
+        raise InvalidInput("backfill_definitions needs at least one asset")
+    for item in declared:
+        if not isinstance(item, BackfillAsset):
+            raise InvalidInput(f"{item!r} was not declared with @gated_asset or @side_effect_asset")
+    calendars = {item.calendar for item in declared}
+    if len(calendars) > 1:
+        raise InvalidInput("every asset of one code location must share one BusinessCalendar: "
+                           + ", ".join(f"{c.tz_name} from {c.first_day}" for c in calendars))
+    return AssetGraph(declared[0].calendar, [item.spec for item in declared])
+
+
+# Built asset → its graph, so the CLI can find the graph of a loaded code location (also after Definitions.merge).
+# The asset object is kept alongside: an id is only unique while its object lives.
+_GRAPH_OF_ASSET: dict[int, tuple[dg.AssetsDefinition, AssetGraph]] = {}
+
+
+def graph_of(defs: dg.Definitions) -> AssetGraph | None:
+    """The asset graph of a Definitions built with ``backfill_definitions``, or None."""
+    for asset_def in defs.assets or ():
+        found = _GRAPH_OF_ASSET.get(id(asset_def))
+        if found is not None and found[0] is asset_def:
+            return found[1]
+    return None
+
+
+def _dep_name(dep: Dep) -> str:
+    if isinstance(dep, BackfillAsset):
+        return dep.name
+    if isinstance(dep, str):
+        return validate_asset_name(dep)
+    raise InvalidInput(f"deps must name assets (str) or be declared assets, not {type(dep).__name__}")
+
+
+def _resources(
+    needs: Iterable[str], upstream: tuple[str, ...], extra_reserved: tuple[str, ...] = ()
+) -> tuple[str, ...]:
+    skip = set(upstream) | set(RESERVED_ARGS) | set(extra_reserved)
+    return tuple(dict.fromkeys(n for n in needs if n not in skip))
+
+
+def _doc(fn: Callable[..., Any]) -> str:
+    return (fn.__doc__ or "").strip()

@@ -1,0 +1,1 @@
+"""Dagster assets and ops: gated assets, side-effect assets, batched chunk runs, partitions."""

@@ -1,0 +1,177 @@
+"""Batched backfill runs (``--partitions-per-run K``): one run writes K consecutive days of every batchable asset.
+
+An op job, not an asset job: in an asset job a downstream step is skipped when its upstream step yields no
+output, and a range step yielding its output would record a materialization for every day of the range,
+rejected ones included. Here each asset is one op that gates its days one frame at a time and reports each
+day's check evaluations and (when published) its materialization itself; an op always completes so that the
+days its upstream did publish flow on, and the last op fails the run naming every day that did not publish.
+"""
+
+
+from typing import Any, Mapping
+
+import dagster as dg
+
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.errors import BackfillError
+from backfill_assets.engine.model.graph import AssetGraph, AssetSpec
+from backfill_assets.engine.model.identity import validate_partition_key
+from backfill_assets.engine.model.states import VERIFIED, VersionState
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.wap.defects import validate_defect
+from backfill_assets.integration.assets.gated import SOURCE_POOL, gate_one, partition_events
+from backfill_assets.integration.resources import BACKFILL_RESOURCE
+
+CHUNK_JOB = "backfill_chunk"
+VERDICT_OP = "chunk_verdict"
+
+
+def op_name(asset: str) -> str:
+    return f"chunk_{asset}"
+
+
+class ChunkAssetConfig(dg.Config):
+    """The days this run writes for one asset (none: the asset is not part of the chunk)."""
+
+    partitions: list[str] = []
+    inject_defect_by_partition: dict[str, str] = {}
+
+
+def chunk_run_config(days_by_asset: Mapping[str, list[str]], defects: Mapping[str, Mapping[str, str]]) -> dict:
+    return {
+        "ops": {
+            op_name(asset): {
+                "config": {"partitions": list(days), "inject_defect_by_partition": dict(defects.get(asset, {}))}
+            }
+            for asset, days in days_by_asset.items()
+        }
+    }
+
+
+def chunk_tags(days_by_asset: Mapping[str, list[str]]) -> dict[str, str]:
+    days = sorted({d for ds in days_by_asset.values() for d in ds})
+    return {T.CHUNK_FIRST: days[0], T.CHUNK_LAST: days[-1], T.CHUNK_ASSETS: ",".join(days_by_asset)}
+
+
+def planned_days(run_config: Mapping[str, Any], graph: AssetGraph) -> dict[str, list[str]]:
+    """asset → days, read back from the run's own config (every op sees what its upstream ops were given)."""
+    ops = (run_config or {}).get("ops", {})
+    return {
+        asset: list(ops.get(op_name(asset), {}).get("config", {}).get("partitions", []))
+        for asset in graph.batchable_assets
+    }
+
+
+def _logical_run_id(context: dg.OpExecutionContext) -> str:
+    return context.run.root_run_id or context.run.run_id
+
+
+def _concluded(catalog: Catalog, asset: str, key: str, run_id: str) -> VersionState | None:
+    """The final state this logical run already reached for the cell (an earlier attempt of a retried op)."""
+    for version in catalog.versions_of(asset, key):
+        state = VersionState(version.state)
+        if version.run_id == run_id and (state in VERIFIED or state is VersionState.REJECTED):
+            return state
+    return None
+
+
+def _published_by(catalog: Catalog, asset: str, key: str, run_id: str) -> bool:
+    return _concluded(catalog, asset, key, run_id) in VERIFIED
+
+
+def build_chunk_op(spec: AssetSpec, graph: AssetGraph) -> dg.OpDefinition:
+    upstream_in_chunk = [u for u in spec.upstream if u in graph.batchable_assets]
+
+    @dg.op(
+        name=op_name(spec.name),
+        ins={f"after_{u}": dg.In(dg.Nothing) for u in upstream_in_chunk},
+        out=dg.Out(dg.Nothing),
+        pool=SOURCE_POOL if not spec.upstream else None,
+        retry_policy=dg.RetryPolicy(max_retries=2, delay=1),
+        description=f"Write, audit and publish {spec.name}, day by day, for the days of this chunk.",
+        required_resource_keys={BACKFILL_RESOURCE, *spec.resources},
+    )
+    def _chunk_op(context: dg.OpExecutionContext, config: ChunkAssetConfig) -> None:
+        backfill = getattr(context.resources, BACKFILL_RESOURCE)
+        try:
+            days = [validate_partition_key(d) for d in config.partitions]
+            defects = {d: validate_defect(x) for d, x in config.inject_defect_by_partition.items()}
+        except BackfillError as exc:
+            raise dg.Failure(description=f"{spec.name}: {exc}", allow_retries=False) from exc
+        catalog = backfill.catalog()
+        run_id = _logical_run_id(context)
+        planned = planned_days(context.run.run_config, graph)
+        for key in days:
+            if _concluded(catalog, spec.name, key, run_id) is not None:
+                context.log.info(f"{spec.name} {key}: already concluded by an earlier attempt of this run")
+                continue
+            missing = [u for u in upstream_in_chunk if key in planned[u] and not _published_by(catalog, u, key, run_id)]
+            if missing:
+                # Computing from the version still serving would silently mix old upstream into this request.
+                context.log.warning(f"{spec.name} {key}: not written — upstream {', '.join(missing)} of this run "
+                                    "was not published")
+                continue
+            outcome = gate_one(context, graph, spec, backfill, key, defects.get(key))
+            evaluations, materialization = partition_events(spec, key, outcome, context.run.run_id)
+            for evaluation in evaluations:
+                context.log_event(evaluation)
+            if materialization is not None:
+                context.log_event(materialization)
+
+    return _chunk_op
+
+
+def build_verdict_op(graph: AssetGraph) -> dg.OpDefinition:
+    @dg.op(
+        name=VERDICT_OP,
+        ins={f"after_{a}": dg.In(dg.Nothing) for a in graph.batchable_assets},
+        description="Fails the run, naming them, when any planned day of the chunk was not published.",
+        required_resource_keys={BACKFILL_RESOURCE},
+    )
+    def chunk_verdict(context: dg.OpExecutionContext) -> None:
+        catalog = getattr(context.resources, BACKFILL_RESOURCE).catalog()
+        reached = {
+            (v.asset, v.partition_key): (v.state, v.version_id, v.error)
+            for v in catalog.versions_of_run(_logical_run_id(context))
+        }
+        problems: list[str] = []
+        total = 0
+        for asset, days in planned_days(context.run.run_config, graph).items():
+            for key in days:
+                total += 1
+                state, version_id, error = reached.get((asset, key), (None, None, None))
+                if state is not None and VersionState(state) in VERIFIED:
+                    continue
+                if state == VersionState.REJECTED.value:
+                    problems.append(f"{asset} {key} REJECTED ({version_id}: {error})")
+                else:
+                    problems.append(f"{asset} {key} not written (upstream not published)")
+        if problems:
+            raise dg.Failure(
+                description=f"{len(problems)} of {total} cell(s) of this chunk not published, the rest published; "
+                "previous versions keep serving: " + "; ".join(problems),
+                allow_retries=False,
+            )
+        context.log.info(f"all {total} cell(s) of this chunk published")
+
+    return chunk_verdict
+
+
+def build_chunk_job(graph: AssetGraph) -> dg.JobDefinition:
+    batchable = graph.batchable_assets
+    ops = {asset: build_chunk_op(graph[asset], graph) for asset in batchable}
+    verdict = build_verdict_op(graph)
+
+    @dg.job(
+        name=CHUNK_JOB,
+        executor_def=dg.in_process_executor,
+        description="A batched backfill run: consecutive days of every batchable asset, each day gated alone.",
+    )
+    def backfill_chunk():
+        done: dict[str, Any] = {}
+        for asset in batchable:  # the graph's order is topological
+            upstream = [u for u in graph[asset].upstream if u in batchable]
+            done[asset] = ops[asset](**{f"after_{u}": done[u] for u in upstream})
+        verdict(**{f"after_{a}": done[a] for a in batchable})
+
+    return backfill_chunk

@@ -1,0 +1,308 @@
+"""Factory for gated data assets: the step writes, audits and publishes (docs/DESIGN.md §4)."""
+
+
+import json
+from enum import Enum
+from typing import Callable, Optional
+
+import dagster as dg
+
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.errors import BackfillError
+from backfill_assets.engine.model.graph import AssetGraph, AssetSpec
+from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.wap.audit import check_names
+from backfill_assets.engine.wap.compute import compute
+from backfill_assets.engine.wap.defects import validate_defect
+from backfill_assets.engine.wap.faults import AFTER_EVENT, fault_point
+from backfill_assets.engine.wap.gate import Gate, GateOutcome, earlier_publish
+from backfill_assets.integration.assets.partitions import daily_partitions_for
+from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
+from backfill_assets.integration.runs.run_identity import identity_from_context
+
+SOURCE_POOL = "source_system"
+# A run in one of these may not publish: it was asked to stop, or was marked cancelled without its worker's
+# confirmation (`request cancel` when its code server did not answer), and its worker is still going.
+STOPPED_RUN_STATUSES = (dg.DagsterRunStatus.CANCELING, dg.DagsterRunStatus.CANCELED)
+
+
+class Defect(str, Enum):
+    """Deliberate defects that make one blocking check fail for real (tests and the demo)."""
+
+    drop_rows = "drop_rows"
+    duplicate_keys = "duplicate_keys"
+    bad_schema = "bad_schema"
+    corrupt_file = "corrupt_file"
+
+
+class GateConfig(dg.Config):
+    inject_defect: Optional[Defect] = None
+    # Per-partition defects, used by the driver (also in batched runs); validated like inject_defect.
+    inject_defect_by_partition: Optional[dict[str, str]] = None
+
+
+def check_specs_for(spec: AssetSpec, partitions_def: dg.PartitionsDefinition) -> list[dg.AssetCheckSpec]:
+    """One blocking check per audit of the asset (the user's own among them), file integrity last."""
+    return [
+        dg.AssetCheckSpec(name, asset=spec.name, blocking=True, partitions_def=partitions_def, description=text)
+        for name, text in check_names(spec)
+    ]
+
+
+def user_resources(context, spec: AssetSpec) -> dict:
+    """The resources the asset's transform, audits and hooks ask for by name."""
+    return {name: getattr(context.resources, name) for name in spec.resources}
+
+
+def _materialization_metadata(outcome: GateOutcome) -> dict:
+    v = outcome.version
+    return {
+        "version_id": v.version_id,
+        "path": dg.MetadataValue.path(v.path),
+        "rows": dg.MetadataValue.int(int(v.rows)),
+        "sha256": v.sha256,
+        "run_id": v.run_id,
+        "attempt_no": dg.MetadataValue.int(int(v.attempt_no)),
+        "request_id": v.request_id or "",
+        "lane": v.lane or "",
+        "code_version": v.code_version,
+        "params_digest": v.params_digest,
+        "interval_start": v.interval_start,
+        "interval_end": v.interval_end,
+        "requested_at": v.requested_at or "",
+        "started_at": v.started_at,
+        "ended_at": v.ended_at or "",
+        "published_at": v.published_at or "",
+        "previous_version_id": (outcome.move.previous_version_id if outcome.move else None) or "",
+        "publish_seq": dg.MetadataValue.int(outcome.move.seq if outcome.move else 0),
+        "input_versions": dg.MetadataValue.json(v.input_versions or {}),
+    }
+
+
+def _check_results(outcome: GateOutcome) -> list[dg.AssetCheckResult]:
+    return [
+        dg.AssetCheckResult(
+            asset_key=outcome.version.asset,
+            check_name=c.name,
+            passed=c.passed,
+            description=c.description,
+            metadata={k: v for k, v in c.metadata.items() if v is not None}
+            | {"version_id": outcome.version.version_id},
+        )
+        for c in outcome.checks
+    ]
+
+
+def unless_run_stopped(
+    instance: dg.DagsterInstance, run_id: str, ledger: Ledger | None = None, request_id: str | None = None
+) -> Callable[[], str | None]:
+    """Why the run's step may not publish (its run, or the request it works for, was cancelled), or None.
+
+    The request matters too: a run created after ``request cancel`` stopped looking (its sensor tick was delayed
+    past the cancel's wait) is never terminated, but must not publish for a request that no longer exists.
+    """
+
+    def guard() -> str | None:
+        run = instance.get_run_by_id(run_id)
+        if run is not None and run.status in STOPPED_RUN_STATUSES:
+            return f"run {run_id} is {run.status.value}: it was cancelled, so it may not publish"
+        if ledger is not None and request_id and ledger.exists(request_id):
+            if ledger.get(request_id).status == M.CANCELLED:
+                return f"request {request_id} was cancelled, so run {run_id} may not publish"
+        return None
+
+    return guard
+
+
+def gate_one(
+    context: dg.AssetExecutionContext,
+    graph: AssetGraph,
+    spec: AssetSpec,
+    backfill: BackfillResource,
+    key: str,
+    defect: str | None,
+) -> GateOutcome:
+    """Write, audit and publish-or-reject one partition. Errors abandon the attempt; rejections do not raise."""
+    stopped = unless_run_stopped(
+        context.instance, context.run.run_id, Ledger(backfill.catalog()), context.run.tags.get(T.REQUEST_ID)
+    )
+    if reason := stopped():
+        # Dagster retries a step interrupted by a termination when it has a RetryPolicy (ours does): the new
+        # attempt of a cancelled run stops here instead of computing, and its run can end CANCELED.
+        raise dg.Failure(description=f"{spec.name} {key}: {reason}", allow_retries=False)
+    identity = identity_from_context(context, spec.name, {"inject_defect": defect}, key, graph.calendar)
+    earlier = earlier_publish(backfill.catalog(), identity)
+    if earlier is not None:
+        context.log.warning(
+            f"{spec.name} {key}: {earlier.version.version_id} was already published by an earlier attempt of this "
+            "run; reporting it instead of publishing again"
+        )
+        return earlier
+    gate = Gate(
+        backfill.catalog(),
+        backfill.warehouse(),
+        spec,
+        identity,
+        frozen_code_version=context.run.tags.get(T.CODE_VERSION),
+        # Read again just before the publish CAS: a run marked cancelled while it computed (its code server did
+        # not answer the termination, so nothing interrupted this worker) abandons its version instead.
+        publish_guard=stopped,
+    )
+    gate.begin()
+    context.log.info(f"writing {gate.version_id} identity={json.dumps(gate.labels(), sort_keys=True)}")
+    try:
+        computed = compute(gate, graph, user_resources(context, spec))
+        checks = gate.write_and_audit(computed.frame, computed.available, defect, computed.source_fingerprint)
+        outcome = gate.conclude(checks)
+    except BackfillError as exc:
+        gate.abandon_if_unfinished(str(exc))
+        # Not a transient fault: retrying cannot help, so no new attempt.
+        raise dg.Failure(description=f"{spec.name} {key}: {exc}", allow_retries=False) from exc
+    except BaseException as exc:
+        gate.abandon_if_unfinished(f"{type(exc).__name__}: {exc}")
+        raise
+    if outcome.published:
+        previous = outcome.move.previous_version_id if outcome.move else None
+        context.log.info(f"published {gate.version_id} (replacing {previous})")
+    else:
+        context.log.error(_rejection(spec, key, outcome))
+    return outcome
+
+
+def _rejection(spec: AssetSpec, key: str, outcome: GateOutcome) -> str:
+    return (
+        f"{spec.name} {key}: REJECTED {outcome.version.version_id} — {outcome.error}; "
+        f"still serving {outcome.serving_version_id or 'nothing (no version published yet)'}"
+    )
+
+
+def _defect_for(config: GateConfig, key: str) -> str | None:
+    by_partition = (config.inject_defect_by_partition or {}).get(key)
+    return validate_defect(by_partition or (config.inject_defect.value if config.inject_defect else None))
+
+
+def _run_single(context, graph: AssetGraph, spec: AssetSpec, config: GateConfig, backfill: BackfillResource):
+    key = context.partition_key
+    outcome = gate_one(context, graph, spec, backfill, key, _defect_for(config, key))
+    selected = {key.name for key in context.selected_asset_check_keys}
+    results = [r for r in _check_results(outcome) if r.check_name in selected]
+    if outcome.published:
+        yield dg.MaterializeResult(
+            asset_key=spec.name, metadata=_materialization_metadata(outcome), check_results=results
+        )
+        fault_point(AFTER_EVENT)
+        return
+    yield from results
+    raise dg.Failure(
+        description=_rejection(spec, key, outcome),
+        metadata={
+            "rejected_version_id": outcome.version.version_id,
+            "failed_checks": ", ".join(outcome.failed_checks),
+            "serving_version_id": outcome.serving_version_id or "",
+        },
+        allow_retries=False,
+    )
+
+
+def partition_events(
+    spec: AssetSpec, key: str, outcome: GateOutcome, run_id: str
+) -> tuple[list[dg.AssetCheckEvaluation], dg.AssetMaterialization | None]:
+    """One partition's check evaluations, and its materialization when it was published, for steps that write
+    several partitions (a range step or a chunk op has no single partition of its own)."""
+    evaluations = [
+        dg.AssetCheckEvaluation(
+            asset_key=dg.AssetKey(spec.name),
+            check_name=check.name,
+            passed=check.passed,
+            partition=key,
+            description=check.description,
+            metadata={"version_id": outcome.version.version_id, "run_id": run_id},
+        )
+        for check in outcome.checks
+    ]
+    materialization = (
+        dg.AssetMaterialization(asset_key=spec.name, partition=key, metadata=_materialization_metadata(outcome))
+        if outcome.published
+        else None
+    )
+    return evaluations, materialization
+
+
+def rejection_summary(asset: str, rejected: list[str], total: int) -> str:
+    return (
+        f"{asset}: {len(rejected)} of {total} day(s) REJECTED, the rest published; previous versions keep "
+        f"serving: " + "; ".join(rejected)
+    )
+
+
+def _run_batch(context, graph: AssetGraph, spec: AssetSpec, config: GateConfig, backfill: BackfillResource):
+    """A range run: every partition still gets its own version, checks, publish and reads, one frame at a time.
+
+    Check evaluations are reported per partition (a range step has no partition of its own); only published
+    partitions get a materialization; the step fails at the end naming the rejected days.
+    """
+    rejected: list[str] = []
+    for key in context.partition_keys:
+        outcome = gate_one(context, graph, spec, backfill, key, _defect_for(config, key))
+        evaluations, materialization = partition_events(spec, key, outcome, context.run.run_id)
+        for evaluation in evaluations:
+            # The range run deselected the checks, so they are reported outside its plan.
+            context.instance.report_runless_asset_event(evaluation)
+        if materialization is not None:
+            yield materialization
+        else:
+            rejected.append(f"{key} ({outcome.version.version_id}: {outcome.error})")
+    if rejected:
+        raise dg.Failure(
+            description=rejection_summary(spec.name, rejected, len(context.partition_keys)), allow_retries=False
+        )
+
+
+def build_gated_asset(spec: AssetSpec, graph: AssetGraph) -> dg.AssetsDefinition:
+    asset_tags = {T.DEPENDS_ON_PAST: "true"} if spec.depends_on_past else {}
+    partitions_def = daily_partitions_for(graph.calendar)
+
+    # A multi_asset only for can_subset: a batched (range) run deselects the checks, which the step then
+    # reports per partition itself; @asset cannot be subset by checks.
+    @dg.multi_asset(
+        name=spec.name,
+        specs=[
+            dg.AssetSpec(
+                spec.name,
+                description=spec.description,
+                deps=list(spec.upstream),
+                owners=list(spec.owners),
+                group_name=spec.group,
+                tags=asset_tags,
+                partitions_def=partitions_def,
+                kinds={"parquet"},
+                metadata=_column_schema(spec),
+                # A range run materializes partition by partition and never emits the output as a whole.
+                skippable=True,
+            )
+        ],
+        check_specs=check_specs_for(spec, partitions_def),
+        can_subset=True,
+        required_resource_keys={BACKFILL_RESOURCE, *spec.resources},
+        pool=SOURCE_POOL if not spec.upstream else None,
+        # Technical faults (lost connection, killed worker) get a new attempt of the same logical run;
+        # rejections and planning errors raise Failure(allow_retries=False).
+        retry_policy=dg.RetryPolicy(max_retries=2, delay=1),
+    )
+    def _gated(context: dg.AssetExecutionContext, config: GateConfig):
+        backfill = getattr(context.resources, BACKFILL_RESOURCE)
+        if len(context.partition_keys) > 1:
+            yield from _run_batch(context, graph, spec, config, backfill)
+        else:
+            yield from _run_single(context, graph, spec, config, backfill)
+
+    return _gated
+
+
+def _column_schema(spec: AssetSpec) -> dict:
+    """The declared schema as Dagster's column schema, so the asset page shows it."""
+    if not spec.schema:
+        return {}
+    columns = [dg.TableColumn(name, kind) for name, kind in spec.schema.items()]
+    return {"dagster/column_schema": dg.TableSchema(columns=columns)}

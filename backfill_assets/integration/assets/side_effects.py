@@ -1,0 +1,98 @@
+"""Side-effect assets (notifications, external APIs): excluded from backfills unless authorized, and delivered at
+most once per idempotency key through the catalog's outbox, however often the step runs."""
+
+import dagster as dg
+
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.graph import INTERVAL_ARG, AssetGraph, AssetSpec, call_with
+from backfill_assets.engine.store.outbox import idempotency_key, send_once
+from backfill_assets.integration.assets.gated import user_resources
+from backfill_assets.integration.assets.partitions import daily_partitions_for
+from backfill_assets.integration.resources import BACKFILL_RESOURCE
+from backfill_assets.integration.runs.run_identity import lane_from_tags, request_id_from_tags
+
+PAYLOAD_ARG = "payload"
+KEY_ARG = "idempotency_key"
+
+
+def side_effect_authorized(run_tags: dict[str, str], asset: str) -> bool:
+    """Backfill runs may act on the outside world only when the request named the asset and an approver."""
+    if lane_from_tags(run_tags) != T.LANE_BACKFILL:
+        return True
+    allowed = {a.strip() for a in run_tags.get(T.ALLOW_SIDE_EFFECTS, "").split(",") if a.strip()}
+    return asset in allowed and bool(run_tags.get(T.APPROVED_BY))
+
+
+def build_side_effect_asset(spec: AssetSpec, graph: AssetGraph) -> dg.AssetsDefinition:
+    @dg.asset(
+        name=spec.name,
+        description=spec.description,
+        partitions_def=daily_partitions_for(graph.calendar),
+        deps=list(spec.upstream),
+        owners=list(spec.owners),
+        group_name=spec.group,
+        tags={T.SIDE_EFFECT: "true"},
+        kinds={"outbox"},
+        required_resource_keys={BACKFILL_RESOURCE, *spec.resources},
+    )
+    def _side_effect(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        return _deliver(context, graph, spec)
+
+    return _side_effect
+
+
+def _deliver(context: dg.AssetExecutionContext, graph: AssetGraph, spec: AssetSpec) -> dg.MaterializeResult:
+    backfill = getattr(context.resources, BACKFILL_RESOURCE)
+    run_tags = dict(context.run.tags)
+    key = context.partition_key
+    if not side_effect_authorized(run_tags, spec.name):
+        raise dg.Failure(
+            description=(
+                f"{spec.name} {key}: side effect not authorized for this backfill "
+                f"(needs --allow-side-effects {spec.name} --approved-by NAME)"
+            )
+        )
+    catalog = backfill.catalog()
+    available = {INTERVAL_ARG: graph.calendar.interval(key), **user_resources(context, spec)}
+    sources = []
+    for upstream in spec.upstream:
+        version = catalog.current(upstream, key)
+        if version is None:
+            raise dg.Failure(description=f"{spec.name} {key}: {upstream} {key} has no published version")
+        available[upstream] = backfill.warehouse().read_verified(version.path, version.sha256, version.rows)
+        catalog.record_external_read(f"{spec.name}:{context.run.run_id}", version)
+        sources.append(version.version_id)
+    payload = dict(call_with(spec.transform, available, f"payload of {spec.name}"))
+    # Which published versions the message was made from: reconcile reports deliveries per upstream version.
+    payload["source_version_id"] = ",".join(sources)
+    if spec.idempotency_key is not None:
+        what = f"idempotency key of {spec.name}"
+        dedup = str(call_with(spec.idempotency_key, {**available, PAYLOAD_ARG: payload}, what))
+    else:
+        dedup = idempotency_key(spec.name, key, payload)
+
+    def deliver(message: dict) -> None:
+        call_with(spec.deliver, {**available, PAYLOAD_ARG: message, KEY_ARG: dedup}, f"deliver of {spec.name}")
+
+    delivery = send_once(
+        catalog,
+        deliver,
+        dedup,
+        asset=spec.name,
+        partition_key=key,
+        payload=payload,
+        run_id=context.run.run_id,
+        request_id=request_id_from_tags(run_tags),
+    )
+    context.log.info(
+        f"{spec.name} {key}: {'sent' if delivery.sent_now else 'already sent, nothing sent again'} "
+        f"(idempotency key {delivery.idempotency_key})"
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "idempotency_key": delivery.idempotency_key,
+            "sent_now": delivery.sent_now,
+            "sent_at": delivery.sent_at or "",
+            "source_version_id": payload["source_version_id"],
+        }
+    )

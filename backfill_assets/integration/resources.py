@@ -1,0 +1,32 @@
+"""Where the catalog, warehouse, source and sink live, resolved at run time (never at import)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+import dagster as dg
+
+from backfill_assets.engine.model.settings import Settings
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.storage import Warehouse
+
+# The resource key the library's steps and sensors use; a code location's own resources sit beside it.
+BACKFILL_RESOURCE = "backfill"
+
+
+class BackfillResource(dg.ConfigurableResource):
+    """Where the catalog and the warehouse live; unset fields fall back to the BACKFILL_* environment."""
+
+    warehouse_root: Optional[str] = None
+    catalog_url: Optional[str] = None
+
+    def settings(self) -> Settings:
+        overrides = {"warehouse_root": self.warehouse_root, "catalog_url": self.catalog_url}
+        return replace(Settings.from_env(), **{k: v for k, v in overrides.items() if v})
+
+    def catalog(self) -> Catalog:
+        return Catalog(self.settings().catalog_url)
+
+    def warehouse(self) -> Warehouse:
+        return Warehouse(self.settings().warehouse_root)

@@ -1,0 +1,92 @@
+"""Running partitions in-process on a real Dagster instance (the demo's production days and tests)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+import dagster as dg
+
+from backfill_assets.engine.model import tags as T
+from backfill_assets.integration.assets.chunks import CHUNK_JOB, chunk_run_config, chunk_tags
+from backfill_assets.integration.jobs import PRODUCTION_JOB
+
+# The step logs stay in the instance (and the UI); the console gets only errors.
+QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+
+
+@dataclass(frozen=True)
+class LocalRun:
+    partition_key: str
+    run_id: str
+    success: bool
+    failure: str | None
+
+
+def _failure_message(result: dg.ExecuteInProcessResult) -> str | None:
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
+            message = event.step_failure_data.error.message.strip().splitlines()[0]
+            return message.split("Failure: ", 1)[-1]
+    return None if result.success else "run failed"
+
+
+def run_partitions(
+    instance: dg.DagsterInstance,
+    partition_keys: Iterable[str],
+    *,
+    defs: dg.Definitions,
+    assets: list[str] | None = None,
+    tags: Mapping[str, str] | None = None,
+    run_config_for: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[LocalRun]:
+    """Execute one run per partition, in order; a failed partition does not stop the next.
+
+    An item may also be a ``(first, last)`` range: one Dagster partition-range run of the selected assets."""
+    job = defs.resolve_job_def(PRODUCTION_JOB)
+    run_tags = {T.LANE: T.LANE_PRODUCTION, T.DAGSTER_PRIORITY: str(T.PRIORITY_PRODUCTION), **(tags or {})}
+    results = []
+    selection = {dg.AssetKey(a) for a in assets} if assets else None
+    for key in partition_keys:
+        if isinstance(key, tuple):
+            first, last = key
+            # A range run selects no checks: the step reports them per partition itself.
+            subset = job.get_subset(asset_selection=selection or set(job.asset_layer.executable_asset_keys),
+                                    asset_check_selection=set())
+            result = subset.execute_in_process(
+                instance=instance,
+                tags={**run_tags, T.DAGSTER_RANGE_START: first, T.DAGSTER_RANGE_END: last},
+                run_config={**QUIET, **(run_config_for or {}).get(first, {})},
+                raise_on_error=False,
+            )
+            key = first
+        else:
+            result = job.execute_in_process(
+                partition_key=key,
+                instance=instance,
+                tags=run_tags,
+                run_config={**QUIET, **(run_config_for or {}).get(key, {})},
+                asset_selection=list(selection) if selection else None,
+                raise_on_error=False,
+            )
+        results.append(LocalRun(key, result.run_id, result.success, _failure_message(result)))
+    return results
+
+
+def run_chunk(
+    instance: dg.DagsterInstance,
+    days_by_asset: Mapping[str, list[str]],
+    *,
+    defs: dg.Definitions,
+    tags: Mapping[str, str] | None = None,
+    defects: Mapping[str, Mapping[str, str]] | None = None,
+) -> LocalRun:
+    """One batched (chunk) run in-process: the given days of each batchable asset."""
+    result = defs.resolve_job_def(CHUNK_JOB).execute_in_process(
+        instance=instance,
+        tags={T.LANE: T.LANE_MANUAL, **(tags or {}), **chunk_tags(days_by_asset)},
+        run_config={**QUIET, **chunk_run_config(days_by_asset, defects or {})},
+        raise_on_error=False,
+    )
+    first = min(d for days in days_by_asset.values() for d in days)
+    return LocalRun(first, result.run_id, result.success, _failure_message(result))

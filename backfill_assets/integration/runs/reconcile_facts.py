@@ -1,0 +1,77 @@
+"""What reconcile needs from Dagster (run statuses, materialized versions) and the repair of crash gaps."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import dagster as dg
+
+from backfill_assets.engine.model.states import IN_PROGRESS, VersionState
+from backfill_assets.engine.plan.reconcile import GAP_NO_MATERIALIZATION, Report
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.integration.runs.runs import status_name
+
+
+def run_status_lookup(instance: dg.DagsterInstance, run_ids: Iterable[str]):
+    ids = sorted(set(run_ids))
+    statuses: dict[str, str] = {}
+    for start in range(0, len(ids), 200):
+        for run in instance.get_runs(filters=dg.RunsFilter(run_ids=ids[start : start + 200])):
+            statuses[run.run_id] = status_name(run)
+    return statuses.get
+
+
+def materialized_version_ids(instance: dg.DagsterInstance, cells: Iterable[tuple[str, str]]) -> set[str]:
+    """Version ids carried by Dagster materializations of these cells (including runless repairs)."""
+    by_asset: dict[str, set[str]] = {}
+    for asset, partition in cells:
+        by_asset.setdefault(asset, set()).add(partition)
+    found: set[str] = set()
+    for asset, partitions in by_asset.items():
+        cursor = None
+        while True:
+            result = instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=sorted(partitions)),
+                limit=1000,
+                cursor=cursor,
+            )
+            for record in result.records:
+                materialization = record.asset_materialization
+                value = materialization.metadata.get("version_id") if materialization else None
+                if value is not None:
+                    found.add(str(value.value))
+            if not result.has_more:
+                break
+            cursor = result.cursor
+    return found
+
+
+def repair(instance: dg.DagsterInstance, catalog: Catalog, report: Report) -> list[dict[str, str]]:
+    """Record the missing materialization of a published version, or abandon a version stuck mid-write."""
+    actions = []
+    for gap in report.gaps:
+        version = catalog.get(gap["version_id"])
+        if gap["gap"] == GAP_NO_MATERIALIZATION:
+            instance.report_runless_asset_event(
+                dg.AssetMaterialization(
+                    asset_key=version.asset,
+                    partition=version.partition_key,
+                    description="repaired by backfill-assets reconcile: published in the catalog, event was lost",
+                    metadata={
+                        "version_id": version.version_id,
+                        "path": dg.MetadataValue.path(version.path),
+                        "rows": int(version.rows or 0),
+                        "sha256": version.sha256 or "",
+                        "run_id": version.run_id,
+                        "request_id": version.request_id or "",
+                        "published_at": version.published_at or "",
+                        "repaired": True,
+                    },
+                )
+            )
+            catalog.record_repair(version.version_id, "materialization recorded by reconcile --repair")
+            actions.append({"version_id": version.version_id, "action": "recorded materialization"})
+        elif VersionState(version.state) in IN_PROGRESS:
+            catalog.abandon(version.version_id, f"abandoned by reconcile --repair: {gap['gap']}")
+            actions.append({"version_id": version.version_id, "action": "abandoned"})
+    return actions

@@ -1,0 +1,70 @@
+"""Reads a run's identity (request, lane, logical run, times) from the Dagster context and run tags."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+import dagster as dg
+
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.identity import RunIdentity, params_digest
+from backfill_assets.engine.model.intervals import BusinessCalendar, iso, utc_now
+from backfill_assets.engine.model.settings import code_version
+
+
+def request_id_from_tags(run_tags: Mapping[str, str]) -> str | None:
+    if run_tags.get(T.REQUEST_ID):
+        return run_tags[T.REQUEST_ID]
+    if run_tags.get(T.DAGSTER_BACKFILL):
+        # A backfill launched from the Dagster UI or CLI is adopted into the ledger under this id.
+        return f"{T.ADOPTED_PREFIX}{run_tags[T.DAGSTER_BACKFILL]}"
+    return None
+
+
+def lane_from_tags(run_tags: Mapping[str, str]) -> str:
+    if run_tags.get(T.LANE):
+        return run_tags[T.LANE]
+    if request_id_from_tags(run_tags):
+        return T.LANE_BACKFILL
+    if run_tags.get("dagster/schedule_name"):
+        return T.LANE_PRODUCTION
+    return T.LANE_MANUAL
+
+
+def _requested_at(context: dg.AssetExecutionContext) -> str:
+    run_tags = context.run.tags
+    if run_tags.get(T.REQUESTED_AT):
+        return run_tags[T.REQUESTED_AT]
+    if run_tags.get("dagster/scheduled_execution_time"):
+        return run_tags["dagster/scheduled_execution_time"]
+    record = context.instance.get_run_record_by_id(context.run.run_id)
+    if record is not None and record.create_timestamp is not None:
+        created = record.create_timestamp
+        if created.tzinfo is None:
+            created = created.replace(tzinfo=timezone.utc)
+        return iso(created) or ""
+    return iso(utc_now()) or ""
+
+
+def identity_from_context(
+    context: dg.AssetExecutionContext,
+    asset: str,
+    params: Mapping[str, Any],
+    partition_key: str,
+    calendar: BusinessCalendar,
+) -> RunIdentity:
+    run_tags = context.run.tags
+    return RunIdentity(
+        asset=asset,
+        interval=calendar.interval(partition_key),
+        # The logical run is the root of a retry chain: a re-execution is a new attempt of the same run.
+        run_id=context.run.root_run_id or context.run.run_id,
+        dagster_run_id=context.run.run_id,
+        request_id=request_id_from_tags(run_tags),
+        code_version=code_version(),
+        params_digest=params_digest({"asset": asset, **dict(params)}),
+        lane=lane_from_tags(run_tags),
+        requested_at=_requested_at(context),
+        started_at=iso(datetime.now(timezone.utc)) or "",
+    )

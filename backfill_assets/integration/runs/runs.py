@@ -1,0 +1,82 @@
+"""Facts about Dagster runs that the driver and the CLI need: in-flight cells, a request's runs."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.intervals import days_between
+from backfill_assets.engine.plan.driver_tick import RunView
+
+RUN_KEY_TAG = "dagster/run_key"
+
+IN_FLIGHT_STATUSES = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
+FINISHED = {dg.DagsterRunStatus.SUCCESS: "SUCCESS", dg.DagsterRunStatus.FAILURE: "FAILURE",
+            dg.DagsterRunStatus.CANCELED: "CANCELED"}
+
+
+def run_assets(run: dg.DagsterRun, graph: AssetGraph) -> list[str]:
+    if run.tags.get(T.CHUNK_ASSETS):
+        return run.tags[T.CHUNK_ASSETS].split(",")
+    if run.asset_selection:
+        return [k.to_user_string() for k in run.asset_selection]
+    return list(graph.names)  # a whole-job run writes every asset
+
+
+def run_partition_keys(run: dg.DagsterRun) -> list[str]:
+    """The partitions a run writes: its partition, or every day of its partition range."""
+    if run.tags.get(T.DAGSTER_PARTITION):
+        return [run.tags[T.DAGSTER_PARTITION]]
+    start = run.tags.get(T.DAGSTER_RANGE_START) or run.tags.get(T.CHUNK_FIRST)
+    end = run.tags.get(T.DAGSTER_RANGE_END) or run.tags.get(T.CHUNK_LAST)
+    if start and end:
+        return days_between(start, end)
+    return []
+
+
+def in_flight_cells(instance: dg.DagsterInstance, graph: AssetGraph) -> dict[tuple[str, str], str]:
+    """(asset, partition) → run id of every queued or running run that will write that cell."""
+    cells: dict[tuple[str, str], str] = {}
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT_STATUSES)):
+        for partition in run_partition_keys(run):
+            for asset in run_assets(run, graph):
+                cells[(asset, partition)] = run.run_id
+    return cells
+
+
+def status_name(run: dg.DagsterRun) -> str:
+    return FINISHED.get(run.status, run.status.value)
+
+
+def runs_of_request(instance: dg.DagsterInstance, request_id: str) -> list[dg.DagsterRun]:
+    if request_id.startswith(T.ADOPTED_PREFIX):  # an adopted Dagster backfill: its runs carry Dagster's tag
+        tags = {T.DAGSTER_BACKFILL: request_id.removeprefix(T.ADOPTED_PREFIX)}
+    else:
+        tags = {T.REQUEST_ID: request_id}
+    return list(instance.get_runs(filters=dg.RunsFilter(tags=tags)))
+
+
+def _slot(run: dg.DagsterRun) -> int | None:
+    value = run.tags.get(T.SLOT, "")
+    number = value.rsplit("/", 1)[-1]
+    return int(number) if number.isdigit() else None
+
+
+def run_view(run: dg.DagsterRun, run_key: str | None = None) -> RunView:
+    return RunView(run.run_id, run_key, run.tags.get(T.DAGSTER_PARTITION), status_name(run), _slot(run))
+
+
+def run_views_by_key(runs: list[dg.DagsterRun]) -> dict[str, RunView]:
+    views: dict[str, RunView] = {}
+    for run in sorted(runs, key=lambda r: r.run_id):
+        key = run.tags.get(RUN_KEY_TAG)
+        if key:
+            views[key] = run_view(run, key)
+    return views

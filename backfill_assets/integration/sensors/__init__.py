@@ -1,0 +1,1 @@
+"""Dagster sensors: the backfill driver, propagation, adoption of UI backfills."""

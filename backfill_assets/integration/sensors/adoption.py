@@ -1,0 +1,75 @@
+"""Adoption sensor: backfills launched from the Dagster UI or ``dagster job backfill`` join the ledger."""
+
+import dagster as dg
+
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.settings import code_version
+from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_request_id, adopted_spec, track_adopted
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.integration.resources import BackfillResource
+from backfill_assets.integration.runs.dagster_adapter import list_backfills
+from backfill_assets.integration.runs.runs import run_assets, run_view, runs_of_request
+
+ADOPTION_SENSOR = "backfill_adoption"
+
+
+def adopt_and_track(
+    graph: AssetGraph, instance: dg.DagsterInstance, repository_def: dg.RepositoryDefinition, catalog: Catalog
+) -> list[str]:
+    """Register new Dagster backfills and update the cells of adopted ones; returns newly adopted ids."""
+    ledger = Ledger(catalog)
+    adopted = []
+    for info in list_backfills(instance, repository_def):
+        request_id = adopted_request_id(info.backfill_id)
+        if not ledger.exists(request_id):
+            if info.tags.get(T.REQUEST_ID):
+                continue  # launched by our own driver under a request of its own
+            spec = adopted_spec(graph, info.cells, info.tags, info.user)
+            ledger.create(request_id, spec, code_version(), excluded={}, source="dagster")
+            adopted.append(request_id)
+        record = ledger.get(request_id)
+        if record.status in M.CLOSED_STATUSES:
+            continue
+        runs = [
+            AdoptedRun(
+                view=run_view(run),
+                assets=tuple(run_assets(run, graph)),
+            )
+            for run in runs_of_request(instance, request_id)
+        ]
+        states = {}
+        if runs:
+            ids = [r.view.run_id for r in runs]
+            for v in catalog.versions_of_dagster_runs(ids):
+                states[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
+        updates, status = track_adopted(
+            graph,
+            ledger.cells(request_id),
+            runs,
+            lambda a, p, run_id, states=states: states.get((a, p, run_id)),
+            info.done,
+            info.cancelled,
+        )
+        ledger.update_cells(request_id, updates)
+        if status:
+            ledger.set_status(request_id, *status)
+    return adopted
+
+
+def build_adoption_sensor(graph: AssetGraph) -> dg.SensorDefinition:
+    @dg.sensor(
+        name=ADOPTION_SENSOR,
+        minimum_interval_seconds=5,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Adopts backfills launched from the Dagster UI or CLI into the request ledger as dg-<id>.",
+    )
+    def backfill_adoption(context: dg.SensorEvaluationContext, backfill: BackfillResource):
+        adopted = adopt_and_track(graph, context.instance, context.repository_def, backfill.catalog())
+        if adopted:
+            context.log.info(f"adopted {', '.join(adopted)}")
+        return dg.SkipReason(f"adopted {len(adopted)} new backfill(s)")
+
+    return backfill_adoption

@@ -1,0 +1,195 @@
+"""The backfill driver sensor: submits runs for open requests (docs/DESIGN.md §7). Runs in dagster-daemon."""
+
+
+from typing import Iterator
+
+import dagster as dg
+
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.settings import code_version
+from backfill_assets.engine.plan.driver_tick import Submission, tick
+from backfill_assets.engine.plan.planning import CellFacts
+from backfill_assets.engine.plan.propagation import PROPAGATION_CURSOR
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.cursors import read_cursor
+from backfill_assets.engine.store.handoffs import OPEN as HANDOFF_OPEN
+from backfill_assets.engine.store.handoffs import Handoffs
+from backfill_assets.engine.store.ledger import Ledger, RequestRecord
+from backfill_assets.integration.assets.chunks import CHUNK_JOB, chunk_run_config, chunk_tags
+from backfill_assets.integration.assets.partitions import daily_partitions_for
+from backfill_assets.integration.jobs import BACKFILL_JOB
+from backfill_assets.integration.resources import BackfillResource
+from backfill_assets.integration.runs.dagster_adapter import enforces_one_run_per_tag_value
+from backfill_assets.integration.runs.runs import in_flight_cells, run_views_by_key, runs_of_request
+
+DRIVER_SENSOR = "backfill_driver"
+# dagster-daemon's sensor loop sleeps at least 5 s between passes (1.13), so the driver effectively ticks every
+# 5 s; asking for 2 s costs nothing and takes effect wherever the daemon loops faster.
+DRIVER_INTERVAL_SECONDS = 2
+
+
+def run_tags_for(record: RequestRecord) -> dict[str, str]:
+    spec = record.spec
+    tags = {
+        T.REQUEST_ID: record.request_id,
+        T.CODE_VERSION: record.row["code_version"],
+        T.REPROCESS: spec.reprocess,
+        T.DOWNSTREAM: spec.downstream,
+        T.LANE: T.LANE_BACKFILL,
+        T.REQUESTED_BY: spec.requested_by,
+        T.REQUESTED_AT: record.row["requested_at"],
+        T.DAGSTER_PRIORITY: str(T.PRIORITY_BACKFILL),
+    }
+    if spec.allow_side_effects:
+        tags[T.ALLOW_SIDE_EFFECTS] = ",".join(spec.allow_side_effects)
+        tags[T.APPROVED_BY] = spec.approved_by or ""
+    return tags
+
+
+def run_config_for(graph: AssetGraph, submission: Submission) -> dict:
+    if submission.batched:
+        return chunk_run_config(submission.days_by_asset(graph), submission.defects)
+    return {
+        "ops": {
+            asset: {"config": {"inject_defect_by_partition": by_partition}}
+            for asset, by_partition in submission.defects.items()
+        }
+    }
+
+
+def run_request_for(graph: AssetGraph, record: RequestRecord, submission: Submission) -> dg.RunRequest:
+    tags = run_tags_for(record)
+    if submission.slot is not None:
+        tags[T.SLOT] = f"{record.request_id}/{submission.slot}"
+    if submission.batched:
+        return dg.RunRequest(
+            run_key=submission.run_key,
+            job_name=CHUNK_JOB,
+            tags=tags | chunk_tags(submission.days_by_asset(graph)),
+            run_config=run_config_for(graph, submission),
+        )
+    return dg.RunRequest(
+        run_key=submission.run_key,
+        job_name=BACKFILL_JOB,
+        partition_key=submission.partition,
+        asset_selection=[dg.AssetKey(a) for a in submission.assets],
+        tags=tags,
+        run_config=run_config_for(graph, submission),
+    )
+
+
+def latest_states(catalog: Catalog, cells: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
+    """(asset, partition) → (state, version id) of the newest version, for the reprocess decision."""
+    latest: dict[tuple[str, str], tuple[str, str]] = {}
+    for v in catalog.versions_of_partitions(p for _, p in cells):  # oldest first within a cell
+        latest[(v.asset, v.partition_key)] = (v.state, v.version_id)
+    return latest
+
+
+def failed_partitions(
+    graph: AssetGraph, instance: dg.DagsterInstance, cells: list[tuple[str, str]]
+) -> set[tuple[str, str]]:
+    """Cells whose latest Dagster run failed (or was cancelled) without materializing, from Dagster's own
+    per-partition status (one cached lookup per asset, not one run query per cell)."""
+    by_asset: dict[str, list[str]] = {}
+    for asset, partition in cells:
+        by_asset.setdefault(asset, []).append(partition)
+    failed: set[tuple[str, str]] = set()
+    for asset, partitions in by_asset.items():
+        statuses = instance.get_status_by_partition(
+            dg.AssetKey(asset), partitions, daily_partitions_for(graph.calendar)
+        ) or {}
+        failed.update((asset, p) for p, status in statuses.items() if status == dg.AssetPartitionStatus.FAILED)
+    return failed
+
+
+def cell_facts_source(
+    graph: AssetGraph, catalog: Catalog, instance: dg.DagsterInstance, cells: list[tuple[str, str]]
+):
+    latest = latest_states(catalog, cells)
+    flying = in_flight_cells(instance, graph)
+    failed = failed_partitions(graph, instance, cells)
+
+    def facts_of(asset: str, partition: str) -> CellFacts:
+        state, version_id = latest.get((asset, partition), (None, None))
+        return CellFacts(state, version_id, flying.get((asset, partition)), (asset, partition) in failed)
+
+    return facts_of
+
+
+def downstream_hold(catalog: Catalog, record: RequestRecord) -> str | None:
+    """Why a request with a downstream policy must stay open although its cells are done, if it must."""
+    if record.spec.downstream == M.DownstreamPolicy.NONE:
+        return None
+    last_seq = catalog.last_publish_seq(record.request_id)
+    if last_seq is not None and last_seq > read_cursor(catalog, PROPAGATION_CURSOR):
+        return "waiting for the propagation sensor to see its publishes"
+    open_handoffs = Handoffs(catalog).list(record.request_id, status=HANDOFF_OPEN)
+    if open_handoffs:
+        return f"{len(open_handoffs)} handoff(s) open: " + ", ".join(h["handoff_id"] for h in open_handoffs)
+    return None
+
+
+def drive_request(
+    graph: AssetGraph,
+    instance: dg.DagsterInstance,
+    catalog: Catalog,
+    record: RequestRecord,
+    loaded_code_version: str,
+) -> list[Submission]:
+    ledger = Ledger(catalog)
+    if record.status == M.WAITING and not ledger.try_claim(record.request_id):
+        return []
+    record = ledger.get(record.request_id)
+    cells = ledger.cells(record.request_id)
+    runs = runs_of_request(instance, record.request_id)
+    run_ids = [r.run_id for r in runs]
+    by_run: dict[tuple[str, str, str], str] = {}
+    if run_ids:
+        for v in catalog.versions_of_dagster_runs(run_ids):
+            by_run[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
+    pending = [(c["asset"], c["partition_key"]) for c in cells if c["decision"] == M.PENDING]
+    result = tick(
+        graph,
+        record,
+        cells,
+        run_views_by_key(runs),
+        lambda a, p, run_id: by_run.get((a, p, run_id)),
+        cell_facts_source(graph, catalog, instance, pending),
+        loaded_code_version,
+        cascade_confirmed=record.row["confirmed_at"] is not None,
+        hold_open=downstream_hold(catalog, record),
+        queue_ahead=enforces_one_run_per_tag_value(instance, T.SLOT),
+    )
+    # Record decisions before the run requests leave the sensor: a crash in between is healed by re-requesting
+    # the same run keys next tick, never by submitting twice.
+    # Only while the request still has the status this tick read: a cancel that committed meanwhile wins.
+    if not ledger.update_cells(record.request_id, result.cell_updates, expect_status=record.status):
+        return []
+    if result.status and (result.status[0], result.status[1]) != (record.status, record.row["message"]):
+        ledger.set_status(record.request_id, *result.status, expect_status=record.status)
+    return result.submissions
+
+
+def build_driver_sensor(graph: AssetGraph, jobs: list[dg.JobDefinition]) -> dg.SensorDefinition:
+    @dg.sensor(
+        name=DRIVER_SENSOR,
+        minimum_interval_seconds=DRIVER_INTERVAL_SECONDS,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        jobs=jobs,
+        description="Submits runs for open backfill requests: order, max_active, reprocess decided at submit time.",
+    )
+    def backfill_driver(
+        context: dg.SensorEvaluationContext, backfill: BackfillResource
+    ) -> Iterator[dg.RunRequest]:
+        catalog = backfill.catalog()
+        loaded = code_version()
+        for record in Ledger(catalog).list(statuses=M.ACTIVE_STATUSES):
+            if record.source != "cli":
+                continue  # adopted backfills are driven by Dagster's own backfill daemon
+            for submission in drive_request(graph, context.instance, catalog, record, loaded):
+                yield run_request_for(graph, record, submission)
+
+    return backfill_driver

@@ -1,0 +1,125 @@
+"""Helpers for the catalog tests, in their own module so spawned race processes can import them."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+import sqlalchemy as sa
+
+from backfill_assets.engine.model.errors import PublishConflict
+from backfill_assets.engine.model.identity import RunIdentity, params_digest
+from backfill_assets.engine.model.intervals import BusinessCalendar, iso, utc_now
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.schema import log_head, pointers, publish_log, reads, versions
+
+CALENDAR = BusinessCalendar("Asia/Shanghai", date(2022, 9, 1))
+ASSET = "order_facts"
+KEY = "2022-10-01"
+
+
+def identity(run_id: str = "run-a", key: str = KEY, asset: str = ASSET, request_id: str | None = None) -> RunIdentity:
+    return RunIdentity(
+        asset=asset,
+        interval=CALENDAR.interval(key),
+        run_id=run_id,
+        dagster_run_id=run_id,
+        request_id=request_id,
+        code_version="git-abc123",
+        params_digest=params_digest({}),
+        lane="backfill",
+        requested_at=None,
+        started_at=iso(utc_now()),
+    )
+
+
+def begin_verified(catalog: Catalog, ident: RunIdentity) -> str:
+    """A version that was written and is waiting for its checks (state VERIFYING)."""
+    version = catalog.begin_version(ident)
+    catalog.mark_verifying(
+        version.version_id,
+        path=f"/warehouse/{version.version_id}/data.parquet",
+        rows=10,
+        sha256="0" * 64,
+        stats={"rows": 10},
+        input_versions={},
+    )
+    return version.version_id
+
+
+PASSED = [{"name": "row_count", "passed": True}]
+
+
+def published(catalog: Catalog, ident: RunIdentity) -> str:
+    version_id = begin_verified(catalog, ident)
+    catalog.publish(version_id, PASSED)
+    return version_id
+
+
+def snapshot(catalog: Catalog) -> dict[str, list[dict[str, Any]]]:
+    """Every row the catalog operations touch, to prove a refused operation changed nothing."""
+    tables = {
+        "versions": (versions, versions.c.version_id),
+        "pointers": (pointers, pointers.c.partition_key),
+        "publish_log": (publish_log, publish_log.c.seq),
+        "log_head": (log_head, log_head.c.id),
+        "reads": (reads, reads.c.id),
+    }
+    with catalog.engine.connect() as conn:
+        return {
+            name: [dict(r._mapping) for r in conn.execute(sa.select(table).order_by(order)).all()]
+            for name, (table, order) in tables.items()
+        }
+
+
+# ---- race workers (run in spawned processes) --------------------------------------------------------------------
+
+
+def race_publish_once(url: str, run_id: str, barrier, results) -> None:
+    """Begin and verify a version, wait until every racer has done the same, then publish at once."""
+    try:
+        catalog = Catalog(url)
+        version_id = begin_verified(catalog, identity(run_id=run_id))
+        barrier.wait(timeout=120)
+        try:
+            move = catalog.publish(version_id, PASSED)
+        except PublishConflict as exc:
+            results.put(("conflict", version_id, exc.current_version_id))
+        else:
+            results.put(("won", version_id, move.seq))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which fails the test
+        results.put(("error", run_id, f"{type(exc).__name__}: {exc}"))
+        barrier.abort()
+
+
+def race_publish_repeatedly(url: str, worker: int, publishes: int, barrier, results) -> None:
+    """Publish ``publishes`` versions one after another; a lost race is rejected and retried as a new attempt."""
+    try:
+        catalog = Catalog(url)
+        barrier.wait(timeout=120)
+        wins: list[tuple[str, int, str | None]] = []
+        conflicts = 0
+        while len(wins) < publishes:
+            version_id = begin_verified(catalog, identity(run_id=f"w{worker}-p{len(wins)}"))
+            try:
+                move = catalog.publish(version_id, PASSED)
+            except PublishConflict:
+                catalog.reject(version_id, [], "lost the publish race")
+                conflicts += 1
+                if conflicts > 1000:
+                    raise RuntimeError("starved: more than 1000 lost races") from None
+            else:
+                wins.append((version_id, move.seq, move.previous_version_id))
+        results.put(("done", worker, wins, conflicts))
+    except BaseException as exc:  # noqa: BLE001
+        results.put(("error", worker, f"{type(exc).__name__}: {exc}"))
+        barrier.abort()
+
+
+def state(catalog: Catalog, version_id: str) -> str:
+    return catalog.get(version_id).state
+
+
+def pointer_row(catalog: Catalog, asset: str = ASSET, key: str = KEY) -> dict | None:
+    rows = [p for p in snapshot(catalog)["pointers"] if (p["asset"], p["partition_key"]) == (asset, key)]
+    return rows[0] if rows else None

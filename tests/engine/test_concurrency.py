@@ -1,0 +1,48 @@
+"""The concurrency a request really gets: its max_active, or the run queue's lower limit, and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from backfill_assets.cli.instance_config import run_queue_limits
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.concurrency import RunLimit, effective_concurrency
+from backfill_assets.engine.model.settings import PACKAGE_DIR
+
+BACKFILL_RUN = {T.LANE: T.LANE_BACKFILL, T.REQUEST_ID: "req-1"}
+
+
+def test_the_products_dagster_yaml_runs_at_most_two_backfill_runs_at_once_and_says_why():
+    max_runs, limits = run_queue_limits(PACKAGE_DIR.parent)
+    wide = effective_concurrency(6, BACKFILL_RUN, max_runs, limits)
+    assert wide.effective == 2
+    assert "max_active 6, but at most 2 run(s)" in wide.note and "backfill/lane=backfill: 2" in wide.note
+    assert "every backfill" in wide.note
+    assert effective_concurrency(2, BACKFILL_RUN, max_runs, limits).note is None
+
+
+def test_the_lowest_limit_wins_and_every_lower_limit_is_named():
+    limits = [
+        RunLimit(T.LANE, 4, value=T.LANE_BACKFILL),
+        RunLimit(T.REQUEST_ID, 3, per_value=True),
+        RunLimit(T.LANE, 1, value=T.LANE_PRODUCTION),  # another lane: does not apply
+        RunLimit(T.SLOT, 1, per_value=True),  # the driver's own slots: never lowers max_active
+    ]
+    result = effective_concurrency(8, BACKFILL_RUN, 10, limits)
+    assert result.effective == 3
+    assert len(result.reasons) == 2 and "per request" in result.reasons[1]
+
+
+def test_max_concurrent_runs_caps_every_request():
+    assert effective_concurrency(5, BACKFILL_RUN, 1, []).effective == 1
+
+
+def test_an_instance_without_limits_or_without_a_file_lets_max_active_run(tmp_path: Path):
+    assert run_queue_limits(tmp_path) == (None, [])
+    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    assert effective_concurrency(7, BACKFILL_RUN, *run_queue_limits(tmp_path)).effective == 7
+    (tmp_path / "dagster.yaml").write_text(
+        "run_queue:\n  max_concurrent_runs: 4\n  tag_concurrency_limits:\n"
+        "    - {key: backfill/lane, value: backfill, limit: 3}\n"
+    )
+    assert effective_concurrency(7, BACKFILL_RUN, *run_queue_limits(tmp_path)).effective == 3

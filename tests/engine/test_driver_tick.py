@@ -1,0 +1,145 @@
+"""The driver's tick over facts, no daemon: Airflow's backfill semantics as a matrix of plain unit tests.
+
+The e2e suite proves the same things through a real dagster-daemon; these pin the logic itself, fast.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.intervals import utc_now
+from backfill_assets.engine.plan.driver_tick import RunView, tick
+from backfill_assets.engine.plan.planning import CellFacts
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
+from tests.orders import GRAPH
+
+CODE = "git-abc123"
+DAYS = ["2022-10-01", "2022-10-02", "2022-10-03", "2022-10-04", "2022-10-05"]
+
+
+@pytest.fixture
+def ledger(tmp_path) -> Ledger:
+    return Ledger(Catalog(f"sqlite:///{tmp_path}/catalog.db"))
+
+
+def _request(ledger: Ledger, assets: str = DAILY_REVENUE, **options) -> str:
+    spec = M.build_spec(GRAPH, "2022-10-31", assets=assets, first=DAYS[0], last=DAYS[-1], requested_by="tester",
+                        **options)
+    record = ledger.create(M.new_request_id(utc_now()), spec, CODE, spec.excluded_cells(GRAPH))
+    return record.request_id
+
+
+def _tick(ledger: Ledger, request_id: str, runs=None, states=None, facts=None, code=CODE, queue_ahead=False):
+    result = tick(
+        GRAPH,
+        ledger.get(request_id),
+        ledger.cells(request_id),
+        runs or {},
+        lambda asset, partition, run_id: (states or {}).get((asset, partition)),
+        lambda asset, partition: (facts or {}).get((asset, partition), CellFacts()),
+        code,
+        queue_ahead=queue_ahead,
+    )
+    ledger.update_cells(request_id, result.cell_updates)
+    if result.status:
+        ledger.set_status(request_id, *result.status)
+    return result
+
+
+def _days(result) -> list[str]:
+    return [s.partition for s in result.submissions]
+
+
+@pytest.mark.parametrize("order, first_two", [("forward", DAYS[:2]), ("backward", DAYS[::-1][:2])])
+def test_at_most_max_active_runs_in_the_requests_order(ledger, order, first_two):
+    rid = _request(ledger, max_active=2, order=order)
+    first = _tick(ledger, rid)
+    assert _days(first) == first_two
+    # A tick that sees no run for a submitted cell asks for it again under the same run key (Dagster launches a
+    # key once, so a tick that died after recording its decisions loses nothing and duplicates nothing).
+    assert [s.run_key for s in _tick(ledger, rid).submissions] == [s.run_key for s in first.submissions]
+    running = {s.run_key: RunView(f"run-{s.partition}", s.run_key, s.partition, "STARTED") for s in first.submissions}
+    assert _days(_tick(ledger, rid, runs=running)) == []  # in flight: nothing more until one finishes
+
+
+def test_queue_ahead_keeps_one_run_queued_behind_each_slot(ledger):
+    rid = _request(ledger, max_active=2)
+    result = _tick(ledger, rid, queue_ahead=True)
+    assert _days(result) == DAYS[:4] and [s.slot for s in result.submissions] == [0, 1, 0, 1]
+
+
+def test_a_cell_in_flight_elsewhere_is_never_duplicated_whatever_the_policy(ledger):
+    rid = _request(ledger, max_active=2, reprocess="completed")
+    busy = {(DAILY_REVENUE, DAYS[0]): CellFacts("PUBLISHED", "v1", in_flight_run_id="other-run-0000")}
+    result = _tick(ledger, rid, facts=busy)
+    assert _days(result) == DAYS[1:3]
+    [first] = [c for c in ledger.cells(rid) if c["partition_key"] == DAYS[0]]
+    assert first["decision"] == M.SKIPPED and first["reason"].startswith("in flight")
+
+
+@pytest.mark.parametrize(
+    "reprocess, facts, submitted",
+    [
+        ("none", CellFacts(failed_run_without_version=True), False),
+        ("none", CellFacts("PUBLISHED", "v1"), False),
+        ("failed", CellFacts("REJECTED", "v1"), True),
+        ("failed", CellFacts("PUBLISHED", "v1"), False),
+        ("completed", CellFacts("PUBLISHED", "v1"), True),
+    ],
+)
+def test_each_cell_is_decided_by_the_reprocess_policy_when_it_is_submitted(ledger, reprocess, facts, submitted):
+    rid = _request(ledger, max_active=1, reprocess=reprocess)
+    result = _tick(ledger, rid, facts={(DAILY_REVENUE, DAYS[0]): facts})
+    assert (DAYS[0] in _days(result)) is submitted
+    if not submitted:
+        assert _days(result) == [DAYS[1]]  # a skipped cell does not take a slot
+
+
+def test_finished_runs_settle_their_cells_and_the_request_completes(ledger):
+    rid = _request(ledger, max_active=5)
+    submitted = _tick(ledger, rid)
+    runs = {s.run_key: RunView(f"run-{s.partition}", s.run_key, s.partition, "SUCCESS") for s in submitted.submissions}
+    states = {(DAILY_REVENUE, d): "PUBLISHED" for d in DAYS[:-1]} | {(DAILY_REVENUE, DAYS[-1]): "REJECTED"}
+    done = _tick(ledger, rid, runs=runs, states=states)
+    decisions = [c["decision"] for c in ledger.cells(rid)]
+    assert decisions == [M.PUBLISHED] * 4 + [M.REJECTED]
+    assert done.status[0] == M.COMPLETED and ledger.get(rid).status == M.COMPLETED
+
+
+def test_a_run_that_failed_before_writing_is_resubmitted_under_a_new_round(ledger):
+    rid = _request(ledger, max_active=5)
+    first = _tick(ledger, rid).submissions
+    runs = {s.run_key: RunView(f"run-{s.partition}", s.run_key, s.partition, "STARTED") for s in first}
+    runs[first[0].run_key] = RunView("run-failed", first[0].run_key, DAYS[0], "FAILURE")  # no version written
+    assert _tick(ledger, rid, runs=runs).submissions == []  # settled back to pending, decided afresh next tick
+    [again] = _tick(ledger, rid, runs=runs).submissions
+    assert again.partition == DAYS[0] and again.run_key == first[0].run_key.rsplit("/", 1)[0] + "/2"
+
+
+def test_a_code_version_change_blocks_the_request_before_anything_new_is_submitted(ledger):
+    rid = _request(ledger, max_active=2)
+    result = _tick(ledger, rid, code="git-edited")
+    assert result.submissions == [] and ledger.get(rid).status == M.BLOCKED
+    assert "code version changed (frozen git-abc123, loaded git-edited)" in ledger.get(rid).row["message"]
+
+
+def test_a_depends_on_past_asset_runs_one_day_at_a_time_and_stops_after_a_rejected_day(ledger):
+    rid = _request(ledger, assets=CUSTOMER_SNAPSHOT, max_active=4)
+    [first] = _tick(ledger, rid).submissions
+    assert first.partition == DAYS[0]
+    runs = {first.run_key: RunView("run-1", first.run_key, first.partition, "SUCCESS")}
+    _tick(ledger, rid, runs=runs, states={(CUSTOMER_SNAPSHOT, DAYS[0]): "REJECTED"})
+    after = _tick(ledger, rid, runs=runs)
+    assert after.submissions == []
+    later = {c["partition_key"]: c for c in ledger.cells(rid)}
+    assert all(later[d]["decision"] == M.SKIPPED and "not published (depends on past)" in later[d]["reason"]
+               for d in DAYS[1:])
+
+
+def test_a_downstream_cell_waits_for_its_upstream_in_the_same_request(ledger):
+    rid = _request(ledger, assets=f"{ORDER_FACTS},{DAILY_REVENUE}", max_active=1)
+    [run] = _tick(ledger, rid).submissions
+    assert run.assets == (ORDER_FACTS, DAILY_REVENUE) and run.partition == DAYS[0]  # one run per interval

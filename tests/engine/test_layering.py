@@ -1,0 +1,177 @@
+"""backfill_assets.engine is plain Python: it never imports dagster, directly or through a dependency."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import backfill_assets.engine
+
+ENGINE_DIR = Path(backfill_assets.engine.__file__).resolve().parent
+ENGINE_MODULES = sorted(ENGINE_DIR.rglob("*.py"))
+
+
+def _imported_modules(source: str) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Call):
+            # importlib.import_module("dagster") / __import__("dagster") with a literal name
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if called in {"import_module", "__import__"} and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    names.add(arg.value)
+    return names
+
+
+def _is_dagster(module: str) -> bool:
+    top = module.split(".")[0]
+    return top == "dagster" or top.startswith("dagster_")
+
+
+def test_core_has_modules_to_check():
+    assert {p.stem for p in ENGINE_MODULES} >= {"intervals", "identity", "catalog", "storage", "audit", "gate"}
+
+
+def test_the_import_scanner_sees_dagster_imports():
+    source = "import dagster\nfrom dagster import asset\nimport dagster_postgres as p\nfrom . import x\n"
+    assert {m for m in _imported_modules(source) if _is_dagster(m)} == {"dagster", "dagster_postgres"}
+
+
+def test_no_core_module_imports_dagster():
+    offenders = {
+        str(path.relative_to(ENGINE_DIR)): sorted(m for m in _imported_modules(path.read_text()) if _is_dagster(m))
+        for path in ENGINE_MODULES
+    }
+    assert {path: mods for path, mods in offenders.items() if mods} == {}
+
+
+def test_importing_all_of_core_in_a_fresh_interpreter_does_not_load_dagster():
+    code = (
+        "import importlib, json, pkgutil, sys\n"
+        "import backfill_assets.engine as core\n"
+        "names = sorted(m.name for m in pkgutil.walk_packages(core.__path__, 'backfill_assets.engine.'))\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'dagster' or m.startswith('dagster_'))\n"
+        "print(json.dumps({'imported': names, 'dagster': loaded}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ENGINE_DIR.parent.parent
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert len(report["imported"]) == len([p for p in ENGINE_MODULES if p != ENGINE_DIR / "__init__.py"])
+    assert report["dagster"] == []
+
+
+def test_only_the_adapter_module_imports_private_dagster_modules():
+    package = ENGINE_DIR.parent
+    private = {
+        str(path.relative_to(package)): sorted(m for m in _imported_modules(path.read_text()) if "._" in m)
+        for path in sorted(package.rglob("*.py"))
+    }
+    offenders = {path: mods for path, mods in private.items() if mods and path != "integration/runs/dagster_adapter.py"}
+    assert offenders == {}
+    assert private["integration/runs/dagster_adapter.py"] == ["dagster._core.execution.backfill"]
+
+
+def _package_import_graph() -> dict[str, set[str]]:
+    """module → the package modules it imports, at module level or inside functions (a lazy import still
+    makes a cycle: it only moves the failure to run time)."""
+    package = ENGINE_DIR.parent
+    modules = {}
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        home = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = home.split(".")[: len(home.split(".")) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module
+                for alias in node.names:
+                    candidate = f"{target}.{alias.name}"
+                    imported = candidate if candidate in modules else target
+                    if imported in modules and imported != name:
+                        graph[name].add(imported)
+            elif isinstance(node, ast.Import):
+                graph[name].update(a.name for a in node.names if a.name in modules and a.name != name)
+    return graph
+
+
+def test_the_package_has_no_import_cycle():
+    graph = _package_import_graph()
+    assert "backfill_assets.cli.app" in graph and graph["backfill_assets.cli.request_commands"]
+    cycles, state, path = [], {}, []
+
+    def visit(module: str) -> None:
+        state[module] = "open"
+        path.append(module)
+        for imported in sorted(graph[module]):
+            if state.get(imported) == "open":
+                cycles.append(" -> ".join(path[path.index(imported):] + [imported]))
+            elif imported not in state:
+                visit(imported)
+        path.pop()
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    assert cycles == []
+
+
+# The one command that is about an example by definition: `backfill-assets demo` runs the orders example.
+EXAMPLE_USERS = {"backfill_assets.cli.demo_command"}
+
+
+def test_the_library_imports_no_example():
+    graph = _package_import_graph()
+    assert any(m.startswith("backfill_assets.examples.") for m in graph), "the examples are part of the package"
+    offenders = {
+        module: sorted(i for i in imported if i.startswith("backfill_assets.examples"))
+        for module, imported in graph.items()
+        if not module.startswith("backfill_assets.examples") and module not in EXAMPLE_USERS
+    }
+    assert {m: i for m, i in offenders.items() if i} == {}
+
+
+def test_examples_use_only_the_public_api():
+    """An example imports ``backfill_assets`` (the public names) and its own modules, nothing of the engine or
+    the wiring."""
+    graph = _package_import_graph()
+    offenders = {
+        module: sorted(
+            i for i in imported
+            if not i.startswith("backfill_assets.examples") and i != "backfill_assets"
+        )
+        for module, imported in graph.items()
+        if module.startswith("backfill_assets.examples")
+    }
+    assert {m: i for m, i in offenders.items() if i} == {}
+
+
+def test_no_sql_outside_the_store():
+    """SQLAlchemy and the catalog's tables are the store's business: every other module asks the store.
+    (The examples' own demo sources are their own business, not the library's.)"""
+    package = ENGINE_DIR.parent
+    offenders = {}
+    for path in sorted(package.rglob("*.py")):
+        relative = str(path.relative_to(package))
+        if relative.startswith(("engine/store/", "examples/")):
+            continue
+        sql = sorted(m for m in _imported_modules(path.read_text())
+                     if m.split(".")[0] == "sqlalchemy" or m == "backfill_assets.engine.store.schema")
+        if sql:
+            offenders[relative] = sql
+    assert offenders == {}

@@ -1,0 +1,152 @@
+"""Reconcile reports what the catalog says now: rolled-back cells, side effects, source-reading recomputes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.identity import RunIdentity
+from backfill_assets.engine.plan.reconcile import (
+    CELL_ROLLED_BACK,
+    NOT_REPRODUCIBLE,
+    count_decisions,
+    decisions_now,
+    reconcile,
+)
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.store.outbox import send_once
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
+from tests.orders import GRAPH
+
+from .catalog_helpers import KEY, PASSED, identity
+
+REQUEST_ID = "req-20221101-0a0b0c0d"
+NEWEST = "2022-10-31"
+
+
+@pytest.fixture
+def catalog(tmp_path) -> Catalog:
+    return Catalog(f"sqlite:///{tmp_path}/catalog.db")
+
+
+def _request(catalog: Catalog, asset: str, downstream: str = "none") -> Ledger:
+    spec = M.build_spec(GRAPH, NEWEST, assets=asset, first=KEY, last=KEY, reprocess="completed",
+                        downstream=downstream, requested_by="tester")
+    ledger = Ledger(catalog)
+    ledger.create(REQUEST_ID, spec, "git-abc123", spec.excluded_cells(GRAPH))
+    return ledger
+
+
+def _publish(
+    catalog: Catalog, ident: RunIdentity, inputs: dict | None = None, fingerprint: str | None = None
+) -> str:
+    version = catalog.begin_version(ident)
+    catalog.mark_verifying(version.version_id, path=f"/w/{version.version_id}/data.parquet", rows=10,
+                           sha256="0" * 64, stats={}, input_versions=inputs or {}, source_fingerprint=fingerprint)
+    catalog.publish(version.version_id, PASSED)
+    return version.version_id
+
+
+def _report(catalog: Catalog):
+    return reconcile(catalog, REQUEST_ID, GRAPH, run_status_of=lambda run_id: "SUCCESS")
+
+
+def _mark_published(ledger: Ledger, asset: str, run_id: str) -> None:
+    ledger.update_cells(REQUEST_ID, [{"asset": asset, "partition_key": KEY, "decision": M.PUBLISHED,
+                                      "reason": "published", "run_id": run_id}])
+
+
+def test_a_rolled_back_cell_is_counted_as_rolled_back_not_published(catalog):
+    ledger = _request(catalog, ORDER_FACTS)
+    _publish(catalog, identity("run-prod"))
+    bad = _publish(catalog, identity("run-backfill", request_id=REQUEST_ID))
+    _mark_published(ledger, ORDER_FACTS, "run-backfill")
+    assert _report(catalog).totals["published"] == 1
+
+    catalog.rollback(ORDER_FACTS, KEY, reason="wrong numbers")
+
+    report = _report(catalog)
+    assert (report.totals["published"], report.totals["rolled_back"]) == (0, 1)
+    [cell] = report.cells
+    assert cell.decision == CELL_ROLLED_BACK and bad in cell.reason
+    assert report.complete is False
+    # `request show` and `request list` say the same.
+    [shown] = decisions_now(catalog, REQUEST_ID, ledger.cells(REQUEST_ID))
+    assert shown["decision"] == CELL_ROLLED_BACK and count_decisions([shown])["rolled_back"] == 1
+
+
+def test_a_superseded_cell_still_counts_as_published(catalog):
+    ledger = _request(catalog, ORDER_FACTS)
+    _publish(catalog, identity("run-backfill", request_id=REQUEST_ID))
+    _mark_published(ledger, ORDER_FACTS, "run-backfill")
+    _publish(catalog, identity("run-next-production"))  # a later normal publish, not a rollback
+    report = _report(catalog)
+    assert (report.totals["published"], report.totals["rolled_back"], report.complete) == (1, 0, True)
+
+
+def test_a_side_effect_asset_is_never_stale_its_deliveries_are_reported(catalog, tmp_path):
+    ledger = _request(catalog, DAILY_REVENUE, downstream="none")
+    old = _publish(catalog, identity("run-prod", asset=DAILY_REVENUE))
+    sent: list[dict] = []
+    send_once(catalog, sent.append, "alert-key-1", asset=REVENUE_ALERT, partition_key=KEY,
+              payload={"total": 1, "source_version_id": old}, run_id="run-prod", request_id=None)
+    assert sent == [{"idempotency_key": "alert-key-1", "total": 1, "source_version_id": old}]
+    new = _publish(catalog, identity("run-backfill", asset=DAILY_REVENUE, request_id=REQUEST_ID))
+    _mark_published(ledger, DAILY_REVENUE, "run-backfill")
+
+    report = _report(catalog)
+
+    assert REVENUE_ALERT not in {s["asset"] for s in report.stale_downstream}
+    [effect] = [e for e in report.side_effects if e["asset"] == REVENUE_ALERT]
+    assert effect["partition_key"] == KEY and effect["upstream_version_id"] == new
+    assert effect["status"].startswith("sent earlier")
+    [delivery] = effect["deliveries"]
+    assert delivery["source_version_id"] == old and delivery["sent_at"]
+
+
+@pytest.mark.parametrize(
+    "before, after, answer",
+    [
+        ("source-before", "source-after", True),  # recomputed from changed source data: inputs {} on both sides
+        ("source-same", "source-same", False),
+        (None, "source-now", NOT_REPRODUCIBLE),  # no fingerprint to compare: neither yes nor no
+    ],
+    ids=["source-changed", "source-same", "not-fingerprinted"],
+)
+def test_a_source_reading_version_compares_its_source_fingerprint(catalog, before, after, answer):
+    _request(catalog, RAW_ORDERS)
+    _publish(catalog, identity("run-prod", asset=RAW_ORDERS), fingerprint=before)
+    _publish(catalog, identity("run-backfill", asset=RAW_ORDERS, request_id=REQUEST_ID), fingerprint=after)
+    [version] = _report(catalog).cells[0].versions
+    assert version.recomputed_on_current_upstream == answer and type(version.recomputed_on_current_upstream) is type(
+        answer
+    )
+
+
+def test_a_downstream_version_compares_the_upstream_versions_it_read(catalog):
+    _request(catalog, DAILY_REVENUE)
+    ident = identity("run-prod", asset=DAILY_REVENUE)
+    _publish(catalog, ident, inputs={f"{ORDER_FACTS}/{KEY}": "order_facts/v1"})
+    backfill = replace(ident, run_id="run-backfill", dagster_run_id="run-backfill", request_id=REQUEST_ID)
+    _publish(catalog, backfill, inputs={f"{ORDER_FACTS}/{KEY}": "order_facts/v2"})
+    [version] = _report(catalog).cells[0].versions
+    assert version.recomputed_on_current_upstream is True
+
+
+def test_a_submitted_cell_whose_run_is_on_a_new_attempt_is_still_retrying(catalog):
+    ledger = _request(catalog, ORDER_FACTS)
+    ledger.update_cells(REQUEST_ID, [{"asset": ORDER_FACTS, "partition_key": KEY, "decision": M.SUBMITTED,
+                                      "run_id": "run-1", "run_key": f"{REQUEST_ID}/{KEY}/1"}])
+    first = catalog.begin_version(identity("run-1", request_id=REQUEST_ID))
+    catalog.abandon(first.version_id, "step died")
+    assert _report(catalog).totals["still_retrying"] == 0  # the attempt ended, no new one yet
+
+    # Dagster's retry: a new run of the same logical run writes attempt 2 while the cell is still submitted.
+    retry = replace(identity("run-1", request_id=REQUEST_ID), dagster_run_id="run-1-retry")
+    catalog.begin_version(retry)
+    report = _report(catalog)
+    assert report.totals["still_retrying"] == 1 and report.totals["in_flight"] == 1
+    assert [v.attempt_no for v in report.cells[0].versions] == [1, 2]

@@ -1,0 +1,182 @@
+"""The warehouse: isolated, write-once version locations with a manifest that the bytes must match."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import warnings
+from datetime import date
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from backfill_assets.engine.model.errors import IntegrityError, UnsafeName
+from backfill_assets.engine.model.identity import RunIdentity, params_digest
+from backfill_assets.engine.model.intervals import BusinessCalendar
+from backfill_assets.engine.store.storage import DATA_FILE, IDENTITY_METADATA_KEY, MANIFEST_FILE, Warehouse
+
+CALENDAR = BusinessCalendar("Asia/Shanghai", date(2022, 9, 1))
+KEY = "2022-10-01"
+
+
+def labels(run_id: str = "run-1", attempt_no: int = 1) -> dict[str, str]:
+    identity = RunIdentity(
+        asset="daily_revenue",
+        interval=CALENDAR.interval(KEY),
+        run_id=run_id,
+        dagster_run_id=run_id,
+        request_id="req-20221101-0000abcd",
+        code_version="git-abc123",
+        params_digest=params_digest({"inject_defect": None}),
+        lane="backfill",
+        requested_at="2022-11-01T00:00:00.000000+00:00",
+        started_at="2022-11-01T00:00:01.000000+00:00",
+    )
+    return identity.labels(attempt_no)
+
+
+def revenue_frame(scale: float = 1.0) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "business_date": pd.Series([KEY] * 3, dtype="string"),
+            "region": pd.Series(["east", "north", "south"], dtype="string"),
+            "orders": pd.Series([3, 5, 8], dtype="int64"),
+            "revenue_cny": pd.Series([10.5, 20.25, 30.0], dtype="float64") * scale,
+        }
+    )
+
+
+@pytest.fixture
+def warehouse(tmp_path) -> Warehouse:
+    return Warehouse(str(tmp_path / "warehouse"))
+
+
+def write(warehouse: Warehouse, frame=None, attempt_no: int = 1, **kwargs):
+    directory = warehouse.version_dir("daily_revenue", KEY, "run-1", attempt_no)
+    return warehouse.write(
+        directory,
+        revenue_frame() if frame is None else frame,
+        labels(attempt_no=attempt_no),
+        {"version_id": f"daily_revenue/{KEY}/run-1/{attempt_no}", "input_versions": {}},
+        **kwargs,
+    )
+
+
+def test_write_creates_data_and_manifest_in_the_version_location(tmp_path, warehouse):
+    written = write(warehouse, attempt_no=2)
+    expected_dir = tmp_path / "warehouse" / "daily_revenue" / f"date={KEY}" / "_runs" / "run-1" / "attempt=2"
+    assert Path(written.path) == expected_dir / DATA_FILE
+    assert sorted(p.name for p in expected_dir.iterdir()) == sorted([DATA_FILE, MANIFEST_FILE])
+    assert written.rows == 3
+
+
+def test_manifest_records_the_sha256_rows_schema_stats_and_identity(warehouse):
+    written = write(warehouse)
+    payload = Path(written.path).read_bytes()
+    manifest = json.loads((Path(written.path).parent / MANIFEST_FILE).read_text())
+    assert manifest["sha256"] == hashlib.sha256(payload).hexdigest() == written.sha256
+    assert manifest["bytes"] == len(payload)
+    assert manifest["rows"] == 3
+    assert manifest["schema"] == {
+        "business_date": "string",
+        "region": "string",
+        "orders": "int64",
+        "revenue_cny": "float64",
+    }
+    assert manifest["stats"]["orders"] == {"nulls": 0, "min": 3, "max": 8, "sum": 16}
+    assert manifest["identity"] == labels()
+    assert manifest["version_id"] == f"daily_revenue/{KEY}/run-1/1"
+    assert warehouse.read_manifest(written.path) == manifest
+
+
+def test_identity_labels_are_in_the_parquet_key_value_metadata(warehouse):
+    written = write(warehouse)
+    identity = warehouse.read_identity(written.path)
+    assert identity == labels()
+    assert identity["run_id"] == "run-1"
+    assert identity["attempt_no"] == "1"
+    assert identity["interval_start"] == "2022-09-30T16:00:00.000000+00:00"
+    # Readable by any Parquet tool, not only through Warehouse.
+    raw = pq.read_schema(written.path).metadata[IDENTITY_METADATA_KEY]
+    assert json.loads(raw) == labels()
+
+
+def test_read_verified_returns_the_written_frame(warehouse):
+    written = write(warehouse)
+    frame = warehouse.read_verified(written.path, written.sha256, written.rows)
+    pd.testing.assert_frame_equal(frame, revenue_frame(), check_dtype=False)
+    assert list(frame["orders"]) == [3, 5, 8]
+
+
+def test_writing_the_same_location_twice_is_refused_and_keeps_the_first_file(warehouse):
+    first = write(warehouse)
+    data_before = Path(first.path).read_bytes()
+    manifest_before = (Path(first.path).parent / MANIFEST_FILE).read_bytes()
+    with pytest.raises(IntegrityError, match="already exists"):
+        write(warehouse, frame=revenue_frame(scale=2.0))
+    assert Path(first.path).read_bytes() == data_before
+    assert (Path(first.path).parent / MANIFEST_FILE).read_bytes() == manifest_before
+    assert warehouse.read_verified(first.path, first.sha256, 3)["revenue_cny"].sum() == pytest.approx(60.75)
+
+
+def test_a_new_attempt_gets_its_own_location(warehouse):
+    first = write(warehouse, attempt_no=1)
+    second = write(warehouse, frame=revenue_frame(scale=2.0), attempt_no=2)
+    assert first.path != second.path
+    assert first.sha256 != second.sha256
+    assert warehouse.read_verified(first.path, first.sha256)["revenue_cny"].sum() == pytest.approx(60.75)
+
+
+def test_read_verified_refuses_a_file_with_one_flipped_byte(warehouse):
+    written = write(warehouse)
+    path = Path(written.path)
+    payload = bytearray(path.read_bytes())
+    payload[len(payload) // 2] ^= 0x01
+    path.write_bytes(bytes(payload))
+    with pytest.raises(IntegrityError, match="sha256"):
+        warehouse.read_verified(written.path, written.sha256, written.rows)
+
+
+def test_read_verified_refuses_a_row_count_that_differs_from_the_catalog(warehouse):
+    written = write(warehouse)
+    with pytest.raises(IntegrityError, match="rows"):
+        warehouse.read_verified(written.path, written.sha256, rows=4)
+
+
+def test_read_verified_reports_a_missing_file_as_an_integrity_error(warehouse):
+    written = write(warehouse)
+    Path(written.path).unlink()
+    with pytest.raises(IntegrityError, match="missing"):
+        warehouse.read_verified(written.path, written.sha256)
+
+
+def test_corrupt_on_disk_leaves_a_file_whose_sha_differs_from_the_manifest(warehouse):
+    written = write(warehouse, corrupt_on_disk=True)
+    on_disk = hashlib.sha256(Path(written.path).read_bytes()).hexdigest()
+    manifest = warehouse.read_manifest(written.path)
+    assert manifest["sha256"] == written.sha256
+    assert on_disk != manifest["sha256"]
+    with pytest.raises(IntegrityError):
+        warehouse.read_verified(written.path, manifest["sha256"], manifest["rows"])
+
+
+def test_reads_outside_the_root_are_refused(tmp_path, warehouse):
+    outside = tmp_path / "elsewhere" / DATA_FILE
+    outside.parent.mkdir()
+    outside.write_bytes(b"not yours")
+    with pytest.raises(UnsafeName):
+        warehouse.read_bytes(str(outside))
+    with pytest.raises(UnsafeName):
+        warehouse.read_manifest(str(outside))
+
+
+def test_read_identity_closes_the_file_it_opens(warehouse):
+    written = write(warehouse)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        assert warehouse.read_identity(written.path) == labels()
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []

@@ -1,0 +1,63 @@
+"""Pins defs/dagster_adapter.py, the one module that reads ``dagster._core`` records: a Dagster upgrade that
+changes them fails here, loudly, instead of silently in the driver or adoption."""
+
+from __future__ import annotations
+
+import subprocess
+
+import dagster as dg
+import pytest
+import yaml
+
+from backfill_assets.cli.daemon import dagster_bin
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.settings import PACKAGE_DIR
+from backfill_assets.integration.jobs import PRODUCTION_JOB
+from backfill_assets.integration.runs.dagster_adapter import (
+    cancel_backfill,
+    enforces_one_run_per_tag_value,
+    list_backfills,
+)
+from tests.orders import DEFS as defs
+from tests.orders import GRAPH
+from tests.orders import MODULE as CODE_LOCATION_MODULE
+
+DAYS = ["2022-09-01", "2022-09-02"]
+
+
+@pytest.fixture
+def home_instance(env, monkeypatch):
+    """The product's dagster.yaml on the test home (queued runs, the run limits), and an instance built from it."""
+    (env.home / "dagster.yaml").write_text((PACKAGE_DIR.parent / "dagster.yaml").read_text())
+    with dg.DagsterInstance.from_config(str(env.home)) as instance:
+        yield instance
+
+
+def test_the_run_queue_limits_are_read_from_the_instance(home_instance, tmp_path):
+    assert enforces_one_run_per_tag_value(home_instance, T.SLOT) is True
+    assert enforces_one_run_per_tag_value(home_instance, T.LANE) is False  # a shared limit, not one per value
+    config = yaml.safe_load((PACKAGE_DIR.parent / "dagster.yaml").read_text())
+    config["concurrency"]["runs"]["tag_concurrency_limits"] = []
+    (tmp_path / "dagster.yaml").write_text(yaml.safe_dump(config))
+    with dg.DagsterInstance.from_config(str(tmp_path)) as bare:
+        assert enforces_one_run_per_tag_value(bare, T.SLOT) is False
+
+
+def test_a_job_backfill_is_listed_with_its_cells_and_tags(env, home_instance):
+    # A real `dagster job backfill`: it submits every run at once (queued: no daemon here, nothing executes) and
+    # is COMPLETED as a backfill right away. (Cancelling an active UI backfill: tests/e2e/test_ui_adoption.py.)
+    subprocess.run(
+        [dagster_bin("dagster"), "job", "backfill", "-m", CODE_LOCATION_MODULE, "-j", PRODUCTION_JOB,
+         "--partitions", ",".join(DAYS), "--tags", '{"backfill/reprocess": "none"}', "--noprompt"],
+        check=True, capture_output=True, timeout=120,
+    )
+    [info] = list_backfills(home_instance, defs.get_repository_def())
+    assert info.status == "COMPLETED" and info.done and not info.cancelled and info.tags[T.REPROCESS] == "none"
+    assert set(info.cells) == {(asset, day) for day in DAYS for asset in GRAPH.names}
+    assert info.created_at.endswith("+00:00")
+    queued = home_instance.get_runs(filters=dg.RunsFilter(tags={T.DAGSTER_BACKFILL: info.backfill_id}))
+    assert sorted(r.tags[T.DAGSTER_PARTITION] for r in queued) == DAYS
+
+    # A finished backfill is not cancelled again (its runs are the request's business), an unknown one is None.
+    assert cancel_backfill(home_instance, info.backfill_id) == "COMPLETED"
+    assert cancel_backfill(home_instance, "no-such-backfill") is None

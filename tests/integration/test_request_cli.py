@@ -1,0 +1,191 @@
+"""``request create`` refuses bad input with one line on stderr, exit 2, and no ledger row written."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+from click.testing import CliRunner
+
+from backfill_assets.cli import cli
+from backfill_assets.engine.model.intervals import utc_now
+from backfill_assets.engine.store import schema
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, REVENUE_ALERT
+from tests.orders import CALENDAR as calendar
+
+FIRST, LAST = "2022-09-01", "2022-09-02"
+TOMORROW = (utc_now().astimezone(calendar.tz).date() + timedelta(days=1)).isoformat()
+TODAY = utc_now().astimezone(calendar.tz).date().isoformat()
+DEEP = '{"inject_defect": ' + '{"a": ' * 12 + "1" + "}" * 12 + "}"
+VERY_DEEP = "[" * 100_000 + "]" * 100_000
+OUTSIDE = json.dumps({"inject_defect": {"2022-09-09": {DAILY_REVENUE: "drop_rows"}}})
+
+
+def create_args(**overrides: str | None) -> list[str]:
+    options = {"--assets": DAILY_REVENUE, "--from": FIRST, "--to": LAST, **overrides}
+    args = ["request", "create"]
+    for flag, value in options.items():
+        if value is not None:
+            args += [flag, value]
+    return args
+
+
+BAD_INPUT = [
+    pytest.param(
+        create_args(**{"--from": "2022-09-05", "--to": "2022-09-01"}), "is before --from", id="to-before-from"
+    ),
+    pytest.param(create_args(**{"--assets": "no_such_asset"}), "unknown asset", id="unknown-asset"),
+    pytest.param(create_args(**{"--assets": f"{DAILY_REVENUE},{DAILY_REVENUE}"}), "twice", id="asset-twice"),
+    pytest.param(create_args(**{"--assets": " , "}), "--assets is empty", id="empty-assets"),
+    pytest.param(create_args(**{"--from": "2022/09/01"}), "YYYY-MM-DD", id="malformed-date"),
+    pytest.param(create_args(**{"--to": "2022-9-2"}), "YYYY-MM-DD", id="unpadded-date"),
+    pytest.param(create_args(**{"--from": "2022-02-30"}), "not a valid calendar date", id="feb-30"),
+    pytest.param(create_args(**{"--to": "2022-09-31"}), "not a valid calendar date", id="sep-31"),
+    pytest.param(create_args(**{"--from": "2022-09-01T00:00:00+08:00"}), "YYYY-MM-DD", id="date-with-timezone"),
+    pytest.param(create_args(**{"--from": "2022-08-31"}), "before the first partition", id="before-first-partition"),
+    pytest.param(create_args(**{"--to": TODAY}), "past the newest complete interval", id="today-in-progress"),
+    pytest.param(create_args(**{"--to": TOMORROW}), "past the newest complete interval", id="tomorrow"),
+    pytest.param(create_args(**{"--to": "9999-12-31"}), "past the newest complete interval", id="far-future"),
+    pytest.param(create_args(**{"--conf": "{not json"}), "not valid JSON", id="conf-not-json"),
+    pytest.param(create_args(**{"--conf": "[1]"}), "must be a JSON object", id="conf-array"),
+    pytest.param(create_args(**{"--conf": '{"x": 1}'}), "unknown key", id="conf-unknown-key"),
+    pytest.param(create_args(**{"--conf": DEEP}), "nested deeper", id="conf-deeply-nested"),
+    pytest.param(create_args(**{"--conf": VERY_DEEP}), "--conf", id="conf-recursion-bomb"),
+    pytest.param(create_args(**{"--conf": OUTSIDE}), "not in the request", id="conf-partition-outside-range"),
+    pytest.param(
+        create_args(**{"--conf": json.dumps({"inject_defect": {FIRST: {ORDER_FACTS: "drop_rows"}}})}),
+        "not selected",
+        id="conf-asset-not-selected",
+    ),
+    pytest.param(
+        create_args(**{"--conf": json.dumps({"inject_defect": {FIRST: {DAILY_REVENUE: "explode"}}})}),
+        "explode",
+        id="conf-unknown-defect",
+    ),
+    pytest.param(create_args(**{"--reprocess": "sometimes"}), "--reprocess", id="unknown-reprocess-policy"),
+    pytest.param(create_args(**{"--order": "sideways"}), "--order", id="unknown-order"),
+    pytest.param(create_args(**{"--downstream": "everything"}), "--downstream", id="unknown-downstream"),
+    pytest.param(create_args(**{"--max-active": "0"}), "--max-active", id="max-active-0"),
+    pytest.param(create_args(**{"--max-active": "65"}), "--max-active", id="max-active-65"),
+    pytest.param(
+        create_args(**{"--assets": f"{ORDER_FACTS},{CUSTOMER_SNAPSHOT}", "--order": "backward"}),
+        "depends on the past",
+        id="backward-with-depends-on-past",
+    ),
+    pytest.param(
+        create_args(**{"--assets": f"{DAILY_REVENUE},{REVENUE_ALERT}", "--allow-side-effects": REVENUE_ALERT}),
+        "--approved-by",
+        id="side-effects-without-approver",
+    ),
+    pytest.param(
+        create_args(**{"--allow-side-effects": DAILY_REVENUE, "--approved-by": "cfo"}),
+        "not a side-effecting asset",
+        id="allow-side-effects-on-a-data-asset",
+    ),
+    pytest.param(
+        create_args(**{"--requested-by": "x\nerror: injected"}), "--requested-by", id="requested-by-with-newline"
+    ),
+]
+
+
+def request_tables(env) -> dict[str, list[tuple]]:
+    with env.catalog.engine.connect() as conn:
+        return {
+            t.name: sorted(tuple(r) for r in conn.execute(sa.select(t)).all())
+            for t in (schema.requests, schema.request_items, schema.claims)
+        }
+
+
+@pytest.fixture
+def existing_request(env):
+    """A valid request already in the ledger, so 'unchanged' means more than 'still empty'."""
+    result = CliRunner().invoke(
+        cli, create_args(**{"--from": "2022-09-04", "--to": "2022-09-05"}) + ["--json"], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["request_id"]
+
+
+def assert_refused_without_writing(env, args: list[str], message: str) -> None:
+    before = request_tables(env)
+    assert len(before["requests"]) == 1
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert message in lines[0], lines[0]
+    assert request_tables(env) == before
+
+
+@pytest.mark.parametrize("args, message", BAD_INPUT)
+def test_bad_request_is_one_line_error_exit_2_and_writes_no_ledger_row(env, existing_request, args, message):
+    assert_refused_without_writing(env, args, message)
+
+
+DRY_RUN_CASES = (
+    "to-before-from", "feb-30", "tomorrow", "conf-not-json", "max-active-0", "side-effects-without-approver",
+)
+
+
+@pytest.mark.parametrize("args, message", [p for p in BAD_INPUT if p.id in DRY_RUN_CASES])
+def test_bad_dry_run_is_the_same_one_line_error(env, existing_request, args, message):
+    assert_refused_without_writing(env, [*args, "--dry-run"], message)
+
+
+def test_valid_request_is_written_with_its_cells_and_claims(env, existing_request):
+    """The control case for the test above: the same command with good input does write."""
+    before = request_tables(env)
+    result = CliRunner().invoke(cli, create_args() + ["--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    after = request_tables(env)
+    assert len(after["requests"]) == len(before["requests"]) + 1
+    assert len(after["request_items"]) == len(before["request_items"]) + 2
+    assert len(after["claims"]) == len(before["claims"]) + 2
+
+
+def test_reprocess_none_skips_a_cell_whose_run_failed_without_a_version_and_failed_reruns_it(env):
+    from backfill_assets.examples.orders.domain import RAW_ORDERS
+    from tests.orders import run_partitions
+
+    assert run_partitions(env.instance, [FIRST, LAST], assets=[RAW_ORDERS])[0].success
+    # A run that fails before writing anything: its config is refused inside the step (no version begun).
+    bogus = {FIRST: {"ops": {ORDER_FACTS: {"config": {"inject_defect_by_partition": {FIRST: "bogus"}}}}}}
+    [failed] = run_partitions(env.instance, [FIRST], assets=[ORDER_FACTS], run_config_for=bogus)
+    assert not failed.success and env.catalog.versions_of(ORDER_FACTS, FIRST) == []
+
+    def dry_run(reprocess: str) -> dict[str, str]:
+        args = create_args(**{"--assets": ORDER_FACTS, "--reprocess": reprocess}) + ["--dry-run", "--json"]
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return {c["partition_key"]: f"{c['action']}: {c['reason']}" for c in json.loads(result.output)["cells"]}
+
+    none = dry_run("none")
+    assert none[FIRST].startswith("skip: has a run") and none[LAST] == "create: no run yet"
+    assert dry_run("failed")[FIRST] == "create: latest run failed before writing a version"
+
+
+def test_create_and_dry_run_state_the_concurrency_the_instance_really_allows(env):
+    (env.home / "dagster.yaml").write_text(
+        "concurrency:\n  runs:\n    max_concurrent_runs: 3\n    tag_concurrency_limits:\n"
+        "      - {key: backfill/lane, value: backfill, limit: 2}\n"
+    )
+    dry = json.loads(CliRunner().invoke(cli, create_args(**{"--max-active": "6"}) + ["--dry-run", "--json"]).output)
+    assert dry["effective_concurrency"] == 2 and "backfill/lane=backfill: 2" in dry["concurrency_note"]
+    human = CliRunner().invoke(cli, create_args(**{"--max-active": "6"}), catch_exceptions=False).output
+    assert "max_active 6, but at most 2 run(s) of this request execute at once" in human
+    created = json.loads(CliRunner().invoke(cli, create_args(**{"--from": "2022-09-03", "--to": "2022-09-03",
+                                                                "--max-active": "1"}) + ["--json"]).output)
+    assert created["effective_concurrency"] == 1 and created["concurrency_note"] is None
+
+
+def test_wait_exits_3_when_the_request_is_still_open_at_the_timeout(env):
+    created = CliRunner().invoke(cli, create_args() + ["--json"], catch_exceptions=False)
+    request_id = json.loads(created.output)["request_id"]
+    # No daemon runs here, so nothing is submitted: the request stays open past the timeout.
+    waited = CliRunner().invoke(cli, ["request", "wait", request_id, "--timeout", "0.5", "--json"])
+    assert waited.exit_code == 3, waited.output
+    out = json.loads(waited.output)
+    assert out["timed_out"] is True and out["complete"] is False and out["counts"]["pending"] == 2
