@@ -100,7 +100,7 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
     rolled = None
     if catalog.rollback_target(DAILY_REVENUE, ROLLBACK_DAY) is not None:
         rolled = catalog.rollback(DAILY_REVENUE, ROLLBACK_DAY, "demo: show a rollback to the production version")
-    rejected_days = [c["partition_key"] for c in ledger.cells(request_id) if c["decision"] in (M.REJECTED, M.FAILED)]
+    rejected_days = [c.partition_key for c in ledger.cells(request_id) if c.decision in (M.REJECTED, M.FAILED)]
     summary_data = {
         "request_id": request_id,
         "status": record.status,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.cells import CellOrigin
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.plan.gc import collect_garbage
@@ -39,7 +40,7 @@ def _decide(app: AppContext, handoff_id: str, status: str, by: str | None, as_js
     added = 0
     if status == ACCEPTED:
         cells = [(decided["asset"], p) for p in decided["partitions"]]
-        added = Ledger(catalog).add_cells(decided["request_id"], cells, origin="handoff", reopen=True)
+        added = Ledger(catalog).add_cells(decided["request_id"], cells, origin=CellOrigin.HANDOFF, reopen=True)
     emit({**decided, "cells_added": added}, as_json,
          f"{handoff_id} {status}" + (f": {added} cell(s) added to {decided['request_id']}" if added else ""))
 

@@ -11,6 +11,7 @@ import jinja2
 from rich.console import Console
 from rich.table import Table
 
+from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.plan.reconcile import Report, reconcile
 from backfill_assets.engine.store.ledger import validate_request_id
 
@@ -33,7 +34,7 @@ def build_report(app: AppContext, request_id: str, verify_files: bool = False) -
 
     catalog = app.catalog()
     instance = _instance()
-    ledger_cells = [(c["asset"], c["partition_key"]) for c in _cells(app, request_id)]
+    ledger_cells = [c.key for c in _cells(app, request_id)]
     own_runs = [r.run_id for r in runs_of_request(instance, request_id)]
 
     version_runs = [v.dagster_run_id for v in catalog.versions_of_request(request_id)]
@@ -47,7 +48,7 @@ def build_report(app: AppContext, request_id: str, verify_files: bool = False) -
     )
 
 
-def _cells(app: AppContext, request_id: str) -> list[dict]:
+def _cells(app: AppContext, request_id: str) -> list[Cell]:
     from backfill_assets.engine.store.ledger import Ledger
 
     return Ledger(app.catalog()).cells(request_id)

@@ -145,7 +145,7 @@ def list_requests(app: AppContext, as_json: bool) -> None:
     rows = []
     for record in ledger.list():
         cells = decisions_now(catalog, record.request_id, ledger.cells(record.request_id))
-        rows.append({**record.as_dict(), "counts": count_decisions(cells)})
+        rows.append({**record.as_dict(), "counts": count_decisions(c.decision for c in cells)})
 
     def human() -> None:
         table = Table()
@@ -172,8 +172,8 @@ def show(app: AppContext, request_id: str, as_json: bool) -> None:
     catalog = app.catalog()
     ledger = Ledger(catalog)
     record = ledger.get(validate_request_id(request_id))
-    cells = decisions_now(catalog, request_id, ledger.cells(request_id))
-    data = {**record.as_dict(), "counts": count_decisions(cells), "cells": cells}
+    cells = [c.as_dict() for c in decisions_now(catalog, request_id, ledger.cells(request_id))]
+    data = {**record.as_dict(), "counts": count_decisions(c["decision"] for c in cells), "cells": cells}
 
     def human() -> None:
         r = data
@@ -189,7 +189,8 @@ def show(app: AppContext, request_id: str, as_json: bool) -> None:
         for col in ("partition", "asset", "decision", "reason", "run"):
             table.add_column(col)
         for c in cells:
-            table.add_row(c["partition_key"], c["asset"], c["decision"], c["reason"] or "", (c["run_id"] or "")[:8])
+            run = (c["dagster_run_id"] or "")[:8]
+            table.add_row(c["partition_key"], c["asset"], c["decision"], c["reason"] or "", run)
         Console().print(table)
 
     emit(data, as_json, human)

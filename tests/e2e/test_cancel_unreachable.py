@@ -243,7 +243,7 @@ def test_cancel_after_a_cancel_that_crashed_half_way_finishes_the_job(held):
     )
     cells = e.show(rid)["cells"]
     assert [c["decision"] for c in cells] == ["cancelled", "cancelled"], cells
-    assert {c["run_id"] for c in cells} == {r.run_id for r in runs}, cells
+    assert {c["dagster_run_id"] for c in cells} == {r.run_id for r in runs}, cells
 
     # Once more: nothing left to do, and it still succeeds.
     again, _ = stack.cancel(rid)
@@ -270,7 +270,7 @@ def test_cancel_with_a_code_server_that_does_not_answer_forces_the_run_and_retur
     assert stack.run_status(queued.run_id) == dg.DagsterRunStatus.CANCELED
     shown = e.show(rid)
     assert shown["status"] == "cancelled"
-    by_run = {c["run_id"]: c for c in shown["cells"]}
+    by_run = {c["dagster_run_id"]: c for c in shown["cells"]}
     assert by_run[first.run_id]["decision"] == "cancelled", shown["cells"]
     assert "code server" in by_run[first.run_id]["reason"], shown["cells"]
     assert by_run[queued.run_id]["decision"] == "cancelled", shown["cells"]

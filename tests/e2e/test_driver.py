@@ -123,7 +123,7 @@ def test_each_reprocess_policy_runs_exactly_the_expected_cells_as_its_dry_run_pr
         for cell, (action, reason) in plans[policy].items():
             row = cells[cell]
             if action == "create":
-                assert row["decision"] == "published" and row["run_id"], (policy, row)
+                assert row["decision"] == "published" and row["dagster_run_id"], (policy, row)
             else:
                 assert (row["decision"], row["reason"]) == ("skipped", reason), (policy, row)
         assert all(latest_state(e2e, ORDER_FACTS, d) == "PUBLISHED" for _, d in creates), policy

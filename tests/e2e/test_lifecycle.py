@@ -100,9 +100,9 @@ def test_cancel_stops_submission_and_leaves_no_run_queued_or_running(e2e, days, 
 
     shown = e2e.show(rid)
     assert shown["status"] == "cancelled"
-    by_run = {c["run_id"]: c for c in shown["cells"] if c["run_id"]}
+    by_run = {c["dagster_run_id"]: c for c in shown["cells"] if c["dagster_run_id"]}
     assert set(by_run) == runs_at_cancel, shown["cells"]
-    never_run = [c for c in shown["cells"] if not c["run_id"]]
+    never_run = [c for c in shown["cells"] if not c["dagster_run_id"]]
     assert never_run
     assert all((c["decision"], c["reason"]) == ("cancelled", "request cancelled") for c in never_run), never_run
 

@@ -44,7 +44,7 @@ def test_side_effect_is_skipped_unless_authorized_and_an_authorized_repeat_sends
         assert (cells[(REVENUE_ALERT, day)]["decision"], cells[(REVENUE_ALERT, day)]["reason"]) == (
             "skipped", NOT_AUTHORIZED,
         )
-        assert cells[(REVENUE_ALERT, day)]["run_id"] is None
+        assert cells[(REVENUE_ALERT, day)]["dagster_run_id"] is None
         assert cells[(DAILY_REVENUE, day)]["decision"] == "published"
     assert e2e.run_cells(unauthorized) == {(DAILY_REVENUE, d) for d in DAYS}
     assert sink_lines(e2e) == []

@@ -76,8 +76,8 @@ def test_a_cell_in_flight_elsewhere_is_never_duplicated_whatever_the_policy(ledg
     busy = {(DAILY_REVENUE, DAYS[0]): CellFacts("PUBLISHED", "v1", in_flight_run_id="other-run-0000")}
     result = _tick(ledger, rid, facts=busy)
     assert _days(result) == DAYS[1:3]
-    [first] = [c for c in ledger.cells(rid) if c["partition_key"] == DAYS[0]]
-    assert first["decision"] == M.SKIPPED and first["reason"].startswith("in flight")
+    [first] = [c for c in ledger.cells(rid) if c.partition_key == DAYS[0]]
+    assert first.decision == M.SKIPPED and first.reason.startswith("in flight")
 
 
 @pytest.mark.parametrize(
@@ -104,7 +104,7 @@ def test_finished_runs_settle_their_cells_and_the_request_completes(ledger):
     runs = {s.run_key: RunView(f"run-{s.partition}", s.run_key, s.partition, "SUCCESS") for s in submitted.submissions}
     states = {(DAILY_REVENUE, d): "PUBLISHED" for d in DAYS[:-1]} | {(DAILY_REVENUE, DAYS[-1]): "REJECTED"}
     done = _tick(ledger, rid, runs=runs, states=states)
-    decisions = [c["decision"] for c in ledger.cells(rid)]
+    decisions = [c.decision for c in ledger.cells(rid)]
     assert decisions == [M.PUBLISHED] * 4 + [M.REJECTED]
     assert done.status[0] == M.COMPLETED and ledger.get(rid).status == M.COMPLETED
 
@@ -134,8 +134,8 @@ def test_a_depends_on_past_asset_runs_one_day_at_a_time_and_stops_after_a_reject
     _tick(ledger, rid, runs=runs, states={(CUSTOMER_SNAPSHOT, DAYS[0]): "REJECTED"})
     after = _tick(ledger, rid, runs=runs)
     assert after.submissions == []
-    later = {c["partition_key"]: c for c in ledger.cells(rid)}
-    assert all(later[d]["decision"] == M.SKIPPED and "not published (depends on past)" in later[d]["reason"]
+    later = {c.partition_key: c for c in ledger.cells(rid)}
+    assert all(later[d].decision == M.SKIPPED and "not published (depends on past)" in later[d].reason
                for d in DAYS[1:])
 
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.cells import CellUpdate
 from backfill_assets.engine.model.identity import RunIdentity
 from backfill_assets.engine.plan.reconcile import (
     CELL_ROLLED_BACK,
@@ -55,8 +56,8 @@ def _report(catalog: Catalog):
 
 
 def _mark_published(ledger: Ledger, asset: str, run_id: str) -> None:
-    ledger.update_cells(REQUEST_ID, [{"asset": asset, "partition_key": KEY, "decision": M.PUBLISHED,
-                                      "reason": "published", "run_id": run_id}])
+    ledger.update_cells(REQUEST_ID, [CellUpdate(asset, KEY, {"decision": M.PUBLISHED, "reason": "published",
+                                                             "dagster_run_id": run_id})])
 
 
 def test_a_rolled_back_cell_is_counted_as_rolled_back_not_published(catalog):
@@ -75,7 +76,7 @@ def test_a_rolled_back_cell_is_counted_as_rolled_back_not_published(catalog):
     assert report.complete is False
     # `request show` and `request list` say the same.
     [shown] = decisions_now(catalog, REQUEST_ID, ledger.cells(REQUEST_ID))
-    assert shown["decision"] == CELL_ROLLED_BACK and count_decisions([shown])["rolled_back"] == 1
+    assert shown.decision == CELL_ROLLED_BACK and count_decisions([shown.decision])["rolled_back"] == 1
 
 
 def test_a_superseded_cell_still_counts_as_published(catalog):
@@ -138,8 +139,8 @@ def test_a_downstream_version_compares_the_upstream_versions_it_read(catalog):
 
 def test_a_submitted_cell_whose_run_is_on_a_new_attempt_is_still_retrying(catalog):
     ledger = _request(catalog, ORDER_FACTS)
-    ledger.update_cells(REQUEST_ID, [{"asset": ORDER_FACTS, "partition_key": KEY, "decision": M.SUBMITTED,
-                                      "run_id": "run-1", "run_key": f"{REQUEST_ID}/{KEY}/1"}])
+    ledger.update_cells(REQUEST_ID, [CellUpdate(ORDER_FACTS, KEY, {
+        "decision": M.SUBMITTED, "dagster_run_id": "run-1", "run_key": f"{REQUEST_ID}/{KEY}/1"})])
     first = catalog.begin_version(identity("run-1", request_id=REQUEST_ID))
     catalog.abandon(first.version_id, "step died")
     assert _report(catalog).totals["still_retrying"] == 0  # the attempt ended, no new one yet

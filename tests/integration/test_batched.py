@@ -36,7 +36,7 @@ def test_a_bad_day_is_rejected_alone_while_the_rest_of_the_batch_publishes(env):
     assert [(p, a) for p, a, _ in submitted] == [(DAYS[0], (ORDER_FACTS,))]
     [run] = env.instance.get_runs(filters=dg.RunsFilter(tags={"backfill/request_id": rid}))
     assert run.status == dg.DagsterRunStatus.FAILURE and run.job_name == CHUNK_JOB
-    decisions = {c["partition_key"]: c["decision"] for c in Ledger(env.catalog).cells(rid)}
+    decisions = {c.partition_key: c.decision for c in Ledger(env.catalog).cells(rid)}
     assert decisions == {d: (M.REJECTED if d == "2022-09-03" else M.PUBLISHED) for d in DAYS}
     for day in DAYS:
         [version] = env.catalog.versions_of(ORDER_FACTS, day)
@@ -69,7 +69,7 @@ def test_batched_request_runs_every_asset_of_a_chunk_in_one_run_spread_over_the_
     assert [k for _, _, k in submitted] == [f"{rid}/{DAYS[0]}..{DAYS[2]}/1", f"{rid}/{DAYS[3]}..{DAYS[4]}/1"]
     assert Ledger(env.catalog).get(rid).status == M.COMPLETED
     cells = Ledger(env.catalog).cells(rid)
-    assert all(c["submitted_at"] and c["submitted_at"] <= c["updated_at"] for c in cells), cells
+    assert all(c.submitted_at and c.submitted_at <= c.updated_at for c in cells), cells
     for day in DAYS:
         facts = env.catalog.current(ORDER_FACTS, day)
         raw = env.catalog.current(RAW_ORDERS, day)
@@ -92,7 +92,7 @@ def test_a_rejected_upstream_day_stops_its_downstream_cells_only(env):
     ]
     [chunk] = env.instance.get_runs(filters=dg.RunsFilter(tags={"backfill/request_id": rid}, job_name=CHUNK_JOB))
     assert chunk.status == dg.DagsterRunStatus.FAILURE
-    decisions = {(c["asset"], c["partition_key"]): (c["decision"], c["reason"]) for c in Ledger(env.catalog).cells(rid)}
+    decisions = {(c.asset, c.partition_key): (c.decision, c.reason) for c in Ledger(env.catalog).cells(rid)}
     assert decisions[(RAW_ORDERS, DAYS[2])][0] == M.REJECTED
     assert decisions[(ORDER_FACTS, DAYS[2])] == (M.SKIPPED, UPSTREAM_NOT_PUBLISHED)
     assert decisions[(DAILY_REVENUE, DAYS[2])] == (M.SKIPPED, UPSTREAM_NOT_PUBLISHED)

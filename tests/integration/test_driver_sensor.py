@@ -46,7 +46,7 @@ def test_the_driver_sensor_yields_tagged_run_requests_up_to_max_active(env):
         assert tags[T.REQUEST_ID] == request_id and tags[T.LANE] == T.LANE_BACKFILL
         assert tags[T.REPROCESS] == "completed" and tags[T.REQUESTED_BY] == "sensor-test"
         assert tags[T.CODE_VERSION] == "test-code-1" and int(tags[T.DAGSTER_PRIORITY]) == T.PRIORITY_BACKFILL
-    assert {c["partition_key"]: c["decision"] for c in Ledger(env.catalog).cells(request_id)} == {
+    assert {c.partition_key: c.decision for c in Ledger(env.catalog).cells(request_id)} == {
         DAYS[0]: "submitted", DAYS[1]: "submitted", DAYS[2]: "pending",
     }
     # No run was launched from those requests here: the next evaluation asks for the same keys, nothing new.

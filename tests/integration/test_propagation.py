@@ -32,7 +32,7 @@ def _create(*args: str) -> str:
 
 
 def _cells(env, request_id):
-    return [(c["asset"], c["partition_key"], c["origin"], c["decision"]) for c in Ledger(env.catalog).cells(request_id)]
+    return [(c.asset, c.partition_key, c.origin, c.decision) for c in Ledger(env.catalog).cells(request_id)]
 
 
 def test_cascade_runs_affected_cells_in_dependency_and_partition_order(env):

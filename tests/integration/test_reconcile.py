@@ -149,7 +149,7 @@ def test_rollback_cascade_creates_a_request_for_every_consumer(env):
     consumers = {c["consumer_version_id"].split("/")[0] for c in out["consumers"] if c["consumer_version_id"]}
     assert consumers == {DAILY_REVENUE, CUSTOMER_SNAPSHOT}
     rid = out["cascade_request_id"]
-    cells = {(c["asset"], c["partition_key"]): c["decision"] for c in Ledger(env.catalog).cells(rid)}
+    cells = {(c.asset, c.partition_key): c.decision for c in Ledger(env.catalog).cells(rid)}
     assert cells == {(DAILY_REVENUE, "2022-09-02"): "pending", (CUSTOMER_SNAPSHOT, "2022-09-02"): "pending"}
     drive(env, rid)
     restored = env.catalog.current(ORDER_FACTS, "2022-09-02").version_id

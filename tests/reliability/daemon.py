@@ -100,9 +100,9 @@ def assert_each_cell_ran_once_and_published(env, request_id: str) -> list[str]:
     cells = ledger.cells(request_id)
     explain = lambda: explain_runs(env.instance, request_id)  # noqa: E731
     assert record.status == M.COMPLETED, f"{request_id} is {record.status}: {record.row['message']}"
-    lost = [(c["partition_key"], c["decision"], c["reason"]) for c in cells if c["decision"] != M.PUBLISHED]
+    lost = [(c.partition_key, c.decision, c.reason) for c in cells if c.decision != M.PUBLISHED]
     assert not lost, f"cells not published: {lost}\n{explain()}"
-    keys = [c["run_key"] for c in cells]
+    keys = [c.run_key for c in cells]
     assert len(set(keys)) == len(keys) and all(keys), f"run keys are not distinct per cell: {keys}"
     runs = request_runs(env.instance, request_id)
     by_key: dict[str, list[dg.DagsterRun]] = {}
@@ -116,22 +116,22 @@ def assert_each_cell_ran_once_and_published(env, request_id: str) -> list[str]:
     notes = []
     per_partition = Counter(r.tags.get(T.DAGSTER_PARTITION) for r in runs)
     for cell in cells:
-        [run] = by_key.get(cell["run_key"], [None])
-        assert run is not None, f"{cell['partition_key']}: no run for its key {cell['run_key']}"
-        assert run.tags[T.DAGSTER_PARTITION] == cell["partition_key"] and cell["run_id"] == run.run_id
+        [run] = by_key.get(cell.run_key, [None])
+        assert run is not None, f"{cell.partition_key}: no run for its key {cell.run_key}"
+        assert run.tags[T.DAGSTER_PARTITION] == cell.partition_key and cell.dagster_run_id == run.run_id
         if run.status != dg.DagsterRunStatus.SUCCESS:
             assert run.status == dg.DagsterRunStatus.FAILURE and run.run_id in published_by, (
-                f"{cell['partition_key']}: run {run.run_id} {run.status.value} did not publish\n{explain()}"
+                f"{cell.partition_key}: run {run.run_id} {run.status.value} did not publish\n{explain()}"
             )
             notes.append(f"a run failed after publishing ({failure_reason(env.instance, run)})")
-        earlier = [r for r in runs if r.tags.get(T.DAGSTER_PARTITION) == cell["partition_key"] and r is not run]
+        earlier = [r for r in runs if r.tags.get(T.DAGSTER_PARTITION) == cell.partition_key and r is not run]
         for r in earlier:  # only a resubmission after a run that failed before writing anything
             assert r.status == dg.DagsterRunStatus.FAILURE and r.run_id not in writers, (
-                f"{cell['partition_key']} ran twice: {r.run_id} {r.status.value} wrote={r.run_id in writers}"
+                f"{cell.partition_key} ran twice: {r.run_id} {r.status.value} wrote={r.run_id in writers}"
             )
-            assert r.tags[RUN_KEY_TAG].rsplit("/", 1)[0] == cell["run_key"].rsplit("/", 1)[0]
+            assert r.tags[RUN_KEY_TAG].rsplit("/", 1)[0] == cell.run_key.rsplit("/", 1)[0]
             notes.append("a run that failed before writing was resubmitted (next round's run key)")
-        assert per_partition[cell["partition_key"]] == len(earlier) + 1
+        assert per_partition[cell.partition_key] == len(earlier) + 1
     assert_catalog_consistent(env.catalog)
     report = env.cli_json("reconcile", request_id, "--repair", expect=(0, 1))
     t = report["totals"]

@@ -157,7 +157,7 @@ def outage_once(env, forkserver, pg_server, short: bool) -> None:
 
     drive(env, request_id)
     [cell] = Ledger(catalog).cells(request_id)
-    assert cell["decision"] == ("published" if short else "failed"), cell
+    assert cell.decision == ("published" if short else "failed"), cell
     if not short:
         retry_id = env.cli_json("request", "create", "--assets", ORDER_FACTS, "--from", DAY, "--to", DAY,
                                 "--reprocess", "failed", "--requested-by", "reliability")["request_id"]

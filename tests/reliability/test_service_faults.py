@@ -62,7 +62,7 @@ def wait_for_moment(env, request_id: str, moment: str, rng: random.Random, timeo
         runs = request_runs(env.instance, request_id)
         if moment == "tick window":
             have = {r.tags.get("dagster/run_key") for r in runs}
-            waiting = [c for c in ledger.cells(request_id) if c["decision"] == M.SUBMITTED and c["run_key"] not in have]
+            waiting = [c for c in ledger.cells(request_id) if c.decision == M.SUBMITTED and c.run_key not in have]
             if waiting:
                 return f"tick window ({waiting[0]['partition_key']} submitted, no run yet)"
         elif any(r.status == dg.DagsterRunStatus.STARTED for r in runs):
@@ -230,9 +230,9 @@ def test_a_run_that_failed_before_writing_is_resubmitted_under_the_next_round_ke
         assert result.submissions == []
         [cell] = ledger.cells(request_id)
         if round_no <= MAX_RELAUNCHES:
-            assert cell["decision"] == M.PENDING and "failed before writing" in cell["reason"], cell
+            assert cell.decision == M.PENDING and "failed before writing" in cell.reason, cell
     [cell] = ledger.cells(request_id)
-    assert cell["decision"] == M.FAILED and cell["run_id"] == f"run{MAX_RELAUNCHES + 1}", cell
+    assert cell.decision == M.FAILED and cell.dagster_run_id == f"run{MAX_RELAUNCHES + 1}", cell
     assert ledger.get(request_id).status == M.COMPLETED and len(set(keys)) == MAX_RELAUNCHES + 1
 
 
@@ -253,4 +253,4 @@ def test_a_run_that_wrote_a_version_before_failing_is_not_resubmitted(env):
                   lambda a, p: CellFacts(), "reliability-code")
     ledger.update_cells(request_id, second.cell_updates)
     [cell] = ledger.cells(request_id)
-    assert cell["decision"] == M.FAILED and second.submissions == [], cell
+    assert cell.decision == M.FAILED and second.submissions == [], cell

@@ -7,6 +7,7 @@ from typing import Callable
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.cells import Cell, CellUpdate
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.plan.driver_tick import RunView, settle
 
@@ -47,41 +48,36 @@ def adopted_spec(
 
 def track_adopted(
     graph: AssetGraph,
-    cells: list[dict],
+    cells: list[Cell],
     runs: list[AdoptedRun],
     version_state_of: Callable[[str, str, str], str | None],
     backfill_done: bool,
     backfill_cancelled: bool,
-) -> tuple[list[dict], tuple[str, str] | None]:
+) -> tuple[list[CellUpdate], tuple[str, str] | None]:
     """Cell updates from the backfill's runs; the request closes once Dagster's backfill is done."""
-    updates: list[dict] = []
+    updates: list[CellUpdate] = []
     latest: dict[tuple[str, str], AdoptedRun] = {}
     for run in sorted(runs, key=lambda r: r.view.run_id):
         for asset in run.assets:
             latest[(asset, run.view.partition or "")] = run
     for cell in cells:
-        if cell["decision"] in M.TERMINAL_CELLS:
+        if cell.decision in M.TERMINAL_CELLS:
             continue
-        run = latest.get((cell["asset"], cell["partition_key"]))
+        run = latest.get(cell.key)
         if run is None:
             if backfill_done:
                 reason = "backfill cancelled before it ran" if backfill_cancelled else "not run by the backfill"
                 decision = M.CELL_CANCELLED if backfill_cancelled else M.SKIPPED
-                updates.append(_u(cell, decision=decision, reason=reason))
+                updates.append(cell.change(decision=decision, reason=reason))
             continue
-        state = version_state_of(cell["asset"], cell["partition_key"], run.view.run_id)
-        settled = settle(cell, run.view, state, graph[cell["asset"]].side_effect)
+        state = version_state_of(cell.asset, cell.partition_key, run.view.run_id)
+        settled = settle(run.view, state, graph[cell.asset].side_effect)
         if settled:
-            updates.append(_u(cell, **settled))
-        elif cell["decision"] != M.SUBMITTED:
-            updates.append(_u(cell, decision=M.SUBMITTED, run_id=run.view.run_id))
-    done_cells = {(u["asset"], u["partition_key"]) for u in updates if u.get("decision") in M.TERMINAL_CELLS}
-    all_terminal = all(
-        c["decision"] in M.TERMINAL_CELLS or (c["asset"], c["partition_key"]) in done_cells for c in cells
-    )
+            updates.append(cell.change(**settled))
+        elif cell.decision != M.SUBMITTED:
+            updates.append(cell.change(decision=M.SUBMITTED, dagster_run_id=run.view.run_id))
+    done_cells = {u.key for u in updates if u.decision in M.TERMINAL_CELLS}
+    all_terminal = all(c.decision in M.TERMINAL_CELLS or c.key in done_cells for c in cells)
     status = (M.COMPLETED, "Dagster backfill finished") if backfill_done and all_terminal else None
     return updates, status
 
-
-def _u(cell: dict, **values) -> dict:
-    return {"asset": cell["asset"], "partition_key": cell["partition_key"], **values}

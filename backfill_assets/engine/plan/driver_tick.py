@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.cells import Cell, CellOrigin, CellUpdate
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.plan.planning import CREATE, CellFacts, decide, run_key
@@ -24,10 +25,12 @@ UPSTREAM_NOT_PUBLISHED = "upstream of this request was not published"
 PREVIOUS_NOT_PUBLISHED = "previous interval {} not published (depends on past)"
 
 
-def _left_unpublished(cell: dict) -> bool:
+def _left_unpublished(cell: Cell | None) -> bool:
     """Skipped because something before it failed, as opposed to deliberately (already published, policy)."""
-    reason = cell.get("reason") or ""
-    return cell.get("decision") == M.SKIPPED and (
+    if cell is None:
+        return False
+    reason = cell.reason or ""
+    return cell.decision == M.SKIPPED and (
         reason == UPSTREAM_NOT_PUBLISHED or reason.startswith(PREVIOUS_NOT_PUBLISHED.split("{}")[0])
     )
 
@@ -70,32 +73,33 @@ class Submission:
 @dataclass
 class TickResult:
     submissions: list[Submission] = field(default_factory=list)
-    cell_updates: list[dict] = field(default_factory=list)
+    cell_updates: list[CellUpdate] = field(default_factory=list)
     status: tuple[str, str | None] | None = None
 
 
-def settle(cell: dict, run: RunView | None, version_state: str | None, side_effect: bool = False) -> dict | None:
-    """The terminal decision of a submitted cell once its run has finished, or None while it has not.
-    ``side_effect``: the cell's asset is a side effect (no version: a successful run is its delivery)."""
+def settle(run: RunView | None, version_state: str | None, side_effect: bool = False) -> dict | None:
+    """The terminal decision of a submitted cell (Cell field values) once its run has finished, or None while it
+    has not. ``side_effect``: the cell's asset is a side effect (no version: a successful run is its delivery)."""
     if run is None or run.status not in FINISHED_RUN_STATUSES:
         return None
     state = VersionState(version_state) if version_state else None
     if state in VERIFIED:
-        return {"decision": M.PUBLISHED, "reason": None, "run_id": run.run_id}
+        return {"decision": M.PUBLISHED, "reason": None, "dagster_run_id": run.run_id}
     if state is VersionState.REJECTED:
-        return {"decision": M.REJECTED, "reason": "blocking check failed or publish refused", "run_id": run.run_id}
+        return {"decision": M.REJECTED, "reason": "blocking check failed or publish refused",
+                "dagster_run_id": run.run_id}
     if run.status == "CANCELED":
-        return {"decision": M.CELL_CANCELLED, "reason": "run cancelled", "run_id": run.run_id}
+        return {"decision": M.CELL_CANCELLED, "reason": "run cancelled", "dagster_run_id": run.run_id}
     if run.status == "SUCCESS" and side_effect:
-        return {"decision": M.PUBLISHED, "reason": "side effect delivered", "run_id": run.run_id}
+        return {"decision": M.PUBLISHED, "reason": "side effect delivered", "dagster_run_id": run.run_id}
     reason = f"run {run.status.lower()}" + (f", version {state.value}" if state else ", no version written")
-    return {"decision": M.FAILED, "reason": reason, "run_id": run.run_id}
+    return {"decision": M.FAILED, "reason": reason, "dagster_run_id": run.run_id}
 
 
 def tick(
     graph: AssetGraph,
     record: RequestRecord,
-    cells: list[dict],
+    cells: list[Cell],
     runs_by_key: dict[str, RunView],
     version_state_of: Callable[[str, str, str], str | None],
     facts_of: Callable[[str, str], CellFacts],
@@ -112,37 +116,35 @@ def tick(
     frees, instead of the driver's next tick (Dagster's sensor loop: every 5 s at best)."""
     result = TickResult()
     spec = record.spec
-    cells = [dict(c) for c in cells]
+    cells = [replace(c) for c in cells]  # copies: the tick changes them as it decides
 
     # 1. Settle submitted cells whose runs have finished.
     relaunch: set[tuple[str, str]] = set()
     for cell in cells:
-        if cell["decision"] != M.SUBMITTED:
+        if cell.decision != M.SUBMITTED:
             continue
-        run = runs_by_key.get(cell["run_key"])
-        if run is not None and not cell.get("run_id"):
-            cell["run_id"] = run.run_id
-            result.cell_updates.append(_update(cell, run_id=run.run_id))
-        state = version_state_of(cell["asset"], cell["partition_key"], run.run_id) if run else None
-        side_effect = graph[cell["asset"]].side_effect
-        settled = settle(cell, run, state, side_effect)
+        run = runs_by_key.get(cell.run_key)
+        if run is not None and not cell.dagster_run_id:
+            result.cell_updates.append(cell.change(dagster_run_id=run.run_id))
+        state = version_state_of(cell.asset, cell.partition_key, run.run_id) if run else None
+        side_effect = graph[cell.asset].side_effect
+        settled = settle(run, state, side_effect)
         if settled and record.status == M.OPEN and not side_effect and _failed_before_writing(cell, run, state):
             # Nothing of this cell was written (e.g. Dagster could not launch the run while its storage was
             # restarting): resubmit it under the next round's run key, decided afresh on the next tick.
             settled = {"decision": M.PENDING, "reason": f"run {run.run_id[:8]} failed before writing; resubmitting",
-                       "run_id": None}
-            relaunch.add((cell["asset"], cell["partition_key"]))
+                       "dagster_run_id": None}
+            relaunch.add(cell.key)
         if settled:
-            cell.update(settled)
-            result.cell_updates.append(_update(cell, **settled))
+            result.cell_updates.append(cell.change(**settled))
 
-    in_flight = {c["run_key"] for c in cells if c["decision"] == M.SUBMITTED}
+    in_flight = {c.run_key for c in cells if c.decision == M.SUBMITTED}
     # Submitted cells whose run does not exist yet are re-requested under the same run key: Dagster launches
     # a run key once per sensor, so a tick that died after recording them cannot lose or duplicate them.
-    resubmit: dict[str, list[dict]] = {}
+    resubmit: dict[str, list[Cell]] = {}
     for cell in cells:
-        if cell["decision"] == M.SUBMITTED and cell["run_key"] not in runs_by_key:
-            resubmit.setdefault(cell["run_key"], []).append(cell)
+        if cell.decision == M.SUBMITTED and cell.run_key not in runs_by_key:
+            resubmit.setdefault(cell.run_key, []).append(cell)
     for key, group in resubmit.items():
         result.submissions.append(_submission(spec, group, key))
 
@@ -164,20 +166,19 @@ def tick(
     occupancy = _slot_occupancy(in_flight, runs_by_key, max_active) if queue_ahead else None
     # Every key a run was ever created under (a cell keeps only its latest): a resubmitted or reopened cell
     # must get a fresh round, or Dagster would skip the run request as a duplicate of an old run.
-    used_keys = {c["run_key"] for c in cells if c.get("run_key")} | set(runs_by_key)
-    by_cell = {(c["asset"], c["partition_key"]): c for c in cells}
+    used_keys = {c.run_key for c in cells if c.run_key} | set(runs_by_key)
+    by_cell = {c.key: c for c in cells}
     awaiting_confirmation = 0
     batch_size = int(record.row.get("partitions_per_run") or 1)
-    eligible = [c for c in cells if (c["asset"], c["partition_key"]) not in relaunch]
+    eligible = [c for c in cells if c.key not in relaunch]
     for group, batch in _pending_groups(graph, eligible, batch_size):
         if spec.confirm_cascade and not cascade_confirmed:
-            held = [c for c in group if c["origin"] == "cascade"]
+            held = [c for c in group if c.origin == CellOrigin.CASCADE]
             awaiting_confirmation += len(held)
-            group = [c for c in group if c["origin"] != "cascade"]
+            group = [c for c in group if c.origin != CellOrigin.CASCADE]
         ready, blocked = _readiness(graph, group, cells, by_cell, batch=batch)
         for cell, reason in blocked:
-            cell.update(decision=M.SKIPPED, reason=reason)
-            result.cell_updates.append(_update(cell, decision=M.SKIPPED, reason=reason))
+            result.cell_updates.append(cell.change(decision=M.SKIPPED, reason=reason))
         if ready is None:
             break  # a depends-on-past cell waits for its previous interval: keep strict order
         if not ready:
@@ -186,19 +187,18 @@ def tick(
             break
         creates = []
         for cell in ready:
-            decision = decide(spec, graph[cell["asset"]], facts_of(cell["asset"], cell["partition_key"]))
+            decision = decide(spec, graph[cell.asset], facts_of(cell.asset, cell.partition_key))
             if decision.action == CREATE:
                 creates.append(cell)
             else:
-                cell.update(decision=M.SKIPPED, reason=decision.reason)
-                result.cell_updates.append(_update(cell, decision=M.SKIPPED, reason=decision.reason))
+                result.cell_updates.append(cell.change(decision=M.SKIPPED, reason=decision.reason))
         # Spread a batch over the free slots: K is the most days one run may take, not a quota to fill.
-        days = len({c["partition_key"] for c in creates})
+        days = len({c.partition_key for c in creates})
         size = max(1, min(batch_size, -(-days // max(min(slots, max_active), 1)))) if batch else 1
         for chunk in _contiguous_chunks(creates, size):
             if slots <= 0:
                 break
-            partitions = sorted({c["partition_key"] for c in chunk})
+            partitions = sorted({c.partition_key for c in chunk})
             label = partitions[0] if len(partitions) == 1 else f"{partitions[0]}..{partitions[-1]}"
             round_no = 1
             while run_key(record.request_id, label, round_no) in used_keys:
@@ -206,8 +206,7 @@ def tick(
             key = run_key(record.request_id, label, round_no)
             used_keys.add(key)
             for cell in chunk:
-                cell.update(decision=M.SUBMITTED, run_key=key)
-                result.cell_updates.append(_update(cell, decision=M.SUBMITTED, run_key=key, reason=None))
+                result.cell_updates.append(cell.change(decision=M.SUBMITTED, run_key=key, reason=None))
             submission = _submission(spec, chunk, key)
             if occupancy is not None:
                 slot = min(range(max_active), key=lambda n: (occupancy[n], n))
@@ -222,13 +221,13 @@ def tick(
         result.status = (
             M.OPEN, f"{awaiting_confirmation} cascaded cell(s) wait for `request confirm {record.request_id}`"
         )
-    elif all(c["decision"] in M.TERMINAL_CELLS for c in cells):
+    elif all(c.decision in M.TERMINAL_CELLS for c in cells):
         if hold_open:
             result.status = (M.OPEN, hold_open)
         else:
             counts: dict[str, int] = {}
             for c in cells:
-                counts[c["decision"]] = counts.get(c["decision"], 0) + 1
+                counts[c.decision] = counts.get(c.decision, 0) + 1
             summary = ", ".join(f"{n} {d}" for d, n in sorted(counts.items()))
             result.status = (M.COMPLETED, summary)
     return result
@@ -243,12 +242,12 @@ def _slot_occupancy(in_flight: set[str], runs_by_key: dict[str, RunView], max_ac
     return occupancy
 
 
-def _failed_before_writing(cell: dict, run: RunView | None, version_state: str | None) -> bool:
+def _failed_before_writing(cell: Cell, run: RunView | None, version_state: str | None) -> bool:
     """A failed run that wrote no version of the cell, within the relaunch budget."""
     if run is None or run.status != "FAILURE" or version_state is not None:
         return False
     try:
-        round_no = int(str(cell["run_key"]).rsplit("/", 1)[-1])
+        round_no = int(str(cell.run_key).rsplit("/", 1)[-1])
     except ValueError:
         return False
     return round_no <= MAX_RELAUNCHES
@@ -256,8 +255,11 @@ def _failed_before_writing(cell: dict, run: RunView | None, version_state: str |
 
 def _readiness(
     graph: AssetGraph,
-    group: list[dict], cells: list[dict], by_cell: dict[tuple[str, str], dict], batch: bool = False
-) -> tuple[list[dict] | None, list[tuple[dict, str]]]:
+    group: list[Cell],
+    cells: list[Cell],
+    by_cell: dict[tuple[str, str], Cell],
+    batch: bool = False,
+) -> tuple[list[Cell] | None, list[tuple[Cell, str]]]:
     """Which cells of a group may be submitted now, in one run.
 
     An upstream cell of the same request must be published first unless it goes in the same run; one the
@@ -266,20 +268,21 @@ def _readiness(
     day's cells wait. Returns (None, ...) when a depends-on-past cell must wait for its previous interval
     (strict order), and the cells to skip because an earlier interval of a depends-on-past asset did not publish.
     """
-    group = sorted(group, key=lambda c: (c["partition_key"], graph.order_of(c["asset"])))
-    in_group = {(c["asset"], c["partition_key"]) for c in group}
+    group = sorted(group, key=lambda c: (c.partition_key, graph.order_of(c.asset)))
+    in_group = {c.key for c in group}
     waiting: set[tuple[str, str]] = set()
     not_published: set[tuple[str, str]] = set()
-    ready: list[dict] = []
-    blocked: list[tuple[dict, str]] = []
+    ready: list[Cell] = []
+    blocked: list[tuple[Cell, str]] = []
     for cell in group:
-        asset, partition = cell["asset"], cell["partition_key"]
+        asset, partition = cell.asset, cell.partition_key
         upstream = [(u, partition) for u in graph[asset].upstream]
 
         def state(key: tuple[str, str]) -> str | None:
-            return by_cell.get(key, {}).get("decision")
+            found = by_cell.get(key)
+            return found.decision if found else None
 
-        if any(k in not_published or state(k) in (M.REJECTED, M.FAILED) or _left_unpublished(by_cell.get(k, {}))
+        if any(k in not_published or state(k) in (M.REJECTED, M.FAILED) or _left_unpublished(by_cell.get(k))
                for k in upstream):
             blocked.append((cell, UPSTREAM_NOT_PUBLISHED))
             not_published.add((asset, partition))
@@ -291,47 +294,47 @@ def _readiness(
             waiting.add((asset, partition))
             continue
         if graph[asset].depends_on_past:
-            earlier = [c for c in cells if c["asset"] == asset and c["partition_key"] < partition]
-            if any(c["decision"] in (M.PENDING, M.SUBMITTED) for c in earlier):
+            earlier = [c for c in cells if c.asset == asset and c.partition_key < partition]
+            if any(c.decision in (M.PENDING, M.SUBMITTED) for c in earlier):
                 return None, blocked
-            failed = [c for c in earlier if c["decision"] not in M.SUCCESS_CELLS or _left_unpublished(c)]
+            failed = [c for c in earlier if c.decision not in M.SUCCESS_CELLS or _left_unpublished(c)]
             if failed:
-                blocked.append((cell, PREVIOUS_NOT_PUBLISHED.format(failed[-1]["partition_key"])))
+                blocked.append((cell, PREVIOUS_NOT_PUBLISHED.format(failed[-1].partition_key)))
                 continue
         ready.append(cell)
     return ready, blocked
 
 
-def _pending_groups(graph: AssetGraph, cells: list[dict], batch_size: int) -> list[tuple[list[dict], bool]]:
+def _pending_groups(graph: AssetGraph, cells: list[Cell], batch_size: int) -> list[tuple[list[Cell], bool]]:
     """Groups of pending cells, each submitted as one or more runs, with whether it is a batch group.
 
     One interval per run: every pending asset of a partition, in request order. Batched (K > 1): first one
     group of every batchable asset's pending cells (cut into runs of consecutive days, all their assets
     together), then the depends-on-past and side-effect cells one interval at a time.
     """
-    pending = [c for c in sorted(cells, key=lambda c: c["ordinal"]) if c["decision"] == M.PENDING]
+    pending = [c for c in sorted(cells, key=lambda c: c.ordinal) if c.decision == M.PENDING]
     if batch_size > 1:
         batchable_assets = graph.batchable_assets
-        batchable = [c for c in pending if c["asset"] in batchable_assets]
-        singles = _by_partition([c for c in pending if c["asset"] not in batchable_assets])
+        batchable = [c for c in pending if c.asset in batchable_assets]
+        singles = _by_partition([c for c in pending if c.asset not in batchable_assets])
         return ([(batchable, True)] if batchable else []) + [(g, False) for g in singles]
     return [(g, False) for g in _by_partition(pending)]
 
 
-def _by_partition(cells: list[dict]) -> list[list[dict]]:
-    by_partition: dict[str, list[dict]] = {}
+def _by_partition(cells: list[Cell]) -> list[list[Cell]]:
+    by_partition: dict[str, list[Cell]] = {}
     for cell in cells:
-        by_partition.setdefault(cell["partition_key"], []).append(cell)
+        by_partition.setdefault(cell.partition_key, []).append(cell)
     return list(by_partition.values())
 
 
-def _contiguous_chunks(cells: list[dict], size: int) -> list[list[dict]]:
+def _contiguous_chunks(cells: list[Cell], size: int) -> list[list[Cell]]:
     """Cut into runs of at most ``size`` consecutive days (in request order), each with all its cells."""
     if not cells:
         return []
-    days: dict[str, list[dict]] = {}
-    for cell in sorted(cells, key=lambda c: c["ordinal"]):
-        days.setdefault(cell["partition_key"], []).append(cell)
+    days: dict[str, list[Cell]] = {}
+    for cell in sorted(cells, key=lambda c: c.ordinal):
+        days.setdefault(cell.partition_key, []).append(cell)
     chunks: list[list[str]] = []
     for day in days:
         if chunks and len(chunks[-1]) < size and _adjacent(chunks[-1][-1], day):
@@ -347,18 +350,14 @@ def _adjacent(a: str, b: str) -> bool:
     return abs((date.fromisoformat(a) - date.fromisoformat(b)).days) == 1
 
 
-def _submission(spec: M.RequestSpec, cells: list[dict], key: str) -> Submission:
-    ordered = sorted(cells, key=lambda c: c["ordinal"])
-    assets = tuple(dict.fromkeys(c["asset"] for c in ordered))
-    partitions = tuple(sorted({c["partition_key"] for c in ordered}))
+def _submission(spec: M.RequestSpec, cells: list[Cell], key: str) -> Submission:
+    ordered = sorted(cells, key=lambda c: c.ordinal)
+    assets = tuple(dict.fromkeys(c.asset for c in ordered))
+    partitions = tuple(sorted({c.partition_key for c in ordered}))
     defects: dict[str, dict[str, str]] = {}
     for cell in ordered:
-        defect = spec.defect_for(cell["partition_key"], cell["asset"])
+        defect = spec.defect_for(cell.partition_key, cell.asset)
         if defect:
-            defects.setdefault(cell["asset"], {})[cell["partition_key"]] = defect
-    cells_written = tuple((c["asset"], c["partition_key"]) for c in ordered)
+            defects.setdefault(cell.asset, {})[cell.partition_key] = defect
+    cells_written = tuple(c.key for c in ordered)
     return Submission(partitions, assets, key, defects, cells_written)
-
-
-def _update(cell: dict, **values) -> dict:
-    return {"asset": cell["asset"], "partition_key": cell["partition_key"], **values}

@@ -7,10 +7,11 @@ materialization), so the same report is produced by the CLI, tests and the HTML 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable, Iterable
 
 from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.cells import Cell, CellOrigin
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.states import IN_PROGRESS, VersionState
 from backfill_assets.engine.plan.reconcile_downstream import affected_downstream_report
@@ -177,7 +178,7 @@ def reconcile(
     duplicates = 0
     retrying = 0
     for cell in cells:
-        vs = per_cell.get((cell["asset"], cell["partition_key"]), [])
+        vs = per_cell.get(cell.key, [])
         reports = [_version_report(v, by_id) for v in vs]
         for v, rep in zip(vs, reports, strict=True):
             rep.gap = _gap(v, run_status_of, materialized_version_ids, warehouse)
@@ -186,32 +187,32 @@ def reconcile(
         published = [v for v in vs if v.published_at]
         duplicates += max(len(published) - 1, 0)
         latest = vs[-1] if vs else None
-        if cell["decision"] == M.SUBMITTED and (
+        if cell.decision == M.SUBMITTED and (
             (latest is not None and VersionState(latest.state) in IN_PROGRESS)
-            or (latest is not None and latest.dagster_run_id != cell.get("run_id"))
+            or (latest is not None and latest.dagster_run_id != cell.dagster_run_id)
         ):
             retrying += 1
-        run_ids = sorted({v.dagster_run_id for v in vs} | ({cell["run_id"]} if cell.get("run_id") else set()))
+        run_ids = sorted({v.dagster_run_id for v in vs} | ({cell.dagster_run_id} if cell.dagster_run_id else set()))
         decision, reason = _decision_now(cell, published)
         cell_reports.append(
             CellReport(
-                asset=cell["asset"],
-                partition_key=cell["partition_key"],
-                origin=cell["origin"],
+                asset=cell.asset,
+                partition_key=cell.partition_key,
+                origin=str(cell.origin),
                 decision=decision,
                 reason=reason,
                 run_ids=run_ids,
                 versions=reports,
-                submitted_at=cell.get("submitted_at"),
+                submitted_at=cell.submitted_at,
             )
         )
 
-    counts = count_decisions([{"decision": c.decision} for c in cell_reports])
-    run_ids = sorted({v.dagster_run_id for v in own} | {c["run_id"] for c in cells if c.get("run_id")})
+    counts = count_decisions(c.decision for c in cell_reports)
+    run_ids = sorted({v.dagster_run_id for v in own} | {c.dagster_run_id for c in cells if c.dagster_run_id})
     totals = {
-        "planned": sum(1 for c in cells if c["origin"] == "planned"),
-        "cascaded": sum(1 for c in cells if c["origin"] == "cascade"),
-        "handed_off": sum(1 for c in cells if c["origin"] == "handoff"),
+        "planned": sum(1 for c in cells if c.origin == CellOrigin.PLANNED),
+        "cascaded": sum(1 for c in cells if c.origin == CellOrigin.CASCADE),
+        "handed_off": sum(1 for c in cells if c.origin == CellOrigin.HANDOFF),
         "cells": len(cells),
         "runs_created": len(run_ids),
         "attempts": len(own),
@@ -242,33 +243,35 @@ def reconcile(
     )
 
 
-def decisions_now(catalog: Catalog, request_id: str, cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def decisions_now(catalog: Catalog, request_id: str, cells: list[Cell]) -> list[Cell]:
     """The ledger's cells with each decision as it stands now (``request show`` and ``request list``)."""
     published: dict[tuple[str, str], list[Version]] = {}
     for v in catalog.versions_of_request(request_id, published_only=True):
         published.setdefault((v.asset, v.partition_key), []).append(v)
     now = []
     for cell in cells:
-        decision, reason = _decision_now(cell, published.get((cell["asset"], cell["partition_key"]), []))
-        now.append(cell | {"decision": decision, "reason": reason})
+        decision, reason = _decision_now(cell, published.get(cell.key, []))
+        now.append(replace(cell, decision=decision, reason=reason))
     return now
 
 
-def count_decisions(cells: list[dict[str, Any]]) -> dict[str, int]:
+def count_decisions(decisions: Iterable[str]) -> dict[str, int]:
     counts = {d: 0 for d in (M.PENDING, M.SUBMITTED, CELL_ROLLED_BACK, *M.TERMINAL_CELLS)}
-    for cell in cells:
-        counts[cell["decision"]] = counts.get(cell["decision"], 0) + 1
-    counts["planned"] = len(cells)
+    total = 0
+    for decision in decisions:
+        counts[decision] = counts.get(decision, 0) + 1
+        total += 1
+    counts["planned"] = total
     return counts
 
 
-def _decision_now(cell: dict[str, Any], published: list[Version]) -> tuple[str, str | None]:
+def _decision_now(cell: Cell, published: list[Version]) -> tuple[str, str | None]:
     """The ledger's decision, corrected by what the cell's published version is now."""
-    if cell["decision"] == M.PUBLISHED and published:
+    if cell.decision == M.PUBLISHED and published:
         latest = published[-1]
         if VersionState(latest.state) is VersionState.ROLLED_BACK:
             return CELL_ROLLED_BACK, f"its version {latest.version_id} was rolled back"
-    return cell["decision"], cell["reason"]
+    return cell.decision, cell.reason
 
 
 def _gap(

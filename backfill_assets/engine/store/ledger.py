@@ -10,12 +10,15 @@ from typing import Any, Iterable
 import sqlalchemy as sa
 
 from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.cells import Cell, CellOrigin, CellUpdate
 from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanError
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.claims import claim, claimable_cells, claimed_by, overlap_message, release
 from backfill_assets.engine.store.schema import request_items, requests
 
+# Cell fields stored under another column name: request_items.run_id is the Dagster run of the cell.
+_COLUMN_OF = {"dagster_run_id": "run_id"}
 _REQUEST_ID_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
@@ -145,7 +148,7 @@ class Ledger:
             conn.execute(
                 request_items.insert(),
                 _item_rows(
-                    request_id, cells, first_ordinal=0, origin="planned", now=now,
+                    request_id, cells, first_ordinal=0, origin=CellOrigin.PLANNED, now=now,
                     decided={cell: (M.SKIPPED, reason) for cell, reason in excluded.items()},
                 ),
             )
@@ -201,27 +204,25 @@ class Ledger:
         with self.reader.connect() as conn:
             return [RequestRecord(dict(r._mapping)) for r in conn.execute(query).all()]
 
-    def cells(self, request_id: str) -> list[dict[str, Any]]:
+    def cells(self, request_id: str) -> list[Cell]:
         with self.reader.connect() as conn:
             rows = conn.execute(
                 sa.select(request_items)
                 .where(request_items.c.request_id == request_id)
                 .order_by(request_items.c.ordinal)
             ).all()
-        return [dict(r._mapping) for r in rows]
+        return [Cell.from_row(r._mapping) for r in rows]
 
     def counts(self, request_id: str) -> dict[str, int]:
         counts = {d: 0 for d in (M.PENDING, M.SUBMITTED, *M.TERMINAL_CELLS)}
         for cell in self.cells(request_id):
-            counts[cell["decision"]] = counts.get(cell["decision"], 0) + 1
+            counts[cell.decision] = counts.get(cell.decision, 0) + 1
         counts["planned"] = sum(counts.values())
         return counts
 
     # ---- write ------------------------------------------------------------------------------------------------
 
-    def update_cells(
-        self, request_id: str, updates: list[dict[str, Any]], expect_status: str | None = None
-    ) -> bool:
+    def update_cells(self, request_id: str, updates: list[CellUpdate], expect_status: str | None = None) -> bool:
         """Write cell updates. With ``expect_status``, only while the request still has that status (checked and
         locked in the same transaction, so a concurrent cancel is never overwritten); returns whether written."""
         if not updates and expect_status is None:
@@ -231,15 +232,15 @@ class Ledger:
             if expect_status is not None and not self._lock_if_status(conn, request_id, expect_status):
                 return False
             for u in updates:
-                values = {k: v for k, v in u.items() if k not in ("asset", "partition_key")}
+                values = {_COLUMN_OF.get(k, k): v for k, v in u.values.items()}
                 if values.get("decision") == M.SUBMITTED and "run_key" in values:
                     values["submitted_at"] = now  # the request's "created" time of the cell's run
                 conn.execute(
                     request_items.update()
                     .where(
                         request_items.c.request_id == request_id,
-                        request_items.c.asset == u["asset"],
-                        request_items.c.partition_key == u["partition_key"],
+                        request_items.c.asset == u.asset,
+                        request_items.c.partition_key == u.partition_key,
                     )
                     .values(updated_at=now, **values)
                 )
@@ -311,7 +312,7 @@ class Ledger:
                 requests.update().where(requests.c.request_id == request_id).values(confirmed_at=iso(utc_now()))
             )
 
-    def cancel(self, request_id: str) -> list[dict[str, Any]]:
+    def cancel(self, request_id: str) -> list[Cell]:
         """Close the request: pending cells become cancelled; returns the submitted cells (their runs to stop)."""
         record = self.get(request_id)
         if record.status in M.CLOSED_STATUSES:
@@ -332,7 +333,7 @@ class Ledger:
                 .values(decision=M.CELL_CANCELLED, reason="request cancelled", updated_at=now)
             )
             release(conn, request_id)
-        return [c for c in self.cells(request_id) if c["decision"] == M.SUBMITTED]
+        return [c for c in self.cells(request_id) if c.decision == M.SUBMITTED]
 
     # ---- internals --------------------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import dagster as dg
 
 from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.plan.driver_tick import settle
 from backfill_assets.engine.store.catalog import Catalog
@@ -61,14 +62,14 @@ def close_request(ledger: Ledger, request_id: str) -> tuple[list[dict], bool]:
             if ledger.get(request_id).status != M.CANCELLED:  # completed in between: nothing to cancel
                 raise
             # Another cancel closed it in between: carry on, like a second cancel.
-    return [c for c in ledger.cells(request_id) if c["decision"] == M.SUBMITTED], True
+    return [c for c in ledger.cells(request_id) if c.decision == M.SUBMITTED], True
 
 
 def terminate_request_runs(
     instance: dg.DagsterInstance,
     catalog: Catalog,
     request_id: str,
-    submitted: list[dict],
+    submitted: list[Cell],
     appear_timeout: float = RUN_APPEAR_TIMEOUT_SECONDS,
     stop_timeout: float = STOP_TIMEOUT_SECONDS,
     terminate_timeout: float = TERMINATE_TIMEOUT_SECONDS,
@@ -81,7 +82,7 @@ def terminate_request_runs(
     of its run when that run finished before the cancel reached it.
     """
     deadline = time.monotonic() + appear_timeout
-    wanted = {c["run_key"] for c in submitted if c.get("run_key")}
+    wanted = {c.run_key for c in submitted if c.run_key}
     runs = runs_of_request(instance, request_id)
     while wanted - set(run_views_by_key(runs)) and time.monotonic() < deadline:
         time.sleep(POLL_SECONDS)
@@ -140,16 +141,16 @@ def terminate_request_runs(
     updates = []
     for cell in submitted:
         # Adopted cells have no run key of ours, only the run Dagster's backfill daemon launched for them.
-        run = views.get(cell.get("run_key")) or by_id.get(cell.get("run_id"))
-        state = states.get((cell["asset"], cell["partition_key"], run.run_id)) if run else None
-        outcome = settle(cell, run, state, cell["asset"] in side_effects) if run else None
+        run = views.get(cell.run_key) or by_id.get(cell.dagster_run_id)
+        state = states.get((cell.asset, cell.partition_key, run.run_id)) if run else None
+        outcome = settle(run, state, cell.asset in side_effects) if run else None
         if outcome is None:
             reason = "request cancelled before its run was created" if run is None else "run still stopping"
-            outcome = {"decision": M.CELL_CANCELLED, "reason": reason, "run_id": run.run_id if run else None}
+            outcome = {"decision": M.CELL_CANCELLED, "reason": reason, "dagster_run_id": run.run_id if run else None}
         elif outcome["decision"] == M.CELL_CANCELLED:
             why = forced.get(run.run_id)
             outcome["reason"] = f"run marked cancelled: {why}" if why else "run terminated: request cancelled"
-        updates.append({"asset": cell["asset"], "partition_key": cell["partition_key"], **outcome})
+        updates.append(cell.change(**outcome))
     Ledger(catalog).update_cells(request_id, updates)
     cancelled = {r.run_id for r in runs if r.status == dg.DagsterRunStatus.CANCELED}
     return CancelOutcome(

@@ -150,7 +150,7 @@ def drive_request(
     if run_ids:
         for v in catalog.versions_of_dagster_runs(run_ids):
             by_run[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
-    pending = [(c["asset"], c["partition_key"]) for c in cells if c["decision"] == M.PENDING]
+    pending = [c.key for c in cells if c.decision == M.PENDING]
     result = tick(
         graph,
         record,

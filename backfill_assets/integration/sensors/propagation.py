@@ -4,6 +4,7 @@ from datetime import timedelta
 
 import dagster as dg
 
+from backfill_assets.engine.model.cells import CellOrigin
 from backfill_assets.engine.model.errors import NotFound
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.intervals import utc_now
@@ -45,7 +46,7 @@ def propagate_once(graph: AssetGraph, catalog: Catalog) -> dict[str, int]:
     plan = plan_propagation(rows, request_of, graph, newest_published(catalog), cursor)
     added = 0
     for request_id, cells in plan.cascades.items():
-        added += ledger.add_cells(request_id, cells, origin="cascade", reopen=True)
+        added += ledger.add_cells(request_id, cells, origin=CellOrigin.CASCADE, reopen=True)
     for (request_id, asset), partitions in plan.handoffs.items():
         window = timedelta(seconds=request_of(request_id).spec.conf.get("handoff_window_seconds", 0)) or DEFAULT_WINDOW
         handoffs.offer(request_id, asset, ", ".join(graph[asset].owners) or "unowned", partitions, now, window)

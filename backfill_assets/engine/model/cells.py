@@ -1,0 +1,81 @@
+"""A request's cells as typed records: one (asset, partition) of a request, and a change to one."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any, Mapping
+
+from backfill_assets.engine.model.request_model import CellDecision
+
+
+class CellOrigin(StrEnum):
+    """Why a cell is in the request."""
+
+    PLANNED = "planned"  # the request's own selection
+    CASCADE = "cascade"  # added by the propagation sensor along lineage
+    HANDOFF = "handoff"  # accepted by a downstream owner
+
+
+@dataclass
+class Cell:
+    """One (asset, partition) of a request, as the ledger holds it (``request_items``)."""
+
+    request_id: str
+    asset: str
+    partition_key: str
+    ordinal: int
+    origin: str
+    decision: str
+    reason: str | None = None
+    # The Dagster run that writes (or wrote) the cell: not the logical run of a version (column ``run_id``).
+    dagster_run_id: str | None = None
+    run_key: str | None = None
+    submitted_at: str | None = None
+    updated_at: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.asset, self.partition_key)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "Cell":
+        return cls(
+            request_id=row["request_id"],
+            asset=row["asset"],
+            partition_key=row["partition_key"],
+            ordinal=int(row["ordinal"]),
+            origin=CellOrigin(row["origin"]),
+            decision=CellDecision(row["decision"]),
+            reason=row["reason"],
+            dagster_run_id=row["run_id"],
+            run_key=row["run_key"],
+            submitted_at=row["submitted_at"],
+            updated_at=row["updated_at"],
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: (str(v) if isinstance(v, StrEnum) else v) for k, v in asdict(self).items()}
+
+    def change(self, **values: Any) -> "CellUpdate":
+        """Apply ``values`` (Cell field names) to this cell and return the update to store."""
+        for name, value in values.items():
+            setattr(self, name, value)
+        return CellUpdate(self.asset, self.partition_key, values)
+
+
+@dataclass(frozen=True)
+class CellUpdate:
+    """A change to one cell: Cell field names (decision, reason, dagster_run_id, run_key) to their new values."""
+
+    asset: str
+    partition_key: str
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.asset, self.partition_key)
+
+    @property
+    def decision(self) -> str | None:
+        return self.values.get("decision")
