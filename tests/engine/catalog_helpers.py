@@ -22,7 +22,7 @@ def identity(run_id: str = "run-a", key: str = KEY, asset: str = ASSET, request_
     return RunIdentity(
         asset=asset,
         interval=CALENDAR.interval(key),
-        run_id=run_id,
+        logical_run_id=run_id,
         dagster_run_id=run_id,
         request_id=request_id,
         code_version="git-abc123",

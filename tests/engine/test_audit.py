@@ -85,7 +85,7 @@ def identity_labels(asset: str) -> dict[str, str]:
     return RunIdentity(
         asset=asset,
         interval=CALENDAR.interval(KEY),
-        run_id="run-1",
+        logical_run_id="run-1",
         dagster_run_id="run-1",
         request_id=None,
         code_version="git-abc123",

@@ -56,7 +56,7 @@ def _race_round(catalog: Catalog, url: str, label: str, expected_previous: str |
     assert len(losers) == RACERS - 1
     [winner] = winners
     # Every racer began before any of them published: all expected the same pointer.
-    racers = [v for v in catalog.versions_of(ASSET, KEY) if v.run_id.startswith(f"race-{label}-")]
+    racers = [v for v in catalog.versions_of(ASSET, KEY) if v.logical_run_id.startswith(f"race-{label}-")]
     assert len(racers) == RACERS
     assert {v.expected_previous_version_id for v in racers} == {expected_previous}
     # The losers were told who won, and stay VERIFYING (for the gate to reject).

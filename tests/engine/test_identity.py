@@ -157,7 +157,7 @@ def test_run_identity_refuses_hostile_run_ids():
         RunIdentity(
             asset="raw_orders",
             interval=calendar.interval("2022-10-01"),
-            run_id="../../etc",
+            logical_run_id="../../etc",
             dagster_run_id="run-1",
             request_id=None,
             code_version="cv",

@@ -93,7 +93,7 @@ def test_a_side_effect_asset_is_never_stale_its_deliveries_are_reported(catalog,
     old = _publish(catalog, identity("run-prod", asset=DAILY_REVENUE))
     sent: list[dict] = []
     send_once(catalog, sent.append, "alert-key-1", asset=REVENUE_ALERT, partition_key=KEY,
-              payload={"total": 1, "source_version_id": old}, run_id="run-prod", request_id=None)
+              payload={"total": 1, "source_version_id": old}, dagster_run_id="run-prod", request_id=None)
     assert sent == [{"idempotency_key": "alert-key-1", "total": 1, "source_version_id": old}]
     new = _publish(catalog, identity("run-backfill", asset=DAILY_REVENUE, request_id=REQUEST_ID))
     _mark_published(ledger, DAILY_REVENUE, "run-backfill")
@@ -131,7 +131,7 @@ def test_a_downstream_version_compares_the_upstream_versions_it_read(catalog):
     _request(catalog, DAILY_REVENUE)
     ident = identity("run-prod", asset=DAILY_REVENUE)
     _publish(catalog, ident, inputs={f"{ORDER_FACTS}/{KEY}": "order_facts/v1"})
-    backfill = replace(ident, run_id="run-backfill", dagster_run_id="run-backfill", request_id=REQUEST_ID)
+    backfill = replace(ident, logical_run_id="run-backfill", dagster_run_id="run-backfill", request_id=REQUEST_ID)
     _publish(catalog, backfill, inputs={f"{ORDER_FACTS}/{KEY}": "order_facts/v2"})
     [version] = _report(catalog).cells[0].versions
     assert version.recomputed_on_current_upstream is True

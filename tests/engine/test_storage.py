@@ -26,7 +26,7 @@ def labels(run_id: str = "run-1", attempt_no: int = 1) -> dict[str, str]:
     identity = RunIdentity(
         asset="daily_revenue",
         interval=CALENDAR.interval(KEY),
-        run_id=run_id,
+        logical_run_id=run_id,
         dagster_run_id=run_id,
         request_id="req-20221101-0000abcd",
         code_version="git-abc123",
@@ -96,7 +96,7 @@ def test_identity_labels_are_in_the_parquet_key_value_metadata(warehouse):
     written = write(warehouse)
     identity = warehouse.read_identity(written.path)
     assert identity == labels()
-    assert identity["run_id"] == "run-1"
+    assert identity["logical_run_id"] == "run-1"
     assert identity["attempt_no"] == "1"
     assert identity["interval_start"] == "2022-09-30T16:00:00.000000+00:00"
     # Readable by any Parquet tool, not only through Warehouse.

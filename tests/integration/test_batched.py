@@ -74,7 +74,7 @@ def test_batched_request_runs_every_asset_of_a_chunk_in_one_run_spread_over_the_
         facts = env.catalog.current(ORDER_FACTS, day)
         raw = env.catalog.current(RAW_ORDERS, day)
         assert facts.request_id == rid and raw.request_id == rid
-        assert facts.run_id == raw.run_id  # one run wrote both
+        assert facts.logical_run_id == raw.logical_run_id  # one run wrote both
         assert facts.input_versions == {f"{RAW_ORDERS}/{day}": raw.version_id}
 
 

@@ -40,7 +40,7 @@ def test_versions_json_reports_state_rows_digest_and_the_four_times(env):
     result = invoke("versions", DAILY_REVENUE, DAY, "--json")
     assert result.exit_code == 0, result.output
     [row] = json.loads(result.output)
-    assert row["state"] == "PUBLISHED" and row["current"] is True and row["run_id"] == run.run_id
+    assert row["state"] == "PUBLISHED" and row["current"] is True and row["logical_run_id"] == run.run_id
     assert row["sha256"] == hashlib.sha256(Path(row["path"]).read_bytes()).hexdigest()
     assert row["rows"] == len(pd.read_parquet(row["path"]))
     for field in ("interval_start", "interval_end", "requested_at", "started_at", "ended_at", "published_at"):
@@ -52,7 +52,7 @@ def test_versions_shows_the_interval_in_business_time_and_each_versions_pointer_
     run_partitions(env.instance, [DAY], assets=PIPELINE)
     assert invoke("rollback", DAILY_REVENUE, DAY, "--reason", "check the history").exit_code == 0
     rows = json.loads(invoke("versions", DAILY_REVENUE, DAY, "--json").output)
-    restored = next(r for r in rows if r["run_id"] == first.run_id)
+    restored = next(r for r in rows if r["logical_run_id"] == first.run_id)
     assert restored["interval_start_local"] == "2022-09-01T00:00:00+08:00"
     assert restored["interval_end_local"] == "2022-09-02T00:00:00+08:00"
     assert restored["interval_start"].startswith("2022-08-31T16:00:00") and restored["timezone"] == "Asia/Shanghai"
@@ -105,7 +105,7 @@ def test_rollback_restores_previous_version_and_lists_consumers(env):
     consumers = {c["consumer"] for c in out["consumers"]}
     # The downstream daily_revenue version of the second run read it, and so did the notebook.
     assert f"{DAILY_REVENUE}/{DAY}/{second.run_id}/1" in consumers and "external:notebook" in consumers
-    states = {v.run_id: v.state for v in env.catalog.versions_of(ORDER_FACTS, DAY)}
+    states = {v.logical_run_id: v.state for v in env.catalog.versions_of(ORDER_FACTS, DAY)}
     assert states == {first.run_id: "PUBLISHED", second.run_id: "ROLLED_BACK"}
 
 

@@ -61,7 +61,7 @@ def test_good_partition_is_published_with_identity_everywhere(env):
     identity = Warehouse.read_identity(current.path)
     manifest = json.loads((Path(current.path).parent / "_manifest.json").read_text())
     for labels in (identity, manifest["identity"]):
-        assert labels["run_id"] == run.run_id and labels["partition_key"] == DAY1
+        assert labels["logical_run_id"] == run.run_id and labels["partition_key"] == DAY1
         assert labels["attempt_no"] == "1" and labels["code_version"] == "test-code-1"
     assert manifest["sha256"] == current.sha256
 
@@ -76,12 +76,12 @@ def test_second_run_supersedes_the_first(env):
     [first] = run_partitions(env.instance, [DAY1], assets=PIPELINE)
     [second] = run_partitions(env.instance, [DAY1], assets=PIPELINE)
     assert first.success and second.success
-    states = {v.run_id: v.state for v in env.catalog.versions_of(DAILY_REVENUE, DAY1)}
+    states = {v.logical_run_id: v.state for v in env.catalog.versions_of(DAILY_REVENUE, DAY1)}
     assert states == {first.run_id: "SUPERSEDED", second.run_id: "PUBLISHED"}
     current = env.catalog.current(DAILY_REVENUE, DAY1)
-    assert current.run_id == second.run_id
+    assert current.logical_run_id == second.run_id
     # Identical inputs → identical content, but a separate immutable file.
-    old = [v for v in env.catalog.versions_of(DAILY_REVENUE, DAY1) if v.run_id == first.run_id][0]
+    old = [v for v in env.catalog.versions_of(DAILY_REVENUE, DAY1) if v.logical_run_id == first.run_id][0]
     assert old.path != current.path and Path(old.path).exists()
 
 
@@ -117,7 +117,7 @@ def test_defect_is_rejected_and_previous_version_keeps_serving(env, defect, fail
     assert env.warehouse.read_verified(current.path, current.sha256).equals(serving_frame)
     # Downstream did not run on the rejected version.
     assert env.catalog.current(DAILY_REVENUE, DAY1).version_id == revenue_before.version_id
-    assert not [v for v in env.catalog.versions_of(DAILY_REVENUE, DAY1) if v.run_id == bad.run_id]
+    assert not [v for v in env.catalog.versions_of(DAILY_REVENUE, DAY1) if v.logical_run_id == bad.run_id]
     # In Dagster: no materialization for that run, and a failed check record for the partition.
     assert _materializations(env.instance, ORDER_FACTS, bad.run_id) == []
     [rec] = _check_records(env.instance, ORDER_FACTS, failing_check, bad.run_id)

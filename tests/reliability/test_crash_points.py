@@ -75,7 +75,7 @@ def crash_once(env, forkserver, boundary: str) -> None:
         allowed = {before.version_id}
     assert_readers_see(env, ORDER_FACTS, DAY, allowed)
 
-    attempt_dir = Path(env.warehouse.version_dir(ORDER_FACTS, DAY, crashed.run_id, int(crashed.attempt_no)))
+    attempt_dir = Path(env.warehouse.version_dir(ORDER_FACTS, DAY, crashed.logical_run_id, int(crashed.attempt_no)))
     if boundary == faults.AFTER_DATA_FILE:
         # The half-finished attempt exists on disk, but nothing points at it.
         assert (attempt_dir / "data.parquet").is_file() and not (attempt_dir / MANIFEST_FILE).exists()

@@ -97,12 +97,13 @@ def params_digest(params: Any) -> str:
 class RunIdentity:
     """Who is computing which interval: carried into the catalog, the manifest, Parquet metadata and logs.
 
-    ``run_id`` is the *logical* run (root of a retry chain); ``dagster_run_id`` the physical run doing the work.
+    ``logical_run_id`` is the run a retry belongs to (the root of its retry chain); ``dagster_run_id`` the
+    physical Dagster run doing the work (an attempt of it).
     """
 
     asset: str
     interval: Interval
-    run_id: str
+    logical_run_id: str
     dagster_run_id: str
     request_id: str | None
     code_version: str
@@ -114,7 +115,7 @@ class RunIdentity:
     def __post_init__(self) -> None:
         validate_asset_name(self.asset)
         validate_partition_key(self.interval.key)
-        validate_run_id(self.run_id)
+        validate_run_id(self.logical_run_id)
         validate_run_id(self.dagster_run_id)
 
     @property
@@ -128,7 +129,7 @@ class RunIdentity:
             "partition_key": self.partition_key,
             "interval_start": iso(self.interval.start) or "",
             "interval_end": iso(self.interval.end) or "",
-            "run_id": self.run_id,
+            "logical_run_id": self.logical_run_id,
             "dagster_run_id": self.dagster_run_id,
             "attempt_no": str(attempt_no),
             "request_id": self.request_id or "",

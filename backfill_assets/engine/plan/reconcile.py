@@ -36,7 +36,7 @@ GAP_FILE = "data file does not match the catalog: {error}"
 class VersionReport:
     version_id: str
     state: str
-    run_id: str
+    logical_run_id: str
     dagster_run_id: str
     attempt_no: int
     interval_start: str
@@ -126,7 +126,7 @@ def _version_report(version: Version, by_id: dict[str, Version]) -> VersionRepor
     return VersionReport(
         version_id=version.version_id,
         state=version.state,
-        run_id=version.run_id,
+        logical_run_id=version.logical_run_id,
         dagster_run_id=version.dagster_run_id,
         attempt_no=int(version.attempt_no),
         interval_start=version.interval_start,

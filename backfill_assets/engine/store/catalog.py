@@ -60,12 +60,14 @@ class Catalog(CatalogQueries):
                         sa.select(sa.func.max(versions.c.attempt_no)).where(
                             versions.c.asset == identity.asset,
                             versions.c.partition_key == identity.partition_key,
-                            versions.c.run_id == identity.run_id,
+                            versions.c.run_id == identity.logical_run_id,
                         )
                     ).scalar()
                     or 0
                 )
-                version_id = make_version_id(identity.asset, identity.partition_key, identity.run_id, attempt_no)
+                version_id = make_version_id(
+                    identity.asset, identity.partition_key, identity.logical_run_id, attempt_no
+                )
                 expected = self._pointer(conn, identity.asset, identity.partition_key)
                 now = iso(utc_now())
                 conn.execute(
@@ -75,7 +77,7 @@ class Catalog(CatalogQueries):
                         partition_key=identity.partition_key,
                         interval_start=iso(identity.interval.start),
                         interval_end=iso(identity.interval.end),
-                        run_id=identity.run_id,
+                        run_id=identity.logical_run_id,
                         dagster_run_id=identity.dagster_run_id,
                         attempt_no=attempt_no,
                         request_id=identity.request_id,

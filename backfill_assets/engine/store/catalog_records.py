@@ -13,7 +13,8 @@ _JSON_COLUMNS = ("stats_json", "checks_json", "input_versions_json")
 
 @dataclass(frozen=True)
 class Version:
-    """One row of ``versions`` with its JSON columns decoded."""
+    """One row of ``versions`` with its JSON columns decoded; the column ``run_id`` is ``logical_run_id`` here
+    (the run a retry belongs to; ``dagster_run_id`` is the attempt's Dagster run)."""
 
     data: dict[str, Any]
 
@@ -30,6 +31,8 @@ class Version:
     @classmethod
     def from_mapping(cls, mapping: Any) -> "Version":
         data = dict(mapping)
+        if "run_id" in data:
+            data["logical_run_id"] = data.pop("run_id")
         for col in _JSON_COLUMNS:
             raw = data.get(col)
             data[col.removesuffix("_json")] = json.loads(raw) if raw else None

@@ -36,7 +36,7 @@ def send_once(
     asset: str,
     partition_key: str,
     payload: dict[str, Any],
-    run_id: str,
+    dagster_run_id: str,
     request_id: str | None,
 ) -> Delivery:
     now = iso(utc_now())
@@ -49,7 +49,7 @@ def send_once(
                     asset=asset,
                     partition_key=partition_key,
                     payload_json=json.dumps(payload, sort_keys=True),
-                    run_id=run_id,
+                    run_id=dagster_run_id,
                     request_id=request_id,
                     created_at=now,
                 )

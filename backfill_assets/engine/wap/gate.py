@@ -104,7 +104,7 @@ class Gate:
     ) -> list[CheckOutcome]:
         frame = apply_defect(frame, defect, dict(self.spec.schema))
         directory = self.warehouse.version_dir(
-            self.spec.name, self.identity.partition_key, self.identity.run_id, self.attempt_no
+            self.spec.name, self.identity.partition_key, self.identity.logical_run_id, self.attempt_no
         )
         input_versions = {f"{v.asset}/{v.partition_key}": v.version_id for v in self.inputs}
         self.written = self.warehouse.write(
@@ -182,7 +182,7 @@ def earlier_publish(catalog: Catalog, identity: RunIdentity) -> GateOutcome | No
     """
     for version in reversed(catalog.versions_of(identity.asset, identity.partition_key)):
         if (
-            version.run_id == identity.run_id
+            version.logical_run_id == identity.logical_run_id
             and version.params_digest == identity.params_digest
             and version.code_version == identity.code_version
             and VersionState(version.state) in VERIFIED

@@ -70,7 +70,7 @@ def _concluded(catalog: Catalog, asset: str, key: str, run_id: str) -> VersionSt
     """The final state this logical run already reached for the cell (an earlier attempt of a retried op)."""
     for version in catalog.versions_of(asset, key):
         state = VersionState(version.state)
-        if version.run_id == run_id and (state in VERIFIED or state is VersionState.REJECTED):
+        if version.logical_run_id == run_id and (state in VERIFIED or state is VersionState.REJECTED):
             return state
     return None
 

@@ -81,7 +81,7 @@ def _deliver(context: dg.AssetExecutionContext, graph: AssetGraph, spec: AssetSp
         asset=spec.name,
         partition_key=key,
         payload=payload,
-        run_id=context.run.run_id,
+        dagster_run_id=context.run.run_id,
         request_id=request_id_from_tags(run_tags),
     )
     context.log.info(

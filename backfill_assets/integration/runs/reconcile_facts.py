@@ -62,7 +62,7 @@ def repair(instance: dg.DagsterInstance, catalog: Catalog, report: Report) -> li
                         "path": dg.MetadataValue.path(version.path),
                         "rows": int(version.rows or 0),
                         "sha256": version.sha256 or "",
-                        "run_id": version.run_id,
+                        "logical_run_id": version.logical_run_id,
                         "request_id": version.request_id or "",
                         "published_at": version.published_at or "",
                         "repaired": True,

@@ -59,7 +59,7 @@ def identity_from_context(
         asset=asset,
         interval=calendar.interval(partition_key),
         # The logical run is the root of a retry chain: a re-execution is a new attempt of the same run.
-        run_id=context.run.root_run_id or context.run.run_id,
+        logical_run_id=context.run.root_run_id or context.run.run_id,
         dagster_run_id=context.run.run_id,
         request_id=request_id_from_tags(run_tags),
         code_version=code_version(),
