@@ -17,10 +17,10 @@ from backfill_assets import graph_of
 from backfill_assets.cli import cli
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.settings import Settings
-from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.db import dispose_all
 from backfill_assets.examples import orders, web_visits
 from backfill_assets.integration.runs import local_runs
+from tests.homes import HasStores, fresh_home
 
 
 @dataclass(frozen=True)
@@ -63,15 +63,11 @@ DOMAINS = [
 
 
 @dataclass
-class DomainEnv:
+class DomainEnv(HasStores):
     domain: Domain
     home: Path
     settings: Settings
     instance: dg.DagsterInstance
-
-    @property
-    def catalog(self) -> Catalog:
-        return Catalog(self.settings.catalog_url)
 
     def run(self, days, assets=None, **options) -> list[local_runs.LocalRun]:
         return local_runs.run_partitions(self.instance, days, defs=self.domain.defs, assets=assets, **options)
@@ -90,12 +86,7 @@ def domain(request) -> Domain:
 @pytest.fixture
 def denv(domain, tmp_path, monkeypatch):
     home = tmp_path / "dagster_home"
-    home.mkdir()
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    for var in ("BACKFILL_WAREHOUSE", "BACKFILL_CATALOG_URL", "BACKFILL_SOURCE_URL", "BACKFILL_SINK_PATH"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("BACKFILL_CODE_VERSION", "test-code-1")
-    settings = Settings.from_env()
+    settings = fresh_home(home, monkeypatch)
     domain.definitions.seed(domain.days[0], domain.days[-1], domain.per_day)
     with dg.instance_for_test(temp_dir=str(home)) as instance:
         yield DomainEnv(domain, home, settings, instance)

@@ -20,8 +20,8 @@ from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.settings import Settings
 from backfill_assets.engine.model.states import VersionState
-from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.db import dispose_all
+from tests.homes import HasStores, fresh_home
 from tests.integration.driver_harness import drive
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -42,14 +42,9 @@ def project(tmp_path, monkeypatch):
     folder.mkdir()
     (folder / f"{MODULE}.py").write_text(readme_code())
     home = folder / ".dagster_home"
-    home.mkdir()
     monkeypatch.chdir(folder)
     monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    for var in ("BACKFILL_WAREHOUSE", "BACKFILL_CATALOG_URL", "BACKFILL_SOURCE_URL", "BACKFILL_SINK_PATH",
-                "BACKFILL_MODULE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("BACKFILL_CODE_VERSION", "byo-1")
+    fresh_home(home, monkeypatch, code_version="byo-1")
     sys.modules.pop(MODULE, None)
     module = importlib.import_module(MODULE)
     with dg.instance_for_test(temp_dir=str(home)) as instance:
@@ -58,13 +53,10 @@ def project(tmp_path, monkeypatch):
     dispose_all()
 
 
-class _Env:
+class _Env(HasStores):
     def __init__(self, instance):
         self.instance = instance
-
-    @property
-    def catalog(self) -> Catalog:
-        return Catalog(Settings.from_env().catalog_url)
+        self.settings = Settings.from_env()
 
 
 def _cli(*args: str) -> dict:

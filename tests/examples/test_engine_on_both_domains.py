@@ -113,3 +113,18 @@ def test_unknown_assets_are_refused_naming_the_code_locations_own(denv, bad):
     output = denv.cli(*bad, expect_exit=2)
     assert "unknown asset 'nope'" in output
     assert denv.domain.graph.data_assets[0] in output
+
+
+def test_a_batched_request_gates_each_day_alone_in_one_run(denv):
+    graph, days = denv.domain.graph, denv.domain.days
+    assets = graph.batchable_assets
+    created = denv.cli("request", "create", "--assets", ",".join(assets), "--from", days[0], "--to", days[-1],
+                       "--partitions-per-run", str(len(days)), "--max-active", "1", "--reason", "batched")
+    drive(denv, created["request_id"], defs=denv.domain.defs)
+    report = denv.cli("reconcile", created["request_id"])
+    assert report["complete"] and report["totals"]["published"] == len(assets) * len(days)
+    assert report["totals"]["runs_created"] == 1 and report["totals"]["duplicate_publishes"] == 0
+    for day in days:
+        for asset in assets:
+            version = denv.catalog.current(asset, day)
+            assert [c["name"] for c in version.checks] == [n for n, _ in check_names(graph[asset])]

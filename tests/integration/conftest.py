@@ -9,10 +9,9 @@ import dagster as dg
 import pytest
 
 from backfill_assets.engine.model.settings import Settings
-from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.db import dispose_all
-from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.examples.orders.source import SourceSystem
+from tests.homes import HasStores, fresh_home
 from tests.orders import CALENDAR as calendar
 
 SEED_FROM, SEED_TO = "2022-09-01", "2022-09-05"
@@ -20,29 +19,16 @@ ORDERS_PER_DAY = 120
 
 
 @dataclass
-class Env:
+class Env(HasStores):
     home: Path
     settings: Settings
     instance: dg.DagsterInstance
-
-    @property
-    def catalog(self) -> Catalog:
-        return Catalog(self.settings.catalog_url)
-
-    @property
-    def warehouse(self) -> Warehouse:
-        return Warehouse(self.settings.warehouse_root)
 
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     home = tmp_path / "dagster_home"
-    home.mkdir()
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    for var in ("BACKFILL_WAREHOUSE", "BACKFILL_CATALOG_URL", "BACKFILL_SOURCE_URL", "BACKFILL_SINK_PATH"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("BACKFILL_CODE_VERSION", "test-code-1")
-    settings = Settings.from_env()
+    settings = fresh_home(home, monkeypatch)
     SourceSystem(settings.source_url).seed(calendar, SEED_FROM, SEED_TO, ORDERS_PER_DAY)
     with dg.instance_for_test(temp_dir=str(home)) as instance:
         yield Env(home, settings, instance)

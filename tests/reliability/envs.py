@@ -17,9 +17,8 @@ from click.testing import CliRunner, Result
 
 from backfill_assets.cli import cli
 from backfill_assets.engine.model.settings import Settings
-from backfill_assets.engine.store.catalog import Catalog
-from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.examples.orders.source import SourceSystem
+from tests.homes import HasStores
 from tests.orders import CALENDAR as calendar
 from tests.orders import MODULE
 
@@ -29,7 +28,7 @@ ORDERS_PER_DAY = 60
 
 
 @dataclass
-class RelEnv:
+class RelEnv(HasStores):
     home: Path
     variables: dict[str, str]
     instance: dg.DagsterInstance
@@ -47,14 +46,6 @@ class RelEnv:
     @property
     def settings(self) -> Settings:
         return Settings.from_env(self.variables)
-
-    @property
-    def catalog(self) -> Catalog:
-        return Catalog(self.settings.catalog_url)
-
-    @property
-    def warehouse(self) -> Warehouse:
-        return Warehouse(self.settings.warehouse_root)
 
     def cli(self, *args: str) -> Result:
         self.activate()

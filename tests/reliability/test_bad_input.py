@@ -379,7 +379,7 @@ def test_generated_names_reach_no_path_outside_the_warehouse_root_in_core(fuzz, 
             except InvalidInput:
                 pass
         try:
-            RunIdentity(asset=asset, interval=calendar.interval(DAY), run_id=run_id, dagster_run_id=run_id,
+            RunIdentity(asset=asset, interval=calendar.interval(DAY), logical_run_id=run_id, dagster_run_id=run_id,
                         request_id=None, code_version="x", params_digest="0", lane="manual", requested_at=None,
                         started_at="2022-09-01T00:00:00+00:00")
         except InvalidInput:

@@ -136,7 +136,8 @@ def outage_once(env, forkserver, pg_server, short: bool) -> None:
         assert outcome["success"], f"the retry should have published: {outcome}"
         assert [v.attempt_no for v in attempts] == [1, 2], [v.version_id for v in attempts]
         retried = attempts[1]
-        assert retried.state == "PUBLISHED" and retried.run_id == first.run_id, "the retry is an attempt of the run"
+        assert retried.state == "PUBLISHED", retried.state
+        assert retried.logical_run_id == first.logical_run_id, "the retry is an attempt of the run"
         assert retried.expected_previous_version_id == before.version_id
         allowed = {retried.version_id}
     else:

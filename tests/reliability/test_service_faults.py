@@ -64,7 +64,7 @@ def wait_for_moment(env, request_id: str, moment: str, rng: random.Random, timeo
             have = {r.tags.get("dagster/run_key") for r in runs}
             waiting = [c for c in ledger.cells(request_id) if c.decision == M.SUBMITTED and c.run_key not in have]
             if waiting:
-                return f"tick window ({waiting[0]['partition_key']} submitted, no run yet)"
+                return f"tick window ({waiting[0].partition_key} submitted, no run yet)"
         elif any(r.status == dg.DagsterRunStatus.STARTED for r in runs):
             return "runs in flight"
         if ledger.get(request_id).status in M.CLOSED_STATUSES:

@@ -1,0 +1,38 @@
+"""A fresh Dagster home for a test: DAGSTER_HOME set, no stray BACKFILL_* location, a pinned code version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from backfill_assets.engine.model.settings import Settings
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.storage import Warehouse
+
+LOCATION_VARIABLES = ("BACKFILL_WAREHOUSE", "BACKFILL_CATALOG_URL", "BACKFILL_SOURCE_URL", "BACKFILL_SINK_PATH")
+TEST_CODE_VERSION = "test-code-1"
+
+
+def fresh_home(home: Path, monkeypatch: pytest.MonkeyPatch, code_version: str = TEST_CODE_VERSION) -> Settings:
+    """Point every process of the test at ``home`` (created) and return its settings."""
+    home.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    for var in (*LOCATION_VARIABLES, "BACKFILL_MODULE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("BACKFILL_CODE_VERSION", code_version)
+    return Settings.from_env()
+
+
+class HasStores:
+    """``catalog`` and ``warehouse`` of an environment that has ``settings``."""
+
+    settings: Settings
+
+    @property
+    def catalog(self) -> Catalog:
+        return Catalog(self.settings.catalog_url)
+
+    @property
+    def warehouse(self) -> Warehouse:
+        return Warehouse(self.settings.warehouse_root)
