@@ -88,7 +88,8 @@ def cascade_request_for_consumers(app: AppContext, consumers: list, reason: str)
         (a, p): "did not read the rolled-back version" for a in assets for p in partitions if (a, p) not in cells
     }
     excluded = {**spec.excluded_cells(graph), **not_consumers}
-    record = Ledger(app.catalog()).create(M.new_request_id(utc_now()), spec, code_version(), excluded)
+    loaded = code_version(location_files=graph.code_files())
+    record = Ledger(app.catalog()).create(M.new_request_id(utc_now()), spec, loaded, excluded)
     return record.request_id
 
 

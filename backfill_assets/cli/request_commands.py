@@ -77,7 +77,7 @@ def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
     graph = app.graph()
     spec = M.build_spec(graph, graph.calendar.newest_complete_key(utc_now()), **options)
     catalog = app.catalog()
-    loaded = code_version()
+    loaded = code_version(location_files=graph.code_files())
     concurrency = concurrency_of(app, spec)
     stated = {"effective_concurrency": concurrency.effective, "concurrency_note": concurrency.note}
     if dry_run:

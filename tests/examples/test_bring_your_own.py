@@ -15,10 +15,11 @@ import dagster as dg
 import pytest
 from click.testing import CliRunner
 
+from backfill_assets import graph_of
 from backfill_assets.cli import cli
 from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.model.settings import Settings
+from backfill_assets.engine.model.settings import Settings, code_version
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.db import dispose_all
 from tests.homes import HasStores, fresh_home
@@ -102,3 +103,14 @@ def test_the_readme_code_location_gets_every_promise(project):
     rolled = _cli("rollback", "daily_usage", DAYS[2], "--reason", "back to the first load")
     assert rolled["restored"] == first_versions[DAYS[2]].version_id
     assert catalog.current("daily_usage", DAYS[2]).version_id == first_versions[DAYS[2]].version_id
+
+
+def test_editing_the_code_locations_own_module_is_a_new_code_version(project, monkeypatch):
+    folder, module, _ = project
+    monkeypatch.delenv("BACKFILL_CODE_VERSION")
+    graph = graph_of(module.defs)
+    assert str(folder / f"{MODULE}.py") in graph.code_files()
+    before = code_version(location_files=graph.code_files())
+    assert "+loc-" in before
+    (folder / f"{MODULE}.py").write_text(readme_code() + "\n# a changed transform\n")
+    assert code_version(location_files=graph.code_files()) != before

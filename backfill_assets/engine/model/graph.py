@@ -113,6 +113,16 @@ class AssetGraph:
     def topological(self, assets: Iterable[str]) -> list[str]:
         return sorted(assets, key=self._index.__getitem__)
 
+    def code_files(self) -> tuple[str, ...]:
+        """The source files of the assets' transforms and hooks: part of the code version."""
+        found = set()
+        for spec in self._specs.values():
+            for fn in (spec.transform, spec.fingerprint, spec.deliver, spec.idempotency_key):
+                path = inspect.getsourcefile(fn) if fn is not None else None
+                if path:
+                    found.add(path)
+        return tuple(sorted(found))
+
     def require(self, name: object, data_only: bool = True) -> AssetSpec:
         """The spec of a known asset, or a one-line error naming the known ones."""
         known = self.data_assets if data_only else self.names

@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from backfill_assets.engine.model.errors import InvalidInput
 
@@ -46,13 +46,27 @@ class Settings:
         )
 
 
-def code_version(environ: Mapping[str, str] | None = None) -> str:
-    """The version of the loaded code: ``BACKFILL_CODE_VERSION``, else the git commit (+dirty digest)."""
+def code_version(environ: Mapping[str, str] | None = None, location_files: Iterable[str] = ()) -> str:
+    """The version of the loaded code: ``BACKFILL_CODE_VERSION``, else the git commit of this package (+ a digest
+    when dirty), + a digest of the code location's own files that live outside the package (``location_files``:
+    the modules of its transforms and hooks), so that editing a team's transform is a new code version too."""
     env = os.environ if environ is None else environ
     override = env.get(ENV_CODE_VERSION)
     if override:
         return override
-    return _code_version_from_tree()
+    outside = sorted({str(Path(f).resolve()) for f in location_files} - _package_files())
+    if not outside:
+        return _code_version_from_tree()
+    h = hashlib.sha256()
+    for name in outside:
+        h.update(Path(name).name.encode())
+        h.update(Path(name).read_bytes())
+    return f"{_code_version_from_tree()}+loc-{h.hexdigest()[:8]}"
+
+
+@lru_cache(maxsize=1)
+def _package_files() -> frozenset[str]:
+    return frozenset(str(p.resolve()) for p in PACKAGE_DIR.rglob("*.py"))
 
 
 @lru_cache(maxsize=1)

@@ -132,7 +132,7 @@ def gate_one(
         # Dagster retries a step interrupted by a termination when it has a RetryPolicy (ours does): the new
         # attempt of a cancelled run stops here instead of computing, and its run can end CANCELED.
         raise dg.Failure(description=f"{spec.name} {key}: {reason}", allow_retries=False)
-    identity = identity_from_context(context, spec.name, {"inject_defect": defect}, key, graph.calendar)
+    identity = identity_from_context(context, spec.name, {"inject_defect": defect}, key, graph)
     earlier = earlier_publish(backfill.catalog(), identity)
     if earlier is not None:
         context.log.warning(

@@ -8,8 +8,9 @@ from typing import Any, Mapping
 import dagster as dg
 
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import RunIdentity, params_digest
-from backfill_assets.engine.model.intervals import BusinessCalendar, iso, utc_now
+from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.settings import code_version
 
 
@@ -52,17 +53,17 @@ def identity_from_context(
     asset: str,
     params: Mapping[str, Any],
     partition_key: str,
-    calendar: BusinessCalendar,
+    graph: AssetGraph,
 ) -> RunIdentity:
     run_tags = context.run.tags
     return RunIdentity(
         asset=asset,
-        interval=calendar.interval(partition_key),
+        interval=graph.calendar.interval(partition_key),
         # The logical run is the root of a retry chain: a re-execution is a new attempt of the same run.
         logical_run_id=context.run.root_run_id or context.run.run_id,
         dagster_run_id=context.run.run_id,
         request_id=request_id_from_tags(run_tags),
-        code_version=code_version(),
+        code_version=code_version(location_files=graph.code_files()),
         params_digest=params_digest({"asset": asset, **dict(params)}),
         lane=lane_from_tags(run_tags),
         requested_at=_requested_at(context),

@@ -28,7 +28,9 @@ def adopt_and_track(
             if info.tags.get(T.REQUEST_ID):
                 continue  # launched by our own driver under a request of its own
             spec = adopted_spec(graph, info.cells, info.tags, info.user)
-            ledger.create(request_id, spec, code_version(), excluded={}, source="dagster")
+            ledger.create(
+                request_id, spec, code_version(location_files=graph.code_files()), excluded={}, source="dagster"
+            )
             adopted.append(request_id)
         record = ledger.get(request_id)
         if record.status in M.CLOSED_STATUSES:

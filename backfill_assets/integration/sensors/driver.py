@@ -185,7 +185,7 @@ def build_driver_sensor(graph: AssetGraph, jobs: list[dg.JobDefinition]) -> dg.S
         context: dg.SensorEvaluationContext, backfill: BackfillResource
     ) -> Iterator[dg.RunRequest]:
         catalog = backfill.catalog()
-        loaded = code_version()
+        loaded = code_version(location_files=graph.code_files())
         for record in Ledger(catalog).list(statuses=M.ACTIVE_STATUSES):
             if record.source != "cli":
                 continue  # adopted backfills are driven by Dagster's own backfill daemon
