@@ -94,6 +94,12 @@ def test_source_pool_and_per_request_limit_hold_even_when_the_driver_over_submit
     assert _max_overlap(steps) == 1, steps
 
 
+# One pass of the queue daemon: dequeue_interval_seconds (1 s in dagster.yaml) plus the pass itself on a loaded
+# 2-core machine.
+QUEUE_ITERATION_SECONDS = 3.0
+BACKFILL_LANE_LIMIT = 2  # dagster.yaml: backfill/lane=backfill
+
+
 def test_production_run_starts_before_queued_backfill_runs(prod):
     # Eight backfill runs queued at once (--max-active 8; the lane limit lets two run), and production for
     # another day submitted while they wait.
@@ -133,4 +139,10 @@ def test_production_run_starts_before_queued_backfill_runs(prod):
         if joined is not None and joined < enqueued and (left is None or left > enqueued):
             waiting.append(left)
     assert waiting, "every backfill run had left the queue before production joined it; the test proves nothing"
-    assert all(left is None or dequeued <= left for left in waiting), (dequeued, waiting)
+    # Dagster's queue daemon reads the queue once per iteration, then dequeues from that snapshot: a backfill run
+    # the iteration already held may still leave just after production joined. Any later iteration must take
+    # production first. Seen twice in CI (production joined during an iteration that freed a backfill slot).
+    overtook = [left for left in waiting if left is not None and left < dequeued]
+    racing = [left for left in overtook if left - enqueued <= QUEUE_ITERATION_SECONDS]
+    assert overtook == racing, (enqueued, dequeued, waiting)
+    assert len(racing) <= BACKFILL_LANE_LIMIT, (enqueued, dequeued, waiting)
