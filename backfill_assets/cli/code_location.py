@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +61,11 @@ def load_code_location(module_name: str, cwd: Path) -> CodeLocation:
     if str(cwd) not in sys.path:
         sys.path.insert(0, str(cwd))  # as `dagster -m` does: a project's module is importable from its folder
     try:
-        module = importlib.import_module(module_name)
+        with warnings.catch_warnings():
+            # Dagster's own preview/beta notices (partitioned check specs) are not the CLI user's to act on.
+            warnings.simplefilter("ignore", dg.PreviewWarning)
+            warnings.simplefilter("ignore", dg.BetaWarning)
+            module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         raise InvalidInput(f"code location module {module_name!r} not found ({exc})") from exc
     found = [v for k, v in vars(module).items() if isinstance(v, dg.Definitions) and not k.startswith("_")]
