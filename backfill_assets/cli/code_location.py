@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import importlib
 import sys
-import warnings
 import tomllib
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
