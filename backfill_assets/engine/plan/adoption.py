@@ -9,7 +9,7 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.cells import Cell, CellUpdate
 from backfill_assets.engine.model.graph import AssetGraph
-from backfill_assets.engine.plan.driver_tick import RunView, settle
+from backfill_assets.engine.plan.driver_tick import FINISHED_RUN_STATUSES, RunView, settle
 
 ADOPTED_MAX_ACTIVE = 64  # Dagster's daemon paces these runs; the field is informational
 
@@ -53,8 +53,13 @@ def track_adopted(
     version_state_of: Callable[[str, str, str], str | None],
     backfill_done: bool,
     backfill_cancelled: bool,
+    skip_of: Callable[[str, str, str], str | None] = lambda asset, partition, run_id: None,
 ) -> tuple[list[CellUpdate], tuple[str, str] | None]:
-    """Cell updates from the backfill's runs; the request closes once Dagster's backfill is done."""
+    """Cell updates from the backfill's runs; the request closes once Dagster's backfill is done.
+
+    ``skip_of(asset, partition, dagster_run_id)``: why the step's admission check left the cell alone, if it did
+    (``engine/plan/admission.py``). The cell is then ``skipped`` with that reason, and so is a cell of the same
+    run downstream of it, whose step Dagster skipped because its upstream output was not produced."""
     updates: list[CellUpdate] = []
     latest: dict[tuple[str, str], AdoptedRun] = {}
     for run in sorted(runs, key=lambda r: r.view.run_id):
@@ -71,6 +76,10 @@ def track_adopted(
                 updates.append(cell.change(decision=decision, reason=reason))
             continue
         state = version_state_of(cell.asset, cell.partition_key, run.view.run_id)
+        left_alone = _left_alone(graph, cell, run, state, skip_of)
+        if left_alone is not None:
+            updates.append(cell.change(decision=M.SKIPPED, reason=left_alone, dagster_run_id=run.view.run_id))
+            continue
         settled = settle(run.view, state, graph[cell.asset].side_effect)
         if settled:
             updates.append(cell.change(**settled))
@@ -81,3 +90,30 @@ def track_adopted(
     status = (M.COMPLETED, "Dagster backfill finished") if backfill_done and all_terminal else None
     return updates, status
 
+
+def _left_alone(
+    graph: AssetGraph,
+    cell: Cell,
+    run: AdoptedRun,
+    version_state: str | None,
+    skip_of: Callable[[str, str, str], str | None],
+) -> str | None:
+    """Why the finished run left the cell alone: its own admission check, or an upstream cell of the same run
+    that was left alone (Dagster skips the downstream step), or None."""
+    if run.view.status not in FINISHED_RUN_STATUSES or version_state is not None:
+        return None
+    reason = skip_of(cell.asset, cell.partition_key, run.view.run_id)
+    if reason:
+        return reason
+    pending = list(graph[cell.asset].upstream)
+    seen: set[str] = set()
+    while pending:
+        upstream = pending.pop()
+        if upstream in seen or upstream not in run.assets:
+            continue
+        seen.add(upstream)
+        why = skip_of(upstream, cell.partition_key, run.view.run_id)
+        if why:
+            return f"upstream {upstream} was left alone in this run ({why})"
+        pending.extend(graph[upstream].upstream)
+    return None

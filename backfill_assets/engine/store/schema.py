@@ -182,3 +182,16 @@ cursors = sa.Table(
     sa.Column("value", sa.BigInteger, nullable=False),
     sa.Column("updated_at", _ts, nullable=False),
 )
+
+# Cells a backfill launched from Dagster (UI, `dagster job backfill`) left alone at the start of their step, and
+# why (its reprocess policy, a run in flight, an unauthorized side effect): the adoption sensor turns them into
+# `skipped` cells with that reason.
+admissions = sa.Table(
+    "admissions",
+    metadata,
+    sa.Column("dagster_run_id", sa.String(64), primary_key=True),
+    sa.Column("asset", _asset, primary_key=True),
+    sa.Column("partition_key", _key, primary_key=True),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("at", _ts, nullable=False),
+)

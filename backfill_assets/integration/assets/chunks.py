@@ -112,6 +112,8 @@ def build_chunk_op(spec: AssetSpec, graph: AssetGraph) -> dg.OpDefinition:
                                     "was not published")
                 continue
             outcome = gate_one(context, graph, spec, backfill, key, defects.get(key))
+            if outcome is None:
+                continue
             evaluations, materialization = partition_events(spec, key, outcome, context.run.run_id)
             for evaluation in evaluations:
                 context.log_event(evaluation)

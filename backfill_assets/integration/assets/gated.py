@@ -17,6 +17,7 @@ from backfill_assets.engine.wap.compute import compute
 from backfill_assets.engine.wap.defects import validate_defect
 from backfill_assets.engine.wap.faults import AFTER_EVENT, fault_point
 from backfill_assets.engine.wap.gate import Gate, GateOutcome, earlier_publish
+from backfill_assets.integration.assets.admission import admission_skip
 from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.runs.run_identity import identity_from_context
@@ -123,8 +124,9 @@ def gate_one(
     backfill: BackfillResource,
     key: str,
     defect: str | None,
-) -> GateOutcome:
-    """Write, audit and publish-or-reject one partition. Errors abandon the attempt; rejections do not raise."""
+) -> GateOutcome | None:
+    """Write, audit and publish-or-reject one partition. Errors abandon the attempt; rejections do not raise.
+    None: a backfill launched from Dagster whose policy leaves the cell alone (``admission_skip``)."""
     stopped = unless_run_stopped(
         context.instance, context.run.run_id, Ledger(backfill.catalog()), context.run.tags.get(T.REQUEST_ID)
     )
@@ -140,6 +142,8 @@ def gate_one(
             "run; reporting it instead of publishing again"
         )
         return earlier
+    if admission_skip(context, graph, spec, backfill.catalog(), key) is not None:
+        return None
     gate = Gate(
         backfill.catalog(),
         backfill.warehouse(),
@@ -186,6 +190,8 @@ def _defect_for(config: GateConfig, key: str) -> str | None:
 def _run_single(context, graph: AssetGraph, spec: AssetSpec, config: GateConfig, backfill: BackfillResource):
     key = context.partition_key
     outcome = gate_one(context, graph, spec, backfill, key, _defect_for(config, key))
+    if outcome is None:
+        return  # left alone: no materialization, no check results; downstream steps of this run are skipped
     selected = {key.name for key in context.selected_asset_check_keys}
     results = [r for r in _check_results(outcome) if r.check_name in selected]
     if outcome.published:
@@ -246,6 +252,8 @@ def _run_batch(context, graph: AssetGraph, spec: AssetSpec, config: GateConfig, 
     rejected: list[str] = []
     for key in context.partition_keys:
         outcome = gate_one(context, graph, spec, backfill, key, _defect_for(config, key))
+        if outcome is None:
+            continue
         evaluations, materialization = partition_events(spec, key, outcome, context.run.run_id)
         for evaluation in evaluations:
             # The range run deselected the checks, so they are reported outside its plan.

@@ -5,6 +5,8 @@ import dagster as dg
 
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.graph import INTERVAL_ARG, AssetGraph, AssetSpec, call_with
+from backfill_assets.engine.plan.admission import is_launched_from_dagster
+from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.outbox import idempotency_key, send_once
 from backfill_assets.integration.assets.gated import user_resources
 from backfill_assets.integration.assets.partitions import daily_partitions_for
@@ -34,18 +36,27 @@ def build_side_effect_asset(spec: AssetSpec, graph: AssetGraph) -> dg.AssetsDefi
         tags={T.SIDE_EFFECT: "true"},
         kinds={"outbox"},
         required_resource_keys={BACKFILL_RESOURCE, *spec.resources},
+        # A backfill launched from Dagster without the approval tags leaves the cell alone: no output.
+        output_required=False,
     )
-    def _side_effect(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        return _deliver(context, graph, spec)
+    def _side_effect(context: dg.AssetExecutionContext):
+        result = _deliver(context, graph, spec)
+        if result is not None:
+            yield result
 
     return _side_effect
 
 
-def _deliver(context: dg.AssetExecutionContext, graph: AssetGraph, spec: AssetSpec) -> dg.MaterializeResult:
+def _deliver(context: dg.AssetExecutionContext, graph: AssetGraph, spec: AssetSpec) -> dg.MaterializeResult | None:
     backfill = getattr(context.resources, BACKFILL_RESOURCE)
     run_tags = dict(context.run.tags)
     key = context.partition_key
     if not side_effect_authorized(run_tags, spec.name):
+        if is_launched_from_dagster(run_tags):
+            reason = f"side effect not authorized (needs tags {T.ALLOW_SIDE_EFFECTS}={spec.name} and {T.APPROVED_BY})"
+            Admissions(backfill.catalog()).record_skip(context.run.run_id, spec.name, key, reason)
+            context.log.info(f"{spec.name} {key}: not run — {reason}")
+            return None
         raise dg.Failure(
             description=(
                 f"{spec.name} {key}: side effect not authorized for this backfill "

@@ -51,6 +51,20 @@ def in_flight_cells(instance: dg.DagsterInstance, graph: AssetGraph) -> dict[tup
     return cells
 
 
+def other_run_writing(
+    instance: dg.DagsterInstance, graph: AssetGraph, asset: str, partition: str, own: dg.DagsterRun
+) -> str | None:
+    """A queued or running run, other than ``own`` (or another attempt of its logical run), that will write
+    the cell, or None."""
+    own_root = own.root_run_id or own.run_id
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT_STATUSES)):
+        if (run.root_run_id or run.run_id) == own_root:
+            continue
+        if partition in run_partition_keys(run) and asset in run_assets(run, graph):
+            return run.run_id
+    return None
+
+
 def status_name(run: dg.DagsterRun) -> str:
     return FINISHED.get(run.status, run.status.value)
 

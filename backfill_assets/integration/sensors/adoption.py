@@ -7,6 +7,7 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_request_id, adopted_spec, track_adopted
+from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.integration.resources import BackfillResource
@@ -43,10 +44,12 @@ def adopt_and_track(
             for run in runs_of_request(instance, request_id)
         ]
         states = {}
+        skips: dict[tuple[str, str, str], str] = {}
         if runs:
             ids = [r.view.run_id for r in runs]
             for v in catalog.versions_of_dagster_runs(ids):
                 states[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
+            skips = Admissions(catalog).skips_of_runs(ids)
         updates, status = track_adopted(
             graph,
             ledger.cells(request_id),
@@ -54,6 +57,7 @@ def adopt_and_track(
             lambda a, p, run_id, states=states: states.get((a, p, run_id)),
             info.done,
             info.cancelled,
+            lambda a, p, run_id, skips=skips: skips.get((a, p, run_id)),
         )
         ledger.update_cells(request_id, updates)
         if status:

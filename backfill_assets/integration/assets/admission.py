@@ -1,0 +1,48 @@
+"""The admission check at the start of a gated step of a backfill launched from Dagster (the UI's dialog, the
+asset graph, `dagster job backfill`): its launch tags' policy decides, as a request's driver would, whether the
+step computes the cell; a cell left alone ends the step without a materialization, and says why."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.graph import AssetGraph, AssetSpec
+from backfill_assets.engine.plan.admission import admit, is_launched_from_dagster
+from backfill_assets.engine.plan.planning import SKIP, CellFacts
+from backfill_assets.engine.store.admissions import Admissions
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.integration.runs.runs import other_run_writing
+
+
+def cell_facts(
+    context: dg.AssetExecutionContext, graph: AssetGraph, catalog: Catalog, asset: str, partition: str
+) -> CellFacts:
+    """What is true of the cell now, leaving out this run's own attempts."""
+    own_root = context.run.root_run_id or context.run.run_id
+    others = [v for v in catalog.versions_of(asset, partition) if v.logical_run_id != own_root]
+    latest = others[-1] if others else None
+    return CellFacts(
+        latest_state=latest.state if latest else None,
+        latest_version_id=latest.version_id if latest else None,
+        in_flight_run_id=other_run_writing(context.instance, graph, asset, partition, context.run),
+    )
+
+
+def admission_skip(
+    context: dg.AssetExecutionContext, graph: AssetGraph, spec: AssetSpec, catalog: Catalog, partition: str
+) -> str | None:
+    """Why this step must leave the cell alone (recorded for the adoption sensor and logged), or None to compute.
+    Only runs of a backfill launched from Dagster are checked: a request's own runs were decided by its driver."""
+    tags = context.run.tags
+    if not is_launched_from_dagster(tags):
+        return None
+    try:
+        decision = admit(tags, spec, cell_facts(context, graph, catalog, spec.name, partition))
+    except InvalidInput as exc:
+        raise dg.Failure(description=f"{spec.name} {partition}: {exc}", allow_retries=False) from exc
+    if decision.action != SKIP:
+        return None
+    Admissions(catalog).record_skip(context.run.run_id, spec.name, partition, decision.reason)
+    context.log.info(f"{spec.name} {partition}: not recomputed — {decision.reason}")
+    return decision.reason

@@ -1,0 +1,53 @@
+"""The admission check on a real instance: runs tagged as a backfill launched from Dagster (`dagster/backfill`,
+as the UI's dialog and `dagster job backfill` tag them) keep the policy of their launch tags."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.store.admissions import Admissions
+from backfill_assets.engine.store.outbox import deliveries
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
+from tests.orders import run_partitions
+
+DAY = "2022-09-02"
+# run_partitions tags production runs; a UI backfill's runs carry no lane tag of ours.
+UI_BACKFILL = {T.DAGSTER_BACKFILL: "uibackfl", T.LANE: ""}
+
+
+def _logs(env, run_id: str) -> str:
+    return " ".join(r.user_message for r in env.instance.all_logs(run_id))
+
+
+def test_a_published_cell_is_left_alone_under_reprocess_failed_and_says_why(env):
+    assert all(r.success for r in run_partitions(env.instance, [DAY], assets=[RAW_ORDERS, ORDER_FACTS]))
+    serving = env.catalog.current(ORDER_FACTS, DAY)
+    [run] = run_partitions(env.instance, [DAY], assets=[ORDER_FACTS], tags={**UI_BACKFILL, T.REPROCESS: "failed"})
+    assert run.success, run.failure
+    assert [v.version_id for v in env.catalog.versions_of(ORDER_FACTS, DAY)] == [serving.version_id]
+    assert "not recomputed — latest attempt PUBLISHED (backfill/reprocess=failed)" in _logs(env, run.run_id)
+    assert Admissions(env.catalog).skips_of_runs([run.run_id]) == {
+        (ORDER_FACTS, DAY, run.run_id): "latest attempt PUBLISHED (backfill/reprocess=failed)"
+    }
+    materialized = env.instance.fetch_materializations(dg.AssetKey(ORDER_FACTS), limit=10).records
+    assert all(m.run_id != run.run_id for m in materialized), "a left-alone cell must not be materialized"
+
+
+def test_without_the_tag_the_cell_is_recomputed_and_with_a_bad_value_nothing_is(env):
+    assert all(r.success for r in run_partitions(env.instance, [DAY], assets=[RAW_ORDERS]))
+    [run] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS], tags=UI_BACKFILL)
+    assert run.success and len(env.catalog.versions_of(RAW_ORDERS, DAY)) == 2
+    [bad] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS], tags={**UI_BACKFILL, T.REPROCESS: "all"})
+    assert not bad.success and f"tag {T.REPROCESS}='all' is not one of none, failed, completed" in bad.failure
+    assert len(env.catalog.versions_of(RAW_ORDERS, DAY)) == 2
+
+
+def test_a_side_effect_without_approval_is_left_alone_not_failed(env):
+    upstream = [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE]
+    assert all(r.success for r in run_partitions(env.instance, [DAY], assets=upstream))
+    [run] = run_partitions(env.instance, [DAY], assets=[REVENUE_ALERT], tags=UI_BACKFILL)
+    assert run.success, run.failure
+    assert deliveries(env.catalog, DAY, asset=REVENUE_ALERT) == []
+    [(cell, reason)] = Admissions(env.catalog).skips_of_runs([run.run_id]).items()
+    assert cell == (REVENUE_ALERT, DAY, run.run_id) and "side effect not authorized" in reason
