@@ -14,7 +14,7 @@ import dagster as dg
 import pytest
 
 from backfill_assets.cli.daemon import dagster_bin
-from backfill_assets.examples.orders.domain import DAILY_REVENUE
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 
 from .conftest import dagster_env, stop_process, tail
@@ -139,3 +139,52 @@ def test_backfill_launched_from_the_dagster_ui_is_adopted_as_a_request_with_its_
     finally:
         if e2e.instance.get_backfill(launched["backfillId"]).status.value not in ("CANCELING", "CANCELED"):
             webserver.graphql(CANCEL, {"id": launched["backfillId"]})
+
+
+POLICY_DAYS = ["2022-09-28", "2022-09-29", "2022-09-30"]  # published, rejected, missing (order_facts)
+DROP_ROWS = {"ops": {ORDER_FACTS: {"config": {"inject_defect": "drop_rows"}}}}
+
+
+def test_a_ui_backfill_keeps_its_reprocess_policy(e2e, webserver):
+    published, rejected, missing = POLICY_DAYS
+    e2e.prepare(POLICY_DAYS, [RAW_ORDERS])
+    e2e.prepare([published], [ORDER_FACTS])
+    e2e.prepare([rejected], [ORDER_FACTS], run_config_for={rejected: DROP_ROWS}, expect_success=False)
+    serving = e2e.catalog.current(ORDER_FACTS, published).version_id
+
+    # What the dialog sends when the user adds the tag backfill/reprocess=failed.
+    launched = webserver.graphql(
+        LAUNCH,
+        {
+            "params": {
+                "assetSelection": [{"path": [ORDER_FACTS]}],
+                "partitionNames": POLICY_DAYS,
+                "tags": [{"key": "backfill/reprocess", "value": "failed"}],
+                "title": "ui backfill, reprocess failed",
+            }
+        },
+    )["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    request_id = f"dg-{launched['backfillId']}"
+    deadline = time.monotonic() + ADOPTION_TIMEOUT
+    while request_id not in {r["request_id"] for r in e2e.cli_json("request", "list")}:
+        assert time.monotonic() < deadline, f"{request_id} was not adopted within {ADOPTION_TIMEOUT} s"
+        time.sleep(1)
+    e2e.wait(request_id)
+
+    shown = e2e.show(request_id)
+    assert shown["reprocess"] == "failed"
+    cells = {c["partition_key"]: c for c in shown["cells"]}
+    assert cells[published]["decision"] == "skipped"
+    assert cells[published]["reason"] == "latest attempt PUBLISHED (backfill/reprocess=failed)"
+    assert (cells[rejected]["decision"], cells[missing]["decision"]) == ("published", "published")
+    # The published day kept its version: the step left it alone, wrote nothing and said why in the run's log.
+    assert [v.version_id for v in e2e.catalog.versions_of(ORDER_FACTS, published)] == [serving]
+    skipped_run = cells[published]["dagster_run_id"]
+    logs = " ".join(r.user_message for r in e2e.instance.all_logs(skipped_run))
+    assert "not recomputed — latest attempt PUBLISHED (backfill/reprocess=failed)" in logs
+
+    report = e2e.cli_json("reconcile", request_id)
+    totals = report["totals"]
+    assert report["complete"] is True
+    assert (totals["published"], totals["skipped"], totals["duplicate_publishes"], totals["gaps"]) == (2, 1, 0, 0)
