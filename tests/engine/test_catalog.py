@@ -8,7 +8,7 @@ import pytest
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.errors import IllegalTransition, NotFound, PublishConflict
 from backfill_assets.engine.model.states import VersionState
-from backfill_assets.engine.store.catalog import ACTION_PUBLISH, ACTION_ROLLBACK, Catalog
+from backfill_assets.engine.store.catalog import ACTION_PUBLISH, ACTION_ROLLBACK
 from backfill_assets.engine.store.ledger import Ledger
 from tests.orders import GRAPH
 
@@ -25,11 +25,6 @@ from .catalog_helpers import (
 )
 
 S = VersionState
-
-
-@pytest.fixture
-def catalog(catalog_url) -> Catalog:
-    return Catalog(catalog_url)
 
 
 # ---- versions ---------------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import pytest
 
 from backfill_assets.engine.model.errors import InvalidInput, NotFound, PublishConflict
 from backfill_assets.engine.model.states import VersionState
-from backfill_assets.engine.store.catalog import ACTION_PUBLISH, ACTION_ROLLBACK, Catalog
+from backfill_assets.engine.store.catalog import ACTION_PUBLISH, ACTION_ROLLBACK
 
 from .catalog_helpers import (
     ASSET,
@@ -22,11 +22,6 @@ from .catalog_helpers import (
 )
 
 S = VersionState
-
-
-@pytest.fixture
-def catalog(catalog_url) -> Catalog:
-    return Catalog(catalog_url)
 
 
 # ---- rollback ---------------------------------------------------------------------------------------------------
