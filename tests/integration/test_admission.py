@@ -6,10 +6,13 @@ from __future__ import annotations
 import dagster as dg
 
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.plan.adoption import adopted_spec
 from backfill_assets.engine.store.admissions import Admissions
+from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.outbox import deliveries
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
-from tests.orders import run_partitions
+from tests.homes import TEST_CODE_VERSION
+from tests.orders import GRAPH, run_partitions
 
 DAY = "2022-09-02"
 # run_partitions tags production runs; a UI backfill's runs carry no lane tag of ours.
@@ -51,3 +54,19 @@ def test_a_side_effect_without_approval_is_left_alone_not_failed(env):
     assert deliveries(env.catalog, DAY, asset=REVENUE_ALERT) == []
     [(cell, reason)] = Admissions(env.catalog).skips_of_runs([run.run_id]).items()
     assert cell == (REVENUE_ALERT, DAY, run.run_id) and "side effect not authorized" in reason
+
+
+def test_a_ui_backfill_does_not_publish_under_code_that_changed_since_its_adoption(env):
+    assert all(r.success for r in run_partitions(env.instance, [DAY], assets=[RAW_ORDERS]))
+    serving = env.catalog.current(RAW_ORDERS, DAY)
+    # Adopted (as the adoption sensor records it) while another code version was loaded.
+    spec = adopted_spec(GRAPH, ((RAW_ORDERS, DAY),), {}, "ui-user")
+    Ledger(env.catalog).create(f"{T.ADOPTED_PREFIX}uibackfl", spec, "code-at-adoption", excluded={}, source="dagster")
+    [run] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS], tags=UI_BACKFILL)
+    assert not run.success
+    latest = env.catalog.versions_of(RAW_ORDERS, DAY)[-1]
+    assert latest.state == "REJECTED"
+    assert latest.error == (
+        f"code version changed (frozen code-at-adoption, loaded {TEST_CODE_VERSION}); refusing to publish"
+    )
+    assert env.catalog.current(RAW_ORDERS, DAY).version_id == serving.version_id

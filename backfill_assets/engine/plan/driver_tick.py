@@ -77,6 +77,11 @@ class TickResult:
     status: tuple[str, str | None] | None = None
 
 
+def code_version_block(frozen: str, loaded: str) -> str:
+    """Why a request whose code changed under it submits nothing more (its runs' versions would be refused)."""
+    return f"blocked: code version changed (frozen {frozen}, loaded {loaded}) — cancel it and create a new request"
+
+
 def settle(run: RunView | None, version_state: str | None, side_effect: bool = False) -> dict | None:
     """The terminal decision of a submitted cell (Cell field values) once its run has finished, or None while it
     has not. ``side_effect``: the cell's asset is a side effect (no version: a successful run is its delivery)."""
@@ -150,11 +155,7 @@ def tick(
 
     # 2. Stop on a code version change, before submitting anything new.
     if record.row["code_version"] != loaded_code_version and record.status in (M.OPEN, M.BLOCKED):
-        result.status = (
-            M.BLOCKED,
-            f"blocked: code version changed (frozen {record.row['code_version']}, loaded {loaded_code_version})"
-            " — cancel it and create a new request",
-        )
+        result.status = (M.BLOCKED, code_version_block(record.row["code_version"], loaded_code_version))
         return result
     if record.status != M.OPEN:
         return result

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import dagster as dg
 
+from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph, AssetSpec
 from backfill_assets.engine.plan.admission import admit, is_launched_from_dagster
 from backfill_assets.engine.plan.planning import SKIP, CellFacts
 from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.integration.runs.runs import other_run_writing
 
 
@@ -46,3 +48,16 @@ def admission_skip(
     Admissions(catalog).record_skip(context.run.run_id, spec.name, partition, decision.reason)
     context.log.info(f"{spec.name} {partition}: not recomputed — {decision.reason}")
     return decision.reason
+
+
+def frozen_code_version(context: dg.AssetExecutionContext, catalog: Catalog) -> str | None:
+    """The code version the run's request froze: our driver tags its runs with it; a backfill launched from
+    Dagster froze the one its adoption recorded (None while the adoption sensor has not seen it yet)."""
+    tags = context.run.tags
+    if tags.get(T.CODE_VERSION):
+        return tags[T.CODE_VERSION]
+    if not is_launched_from_dagster(tags):
+        return None
+    ledger = Ledger(catalog)
+    request_id = f"{T.ADOPTED_PREFIX}{tags[T.DAGSTER_BACKFILL]}"
+    return ledger.get(request_id).row["code_version"] if ledger.exists(request_id) else None

@@ -17,7 +17,7 @@ from backfill_assets.engine.wap.compute import compute
 from backfill_assets.engine.wap.defects import validate_defect
 from backfill_assets.engine.wap.faults import AFTER_EVENT, fault_point
 from backfill_assets.engine.wap.gate import Gate, GateOutcome, earlier_publish
-from backfill_assets.integration.assets.admission import admission_skip
+from backfill_assets.integration.assets.admission import admission_skip, frozen_code_version
 from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.runs.run_identity import identity_from_context
@@ -149,7 +149,7 @@ def gate_one(
         backfill.warehouse(),
         spec,
         identity,
-        frozen_code_version=context.run.tags.get(T.CODE_VERSION),
+        frozen_code_version=frozen_code_version(context, backfill.catalog()),
         # Read again just before the publish CAS: a run marked cancelled while it computed (its code server did
         # not answer the termination, so nothing interrupted this worker) abandons its version instead.
         publish_guard=stopped,

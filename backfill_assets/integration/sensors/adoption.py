@@ -7,6 +7,7 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_request_id, adopted_spec, track_adopted
+from backfill_assets.engine.plan.driver_tick import code_version_block
 from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
@@ -23,15 +24,14 @@ def adopt_and_track(
     """Register new Dagster backfills and update the cells of adopted ones; returns newly adopted ids."""
     ledger = Ledger(catalog)
     adopted = []
+    loaded = code_version(location_files=graph.code_files())
     for info in list_backfills(instance, repository_def):
         request_id = adopted_request_id(info.backfill_id)
         if not ledger.exists(request_id):
             if info.tags.get(T.REQUEST_ID):
                 continue  # launched by our own driver under a request of its own
             spec = adopted_spec(graph, info.cells, info.tags, info.user)
-            ledger.create(
-                request_id, spec, code_version(location_files=graph.code_files()), excluded={}, source="dagster"
-            )
+            ledger.create(request_id, spec, loaded, excluded={}, source="dagster")
             adopted.append(request_id)
         record = ledger.get(request_id)
         if record.status in M.CLOSED_STATUSES:
@@ -60,7 +60,12 @@ def adopt_and_track(
             lambda a, p, run_id, skips=skips: skips.get((a, p, run_id)),
         )
         ledger.update_cells(request_id, updates)
-        if status:
+        if record.row["code_version"] != loaded:
+            # The backfill's remaining steps refuse to publish under the new code (the gate's frozen version):
+            # say so on the request, as the driver does for a request of ours.
+            block = code_version_block(record.row["code_version"], loaded)
+            status = (status[0], f"{status[1]}; {block}") if status else (M.BLOCKED, block)
+        if status and (status[0], status[1]) != (record.status, record.row["message"]):
             ledger.set_status(request_id, *status)
     return adopted
 
