@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -15,11 +16,10 @@ import dagster as dg
 import pytest
 from click.testing import CliRunner
 
-from backfill_assets import graph_of
 from backfill_assets.cli import cli
 from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.model.settings import Settings, code_version
+from backfill_assets.engine.model.settings import Settings
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.db import dispose_all
 from tests.homes import HasStores, fresh_home
@@ -105,12 +105,34 @@ def test_the_readme_code_location_gets_every_promise(project):
     assert catalog.current("daily_usage", DAYS[2]).version_id == first_versions[DAYS[2]].version_id
 
 
-def test_editing_the_code_locations_own_module_is_a_new_code_version(project, monkeypatch):
-    folder, module, _ = project
-    monkeypatch.delenv("BACKFILL_CODE_VERSION")
-    graph = graph_of(module.defs)
-    assert str(folder / f"{MODULE}.py") in graph.code_files()
-    before = code_version(location_files=graph.code_files())
+VERSION_OF = (
+    "import importlib, sys; from backfill_assets import graph_of; "
+    "from backfill_assets.engine.model.settings import code_version; "
+    "m = importlib.import_module(sys.argv[1]); print(code_version(location_files=graph_of(m.defs).code_files()))"
+)
+
+
+def _loaded_code_version(folder: Path, module: str) -> str:
+    """The code version a freshly started process (a reloaded code server, the CLI) computes."""
+    env = {k: v for k, v in os.environ.items() if k != "BACKFILL_CODE_VERSION"}
+    result = subprocess.run([sys.executable, "-c", VERSION_OF, module], cwd=folder, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_editing_the_code_location_or_a_helper_of_its_package_is_a_new_code_version(project):
+    folder, _, _ = project
+    before = _loaded_code_version(folder, MODULE)
     assert "+loc-" in before
     (folder / f"{MODULE}.py").write_text(readme_code() + "\n# a changed transform\n")
-    assert code_version(location_files=graph.code_files()) != before
+    assert _loaded_code_version(folder, MODULE) != before
+
+    package = folder / "metering"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text("FACTOR = 1\n")
+    (package / "definitions.py").write_text(readme_code())
+    first = _loaded_code_version(folder, "metering.definitions")
+    (package / "helpers.py").write_text("FACTOR = 2\n")  # not a transform's own file, but part of the project
+    assert _loaded_code_version(folder, "metering.definitions") != first

@@ -8,7 +8,9 @@ all receive that graph. Plain Python: the callables are the user's transform, au
 from __future__ import annotations
 
 import inspect
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from backfill_assets.engine.model.errors import InvalidInput
@@ -114,13 +116,14 @@ class AssetGraph:
         return sorted(assets, key=self._index.__getitem__)
 
     def code_files(self) -> tuple[str, ...]:
-        """The source files of the assets' transforms and hooks: part of the code version."""
-        found = set()
+        """The code location's source files, part of its code version: every module of the top-level package
+        its transforms and hooks come from (so a helper they import counts too), or the module itself when it is
+        not in a package."""
+        found: set[str] = set()
         for spec in self._specs.values():
             for fn in (spec.transform, spec.fingerprint, spec.deliver, spec.idempotency_key):
-                path = inspect.getsourcefile(fn) if fn is not None else None
-                if path:
-                    found.add(path)
+                if fn is not None:
+                    found.update(_project_files(fn))
         return tuple(sorted(found))
 
     def require(self, name: object, data_only: bool = True) -> AssetSpec:
@@ -129,6 +132,15 @@ class AssetGraph:
         if not isinstance(name, str) or name not in known:
             raise InvalidInput(f"unknown asset {name!r}; known: {', '.join(known)}")
         return self._specs[name]
+
+
+def _project_files(fn: Callable[..., Any]) -> set[str]:
+    top = sys.modules.get((getattr(fn, "__module__", None) or "").split(".")[0])
+    package_dirs = list(getattr(top, "__path__", None) or [])
+    if package_dirs:
+        return {str(p) for d in package_dirs for p in Path(d).rglob("*.py")}
+    path = inspect.getsourcefile(fn)
+    return {path} if path else set()
 
 
 def _topological_names(specs: list[AssetSpec]) -> list[str]:

@@ -54,14 +54,20 @@ def code_version(environ: Mapping[str, str] | None = None, location_files: Itera
     override = env.get(ENV_CODE_VERSION)
     if override:
         return override
-    outside = sorted({str(Path(f).resolve()) for f in location_files} - _package_files())
+    outside = tuple(sorted({str(Path(f).resolve()) for f in location_files} - _package_files()))
     if not outside:
         return _code_version_from_tree()
+    return f"{_code_version_from_tree()}+loc-{_files_digest(outside)}"
+
+
+@lru_cache(maxsize=8)
+def _files_digest(paths: tuple[str, ...]) -> str:
+    # Once per process, like the package's own version: the code this process loaded, not later edits on disk.
     h = hashlib.sha256()
-    for name in outside:
+    for name in paths:
         h.update(Path(name).name.encode())
         h.update(Path(name).read_bytes())
-    return f"{_code_version_from_tree()}+loc-{h.hexdigest()[:8]}"
+    return h.hexdigest()[:8]
 
 
 @lru_cache(maxsize=1)
