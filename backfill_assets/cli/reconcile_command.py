@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 import jinja2
 from rich.console import Console
-from rich.table import Table
 
 from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.plan.reconcile import Report, reconcile
@@ -65,6 +64,31 @@ def render_html(report: Report) -> str:
     return env.get_template("reconcile.html.j2").render(r=data, days=days, assets=assets, grid=grid)
 
 
+TOTALS_SHOWN = (
+    "planned", "cascaded", "handed_off", "runs_created", "attempts", "published", "rolled_back", "rejected",
+    "failed", "skipped", "cancelled", "pending", "in_flight", "still_retrying", "duplicate_publishes", "gaps",
+)
+
+
+def _cell_line(cell) -> list[str]:
+    last = cell.versions[-1] if cell.versions else None
+    parts = [cell.partition_key, cell.asset, cell.decision]
+    if cell.origin != "planned":
+        parts.append(f"({cell.origin})")
+    if cell.versions:
+        parts.append("versions " + " ".join(f"{v.attempt_no}:{v.state}" for v in cell.versions))
+    if last is not None and last.rows is not None:
+        parts.append(f"rows {last.rows}")
+    if last is not None and last.change:
+        parts.append(f"change {json.dumps(last.change)}")
+    if last is not None and last.recomputed_on_current_upstream is not None:
+        parts.append(f"recomputed on current upstream: {last.recomputed_on_current_upstream}")
+    note = (cell.reason or "") + ("; " + last.gap if last is not None and last.gap else "")
+    if note:
+        parts.append(f"— {note}")
+    return parts
+
+
 def print_report(report: Report) -> None:
     console = Console()
     t = report.totals
@@ -72,29 +96,11 @@ def print_report(report: Report) -> None:
         f"[bold]{report.request['request_id']}[/bold] {report.request['status']} — complete: "
         + ("[green]yes[/green]" if report.complete else "[red]no[/red]")
     )
-    totals = Table(title="totals", show_header=False)
-    for key in ("planned", "cascaded", "handed_off", "runs_created", "attempts", "published", "rolled_back",
-                "rejected", "failed", "skipped", "cancelled", "pending", "in_flight", "still_retrying",
-                "duplicate_publishes", "gaps"):
-        totals.add_row(key, str(t[key]))
-    console.print(totals)
-    cells = Table(title="cells")
-    for col in ("partition", "asset", "origin", "decision", "versions", "rows", "change", "recomputed", "note"):
-        cells.add_column(col)
+    # Lines, not tables: a cell's versions, change and note are too wide for a table at 80 columns.
+    console.print("totals: " + ", ".join(f"{key} {t[key]}" for key in TOTALS_SHOWN), highlight=False)
+    console.print(f"cells ({len(report.cells)}):", highlight=False)
     for c in report.cells:
-        last = c.versions[-1] if c.versions else None
-        cells.add_row(
-            c.partition_key,
-            c.asset,
-            c.origin,
-            c.decision,
-            " ".join(f"{v.attempt_no}:{v.state}" for v in c.versions),
-            str(last.rows) if last and last.rows is not None else "",
-            json.dumps(last.change) if last and last.change else "",
-            "" if not last or last.recomputed_on_current_upstream is None else str(last.recomputed_on_current_upstream),
-            (c.reason or "") + ("; " + last.gap if last and last.gap else ""),
-        )
-    console.print(cells)
+        console.print("  " + "  ".join(_cell_line(c)), highlight=False, markup=False)
     for gap in report.gaps:
         console.print(f"[red]gap[/red] {gap['version_id']} ({gap['state']}): {gap['gap']}")
     for s in report.stale_downstream:
