@@ -17,7 +17,6 @@ from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.intervals import BusinessCalendar
 
 STRING, FLOAT, INT, TIMESTAMP, BOOL = "string", "float", "int", "timestamp", "bool"
-LOGICAL_TYPES = (STRING, FLOAT, INT, TIMESTAMP, BOOL)
 
 # Names a transform, audit or hook may ask for besides its upstream assets and resources.
 INTERVAL_ARG = "interval"
@@ -53,10 +52,6 @@ class AssetSpec:
     def is_data_asset(self) -> bool:
         return not self.side_effect
 
-    @property
-    def reads_source(self) -> bool:
-        return not self.upstream and not self.side_effect
-
 
 class AssetGraph:
     """Assets in topological order (upstream first, then declaration order) over one business calendar."""
@@ -77,6 +72,7 @@ class AssetGraph:
                     raise InvalidInput(f"{spec.name} reads side-effect asset {upstream}, which has no data")
         self._specs = {name: by_name[name] for name in _topological_names(given)}
         self._index = {name: i for i, name in enumerate(self._specs)}
+        self._code_files: tuple[str, ...] | None = None
 
     def __contains__(self, name: object) -> bool:
         return name in self._specs
@@ -118,13 +114,15 @@ class AssetGraph:
     def code_files(self) -> tuple[str, ...]:
         """The code location's source files, part of its code version: every module of the top-level package
         its transforms and hooks come from (so a helper they import counts too), or the module itself when it is
-        not in a package."""
-        found: set[str] = set()
-        for spec in self._specs.values():
-            for fn in (spec.transform, spec.fingerprint, spec.deliver, spec.idempotency_key):
-                if fn is not None:
-                    found.update(_project_files(fn))
-        return tuple(sorted(found))
+        not in a package. Listed once: the driver and every step ask, and the loaded code does not change."""
+        if self._code_files is None:
+            found: set[str] = set()
+            for spec in self._specs.values():
+                for fn in (spec.transform, spec.fingerprint, spec.deliver, spec.idempotency_key):
+                    if fn is not None:
+                        found.update(_project_files(fn))
+            self._code_files = tuple(sorted(found))
+        return self._code_files
 
     def require(self, name: object, data_only: bool = True) -> AssetSpec:
         """The spec of a known asset, or a one-line error naming the known ones."""

@@ -8,7 +8,9 @@ from typing import Callable
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.cells import Cell, CellUpdate
+from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.plan.admission import launch_policy
 from backfill_assets.engine.plan.driver_tick import FINISHED_RUN_STATUSES, RunView, settle
 
 ADOPTED_MAX_ACTIVE = 64  # Dagster's daemon paces these runs; the field is informational
@@ -30,17 +32,20 @@ def adopted_spec(
     """The request an adopted backfill amounts to; its tags may carry our policies."""
     assets = tuple(graph.topological({a for a, _ in cells if a in graph}))
     partitions = tuple(sorted({p for _, p in cells}))
-    reprocess = tags.get(T.REPROCESS) if tags.get(T.REPROCESS) in M.REPROCESS_POLICIES else "completed"
+    try:
+        policy = launch_policy(tags)
+    except InvalidInput:
+        policy = launch_policy({})  # its steps refuse the bad tag, naming it; the record keeps the default
     downstream = tags.get(T.DOWNSTREAM) if tags.get(T.DOWNSTREAM) in M.DOWNSTREAM_POLICIES else "none"
-    side_effects = tuple(a for a in assets if graph[a].side_effect and a in tags.get(T.ALLOW_SIDE_EFFECTS, ""))
+    side_effects = tuple(a for a in assets if graph[a].side_effect and a in policy.allow_side_effects)
     return M.RequestSpec(
         assets=assets,
         partitions=partitions,
-        reprocess=reprocess,
+        reprocess=policy.reprocess,
         max_active=ADOPTED_MAX_ACTIVE,
         downstream=downstream,
         allow_side_effects=side_effects,
-        approved_by=tags.get(T.APPROVED_BY) or None,
+        approved_by=policy.approved_by,
         reason=tags.get("backfill/reason", "launched from Dagster"),
         requested_by=tags.get(T.REQUESTED_BY) or user or "dagster",
     )

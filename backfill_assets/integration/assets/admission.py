@@ -10,6 +10,7 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph, AssetSpec
 from backfill_assets.engine.plan.admission import admit, is_launched_from_dagster
+from backfill_assets.engine.plan.adoption import adopted_request_id
 from backfill_assets.engine.plan.planning import SKIP, CellFacts
 from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.catalog import Catalog
@@ -59,5 +60,5 @@ def frozen_code_version(context: dg.AssetExecutionContext, catalog: Catalog) -> 
     if not is_launched_from_dagster(tags):
         return None
     ledger = Ledger(catalog)
-    request_id = f"{T.ADOPTED_PREFIX}{tags[T.DAGSTER_BACKFILL]}"
+    request_id = adopted_request_id(tags[T.DAGSTER_BACKFILL])
     return ledger.get(request_id).row["code_version"] if ledger.exists(request_id) else None

@@ -12,6 +12,7 @@ from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import RunIdentity, params_digest
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.settings import code_version
+from backfill_assets.engine.plan.adoption import adopted_request_id
 
 
 def request_id_from_tags(run_tags: Mapping[str, str]) -> str | None:
@@ -19,7 +20,7 @@ def request_id_from_tags(run_tags: Mapping[str, str]) -> str | None:
         return run_tags[T.REQUEST_ID]
     if run_tags.get(T.DAGSTER_BACKFILL):
         # A backfill launched from the Dagster UI or CLI is adopted into the ledger under this id.
-        return f"{T.ADOPTED_PREFIX}{run_tags[T.DAGSTER_BACKFILL]}"
+        return adopted_request_id(run_tags[T.DAGSTER_BACKFILL])
     return None
 
 

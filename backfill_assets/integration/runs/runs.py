@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import dagster as dg
 
 from backfill_assets.engine.model import tags as T
@@ -41,14 +43,17 @@ def run_partition_keys(run: dg.DagsterRun) -> list[str]:
     return []
 
 
-def in_flight_cells(instance: dg.DagsterInstance, graph: AssetGraph) -> dict[tuple[str, str], str]:
-    """(asset, partition) → run id of every queued or running run that will write that cell."""
-    cells: dict[tuple[str, str], str] = {}
+def _in_flight_writes(instance: dg.DagsterInstance, graph: AssetGraph) -> Iterator[tuple[str, str, dg.DagsterRun]]:
+    """(asset, partition, run) for every cell a queued or running run will write."""
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT_STATUSES)):
         for partition in run_partition_keys(run):
             for asset in run_assets(run, graph):
-                cells[(asset, partition)] = run.run_id
-    return cells
+                yield asset, partition, run
+
+
+def in_flight_cells(instance: dg.DagsterInstance, graph: AssetGraph) -> dict[tuple[str, str], str]:
+    """(asset, partition) → run id of every queued or running run that will write that cell."""
+    return {(asset, partition): run.run_id for asset, partition, run in _in_flight_writes(instance, graph)}
 
 
 def other_run_writing(
@@ -57,10 +62,8 @@ def other_run_writing(
     """A queued or running run, other than ``own`` (or another attempt of its logical run), that will write
     the cell, or None."""
     own_root = own.root_run_id or own.run_id
-    for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT_STATUSES)):
-        if (run.root_run_id or run.run_id) == own_root:
-            continue
-        if partition in run_partition_keys(run) and asset in run_assets(run, graph):
+    for cell_asset, cell_partition, run in _in_flight_writes(instance, graph):
+        if (cell_asset, cell_partition) == (asset, partition) and (run.root_run_id or run.run_id) != own_root:
             return run.run_id
     return None
 
