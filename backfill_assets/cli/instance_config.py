@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from backfill_assets.engine.model.concurrency import RunLimit
+from backfill_assets.engine.model.concurrency import RunLimit, run_limits
 
 INSTANCE_YAML = "dagster.yaml"
 
@@ -30,16 +30,7 @@ def run_queue_limits(home: Path) -> tuple[int | None, list[RunLimit]]:
         or {}
     )
     max_runs = queue.get("max_concurrent_runs")
-    limits = []
-    for entry in queue.get("tag_concurrency_limits") or []:
-        if not isinstance(entry, dict) or "key" not in entry or not isinstance(entry.get("limit"), int):
-            continue
-        value = entry.get("value")
-        per_value = isinstance(value, dict) and value.get("applyLimitPerUniqueValue") is True
-        limits.append(
-            RunLimit(str(entry["key"]), entry["limit"], None if per_value or value is None else str(value), per_value)
-        )
-    return (max_runs if isinstance(max_runs, int) else None), limits
+    return (max_runs if isinstance(max_runs, int) else None), run_limits(queue.get("tag_concurrency_limits"))
 
 
 def _dig(config: Any, *path: str) -> dict | None:

@@ -10,8 +10,7 @@ import click
 import jinja2
 from rich.console import Console
 
-from backfill_assets.engine.model.cells import Cell
-from backfill_assets.engine.plan.reconcile import Report, reconcile
+from backfill_assets.engine.plan.reconcile import Report
 from backfill_assets.engine.store.ledger import validate_request_id
 
 from .app import AppContext, cli, emit, json_option
@@ -28,29 +27,10 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 
 def build_report(app: AppContext, request_id: str, verify_files: bool = False) -> Report:
-    from backfill_assets.integration.runs.reconcile_facts import materialized_version_ids, run_status_lookup
-    from backfill_assets.integration.runs.runs import runs_of_request
+    from backfill_assets.integration.runs.reconcile_facts import request_report
 
-    catalog = app.catalog()
-    instance = _instance()
-    ledger_cells = [c.key for c in _cells(app, request_id)]
-    own_runs = [r.run_id for r in runs_of_request(instance, request_id)]
-
-    version_runs = [v.dagster_run_id for v in catalog.versions_of_request(request_id)]
-    return reconcile(
-        catalog,
-        request_id,
-        app.graph(),
-        run_status_of=run_status_lookup(instance, own_runs + version_runs),
-        materialized_version_ids=materialized_version_ids(instance, ledger_cells),
-        warehouse=app.warehouse() if verify_files else None,
-    )
-
-
-def _cells(app: AppContext, request_id: str) -> list[Cell]:
-    from backfill_assets.engine.store.ledger import Ledger
-
-    return Ledger(app.catalog()).cells(request_id)
+    warehouse = app.warehouse() if verify_files else None
+    return request_report(_instance(), app.catalog(), app.graph(), request_id, warehouse)
 
 
 def render_html(report: Report) -> str:

@@ -12,11 +12,10 @@ from rich.table import Table
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
-from backfill_assets.engine.model.concurrency import Concurrency, effective_concurrency
+from backfill_assets.engine.model.concurrency import Concurrency
 from backfill_assets.engine.model.errors import InvalidInput
-from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.settings import code_version
-from backfill_assets.engine.plan.planning import decide
+from backfill_assets.engine.plan.creation import QueueLimits, build_request, create_request
 from backfill_assets.engine.plan.reconcile import count_decisions, decisions_now
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
 
@@ -75,13 +74,15 @@ def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
     """
     options["requested_by"] = options["requested_by"] or default_user()
     graph = app.graph()
-    spec = M.build_spec(graph, graph.calendar.newest_complete_key(utc_now()), **options)
+    spec = build_request(graph, **options)
     catalog = app.catalog()
     loaded = code_version(location_files=graph.code_files())
     concurrency = concurrency_of(app, spec)
     stated = {"effective_concurrency": concurrency.effective, "concurrency_note": concurrency.note}
     if dry_run:
-        plan = _dry_run(app, spec)
+        from backfill_assets.integration.request_planning import dry_run as plan_cells
+
+        plan = plan_cells(graph, catalog, _instance(), spec)
         emit(
             {"dry_run": True, "code_version": loaded, "max_active": spec.effective_max_active, "cells": plan,
              **stated},
@@ -89,7 +90,7 @@ def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
             lambda: _print_plan(spec, plan, concurrency),
         )
         return
-    record = Ledger(catalog).create(M.new_request_id(utc_now()), spec, loaded, spec.excluded_cells(graph))
+    record = create_request(graph, catalog, spec, loaded, M.RequestSource.CLI)
     emit(
         record.as_dict() | stated,
         as_json,
@@ -103,21 +104,7 @@ def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
 def concurrency_of(app: AppContext, spec: M.RequestSpec) -> Concurrency:
     """What the run queue lets this request execute at once (its max_active, or less, and why)."""
     max_runs, limits = run_queue_limits(app.home)
-    tags = {T.LANE: T.LANE_BACKFILL, T.REQUEST_ID: "this request"}
-    return effective_concurrency(spec.effective_max_active, tags, max_runs, limits, f"{app.home}/dagster.yaml")
-
-
-def _dry_run(app: AppContext, spec: M.RequestSpec) -> list[dict]:
-    from backfill_assets.integration.sensors.driver import cell_facts_source
-
-    cells = [(a, p) for p in spec.ordered_partitions() for a in spec.assets]
-    graph = app.graph()
-    facts_of = cell_facts_source(graph, app.catalog(), _instance(), cells)
-    plan = []
-    for asset, partition in cells:
-        decision = decide(spec, graph[asset], facts_of(asset, partition))
-        plan.append({"asset": asset, "partition_key": partition, "action": decision.action, "reason": decision.reason})
-    return plan
+    return QueueLimits(max_runs, limits, f"{app.home}/dagster.yaml").concurrency(spec)
 
 
 def _print_plan(spec: M.RequestSpec, plan: list[dict], concurrency: Concurrency) -> None:
@@ -214,7 +201,7 @@ def cancel(app: AppContext, request_id: str, terminate_timeout: float | None, as
     record = ledger.get(validate_request_id(request_id))
     instance = _instance()
     dagster_backfill = None
-    if record.source == "dagster":
+    if record.source == M.RequestSource.DAGSTER:
         # Adopted: Dagster's backfill daemon launches its runs, so the backfill itself is cancelled first.
         dagster_backfill = cancel_backfill(instance, request_id.removeprefix(T.ADOPTED_PREFIX))
     submitted, already = close_request(ledger, request_id)
@@ -230,7 +217,7 @@ def cancel(app: AppContext, request_id: str, terminate_timeout: float | None, as
         "terminated_runs": outcome.terminated,
         "forced_runs": outcome.forced,
     }
-    if record.source == "dagster":
+    if record.source == M.RequestSource.DAGSTER:
         payload["dagster_backfill_status"] = dagster_backfill
     verb = "already cancelled" if already else "cancelled"
     human = f"{verb} {request_id}; terminated {len(outcome.terminated)} run(s)"

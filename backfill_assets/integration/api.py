@@ -30,6 +30,7 @@ from backfill_assets.integration.assets.chunks import build_chunk_job
 from backfill_assets.integration.assets.gated import build_gated_asset
 from backfill_assets.integration.assets.side_effects import KEY_ARG, PAYLOAD_ARG, build_side_effect_asset
 from backfill_assets.integration.jobs import backfill_job, production_job, production_schedule
+from backfill_assets.integration.request_jobs import build_report_job, build_request_job
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.sensors.adoption import build_adoption_sensor
 from backfill_assets.integration.sensors.driver import build_driver_sensor
@@ -157,7 +158,8 @@ def backfill_definitions(
     backfill: BackfillResource | None = None,
 ) -> dg.Definitions:
     """The code location: gated assets and their blocking checks, the production and backfill jobs, the batched
-    (chunk) job, the production schedule, and the backfill driver, propagation and adoption sensors."""
+    (chunk) job, the Launchpad's backfill_request and backfill_report jobs, the production schedule, and the
+    backfill driver, propagation and adoption sensors."""
     graph = asset_graph(assets)
     resources = dict(resources or {})
     if BACKFILL_RESOURCE in resources:
@@ -174,14 +176,15 @@ def backfill_definitions(
         for spec in graph
     ]
     chunk_job = build_chunk_job(graph)
+    request_job, report_job = build_request_job(graph), build_report_job(graph)
     defs = dg.Definitions(
         assets=built,
-        jobs=[production_job, backfill_job, chunk_job],
+        jobs=[production_job, backfill_job, chunk_job, request_job, report_job],
         schedules=[production_schedule],
         sensors=[
-            build_driver_sensor(graph, [backfill_job, chunk_job]),
+            build_driver_sensor(graph, [backfill_job, chunk_job, report_job]),
             build_propagation_sensor(graph),
-            build_adoption_sensor(graph),
+            build_adoption_sensor(graph, report_job),
         ],
         resources={BACKFILL_RESOURCE: backfill or BackfillResource(), **resources},
         # Steps run inside the run's own process: a run is a handful of small steps in dependency order, and a

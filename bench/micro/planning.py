@@ -18,7 +18,7 @@ from backfill_assets.engine.plan.planning import decide
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import DEMO_TIMEZONE
-from backfill_assets.integration.sensors.driver import cell_facts_source
+from backfill_assets.integration.runs.cell_facts import cell_facts_source
 
 from ..orders import GRAPH as ORDERS
 from ..workspace import Workspace

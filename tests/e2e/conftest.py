@@ -44,7 +44,7 @@ from tests.orders import MODULE as CODE_LOCATION_MODULE
 from tests.orders import run_partitions
 
 CODE_VERSION = "e2e-code"
-SEED_FROM, SEED_TO = "2022-09-01", "2022-10-03"
+SEED_FROM, SEED_TO = "2022-09-01", "2022-10-10"
 ORDERS_PER_DAY = 60
 HOLD_TAG = "test/hold"
 WAIT_TIMEOUT = "120"
@@ -97,14 +97,18 @@ def stop_process(proc: subprocess.Popen, timeout: float = 30.0) -> None:
         pass
 
 
+# The run slots (the driver's queue-ahead and a UI backfill's max_active) and the UI backfill's order hold.
+KEPT_LIMITS = (T.SLOT, T.QUEUE_HOLD)
+
+
 def write_instance_yaml(home: Path) -> None:
     """The project's dagster.yaml with the run concurrency replaced: only the driver (and its run slots, which
     the driver relies on for queue-ahead) limits a request; no lane or per-request backstop."""
     config = yaml.safe_load((PACKAGE_DIR.parent / "dagster.yaml").read_text())
-    [slot_limit] = [lim for lim in config["concurrency"]["runs"]["tag_concurrency_limits"] if lim["key"] == T.SLOT]
+    kept = [lim for lim in config["concurrency"]["runs"]["tag_concurrency_limits"] if lim["key"] in KEPT_LIMITS]
     config["concurrency"]["runs"] = {
         "max_concurrent_runs": 4,
-        "tag_concurrency_limits": [{"key": HOLD_TAG, "limit": 0}, slot_limit],
+        "tag_concurrency_limits": [{"key": HOLD_TAG, "limit": 0}, *kept],
     }
     (home / "dagster.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
@@ -216,6 +220,19 @@ class E2E:
 
     def log_tail(self) -> str:
         return tail(self.daemon_log)
+
+
+def launch_held_run(e2e: E2E, day: str) -> dg.DagsterRun:
+    """A real queued run of the whole asset job for ``day`` that the run queue never dequeues (test/hold)."""
+    launched = subprocess.run(
+        [dagster_bin("dagster"), "job", "launch", "-m", CODE_LOCATION_MODULE, "-j", "__ASSET_JOB",
+         "--tags", json.dumps({T.DAGSTER_PARTITION: day, HOLD_TAG: "1"})],
+        env=dagster_env(), capture_output=True, text=True, timeout=120,
+    )
+    assert launched.returncode == 0, launched.stdout + launched.stderr
+    [run] = e2e.instance.get_runs(dg.RunsFilter(tags={HOLD_TAG: "1", T.DAGSTER_PARTITION: day}))
+    assert run.status == dg.DagsterRunStatus.QUEUED
+    return run
 
 
 def _wait_until_daemon_ready(instance: dg.DagsterInstance, proc: subprocess.Popen, log: Path) -> None:

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-
 import dagster as dg
 import pytest
 
-from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import tags as T
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
-from tests.orders import MODULE as CODE_LOCATION_MODULE
 
-from .conftest import CODE_VERSION, HOLD_TAG, dagster_env
+from .conftest import CODE_VERSION, launch_held_run
 
 pytestmark = pytest.mark.daemon
 
@@ -127,19 +122,6 @@ def test_each_reprocess_policy_runs_exactly_the_expected_cells_as_its_dry_run_pr
             else:
                 assert (row["decision"], row["reason"]) == ("skipped", reason), (policy, row)
         assert all(latest_state(e2e, ORDER_FACTS, d) == "PUBLISHED" for _, d in creates), policy
-
-
-def launch_held_run(e2e, day: str) -> dg.DagsterRun:
-    """A real queued run of the whole asset job for ``day`` that the run queue never dequeues (test/hold)."""
-    launched = subprocess.run(
-        [dagster_bin("dagster"), "job", "launch", "-m", CODE_LOCATION_MODULE, "-j", "__ASSET_JOB",
-         "--tags", json.dumps({T.DAGSTER_PARTITION: day, HOLD_TAG: "1"})],
-        env=dagster_env(), capture_output=True, text=True, timeout=120,
-    )
-    assert launched.returncode == 0, launched.stdout + launched.stderr
-    [run] = e2e.instance.get_runs(dg.RunsFilter(tags={HOLD_TAG: "1", T.DAGSTER_PARTITION: day}))
-    assert run.status == dg.DagsterRunStatus.QUEUED
-    return run
 
 
 def test_cell_with_a_queued_run_is_never_duplicated(e2e):

@@ -14,10 +14,12 @@ import dagster as dg
 import pytest
 
 from backfill_assets.cli.daemon import dagster_bin
-from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.store.outbox import deliveries
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 
-from .conftest import dagster_env, stop_process, tail
+from .conftest import dagster_env, launch_held_run, poll, stop_process, tail
 
 pytestmark = pytest.mark.daemon
 
@@ -87,6 +89,41 @@ class Webserver:
         return payload["data"]
 
 
+def launch_adopted(
+    e2e, webserver: Webserver, assets: list[str], days: list[str], tags: dict[str, str]
+) -> tuple[str, str]:
+    """Launch a backfill as the UI's dialog does (GraphQL launchPartitionBackfill with the dialog's tags) and
+    wait until the adoption sensor has it in the ledger; returns (backfill id, request id)."""
+    launched = webserver.graphql(
+        LAUNCH,
+        {
+            "params": {
+                "assetSelection": [{"path": [a]} for a in assets],
+                "partitionNames": days,
+                "tags": [{"key": k, "value": v} for k, v in tags.items()],
+                "title": f"ui backfill {tags}",
+            }
+        },
+    )["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    request_id = f"dg-{launched['backfillId']}"
+    poll(
+        lambda: request_id in {r["request_id"] for r in e2e.cli_json("request", "list")},
+        ADOPTION_TIMEOUT,
+        f"{request_id} adopted",
+    )
+    return launched["backfillId"], request_id
+
+
+def assert_reconciles_exactly(e2e, request_id: str, published: int, skipped: int) -> None:
+    report = e2e.cli_json("reconcile", request_id)
+    totals = report["totals"]
+    assert report["complete"] is True, report
+    assert (totals["published"], totals["skipped"], totals["duplicate_publishes"], totals["gaps"]) == (
+        published, skipped, 0, 0
+    ), totals
+
+
 @pytest.fixture
 def webserver(e2e):
     server = Webserver(e2e.home)
@@ -153,23 +190,7 @@ def test_a_ui_backfill_keeps_its_reprocess_policy(e2e, webserver):
     serving = e2e.catalog.current(ORDER_FACTS, published).version_id
 
     # What the dialog sends when the user adds the tag backfill/reprocess=failed.
-    launched = webserver.graphql(
-        LAUNCH,
-        {
-            "params": {
-                "assetSelection": [{"path": [ORDER_FACTS]}],
-                "partitionNames": POLICY_DAYS,
-                "tags": [{"key": "backfill/reprocess", "value": "failed"}],
-                "title": "ui backfill, reprocess failed",
-            }
-        },
-    )["launchPartitionBackfill"]
-    assert launched["__typename"] == "LaunchBackfillSuccess", launched
-    request_id = f"dg-{launched['backfillId']}"
-    deadline = time.monotonic() + ADOPTION_TIMEOUT
-    while request_id not in {r["request_id"] for r in e2e.cli_json("request", "list")}:
-        assert time.monotonic() < deadline, f"{request_id} was not adopted within {ADOPTION_TIMEOUT} s"
-        time.sleep(1)
+    _, request_id = launch_adopted(e2e, webserver, [ORDER_FACTS], POLICY_DAYS, {T.REPROCESS: "failed"})
     e2e.wait(request_id)
 
     shown = e2e.show(request_id)
@@ -184,7 +205,65 @@ def test_a_ui_backfill_keeps_its_reprocess_policy(e2e, webserver):
     logs = " ".join(r.user_message for r in e2e.instance.all_logs(skipped_run))
     assert "not recomputed — latest attempt PUBLISHED (backfill/reprocess=failed)" in logs
 
-    report = e2e.cli_json("reconcile", request_id)
-    totals = report["totals"]
-    assert report["complete"] is True
-    assert (totals["published"], totals["skipped"], totals["duplicate_publishes"], totals["gaps"]) == (2, 1, 0, 0)
+    assert_reconciles_exactly(e2e, request_id, published=2, skipped=1)
+
+
+PACED_DAYS = ["2022-10-04", "2022-10-05", "2022-10-06", "2022-10-07"]
+
+
+def test_a_ui_backfill_runs_at_most_max_active_runs_newest_first(e2e, webserver):
+    e2e.prepare(PACED_DAYS, [RAW_ORDERS])
+    backfill_id, request_id = launch_adopted(
+        e2e, webserver, [ORDER_FACTS], PACED_DAYS, {T.MAX_ACTIVE: "1", T.ORDER: "backward"}
+    )
+    e2e.wait(request_id)
+
+    shown = e2e.show(request_id)
+    assert (shown["max_active"], shown["order"]) == (1, "backward")
+    records = sorted(
+        e2e.instance.get_run_records(dg.RunsFilter(tags={T.DAGSTER_BACKFILL: backfill_id})),
+        key=lambda r: r.start_time,
+    )
+    assert [r.dagster_run.tags[T.DAGSTER_PARTITION] for r in records] == list(reversed(PACED_DAYS))
+    for earlier, later in zip(records, records[1:], strict=False):
+        assert later.start_time >= earlier.end_time, "two runs of a max_active=1 backfill overlapped"
+    for record in records:
+        tags = record.dagster_run.tags
+        assert (tags[T.SLOT], tags[T.LANE], tags[T.QUEUE_HOLD]) == (f"{request_id}/0", "backfill", "released")
+    assert_reconciles_exactly(e2e, request_id, published=len(PACED_DAYS), skipped=0)
+
+
+SIDE_EFFECT_DAY = "2022-10-08"
+
+
+def test_a_ui_backfill_leaves_an_unapproved_side_effect_alone(e2e, webserver):
+    e2e.prepare([SIDE_EFFECT_DAY], [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE])
+    _, request_id = launch_adopted(e2e, webserver, [REVENUE_ALERT], [SIDE_EFFECT_DAY], {})
+    e2e.wait(request_id)
+
+    [cell] = e2e.show(request_id)["cells"]
+    assert cell["decision"] == "skipped"
+    assert cell["reason"].startswith("side effect not authorized"), cell
+    logs = " ".join(r.user_message for r in e2e.instance.all_logs(cell["dagster_run_id"]))
+    assert f"{REVENUE_ALERT} {SIDE_EFFECT_DAY}: not run — side effect not authorized" in logs
+    assert deliveries(e2e.catalog, SIDE_EFFECT_DAY, asset=REVENUE_ALERT) == []
+    assert_reconciles_exactly(e2e, request_id, published=0, skipped=1)
+
+
+IN_FLIGHT_DAY = "2022-10-09"
+
+
+def test_a_ui_backfill_never_computes_a_cell_another_run_has_in_flight(e2e, webserver):
+    e2e.prepare([IN_FLIGHT_DAY], [RAW_ORDERS])
+    held = launch_held_run(e2e, IN_FLIGHT_DAY)  # a queued run that will write the day (the queue never starts it)
+    try:
+        _, request_id = launch_adopted(e2e, webserver, [ORDER_FACTS], [IN_FLIGHT_DAY], {T.REPROCESS: "completed"})
+        e2e.wait(request_id)
+        [cell] = e2e.show(request_id)["cells"]
+        assert (cell["decision"], cell["reason"]) == (
+            "skipped", f"in flight (run {held.run_id[:8]}) ({T.REPROCESS}=completed)"
+        )
+        assert e2e.catalog.versions_of(ORDER_FACTS, IN_FLIGHT_DAY) == []
+        assert_reconciles_exactly(e2e, request_id, published=0, skipped=1)
+    finally:
+        e2e.instance.report_run_canceled(e2e.instance.get_run_by_id(held.run_id))

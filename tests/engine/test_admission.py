@@ -10,10 +10,17 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.cells import Cell, CellOrigin
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.plan.admission import admit, is_launched_from_dagster, launch_policy
-from backfill_assets.engine.plan.adoption import AdoptedRun, track_adopted
+from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_spec, track_adopted
 from backfill_assets.engine.plan.driver_tick import RunView
+from backfill_assets.engine.plan.pacing import pacing_tags, released_partitions
 from backfill_assets.engine.plan.planning import CREATE, SKIP, CellFacts
-from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
+from backfill_assets.examples.orders.domain import (
+    CUSTOMER_SNAPSHOT,
+    DAILY_REVENUE,
+    ORDER_FACTS,
+    RAW_ORDERS,
+    REVENUE_ALERT,
+)
 from tests.orders import GRAPH
 
 UI = {T.DAGSTER_BACKFILL: "abcdefgh"}
@@ -90,3 +97,79 @@ def test_a_cell_written_by_its_run_is_not_called_left_alone():
     run = AdoptedRun(RunView("run-1", None, day, "SUCCESS"), (ORDER_FACTS,))
     updates, _ = track_adopted(GRAPH, cells, [run], lambda a, p, r: "PUBLISHED", True, False, lambda a, p, r: None)
     assert updates[0].values["decision"] == M.PUBLISHED
+
+
+@pytest.mark.parametrize(
+    "tag, value",
+    [(T.MAX_ACTIVE, "0"), (T.MAX_ACTIVE, "65"), (T.MAX_ACTIVE, "two"), (T.MAX_ACTIVE, "-1"), (T.ORDER, "newest")],
+)
+def test_bad_pacing_tags_are_refused_naming_the_tag(tag, value):
+    with pytest.raises(InvalidInput, match=f"tag {tag}="):
+        launch_policy({**UI, tag: value})
+
+
+def test_pacing_tags_default_from_the_run_coordinator():
+    assert launch_policy(UI, default_max_active=3).max_active == 3
+    assert launch_policy({**UI, T.MAX_ACTIVE: "1"}, default_max_active=3).max_active == 1
+    assert launch_policy(UI).order == "forward"
+
+
+def test_a_depends_on_past_asset_refuses_backward_order():
+    with pytest.raises(InvalidInput, match=f"tag {T.ORDER}=backward is refused: {CUSTOMER_SNAPSHOT}"):
+        admit({**UI, T.ORDER: "backward"}, GRAPH[CUSTOMER_SNAPSHOT], CellFacts())
+    assert admit({**UI, T.ORDER: "backward"}, GRAPH[ORDER_FACTS], CellFacts()).action == CREATE
+
+
+DAYS = ["2022-10-01", "2022-10-02", "2022-10-03", "2022-10-04", "2022-10-05"]
+
+
+def _paced(tags: dict, day: str, serial: bool = False) -> dict:
+    return pacing_tags("dg-abc", {**UI, **tags}, day, DAYS, serial, default_max_active=2)
+
+
+def test_backward_runs_newest_first_in_max_active_slots():
+    paced = {d: _paced({T.ORDER: "backward"}, d) for d in DAYS}
+    by_priority = sorted(DAYS, key=lambda d: -int(paced[d][T.DAGSTER_PRIORITY]))
+    assert by_priority == list(reversed(DAYS))
+    # Consecutive runs in that order take distinct slots: two run at once, never three.
+    assert [paced[d][T.SLOT] for d in by_priority] == ["dg-abc/0", "dg-abc/1", "dg-abc/0", "dg-abc/1", "dg-abc/0"]
+    assert all(p[T.LANE] == T.LANE_BACKFILL for p in paced.values())
+    assert max(int(p[T.DAGSTER_PRIORITY]) for p in paced.values()) < T.PRIORITY_PRODUCTION
+
+
+def test_forward_runs_oldest_first_and_max_active_sets_the_slots():
+    paced = {d: _paced({T.MAX_ACTIVE: "3"}, d) for d in DAYS}
+    assert sorted(DAYS, key=lambda d: -int(paced[d][T.DAGSTER_PRIORITY])) == DAYS
+    assert {p[T.SLOT] for p in paced.values()} == {"dg-abc/0", "dg-abc/1", "dg-abc/2"}
+
+
+def test_a_depends_on_past_backfill_has_one_slot_and_runs_forward():
+    paced = {d: _paced({T.MAX_ACTIVE: "4", T.ORDER: "backward"}, d, serial=True) for d in DAYS}
+    assert {p[T.SLOT] for p in paced.values()} == {"dg-abc/0"}
+    assert sorted(DAYS, key=lambda d: -int(paced[d][T.DAGSTER_PRIORITY])) == DAYS
+
+
+def test_a_bad_pacing_tag_paces_with_the_defaults():
+    # The steps refuse the tag (above); the queue still holds the backfill to the default max_active.
+    assert {_paced({T.MAX_ACTIVE: "many"}, d)[T.SLOT] for d in DAYS} == {"dg-abc/0", "dg-abc/1"}
+
+
+def test_an_adopted_request_records_the_effective_pacing():
+    cells = tuple((ORDER_FACTS, d) for d in DAYS)
+    spec = adopted_spec(GRAPH, cells, {T.MAX_ACTIVE: "1", T.ORDER: "backward"}, "ui-user", default_max_active=2)
+    assert (spec.max_active, spec.order, spec.serial) == (1, "backward", False)
+    assert adopted_spec(GRAPH, cells, {}, None, default_max_active=3).max_active == 3
+    past = adopted_spec(GRAPH, tuple((CUSTOMER_SNAPSHOT, d) for d in DAYS), {}, None, default_max_active=2)
+    assert past.serial and past.effective_max_active == 1
+    # An instance whose coordinator does not pace Dagster's backfills: the record does not claim it does.
+    assert adopted_spec(GRAPH, cells, {T.MAX_ACTIVE: "1"}, None, default_max_active=None).max_active == 64
+
+
+def test_held_runs_are_released_once_every_run_before_them_is_queued():
+    backward = list(reversed(DAYS))
+    # Dagster queues oldest first: a backward backfill's runs stay held until the newest is queued.
+    assert released_partitions(backward, set(DAYS[:4])) == []
+    assert released_partitions(backward, set(DAYS)) == backward
+    assert released_partitions(DAYS, set(DAYS[:2])) == DAYS[:2]
+    assert released_partitions(DAYS, {DAYS[0], DAYS[2]}) == DAYS[:1]
+    assert all(_paced({}, d)[T.QUEUE_HOLD] == T.HELD for d in DAYS)

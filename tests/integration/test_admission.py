@@ -60,7 +60,7 @@ def test_a_ui_backfill_does_not_publish_under_code_that_changed_since_its_adopti
     assert all(r.success for r in run_partitions(env.instance, [DAY], assets=[RAW_ORDERS]))
     serving = env.catalog.current(RAW_ORDERS, DAY)
     # Adopted (as the adoption sensor records it) while another code version was loaded.
-    spec = adopted_spec(GRAPH, ((RAW_ORDERS, DAY),), {}, "ui-user")
+    spec = adopted_spec(GRAPH, ((RAW_ORDERS, DAY),), {}, "ui-user", default_max_active=2)
     Ledger(env.catalog).create(f"{T.ADOPTED_PREFIX}uibackfl", spec, "code-at-adoption", excluded={}, source="dagster")
     [run] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS], tags=UI_BACKFILL)
     assert not run.success

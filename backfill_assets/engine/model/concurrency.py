@@ -8,7 +8,7 @@ unless someone says so: ``request create`` and the dry run print this module's a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from backfill_assets.engine.model import tags as T
 
@@ -32,6 +32,21 @@ class RunLimit:
             return f"tag limit {self.key}: {self.limit} per distinct value (per request)"
         target = f"{self.key}={self.value}" if self.value is not None else self.key
         return f"tag limit {target}: {self.limit}, shared by every run carrying it (every backfill)"
+
+
+def run_limits(tag_concurrency_limits: Iterable[Any] | None) -> list[RunLimit]:
+    """``tag_concurrency_limits`` entries as Dagster's config holds them (dagster.yaml, or the instance's run queue
+    config); malformed entries are left out."""
+    limits = []
+    for entry in tag_concurrency_limits or []:
+        if not isinstance(entry, dict) or "key" not in entry or not isinstance(entry.get("limit"), int):
+            continue
+        value = entry.get("value")
+        per_value = isinstance(value, dict) and value.get("applyLimitPerUniqueValue") is True
+        limits.append(
+            RunLimit(str(entry["key"]), entry["limit"], None if per_value or value is None else str(value), per_value)
+        )
+    return limits
 
 
 @dataclass(frozen=True)

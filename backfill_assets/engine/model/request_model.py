@@ -60,6 +60,18 @@ class CellDecision(StrEnum):
     ROLLED_BACK = "rolled_back"
 
 
+class RequestSource(StrEnum):
+    """Where a request was made. CLI and Launchpad requests are planned and driven by the driver sensor; a
+    Dagster backfill (the UI's dialog, ``dagster job backfill``) is adopted and run by Dagster's daemon."""
+
+    CLI = "cli"
+    LAUNCHPAD = "launchpad"
+    DAGSTER = "dagster"
+
+
+DRIVEN_SOURCES = (RequestSource.CLI, RequestSource.LAUNCHPAD)
+
+
 # StrEnum members are the strings they stand for: rows read back compare equal, JSON and SQL see plain strings.
 REPROCESS_POLICIES = tuple(ReprocessPolicy)
 DOWNSTREAM_POLICIES = tuple(DownstreamPolicy)

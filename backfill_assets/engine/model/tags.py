@@ -9,9 +9,21 @@ REQUESTED_BY = "backfill/requested_by"
 REQUESTED_AT = "backfill/requested_at"
 ALLOW_SIDE_EFFECTS = "backfill/allow_side_effects"
 APPROVED_BY = "backfill/approved_by"
+# Launch tags of a backfill started from Dagster (the UI's dialog, `dagster job backfill`): its pacing and order.
+MAX_ACTIVE = "backfill/max_active"
+ORDER = "backfill/order"
+REASON = "backfill/reason"
+# A run of such a backfill waits in the queue ("held", a tag limit of 0 in dagster.yaml) until every run before it
+# in the backfill's order has been queued, then is "released": the queue can then start them in that order.
+QUEUE_HOLD = "backfill/queue_hold"
+HELD = "held"
+RELEASED = "released"
 # One of a request's max_active run slots ("<request id>/<n>"); the instance runs one run per slot at a time, so
 # the driver can queue a run behind each running one and the queue starts it the moment its slot frees.
 SLOT = "backfill/slot"
+# A run that shows a request's plan or report in the UI (the Launchpad's backfill_request, backfill_report): it
+# computes nothing, so it is never one of the request's runs (those carry backfill/request_id).
+REPORT_OF = "backfill/report_of"
 # A batched (chunk) run: the days and assets it writes (it is an op job, so Dagster's partition tags do not apply).
 CHUNK_FIRST = "backfill/chunk_first"
 CHUNK_LAST = "backfill/chunk_last"

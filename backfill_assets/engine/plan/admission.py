@@ -14,33 +14,59 @@ from backfill_assets.engine.plan.planning import SKIP, CellFacts, Decision, deci
 
 # A backfill launched from Dagster without our tag recomputes what it selects: Dagster's own behaviour.
 DEFAULT_LAUNCH_REPROCESS = M.ReprocessPolicy.COMPLETED
+# Runs of one such backfill at once when neither its tag nor the run coordinator's config says otherwise
+# (the same default as ``request create --max-active``).
+DEFAULT_LAUNCH_MAX_ACTIVE = 2
 
 
 def is_launched_from_dagster(run_tags: Mapping[str, str]) -> bool:
-    """A run of a Dagster backfill that no request of ours submitted (our driver tags its runs)."""
-    return bool(run_tags.get(T.DAGSTER_BACKFILL)) and not run_tags.get(T.REQUEST_ID)
+    """A run of a Dagster backfill that no request of ours submitted (our driver tags its runs with its request;
+    the run coordinator tags a Dagster backfill's runs with the adopted id ``dg-<backfill id>``)."""
+    backfill_id = run_tags.get(T.DAGSTER_BACKFILL)
+    if not backfill_id:
+        return False
+    return run_tags.get(T.REQUEST_ID) in (None, "", f"{T.ADOPTED_PREFIX}{backfill_id}")
 
 
-def launch_policy(run_tags: Mapping[str, str]) -> M.RequestSpec:
+def launch_policy(run_tags: Mapping[str, str], default_max_active: int = DEFAULT_LAUNCH_MAX_ACTIVE) -> M.RequestSpec:
     """The request policy a Dagster backfill's tags ask for; an unknown value is an error naming the tag."""
     reprocess = run_tags.get(T.REPROCESS) or DEFAULT_LAUNCH_REPROCESS
-    if reprocess not in M.REPROCESS_POLICIES:
-        raise InvalidInput(
-            f"tag {T.REPROCESS}={reprocess!r} is not one of {', '.join(M.REPROCESS_POLICIES)}; nothing was computed"
-        )
+    order = run_tags.get(T.ORDER) or M.Order.FORWARD
+    for tag, value, allowed in ((T.REPROCESS, reprocess, M.REPROCESS_POLICIES), (T.ORDER, order, M.ORDERS)):
+        if value not in allowed:
+            raise InvalidInput(f"tag {tag}={value!r} is not one of {', '.join(allowed)}; nothing was computed")
+    max_active = _max_active(run_tags.get(T.MAX_ACTIVE), default_max_active)
     allowed = tuple(a.strip() for a in (run_tags.get(T.ALLOW_SIDE_EFFECTS) or "").split(",") if a.strip())
     return M.RequestSpec(
         assets=(),
         partitions=(),
         reprocess=reprocess,
+        max_active=max_active,
+        order=order,
         allow_side_effects=allowed,
         approved_by=run_tags.get(T.APPROVED_BY) or None,
     )
 
 
+def _max_active(value: str | None, default: int) -> int:
+    if value is None or value == "":
+        return default
+    if not value.strip().isdigit() or not 1 <= int(value) <= M.MAX_ACTIVE_LIMIT:
+        raise InvalidInput(
+            f"tag {T.MAX_ACTIVE}={value!r} must be a whole number between 1 and {M.MAX_ACTIVE_LIMIT}; "
+            "nothing was computed"
+        )
+    return int(value)
+
+
 def admit(run_tags: Mapping[str, str], asset: AssetSpec, facts: CellFacts) -> Decision:
     """Whether this step may compute the cell, and why (``planning.decide`` on the launch tags' policy)."""
     policy = launch_policy(run_tags)
+    if asset.depends_on_past and policy.order == M.Order.BACKWARD:
+        raise InvalidInput(
+            f"tag {T.ORDER}=backward is refused: {asset.name} depends on the past and runs forward only; "
+            "nothing was computed"
+        )
     decision = decide(policy, asset, facts)
     if decision.action == SKIP:
         return Decision(SKIP, f"{decision.reason} ({T.REPROCESS}={policy.reprocess})")

@@ -13,7 +13,9 @@ from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.plan.admission import launch_policy
 from backfill_assets.engine.plan.driver_tick import FINISHED_RUN_STATUSES, RunView, settle
 
-ADOPTED_MAX_ACTIVE = 64  # Dagster's daemon paces these runs; the field is informational
+# What an adopted request records as max_active on an instance whose run coordinator does not pace Dagster's
+# backfills (not ours): nothing limits them but the queue's own limits.
+UNPACED_MAX_ACTIVE = 64
 
 
 @dataclass(frozen=True)
@@ -27,26 +29,40 @@ def adopted_request_id(backfill_id: str) -> str:
 
 
 def adopted_spec(
-    graph: AssetGraph, cells: tuple[tuple[str, str], ...], tags: dict[str, str], user: str | None
+    graph: AssetGraph,
+    cells: tuple[tuple[str, str], ...],
+    tags: dict[str, str],
+    user: str | None,
+    default_max_active: int | None,
 ) -> M.RequestSpec:
-    """The request an adopted backfill amounts to; its tags may carry our policies."""
+    """The request an adopted backfill amounts to; its tags may carry our policies.
+
+    ``default_max_active``: the run coordinator's default pacing (``integration/runs/coordinator.py``), None when
+    the instance's coordinator does not pace Dagster's backfills."""
     assets = tuple(graph.topological({a for a, _ in cells if a in graph}))
     partitions = tuple(sorted({p for _, p in cells}))
+    default = default_max_active or UNPACED_MAX_ACTIVE
     try:
-        policy = launch_policy(tags)
+        policy = launch_policy(tags, default)
     except InvalidInput:
-        policy = launch_policy({})  # its steps refuse the bad tag, naming it; the record keeps the default
-    downstream = tags.get(T.DOWNSTREAM) if tags.get(T.DOWNSTREAM) in M.DOWNSTREAM_POLICIES else "none"
+        # Its steps refuse the bad tag, naming it; the record keeps the defaults.
+        policy = launch_policy({}, default)
+    past = any(graph[a].depends_on_past for a in assets)
+    paced = default_max_active is not None
     side_effects = tuple(a for a in assets if graph[a].side_effect and a in policy.allow_side_effects)
     return M.RequestSpec(
         assets=assets,
         partitions=partitions,
         reprocess=policy.reprocess,
-        max_active=ADOPTED_MAX_ACTIVE,
-        downstream=downstream,
+        max_active=policy.max_active if paced else UNPACED_MAX_ACTIVE,
+        order=policy.order if paced else M.Order.FORWARD,
+        serial=past and paced,
+        # Dagster's daemon runs the backfill, not our driver: nothing would carry out cascaded or handed-off
+        # cells. Selecting the downstream assets in the backfill itself is how the UI recomputes them.
+        downstream=M.DownstreamPolicy.NONE,
         allow_side_effects=side_effects,
         approved_by=policy.approved_by,
-        reason=tags.get("backfill/reason", "launched from Dagster"),
+        reason=tags.get(T.REASON, "launched from Dagster"),
         requested_by=tags.get(T.REQUESTED_BY) or user or "dagster",
     )
 

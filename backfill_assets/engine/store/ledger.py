@@ -89,7 +89,7 @@ class Ledger:
         spec: M.RequestSpec,
         code_version: str,
         excluded: dict[tuple[str, str], str],
-        source: str = "cli",
+        source: str = M.RequestSource.CLI,
         status: str | None = None,
     ) -> RequestRecord:
         """Store the frozen request, its cells in submission order, and claim its partitions.
@@ -119,9 +119,10 @@ class Ledger:
         claimable = [c for c in cells if c not in excluded]
         with self.engine.begin() as conn:
             holders = claimed_by(conn, claimable)
-            if holders and not spec.wait_for_overlap and source == "cli":
+            driven = source in M.DRIVEN_SOURCES
+            if holders and not spec.wait_for_overlap and driven:
                 raise PlanError(overlap_message(holders))
-            initial = status or (M.WAITING if holders and source == "cli" else M.OPEN)
+            initial = status or (M.WAITING if holders and driven else M.OPEN)
             conn.execute(
                 requests.insert().values(
                     request_id=request_id,
@@ -154,7 +155,7 @@ class Ledger:
             )
             if not holders:
                 claim(conn, request_id, claimable, now)
-            elif source != "cli":
+            elif not driven:
                 # An adopted backfill already runs: claim what is free, report the rest.
                 free = [c for c in claimable if c not in holders]
                 claim(conn, request_id, free, now)

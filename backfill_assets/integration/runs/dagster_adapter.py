@@ -1,5 +1,5 @@
-"""The one place that touches ``dagster._core``: reading Dagster backfills for adoption, and the run queue's
-tag limits.
+"""The one place that touches ``dagster._core``: reading Dagster backfills for adoption and for pacing their
+runs, asset tags from a run coordinator's workspace, and the run queue's tag limits.
 
 Dagster 1.13 has no public API that lists backfills with their target partitions; ``DagsterInstance
 .get_backfills`` returns ``PartitionBackfill`` objects whose classes live in ``dagster._core.execution.backfill``.
@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 import dagster as dg
 from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 
+from backfill_assets.engine.model.concurrency import RunLimit, run_limits
 from backfill_assets.engine.model.intervals import iso
 
 ACTIVE = {BulkActionStatus.REQUESTED, BulkActionStatus.CANCELING, BulkActionStatus.FAILING}
@@ -81,6 +82,27 @@ def _cells(backfill: PartitionBackfill, repository_def: dg.RepositoryDefinition)
     return cells or None
 
 
+def backfill_partitions(instance: dg.DagsterInstance, backfill_id: str, asset_graph) -> list[str]:
+    """The partition keys a Dagster backfill targets, sorted; ``asset_graph`` is any asset graph of the code
+    location (a ``RepositoryDefinition``'s, or the run coordinator's workspace's)."""
+    backfill = instance.get_backfill(backfill_id)
+    if backfill is None:
+        return []
+    if backfill.is_asset_backfill:
+        data = backfill.get_asset_backfill_data(asset_graph)
+        keys = {akpk.partition_key for akpk in data.target_subset.iterate_asset_partitions()}
+    else:
+        keys = set(backfill.partition_names or ())
+    return sorted(k for k in keys if k)
+
+
+def workspace_asset_tags(workspace, asset_keys) -> dict[str, dict[str, str]]:
+    """The definition tags of ``asset_keys`` as the run coordinator's workspace knows them (a
+    ``SubmitRunContext.workspace``: its asset graph is a ``dagster._core`` object, read through its properties)."""
+    graph = workspace.asset_graph
+    return {key.to_user_string(): dict(graph.get(key).tags or {}) for key in asset_keys if graph.has(key)}
+
+
 def cancel_backfill(instance: dg.DagsterInstance, backfill_id: str) -> str | None:
     """Ask Dagster's backfill daemon to cancel a backfill, as the UI's "Cancel backfill" does (status CANCELING:
     it launches nothing more and terminates the backfill's runs). Returns the status now, None if unknown."""
@@ -93,8 +115,8 @@ def cancel_backfill(instance: dg.DagsterInstance, backfill_id: str) -> str | Non
     return backfill.status.value
 
 
-def enforces_one_run_per_tag_value(instance: dg.DagsterInstance, tag_key: str) -> bool:
-    """Whether the instance's run queue runs at most one run per distinct value of ``tag_key``.
+def run_queue_limits(instance: dg.DagsterInstance) -> tuple[int | None, list[RunLimit]]:
+    """(max_concurrent_runs, tag limits) the instance's run queue enforces; (None, []) without a queue.
 
     ``DagsterInstance.get_concurrency_config`` is public on the instance but returns ``dagster._core`` records;
     only their plain fields are read here.
@@ -102,14 +124,13 @@ def enforces_one_run_per_tag_value(instance: dg.DagsterInstance, tag_key: str) -
     try:
         queue = instance.get_concurrency_config().run_queue_config
     except Exception:  # an instance without a queue (or a Dagster that changed this) gets the safe answer
-        return False
-    for limit in (queue.tag_concurrency_limits if queue else None) or []:
-        value = limit.get("value")
-        if (
-            limit.get("key") == tag_key
-            and isinstance(value, dict)
-            and value.get("applyLimitPerUniqueValue") is True
-            and int(limit.get("limit", -1)) == 1
-        ):
-            return True
-    return False
+        return None, []
+    if queue is None:
+        return None, []
+    return queue.max_concurrent_runs, run_limits(queue.tag_concurrency_limits)
+
+
+def enforces_one_run_per_tag_value(instance: dg.DagsterInstance, tag_key: str) -> bool:
+    """Whether the instance's run queue runs at most one run per distinct value of ``tag_key``."""
+    _, limits = run_queue_limits(instance)
+    return any(limit.key == tag_key and limit.per_value and limit.limit == 1 for limit in limits)

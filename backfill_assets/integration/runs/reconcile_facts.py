@@ -6,10 +6,13 @@ from typing import Iterable
 
 import dagster as dg
 
+from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.states import IN_PROGRESS, VersionState
-from backfill_assets.engine.plan.reconcile import GAP_NO_MATERIALIZATION, Report
+from backfill_assets.engine.plan.reconcile import GAP_NO_MATERIALIZATION, Report, reconcile
 from backfill_assets.engine.store.catalog import Catalog
-from backfill_assets.integration.runs.runs import status_name
+from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.store.storage import Warehouse
+from backfill_assets.integration.runs.runs import runs_of_request, status_name
 
 
 def run_status_lookup(instance: dg.DagsterInstance, run_ids: Iterable[str]):
@@ -44,6 +47,28 @@ def materialized_version_ids(instance: dg.DagsterInstance, cells: Iterable[tuple
                 break
             cursor = result.cursor
     return found
+
+
+def request_report(
+    instance: dg.DagsterInstance,
+    catalog: Catalog,
+    graph: AssetGraph,
+    request_id: str,
+    warehouse: Warehouse | None = None,
+) -> Report:
+    """The request's reconcile report with Dagster's facts (run statuses, materializations); ``warehouse``
+    re-hashes its published files. For ``reconcile`` and the ``backfill_report`` job alike."""
+    ledger_cells = [c.key for c in Ledger(catalog).cells(request_id)]
+    own_runs = [r.run_id for r in runs_of_request(instance, request_id)]
+    version_runs = [v.dagster_run_id for v in catalog.versions_of_request(request_id)]
+    return reconcile(
+        catalog,
+        request_id,
+        graph,
+        run_status_of=run_status_lookup(instance, own_runs + version_runs),
+        materialized_version_ids=materialized_version_ids(instance, ledger_cells),
+        warehouse=warehouse,
+    )
 
 
 def repair(instance: dg.DagsterInstance, catalog: Catalog, report: Report) -> list[dict[str, str]]:

@@ -1,5 +1,7 @@
 """Adoption sensor: backfills launched from the Dagster UI or ``dagster job backfill`` join the ledger."""
 
+import time
+
 import dagster as dg
 
 from backfill_assets.engine.model import request_model as M
@@ -11,7 +13,9 @@ from backfill_assets.engine.plan.driver_tick import code_version_block
 from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.integration.request_jobs import report_run_request
 from backfill_assets.integration.resources import BackfillResource
+from backfill_assets.integration.runs.coordinator import paced_max_active, release_stale_holds
 from backfill_assets.integration.runs.dagster_adapter import list_backfills
 from backfill_assets.integration.runs.runs import run_assets, run_view, runs_of_request
 
@@ -20,22 +24,25 @@ ADOPTION_SENSOR = "backfill_adoption"
 
 def adopt_and_track(
     graph: AssetGraph, instance: dg.DagsterInstance, repository_def: dg.RepositoryDefinition, catalog: Catalog
-) -> list[str]:
-    """Register new Dagster backfills and update the cells of adopted ones; returns newly adopted ids."""
+) -> tuple[list[str], list[str]]:
+    """Register new Dagster backfills and update the cells of adopted ones; returns the ids newly adopted and
+    newly closed."""
     ledger = Ledger(catalog)
     adopted = []
     loaded = code_version(location_files=graph.code_files())
+    closed = []
     for info in list_backfills(instance, repository_def):
         request_id = adopted_request_id(info.backfill_id)
         if not ledger.exists(request_id):
             if info.tags.get(T.REQUEST_ID):
                 continue  # launched by our own driver under a request of its own
-            spec = adopted_spec(graph, info.cells, info.tags, info.user)
-            ledger.create(request_id, spec, loaded, excluded={}, source="dagster")
+            spec = adopted_spec(graph, info.cells, info.tags, info.user, paced_max_active(instance))
+            ledger.create(request_id, spec, loaded, excluded={}, source=M.RequestSource.DAGSTER)
             adopted.append(request_id)
         record = ledger.get(request_id)
         if record.status in M.CLOSED_STATUSES:
             continue
+        release_stale_holds(instance, info.backfill_id, time.time())
         runs = [
             AdoptedRun(
                 view=run_view(run),
@@ -67,20 +74,25 @@ def adopt_and_track(
             status = (status[0], f"{status[1]}; {block}") if status else (M.BLOCKED, block)
         if status and (status[0], status[1]) != (record.status, record.row["message"]):
             ledger.set_status(request_id, *status)
-    return adopted
+            if status[0] in M.CLOSED_STATUSES:
+                closed.append(request_id)
+    return adopted, closed
 
 
-def build_adoption_sensor(graph: AssetGraph) -> dg.SensorDefinition:
+def build_adoption_sensor(graph: AssetGraph, report_job: dg.JobDefinition) -> dg.SensorDefinition:
     @dg.sensor(
+        jobs=[report_job],
         name=ADOPTION_SENSOR,
         minimum_interval_seconds=5,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Adopts backfills launched from the Dagster UI or CLI into the request ledger as dg-<id>.",
     )
     def backfill_adoption(context: dg.SensorEvaluationContext, backfill: BackfillResource):
-        adopted = adopt_and_track(graph, context.instance, context.repository_def, backfill.catalog())
+        adopted, closed = adopt_and_track(graph, context.instance, context.repository_def, backfill.catalog())
         if adopted:
             context.log.info(f"adopted {', '.join(adopted)}")
-        return dg.SkipReason(f"adopted {len(adopted)} new backfill(s)")
+        # Launched in the UI: its reconcile report is read in the UI too, once the backfill is done.
+        requests = [report_run_request(request_id) for request_id in closed]
+        return requests or dg.SkipReason(f"adopted {len(adopted)} new backfill(s)")
 
     return backfill_adoption

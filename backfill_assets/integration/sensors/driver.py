@@ -10,7 +10,6 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.plan.driver_tick import Submission, tick
-from backfill_assets.engine.plan.planning import CellFacts
 from backfill_assets.engine.plan.propagation import PROPAGATION_CURSOR
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.cursors import read_cursor
@@ -18,11 +17,12 @@ from backfill_assets.engine.store.handoffs import OPEN as HANDOFF_OPEN
 from backfill_assets.engine.store.handoffs import Handoffs
 from backfill_assets.engine.store.ledger import Ledger, RequestRecord
 from backfill_assets.integration.assets.chunks import CHUNK_JOB, chunk_run_config, chunk_tags
-from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.jobs import BACKFILL_JOB
+from backfill_assets.integration.request_jobs import report_run_request
 from backfill_assets.integration.resources import BackfillResource
+from backfill_assets.integration.runs.cell_facts import cell_facts_source
 from backfill_assets.integration.runs.dagster_adapter import enforces_one_run_per_tag_value
-from backfill_assets.integration.runs.runs import in_flight_cells, run_views_by_key, runs_of_request
+from backfill_assets.integration.runs.runs import run_views_by_key, runs_of_request
 
 DRIVER_SENSOR = "backfill_driver"
 # dagster-daemon's sensor loop sleeps at least 5 s between passes (1.13), so the driver effectively ticks every
@@ -78,45 +78,6 @@ def run_request_for(graph: AssetGraph, record: RequestRecord, submission: Submis
         tags=tags,
         run_config=run_config_for(graph, submission),
     )
-
-
-def latest_states(catalog: Catalog, cells: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
-    """(asset, partition) → (state, version id) of the newest version, for the reprocess decision."""
-    latest: dict[tuple[str, str], tuple[str, str]] = {}
-    for v in catalog.versions_of_partitions(p for _, p in cells):  # oldest first within a cell
-        latest[(v.asset, v.partition_key)] = (v.state, v.version_id)
-    return latest
-
-
-def failed_partitions(
-    graph: AssetGraph, instance: dg.DagsterInstance, cells: list[tuple[str, str]]
-) -> set[tuple[str, str]]:
-    """Cells whose latest Dagster run failed (or was cancelled) without materializing, from Dagster's own
-    per-partition status (one cached lookup per asset, not one run query per cell)."""
-    by_asset: dict[str, list[str]] = {}
-    for asset, partition in cells:
-        by_asset.setdefault(asset, []).append(partition)
-    failed: set[tuple[str, str]] = set()
-    for asset, partitions in by_asset.items():
-        statuses = instance.get_status_by_partition(
-            dg.AssetKey(asset), partitions, daily_partitions_for(graph.calendar)
-        ) or {}
-        failed.update((asset, p) for p, status in statuses.items() if status == dg.AssetPartitionStatus.FAILED)
-    return failed
-
-
-def cell_facts_source(
-    graph: AssetGraph, catalog: Catalog, instance: dg.DagsterInstance, cells: list[tuple[str, str]]
-):
-    latest = latest_states(catalog, cells)
-    flying = in_flight_cells(instance, graph)
-    failed = failed_partitions(graph, instance, cells)
-
-    def facts_of(asset: str, partition: str) -> CellFacts:
-        state, version_id = latest.get((asset, partition), (None, None))
-        return CellFacts(state, version_id, flying.get((asset, partition)), (asset, partition) in failed)
-
-    return facts_of
 
 
 def downstream_hold(catalog: Catalog, record: RequestRecord) -> str | None:
@@ -186,10 +147,14 @@ def build_driver_sensor(graph: AssetGraph, jobs: list[dg.JobDefinition]) -> dg.S
     ) -> Iterator[dg.RunRequest]:
         catalog = backfill.catalog()
         loaded = code_version(location_files=graph.code_files())
-        for record in Ledger(catalog).list(statuses=M.ACTIVE_STATUSES):
-            if record.source != "cli":
+        ledger = Ledger(catalog)
+        for record in ledger.list(statuses=M.ACTIVE_STATUSES):
+            if record.source not in M.DRIVEN_SOURCES:
                 continue  # adopted backfills are driven by Dagster's own backfill daemon
             for submission in drive_request(graph, context.instance, catalog, record, loaded):
                 yield run_request_for(graph, record, submission)
+            if record.source == M.RequestSource.LAUNCHPAD and ledger.get(record.request_id).status in M.CLOSED_STATUSES:
+                # Made in the UI: its report is read in the UI too.
+                yield report_run_request(record.request_id)
 
     return backfill_driver

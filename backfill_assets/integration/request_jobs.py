@@ -1,0 +1,178 @@
+"""Requests without a terminal: the ``backfill_request`` job (launched from the Launchpad, its typed config is a
+request) and the ``backfill_report`` job (a request's reconcile report as Markdown in the UI).
+
+``backfill_request`` validates exactly as ``request create`` does (``engine/plan/creation.py``): bad input fails
+the run with the same one-line message and writes nothing; ``dry_run: true`` shows the plan and writes nothing;
+otherwise the frozen request is created and the driver sensor carries it out. Both runs are tagged
+``backfill/report_of=<request id>``; the request's own runs carry ``backfill/request_id=<request id>``.
+"""
+
+
+from typing import Optional
+
+import dagster as dg
+from pydantic import Field
+
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanError
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.settings import code_version
+from backfill_assets.engine.plan.creation import QueueLimits, build_request, create_request
+from backfill_assets.engine.store.ledger import Ledger, validate_request_id
+from backfill_assets.integration.request_planning import dry_run
+from backfill_assets.integration.resources import BackfillResource
+from backfill_assets.integration.runs.dagster_adapter import run_queue_limits
+from backfill_assets.integration.runs.reconcile_facts import request_report
+from backfill_assets.integration.ui_markdown import plan_markdown, report_markdown
+
+REQUEST_JOB = "backfill_request"
+REPORT_JOB = "backfill_report"
+REQUEST_OP = "create_backfill_request"
+REPORT_OP = "report_backfill_request"
+LAUNCHPAD_USER = "launchpad"
+
+
+class BackfillRequestConfig(dg.Config):
+    """A backfill request, as ``backfill-assets request create`` takes it."""
+
+    assets: list[str] = Field(description="Asset names, e.g. [order_facts, daily_revenue].")
+    from_day: str = Field(description="First business day, YYYY-MM-DD.")
+    to_day: str = Field(description="Last business day, inclusive.")
+    reprocess: str = Field(default=M.ReprocessPolicy.FAILED.value, description=" | ".join(M.REPROCESS_POLICIES))
+    max_active: int = Field(default=2, description="Runs of this request executing at once.")
+    order: str = Field(default=M.Order.FORWARD.value, description=" | ".join(M.ORDERS))
+    partitions_per_run: int = Field(default=1, description="Batch up to K consecutive days of an asset per run.")
+    downstream: str = Field(default=M.DownstreamPolicy.NONE.value, description=" | ".join(M.DOWNSTREAM_POLICIES))
+    confirm_cascade: bool = Field(default=False, description="Cascade only after `request confirm ID`.")
+    allow_side_effects: list[str] = Field(default=[], description="Side-effecting assets this request may run.")
+    approved_by: Optional[str] = Field(default=None, description="Who approved the side effects.")
+    conf: Optional[str] = Field(default=None, description="Run conf as JSON, as `request create --conf`.")
+    reason: str = Field(default="", description="Why this backfill exists.")
+    requested_by: Optional[str] = Field(default=None, description="Who asks (default: the UI's user, or launchpad).")
+    wait_for_overlap: bool = Field(default=False, description="Wait for overlapping requests instead of failing.")
+    dry_run: bool = Field(default=False, description="Show each cell's decision now; write nothing.")
+
+
+class BackfillReportConfig(dg.Config):
+    request_id: str = Field(description="The request to report on, e.g. req-20221101-1a2b3c4d or dg-abcdefgh.")
+
+
+def build_request_job(graph: AssetGraph) -> dg.JobDefinition:
+    @dg.op(name=REQUEST_OP, out=dg.Out(dg.Nothing), description="Validate and freeze a backfill request.")
+    def create_backfill_request(
+        context: dg.OpExecutionContext, config: BackfillRequestConfig, backfill: BackfillResource
+    ):
+        requested_by = config.requested_by or context.run.tags.get("dagster/user") or LAUNCHPAD_USER
+        try:
+            spec = build_request(
+                graph,
+                assets=",".join(config.assets),
+                first=config.from_day,
+                last=config.to_day,
+                reprocess=config.reprocess,
+                max_active=config.max_active,
+                order=config.order,
+                partitions_per_run=config.partitions_per_run,
+                downstream=config.downstream,
+                confirm_cascade=config.confirm_cascade,
+                allow_side_effects=",".join(config.allow_side_effects) or None,
+                approved_by=config.approved_by,
+                conf=config.conf,
+                reason=config.reason,
+                requested_by=requested_by,
+                wait_for_overlap=config.wait_for_overlap,
+            )
+            catalog = backfill.catalog()
+            loaded = code_version(location_files=graph.code_files())
+            max_runs, limits = run_queue_limits(context.instance)
+            concurrency = QueueLimits(max_runs, limits, "the instance's run queue").concurrency(spec)
+            plan = dry_run(graph, catalog, context.instance, spec)
+            message = None
+            if config.dry_run:
+                title = f"Dry run: nothing was written (code version {loaded})"
+                metadata = {"dry_run": True}
+            else:
+                record = create_request(graph, catalog, spec, loaded, M.RequestSource.LAUNCHPAD)
+                context.instance.add_run_tags(context.run_id, {T.REPORT_OF: record.request_id})
+                title = f"Created {record.request_id} ({record.status}), code version {loaded}"
+                message = record.row["message"]
+                metadata = {
+                    "request_id": record.request_id,
+                    "status": record.status,
+                    "runs": dg.MetadataValue.url(runs_filter_url(record.request_id)),
+                }
+        except (InvalidInput, PlanError) as exc:
+            # The same one-line message `request create` prints; nothing was written.
+            raise dg.Failure(description=str(exc), allow_retries=False) from exc
+        notes = [f"at most {concurrency.effective} run(s) at once", concurrency.note, message]
+        context.log.info(title)
+        yield dg.Output(
+            None,
+            metadata={
+                **metadata,
+                "cells": len(plan),
+                "max_active": spec.effective_max_active,
+                "effective_concurrency": concurrency.effective,
+                "plan": dg.MetadataValue.md(plan_markdown(title, plan, notes)),
+            },
+        )
+
+    return dg.JobDefinition(
+        name=REQUEST_JOB,
+        graph_def=dg.GraphDefinition(name=REQUEST_JOB, node_defs=[create_backfill_request]),
+        description="Create a backfill request from the Launchpad (set dry_run: true to see the plan first).",
+        tags={T.LANE: T.LANE_MANUAL},
+    )
+
+
+def build_report_job(graph: AssetGraph) -> dg.JobDefinition:
+    @dg.op(name=REPORT_OP, out=dg.Out(dg.Nothing), description="A request's reconcile report.")
+    def report_backfill_request(
+        context: dg.OpExecutionContext, config: BackfillReportConfig, backfill: BackfillResource
+    ):
+        catalog = backfill.catalog()
+        try:
+            validate_request_id(config.request_id)
+            Ledger(catalog).get(config.request_id)
+        except (InvalidInput, NotFound) as exc:
+            raise dg.Failure(description=str(exc), allow_retries=False) from exc
+        context.instance.add_run_tags(context.run_id, {T.REPORT_OF: config.request_id})
+        report = request_report(context.instance, catalog, graph, config.request_id)
+        totals = report.totals
+        yield dg.Output(
+            None,
+            metadata={
+                "request_id": config.request_id,
+                "complete": report.complete,
+                **{k: totals[k] for k in ("planned", "published", "rejected", "skipped", "duplicate_publishes", "gaps")
+                   if isinstance(totals.get(k), int)},
+                "runs": dg.MetadataValue.url(runs_filter_url(config.request_id)),
+                "report": dg.MetadataValue.md(report_markdown(report)),
+            },
+        )
+
+    return dg.JobDefinition(
+        name=REPORT_JOB,
+        graph_def=dg.GraphDefinition(name=REPORT_JOB, node_defs=[report_backfill_request]),
+        description="A backfill request's reconcile report, readable in the UI (the driver launches one when a "
+        "request made in the UI closes).",
+        tags={T.LANE: T.LANE_MANUAL},
+    )
+
+
+def report_run_request(request_id: str) -> dg.RunRequest:
+    """The report run a sensor asks for when a request made in the UI closes (once: the run key)."""
+    return dg.RunRequest(
+        run_key=f"report:{request_id}",
+        job_name=REPORT_JOB,
+        run_config={"ops": {REPORT_OP: {"config": {"request_id": request_id}}}},
+        tags={T.REPORT_OF: request_id},
+    )
+
+
+def runs_filter_url(request_id: str) -> str:
+    """The UI's runs page filtered to the request's runs (relative to the webserver's root): every run of a
+    request carries ``backfill/request_id`` (the run coordinator adds it to a UI backfill's runs)."""
+    return f"/runs?q%5B0%5D=tag%3A{T.REQUEST_ID}%3D{request_id}"
+

@@ -1,0 +1,73 @@
+"""A request's plan and reconcile report as Markdown, for the Dagster UI (run metadata of the Launchpad's
+``backfill_request`` and of ``backfill_report``). Plain text from plain data: no Dagster here."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from backfill_assets.engine.plan.reconcile import Report
+
+# The UI renders every row; a year of five assets is 1,825 rows. Beyond this, the tail is counted, not listed.
+MAX_ROWS = 400
+
+
+def _cell(value: object) -> str:
+    # A reason may hold any text: keep it on one table row.
+    return str("" if value is None else value).replace("|", "\\|").replace("\n", " ")
+
+
+def table(header: Iterable[str], rows: list[list[object]]) -> str:
+    header = list(header)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows[:MAX_ROWS]]
+    if len(rows) > MAX_ROWS:
+        lines.append(f"\n… and {len(rows) - MAX_ROWS} more row(s): `backfill-assets reconcile` lists them all.")
+    return "\n".join(lines)
+
+
+def plan_markdown(title: str, plan: list[dict], notes: Iterable[str] = ()) -> str:
+    counts: dict[str, int] = {}
+    for row in plan:
+        counts[row["action"]] = counts.get(row["action"], 0) + 1
+    summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items())) or "no cells"
+    parts = [f"### {title}", f"{len(plan)} cell(s): {summary}.", *[f"> {n}" for n in notes if n]]
+    parts.append(table(("day", "asset", "decision", "why"),
+                       [[r["partition_key"], r["asset"], r["action"], r["reason"]] for r in plan]))
+    return "\n\n".join(parts)
+
+
+def report_markdown(report: Report) -> str:
+    request = report.request
+    totals = report.totals
+    shown = [k for k, v in totals.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    head = (
+        f"### Request {request.get('request_id')}: {request.get('status')}"
+        f" ({'complete' if report.complete else 'not complete'})"
+    )
+    policy = (
+        f"reprocess **{request.get('reprocess')}**, order **{request.get('order')}**, max_active "
+        f"**{request.get('max_active')}**, downstream **{request.get('downstream')}**, code version "
+        f"`{request.get('code_version')}`; requested by {request.get('requested_by')}: {request.get('reason') or '—'}"
+    )
+    rows = []
+    for cell in report.cells:
+        last = cell.versions[-1] if cell.versions else None
+        rows.append([
+            cell.partition_key,
+            cell.asset,
+            cell.decision,
+            " ".join(f"{v.attempt_no}:{v.state}" for v in cell.versions) or "—",
+            last.version_id if last else "—",
+            cell.reason or "",
+        ])
+    parts = [
+        head,
+        policy,
+        table(shown, [[totals[k] for k in shown]]),
+        table(("day", "asset", "decision", "attempts", "latest version", "why"), rows),
+    ]
+    if report.gaps:
+        parts.append("**Gaps**\n\n" + table(("version", "state", "gap"), [
+            [g.get("version_id"), g.get("state"), g.get("gap")] for g in report.gaps
+        ]))
+    return "\n\n".join(parts)

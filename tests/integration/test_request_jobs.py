@@ -1,0 +1,105 @@
+"""The Launchpad's backfill_request and backfill_report jobs on a real instance: the same validation, dry run and
+frozen request as `request create`, and the plan and report as Markdown metadata the UI shows."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.plan.creation import build_request
+from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
+from backfill_assets.integration.request_jobs import REPORT_JOB, REPORT_OP, REQUEST_JOB, REQUEST_OP
+from tests.orders import DEFS, GRAPH, run_partitions
+
+DAYS = ["2022-09-02", "2022-09-03"]
+
+
+def launch(env, job_name: str, op: str, config: dict) -> dg.ExecuteInProcessResult:
+    job = DEFS.resolve_job_def(job_name)
+    return job.execute_in_process(
+        run_config={"ops": {op: {"config": config}}}, instance=env.instance, raise_on_error=False
+    )
+
+
+def request(env, **config) -> dg.ExecuteInProcessResult:
+    return launch(env, REQUEST_JOB, REQUEST_OP, {"assets": [ORDER_FACTS], "from_day": DAYS[0], "to_day": DAYS[1],
+                                                 **config})
+
+
+def output_metadata(result: dg.ExecuteInProcessResult, op: str) -> dict:
+    [output] = [e for e in result.events_for_node(op) if e.is_successful_output]
+    return {k: v.value for k, v in output.step_output_data.metadata.items()}
+
+
+def test_a_dry_run_from_the_launchpad_shows_the_plan_and_writes_nothing(env):
+    assert all(r.success for r in run_partitions(env.instance, DAYS, assets=[RAW_ORDERS, ORDER_FACTS]))
+    result = request(env, reprocess="failed", dry_run=True)
+    assert result.success
+    metadata = output_metadata(result, REQUEST_OP)
+    assert metadata["dry_run"] is True and metadata["cells"] == 2
+    plan = metadata["plan"]
+    assert plan.startswith("### Dry run: nothing was written")
+    assert f"| {DAYS[0]} | {ORDER_FACTS} | skip | latest attempt PUBLISHED |" in plan
+    assert Ledger(env.catalog).list() == []
+
+
+def test_a_request_from_the_launchpad_is_frozen_like_a_cli_request(env):
+    result = request(env, max_active=1, reason="FX fix", requested_by="ana")
+    assert result.success
+    metadata = output_metadata(result, REQUEST_OP)
+    [record] = Ledger(env.catalog).list()
+    assert metadata["request_id"] == record.request_id
+    assert (record.source, record.spec.max_active, record.spec.reason, record.spec.requested_by) == (
+        "launchpad", 1, "FX fix", "ana"
+    )
+    assert record.spec.partitions == tuple(DAYS)
+    assert metadata["runs"] == f"/runs?q%5B0%5D=tag%3A{T.REQUEST_ID}%3D{record.request_id}"
+    run = env.instance.get_run_by_id(result.run_id)
+    assert run.tags[T.REPORT_OF] == record.request_id
+    assert f"Created {record.request_id}" in metadata["plan"]
+
+    report = launch(env, REPORT_JOB, REPORT_OP, {"request_id": record.request_id})
+    assert report.success
+    shown = output_metadata(report, REPORT_OP)
+    assert shown["request_id"] == record.request_id and shown["complete"] is False
+    assert shown["report"].startswith(f"### Request {record.request_id}: open (not complete)")
+    assert f"| {DAYS[0]} | {ORDER_FACTS} | pending |" in shown["report"]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"assets": ["no_such_asset"]},
+        {"from_day": "2022-13-01"},
+        {"to_day": "2099-01-01"},
+        {"reprocess": "everything"},
+        {"max_active": 0},
+        {"conf": "{not json"},
+        {"allow_side_effects": [ORDER_FACTS], "approved_by": "lead"},
+    ],
+)
+def test_bad_input_fails_the_run_with_the_cli_message_and_writes_nothing(env, config):
+    options = {"assets": ORDER_FACTS, "first": DAYS[0], "last": DAYS[1]}
+    renamed = {"assets": ",".join(config.get("assets", [ORDER_FACTS])), "first": config.get("from_day", DAYS[0]),
+               "last": config.get("to_day", DAYS[1])}
+    extra = {k: v for k, v in config.items() if k not in ("assets", "from_day", "to_day")}
+    if "allow_side_effects" in extra:
+        extra["allow_side_effects"] = ",".join(extra["allow_side_effects"])
+    with pytest.raises(InvalidInput) as cli_error:
+        build_request(GRAPH, **{**options, **renamed, **extra})
+
+    result = request(env, **config)
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_failure_data.user_failure_data.description == str(cli_error.value)
+    assert Ledger(env.catalog).list() == []
+
+
+def test_a_report_of_an_unknown_request_fails_clearly(env):
+    result = launch(env, REPORT_JOB, REPORT_OP, {"request_id": "req-20221101-00000000"})
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    assert "req-20221101-00000000" in failure.step_failure_data.user_failure_data.description
