@@ -18,6 +18,7 @@ from backfill_assets.examples.orders.domain import DAILY_REVENUE, DEMO_CALENDAR
 
 from .app import AppContext, cli, emit, json_option
 from .daemon import running_daemon
+from .ops_commands import tell_dagster_of_rollback
 from .request_commands import is_complete, watch
 
 
@@ -99,7 +100,9 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
     defect = defect_day_outcome(catalog, request_id, before, serving)
     rolled = None
     if catalog.rollback_target(DAILY_REVENUE, ROLLBACK_DAY) is not None:
-        rolled = catalog.rollback(DAILY_REVENUE, ROLLBACK_DAY, "demo: show a rollback to the production version")
+        reason = "demo: show a rollback to the production version"
+        rolled = catalog.rollback(DAILY_REVENUE, ROLLBACK_DAY, reason)
+        tell_dagster_of_rollback(catalog, rolled, reason)
     rejected_days = [c.partition_key for c in ledger.cells(request_id) if c.decision in (M.REJECTED, M.FAILED)]
     summary_data = {
         "request_id": request_id,

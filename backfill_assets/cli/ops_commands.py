@@ -9,6 +9,7 @@ from backfill_assets.engine.model.cells import CellOrigin
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.plan.gc import collect_garbage
+from backfill_assets.engine.store.catalog import Catalog, PointerMove
 from backfill_assets.engine.store.handoffs import ACCEPTED, DECLINED, Handoffs
 from backfill_assets.engine.store.ledger import Ledger
 
@@ -109,6 +110,21 @@ def gc(app: AppContext, older_than: int, dry_run: bool, as_json: bool) -> None:
          "".join(f"\n  {p['version_id']} ({p['state']})" for p in purged))
 
 
+def tell_dagster_of_rollback(catalog: Catalog, move: PointerMove, reason: str) -> str:
+    """Record the rollback in the Dagster instance (the pointer moved without a run), so the day's partition page
+    names the version now serving. The catalog is the truth and has committed: a failure here is reported, not
+    raised."""
+    import dagster as dg  # only this command of the module talks to the instance
+
+    from backfill_assets.integration.assets.dashboard import report_rollback
+
+    try:
+        kind = report_rollback(dg.DagsterInstance.get(), catalog, move, reason)
+    except Exception as exc:  # noqa: BLE001 - the rollback stands whatever Dagster answers
+        return f"not recorded ({type(exc).__name__}: {exc}); the catalog's rollback stands"
+    return f"recorded a runless {kind} of {move.version_id}"
+
+
 @cli.command()
 @click.argument("asset")
 @click.argument("partition")
@@ -125,7 +141,9 @@ def rollback(
     Example: backfill-assets rollback daily_revenue 2022-10-17 --reason "wrong FX rates"
     """
     validate_cell(app, asset, partition)
-    move = app.catalog().rollback(asset, partition, reason, to_version)
+    catalog = app.catalog()
+    move = catalog.rollback(asset, partition, reason, to_version)
+    dagster_event = tell_dagster_of_rollback(catalog, move, reason)
     consumers = [c.__dict__ for c in move.consumers_of_previous]
     cascade_request = None
     if cascade:
@@ -138,10 +156,12 @@ def rollback(
         "seq": move.seq,
         "consumers": consumers,
         "cascade_request_id": cascade_request,
+        "dagster_event": dagster_event,
     }
 
     def human() -> None:
         click.echo(f"rolled back {move.previous_version_id}\nrestored    {move.version_id}")
+        click.echo(f"Dagster: {dagster_event}")
         click.echo(f"{len(consumers)} consumer(s) read the rolled-back version:")
         for c in consumers:
             click.echo(f"  {c['consumer']}  run={c['consumer_run_id'] or '-'}  request={c['request_id'] or '-'}")

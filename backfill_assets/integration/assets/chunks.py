@@ -3,8 +3,10 @@
 An op job, not an asset job: in an asset job a downstream step is skipped when its upstream step yields no
 output, and a range step yielding its output would record a materialization for every day of the range,
 rejected ones included. Here each asset is one op that gates its days one frame at a time and reports each
-day's check evaluations and (when published) its materialization itself; an op always completes so that the
-days its upstream did publish flow on, and the last op fails the run naming every day that did not publish.
+day's check evaluations and (when published) its materialization itself, after recording the planned
+materialization an asset job would have (so a day the run rejects shows Failed in Dagster); an op always completes
+so that the days its upstream did publish flow on, and the last op fails the run naming every day that did not
+publish.
 """
 
 
@@ -19,8 +21,10 @@ from backfill_assets.engine.model.identity import validate_partition_key
 from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.wap.defects import validate_defect
-from backfill_assets.integration.assets.gated import SOURCE_POOL, gate_one, partition_events
+from backfill_assets.integration.assets.dashboard import day_events
+from backfill_assets.integration.assets.gated import SOURCE_POOL, gate_one
 from backfill_assets.integration.resources import BACKFILL_RESOURCE
+from backfill_assets.integration.runs.dagster_adapter import report_materialization_planned
 
 CHUNK_JOB = "backfill_chunk"
 VERDICT_OP = "chunk_verdict"
@@ -91,7 +95,7 @@ def build_chunk_op(spec: AssetSpec, graph: AssetGraph) -> dg.OpDefinition:
         description=f"Write, audit and publish {spec.name}, day by day, for the days of this chunk.",
         required_resource_keys={BACKFILL_RESOURCE, *spec.resources},
     )
-    def _chunk_op(context: dg.OpExecutionContext, config: ChunkAssetConfig) -> None:
+    def _chunk_op(context: dg.OpExecutionContext, config: ChunkAssetConfig):
         backfill = getattr(context.resources, BACKFILL_RESOURCE)
         try:
             days = [validate_partition_key(d) for d in config.partitions]
@@ -111,14 +115,17 @@ def build_chunk_op(spec: AssetSpec, graph: AssetGraph) -> dg.OpDefinition:
                 context.log.warning(f"{spec.name} {key}: not written — upstream {', '.join(missing)} of this run "
                                     "was not published")
                 continue
+            # An op job plans no materialization: without this, Dagster would never show a day this run rejects
+            # as Failed (nor the day in progress while it computes).
+            report_materialization_planned(
+                context.instance, context.run.run_id, context.run.job_name, str(context.op_handle), spec.name, key
+            )
             outcome = gate_one(context, graph, spec, backfill, key, defects.get(key))
             if outcome is None:
                 continue
-            evaluations, materialization = partition_events(spec, key, outcome, context.run.run_id)
-            for evaluation in evaluations:
-                context.log_event(evaluation)
-            if materialization is not None:
-                context.log_event(materialization)
+            # Not blocking in Dagster's sense here: a failed blocking evaluation would fail the op, and the op must
+            # complete so that the days its upstream did publish flow on (the verdict op fails the run).
+            yield from day_events(context.instance, spec.name, key, outcome, context.run.run_id, blocking=None)
 
     return _chunk_op
 

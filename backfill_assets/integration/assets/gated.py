@@ -18,6 +18,15 @@ from backfill_assets.engine.wap.defects import validate_defect
 from backfill_assets.engine.wap.faults import AFTER_EVENT, fault_point
 from backfill_assets.engine.wap.gate import Gate, GateOutcome, earlier_publish
 from backfill_assets.integration.assets.admission import admission_skip, frozen_code_version
+from backfill_assets.integration.assets.dashboard import (
+    CHECK_SPEC_NOTE,
+    check_description,
+    check_evaluations,
+    check_metadata,
+    day_events,
+    published_metadata,
+    rejection_observation,
+)
 from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.runs.run_identity import identity_from_context
@@ -46,7 +55,9 @@ class GateConfig(dg.Config):
 def check_specs_for(spec: AssetSpec, partitions_def: dg.PartitionsDefinition) -> list[dg.AssetCheckSpec]:
     """One blocking check per audit of the asset (the user's own among them), file integrity last."""
     return [
-        dg.AssetCheckSpec(name, asset=spec.name, blocking=True, partitions_def=partitions_def, description=text)
+        dg.AssetCheckSpec(
+            name, asset=spec.name, blocking=True, partitions_def=partitions_def, description=f"{text} {CHECK_SPEC_NOTE}"
+        )
         for name, text in check_names(spec)
     ]
 
@@ -56,41 +67,15 @@ def user_resources(context, spec: AssetSpec) -> dict:
     return {name: getattr(context.resources, name) for name in spec.resources}
 
 
-def _materialization_metadata(outcome: GateOutcome) -> dict:
-    v = outcome.version
-    return {
-        "version_id": v.version_id,
-        "path": dg.MetadataValue.path(v.path),
-        "rows": dg.MetadataValue.int(int(v.rows)),
-        "sha256": v.sha256,
-        "logical_run_id": v.logical_run_id,
-        "dagster_run_id": v.dagster_run_id,
-        "attempt_no": dg.MetadataValue.int(int(v.attempt_no)),
-        "request_id": v.request_id or "",
-        "lane": v.lane or "",
-        "code_version": v.code_version,
-        "params_digest": v.params_digest,
-        "interval_start": v.interval_start,
-        "interval_end": v.interval_end,
-        "requested_at": v.requested_at or "",
-        "started_at": v.started_at,
-        "ended_at": v.ended_at or "",
-        "published_at": v.published_at or "",
-        "previous_version_id": (outcome.move.previous_version_id if outcome.move else None) or "",
-        "publish_seq": dg.MetadataValue.int(outcome.move.seq if outcome.move else 0),
-        "input_versions": dg.MetadataValue.json(v.input_versions or {}),
-    }
-
-
 def _check_results(outcome: GateOutcome) -> list[dg.AssetCheckResult]:
+    """A published version's results: Dagster points each at the materialization the step has just recorded."""
     return [
         dg.AssetCheckResult(
             asset_key=outcome.version.asset,
             check_name=c.name,
             passed=c.passed,
-            description=c.description,
-            metadata={k: v for k, v in c.metadata.items() if v is not None}
-            | {"version_id": outcome.version.version_id},
+            description=check_description(outcome, c),
+            metadata=check_metadata(outcome, c),
         )
         for c in outcome.checks
     ]
@@ -193,14 +178,16 @@ def _run_single(context, graph: AssetGraph, spec: AssetSpec, config: GateConfig,
     if outcome is None:
         return  # left alone: no materialization, no check results; downstream steps of this run are skipped
     selected = {key.name for key in context.selected_asset_check_keys}
-    results = [r for r in _check_results(outcome) if r.check_name in selected]
     if outcome.published:
-        yield dg.MaterializeResult(
-            asset_key=spec.name, metadata=_materialization_metadata(outcome), check_results=results
-        )
+        results = [r for r in _check_results(outcome) if r.check_name in selected]
+        yield dg.MaterializeResult(asset_key=spec.name, metadata=published_metadata(outcome), check_results=results)
         fault_point(AFTER_EVENT)
         return
-    yield from results
+    # Evaluations rather than AssetCheckResults: Dagster would point those at the day's latest materialization,
+    # the version still serving, which these results did not judge.
+    evaluations = check_evaluations(spec.name, key, outcome, blocking=True)
+    yield from (e for e in evaluations if e.check_name in selected)
+    yield rejection_observation(spec.name, key, outcome)
     raise dg.Failure(
         description=_rejection(spec, key, outcome),
         metadata={
@@ -210,30 +197,6 @@ def _run_single(context, graph: AssetGraph, spec: AssetSpec, config: GateConfig,
         },
         allow_retries=False,
     )
-
-
-def partition_events(
-    spec: AssetSpec, key: str, outcome: GateOutcome, run_id: str
-) -> tuple[list[dg.AssetCheckEvaluation], dg.AssetMaterialization | None]:
-    """One partition's check evaluations, and its materialization when it was published, for steps that write
-    several partitions (a range step or a chunk op has no single partition of its own)."""
-    evaluations = [
-        dg.AssetCheckEvaluation(
-            asset_key=dg.AssetKey(spec.name),
-            check_name=check.name,
-            passed=check.passed,
-            partition=key,
-            description=check.description,
-            metadata={"version_id": outcome.version.version_id, "run_id": run_id},
-        )
-        for check in outcome.checks
-    ]
-    materialization = (
-        dg.AssetMaterialization(asset_key=spec.name, partition=key, metadata=_materialization_metadata(outcome))
-        if outcome.published
-        else None
-    )
-    return evaluations, materialization
 
 
 def rejection_summary(asset: str, rejected: list[str], total: int) -> str:
@@ -246,21 +209,18 @@ def rejection_summary(asset: str, rejected: list[str], total: int) -> str:
 def _run_batch(context, graph: AssetGraph, spec: AssetSpec, config: GateConfig, backfill: BackfillResource):
     """A range run: every partition still gets its own version, checks, publish and reads, one frame at a time.
 
-    Check evaluations are reported per partition (a range step has no partition of its own); only published
-    partitions get a materialization; the step fails at the end naming the rejected days.
+    Check evaluations are reported per partition (``dashboard.day_events``); only published partitions get a
+    materialization; the step fails at the end naming the rejected days (so Dagster shows them Failed).
     """
     rejected: list[str] = []
     for key in context.partition_keys:
         outcome = gate_one(context, graph, spec, backfill, key, _defect_for(config, key))
         if outcome is None:
             continue
-        evaluations, materialization = partition_events(spec, key, outcome, context.run.run_id)
-        for evaluation in evaluations:
-            # The range run deselected the checks, so they are reported outside its plan.
-            context.instance.report_runless_asset_event(evaluation)
-        if materialization is not None:
-            yield materialization
-        else:
+        # The range run deselected the checks (a range step has no partition of its own): the step reports each
+        # day's results itself, pointed at the version they judged.
+        yield from day_events(context.instance, spec.name, key, outcome, context.run.run_id, blocking=True)
+        if not outcome.published:
             rejected.append(f"{key} ({outcome.version.version_id}: {outcome.error})")
     if rejected:
         raise dg.Failure(

@@ -1,19 +1,31 @@
 """The one place that touches ``dagster._core``: reading Dagster backfills for adoption and for pacing their
-runs, asset tags from a run coordinator's workspace, and the run queue's tag limits.
+runs, asset tags from a run coordinator's workspace, the run queue's tag limits, and two asset events the public
+API cannot build.
 
 Dagster 1.13 has no public API that lists backfills with their target partitions; ``DagsterInstance
 .get_backfills`` returns ``PartitionBackfill`` objects whose classes live in ``dagster._core.execution.backfill``.
+A check evaluation reported by a step that writes several days (a range step, a chunk op) can only point at the
+materialization it judged through ``AssetCheckEvaluationTargetMaterializationData``, and an op job (the chunk
+run) plans no materialization, so Dagster would never show a day it rejected as Failed without the planned event
+``report_materialization_planned`` records.
 Everything else in the project goes through ``import dagster as dg`` (tests/engine/test_layering.py keeps the engine
-free of Dagster). tests/integration/test_dagster_adapter.py pins this module's behaviour against real backfills, and
-tests/e2e/test_ui_adoption.py the UI path, so a Dagster upgrade that breaks it fails loudly.
+free of Dagster). tests/integration/test_dagster_adapter.py pins this module's behaviour against real backfills,
+tests/e2e/test_ui_adoption.py the UI path, and tests/integration/test_check_dashboards.py the two events (check
+targets and Failed days, read back through the instance and the UI's GraphQL), so a Dagster upgrade that breaks it
+fails loudly.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import dagster as dg
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
+from dagster._core.events import AssetMaterializationPlannedData, DagsterEvent
 from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 
 from backfill_assets.engine.model.concurrency import RunLimit, run_limits
@@ -134,3 +146,36 @@ def enforces_one_run_per_tag_value(instance: dg.DagsterInstance, tag_key: str) -
     """Whether the instance's run queue runs at most one run per distinct value of ``tag_key``."""
     _, limits = run_queue_limits(instance)
     return any(limit.key == tag_key and limit.per_value and limit.limit == 1 for limit in limits)
+
+
+def materialization_of_version(
+    instance: dg.DagsterInstance, asset: str, partition: str, version_id: str, look_back: int = 5
+) -> AssetCheckEvaluationTargetMaterializationData | None:
+    """The target of a check evaluation that judged ``version_id``: the day's materialization carrying that version
+    (among its latest ``look_back``; a concurrent publish may have landed after it), or None when there is none.
+
+    ``AssetCheckResult`` computes it only in a single-partition step; this is the same record, built from the public
+    ``fetch_materializations``, for the evaluations a multi-day step reports itself."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=look_back
+    ).records
+    for record in records:
+        value = record.asset_materialization.metadata.get("version_id") if record.asset_materialization else None
+        if value is not None and value.value == version_id:
+            return AssetCheckEvaluationTargetMaterializationData(
+                storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
+            )
+    return None
+
+
+def report_materialization_planned(
+    instance: dg.DagsterInstance, run_id: str, job_name: str, step_key: str, asset: str, partition: str
+) -> None:
+    """Record that run ``run_id`` is about to materialize one day of ``asset``, as an asset job's run does at launch.
+
+    Dagster derives a day's Failed status from a planned materialization whose run failed without materializing it
+    (and In progress while the run goes on); an op job plans none, so a chunk run records one per day it gates."""
+    event = DagsterEvent.build_asset_materialization_planned_event(
+        job_name, step_key, AssetMaterializationPlannedData(dg.AssetKey(asset), partition=partition)
+    )
+    instance.report_dagster_event(event, run_id=run_id, log_level=logging.DEBUG)
