@@ -30,6 +30,9 @@ REQUEST_JOB = "backfill_request"
 REPORT_JOB = "backfill_report"
 REQUEST_OP = "create_backfill_request"
 REPORT_OP = "report_backfill_request"
+# When a report run is launched by itself: a UI backfill's adoption (its effective policy), a request's close.
+ADOPTED_STAGE = "adopted"
+CLOSED_STAGE = "closed"
 LAUNCHPAD_USER = "launchpad"
 
 
@@ -155,16 +158,17 @@ def build_report_job(graph: AssetGraph) -> dg.JobDefinition:
     return dg.JobDefinition(
         name=REPORT_JOB,
         graph_def=dg.GraphDefinition(name=REPORT_JOB, node_defs=[report_backfill_request]),
-        description="A backfill request's reconcile report, readable in the UI (the driver launches one when a "
-        "request made in the UI closes).",
+        description="A backfill request's reconcile report, readable in the UI (launched when a request made in "
+        "the UI is adopted and when it closes; launch it for any request with its request_id).",
         tags={T.LANE: T.LANE_MANUAL},
     )
 
 
-def report_run_request(request_id: str) -> dg.RunRequest:
-    """The report run a sensor asks for when a request made in the UI closes (once: the run key)."""
+def report_run_request(request_id: str, stage: str) -> dg.RunRequest:
+    """The report run a sensor asks for when a request made in the UI is adopted or closes (``stage``; once per
+    stage: the run key)."""
     return dg.RunRequest(
-        run_key=f"report:{request_id}",
+        run_key=f"report:{request_id}:{stage}",
         job_name=REPORT_JOB,
         run_config={"ops": {REPORT_OP: {"config": {"request_id": request_id}}}},
         tags={T.REPORT_OF: request_id},

@@ -235,6 +235,26 @@ def launch_held_run(e2e: E2E, day: str) -> dg.DagsterRun:
     return run
 
 
+def report_outputs(e2e: E2E, request_id: str, timeout: float, count: int) -> list[dict]:
+    """The output metadata of the request's finished ``backfill_report`` runs, oldest first, once ``count`` exist."""
+    from backfill_assets.integration.request_jobs import REPORT_JOB, REPORT_OP
+
+    def finished() -> list[dg.DagsterRun]:
+        runs = e2e.instance.get_runs(dg.RunsFilter(job_name=REPORT_JOB, tags={T.REPORT_OF: request_id}))
+        done = [r for r in runs if r.status in FINISHED]
+        return done if len(done) >= count else []
+
+    outputs = []
+    for run in reversed(poll(finished, timeout, f"{count} report run(s) of {request_id}")):
+        assert run.status == dg.DagsterRunStatus.SUCCESS, run.run_id
+        [event] = [
+            e for e in e2e.instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_OUTPUT)
+            if e.dagster_event.step_key == REPORT_OP
+        ]
+        outputs.append({k: v.value for k, v in event.dagster_event.step_output_data.metadata.items()})
+    return outputs
+
+
 def _wait_until_daemon_ready(instance: dg.DagsterInstance, proc: subprocess.Popen, log: Path) -> None:
     deadline = time.monotonic() + DAEMON_READY_TIMEOUT
     wanted = {"SENSOR", "QUEUED_RUN_COORDINATOR"}

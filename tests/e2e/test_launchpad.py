@@ -13,10 +13,10 @@ from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
-from backfill_assets.integration.request_jobs import REPORT_JOB, REPORT_OP, REQUEST_JOB, REQUEST_OP
+from backfill_assets.integration.request_jobs import REPORT_JOB, REQUEST_JOB, REQUEST_OP
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 
-from .conftest import FINISHED, dagster_env, poll
+from .conftest import dagster_env, poll, report_outputs
 
 pytestmark = pytest.mark.daemon
 
@@ -33,10 +33,6 @@ def launch_job(job: str, op: str, config: dict) -> None:
     assert launched.returncode == 0, launched.stdout + launched.stderr
 
 
-def finished_runs(e2e, job: str) -> list[dg.DagsterRun]:
-    return [r for r in e2e.instance.get_runs(dg.RunsFilter(job_name=job)) if r.status in FINISHED]
-
-
 def test_a_launchpad_request_is_carried_out_and_reported_in_the_ui(e2e):
     e2e.prepare([DAY], [RAW_ORDERS])
     before = {r.request_id for r in Ledger(e2e.catalog).list()}
@@ -51,17 +47,7 @@ def test_a_launchpad_request_is_carried_out_and_reported_in_the_ui(e2e):
     e2e.wait(record.request_id)
 
     # The driver launched its report run once the request closed.
-    [report_run] = poll(
-        lambda: [r for r in finished_runs(e2e, REPORT_JOB) if r.tags.get(T.REPORT_OF) == record.request_id],
-        REPORT_TIMEOUT,
-        "the report run of the closed request",
-    )
-    assert report_run.status == dg.DagsterRunStatus.SUCCESS
-    [output] = [
-        e for e in e2e.instance.all_logs(report_run.run_id, of_type=dg.DagsterEventType.STEP_OUTPUT)
-        if e.dagster_event.step_key == REPORT_OP
-    ]
-    metadata = {k: v.value for k, v in output.dagster_event.step_output_data.metadata.items()}
+    [metadata] = report_outputs(e2e, record.request_id, REPORT_TIMEOUT, count=1)
     assert metadata["complete"] is True and metadata["published"] == 1
     assert f"| {DAY} | {ORDER_FACTS} | published |" in metadata["report"]
     # The request's own runs are found by one tag filter; the runs that show it, by another.

@@ -19,7 +19,7 @@ from backfill_assets.engine.store.outbox import deliveries
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 
-from .conftest import dagster_env, launch_held_run, poll, stop_process, tail
+from .conftest import dagster_env, launch_held_run, poll, report_outputs, stop_process, tail
 
 pytestmark = pytest.mark.daemon
 
@@ -206,6 +206,11 @@ def test_a_ui_backfill_keeps_its_reprocess_policy(e2e, webserver):
     assert "not recomputed — latest attempt PUBLISHED (backfill/reprocess=failed)" in logs
 
     assert_reconciles_exactly(e2e, request_id, published=2, skipped=1)
+    # In the UI: a report run when it was adopted (the effective policy) and one when it closed.
+    adopted, closed = report_outputs(e2e, request_id, ADOPTION_TIMEOUT, count=2)
+    assert "reprocess **failed**" in adopted["report"] and adopted["complete"] is False
+    assert closed["complete"] is True and (closed["published"], closed["skipped"]) == (2, 1)
+    assert f"| {published} | {ORDER_FACTS} | skipped |" in closed["report"]
 
 
 PACED_DAYS = ["2022-10-04", "2022-10-05", "2022-10-06", "2022-10-07"]

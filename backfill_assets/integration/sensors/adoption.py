@@ -13,7 +13,7 @@ from backfill_assets.engine.plan.driver_tick import code_version_block
 from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
-from backfill_assets.integration.request_jobs import report_run_request
+from backfill_assets.integration.request_jobs import ADOPTED_STAGE, CLOSED_STAGE, report_run_request
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.coordinator import paced_max_active, release_stale_holds
 from backfill_assets.integration.runs.dagster_adapter import list_backfills
@@ -91,8 +91,10 @@ def build_adoption_sensor(graph: AssetGraph, report_job: dg.JobDefinition) -> dg
         adopted, closed = adopt_and_track(graph, context.instance, context.repository_def, backfill.catalog())
         if adopted:
             context.log.info(f"adopted {', '.join(adopted)}")
-        # Launched in the UI: its reconcile report is read in the UI too, once the backfill is done.
-        requests = [report_run_request(request_id) for request_id in closed]
+        # Launched in the UI: its effective policy and, once the backfill is done, its reconcile report are read
+        # in the UI too.
+        requests = [report_run_request(request_id, ADOPTED_STAGE) for request_id in adopted]
+        requests += [report_run_request(request_id, CLOSED_STAGE) for request_id in closed]
         return requests or dg.SkipReason(f"adopted {len(adopted)} new backfill(s)")
 
     return backfill_adoption

@@ -18,7 +18,7 @@ from backfill_assets.engine.store.handoffs import Handoffs
 from backfill_assets.engine.store.ledger import Ledger, RequestRecord
 from backfill_assets.integration.assets.chunks import CHUNK_JOB, chunk_run_config, chunk_tags
 from backfill_assets.integration.jobs import BACKFILL_JOB
-from backfill_assets.integration.request_jobs import report_run_request
+from backfill_assets.integration.request_jobs import CLOSED_STAGE, report_run_request
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.cell_facts import cell_facts_source
 from backfill_assets.integration.runs.dagster_adapter import enforces_one_run_per_tag_value
@@ -155,6 +155,6 @@ def build_driver_sensor(graph: AssetGraph, jobs: list[dg.JobDefinition]) -> dg.S
                 yield run_request_for(graph, record, submission)
             if record.source == M.RequestSource.LAUNCHPAD and ledger.get(record.request_id).status in M.CLOSED_STATUSES:
                 # Made in the UI: its report is read in the UI too.
-                yield report_run_request(record.request_id)
+                yield report_run_request(record.request_id, CLOSED_STAGE)
 
     return backfill_driver
