@@ -44,7 +44,7 @@ from tests.orders import MODULE as CODE_LOCATION_MODULE
 from tests.orders import run_partitions
 
 CODE_VERSION = "e2e-code"
-SEED_FROM, SEED_TO = "2022-09-01", "2022-10-10"
+SEED_FROM, SEED_TO = "2022-09-01", "2022-10-16"
 ORDERS_PER_DAY = 60
 HOLD_TAG = "test/hold"
 WAIT_TIMEOUT = "120"

@@ -17,6 +17,7 @@ from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.store.outbox import deliveries
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
+from tests.orders import DAILY_PARTITIONS as CALENDAR_PARTITIONS
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 
 from .conftest import dagster_env, launch_held_run, poll, report_outputs, stop_process, tail
@@ -25,7 +26,9 @@ pytestmark = pytest.mark.daemon
 
 DAYS = ["2022-09-29", "2022-09-30"]
 WEBSERVER_READY_TIMEOUT = 90.0
-ADOPTION_TIMEOUT = 30.0
+ADOPTION_TIMEOUT = 60.0
+# A report run is requested by the adoption sensor's next tick (≥ 5 s), queued, started (a fresh process) and run.
+REPORT_TIMEOUT = 180.0
 
 LAUNCH = """
 mutation Launch($params: LaunchBackfillParams!) {
@@ -178,36 +181,64 @@ def test_backfill_launched_from_the_dagster_ui_is_adopted_as_a_request_with_its_
             webserver.graphql(CANCEL, {"id": launched["backfillId"]})
 
 
-POLICY_DAYS = ["2022-09-28", "2022-09-29", "2022-09-30"]  # published, rejected, missing (order_facts)
+# Per policy: a published, a rejected and a missing day of order_facts (the three launched at once).
+POLICY_DAYS = {
+    "failed": ["2022-09-28", "2022-09-29", "2022-09-30"],
+    "none": ["2022-10-11", "2022-10-12", "2022-10-13"],
+    "completed": ["2022-10-14", "2022-10-15", "2022-10-16"],
+}
+# What each policy does with the published, rejected and missing day: None = recomputed and published, else the
+# reason the cell was left alone.
+LEFT_ALONE = {
+    "failed": ("latest attempt PUBLISHED", None, None),
+    "none": ("has a version (PUBLISHED)", "has a version (REJECTED)", None),
+    "completed": (None, None, None),
+}
 DROP_ROWS = {"ops": {ORDER_FACTS: {"config": {"inject_defect": "drop_rows"}}}}
 
 
 def test_a_ui_backfill_keeps_its_reprocess_policy(e2e, webserver):
-    published, rejected, missing = POLICY_DAYS
-    e2e.prepare(POLICY_DAYS, [RAW_ORDERS])
-    e2e.prepare([published], [ORDER_FACTS])
-    e2e.prepare([rejected], [ORDER_FACTS], run_config_for={rejected: DROP_ROWS}, expect_success=False)
-    serving = e2e.catalog.current(ORDER_FACTS, published).version_id
+    all_days = [d for days in POLICY_DAYS.values() for d in days]
+    e2e.prepare(all_days, [RAW_ORDERS])
+    e2e.prepare([days[0] for days in POLICY_DAYS.values()], [ORDER_FACTS])
+    rejected_days = [days[1] for days in POLICY_DAYS.values()]
+    e2e.prepare(rejected_days, [ORDER_FACTS], run_config_for={d: DROP_ROWS for d in rejected_days},
+                expect_success=False)
+    versions_before = {d: [v.version_id for v in e2e.catalog.versions_of(ORDER_FACTS, d)] for d in all_days}
 
-    # What the dialog sends when the user adds the tag backfill/reprocess=failed.
-    _, request_id = launch_adopted(e2e, webserver, [ORDER_FACTS], POLICY_DAYS, {T.REPROCESS: "failed"})
-    e2e.wait(request_id)
+    # What the dialog sends when the user adds the tag backfill/reprocess=<policy>.
+    requests = {
+        policy: launch_adopted(e2e, webserver, [ORDER_FACTS], days, {T.REPROCESS: policy})[1]
+        for policy, days in POLICY_DAYS.items()
+    }
+    for policy, request_id in requests.items():
+        e2e.wait(request_id)
+        shown = e2e.show(request_id)
+        assert shown["reprocess"] == policy
+        cells = {c["partition_key"]: c for c in shown["cells"]}
+        for day, left_alone in zip(POLICY_DAYS[policy], LEFT_ALONE[policy], strict=True):
+            cell = cells[day]
+            versions = [v.version_id for v in e2e.catalog.versions_of(ORDER_FACTS, day)]
+            if left_alone is None:
+                assert cell["decision"] == "published", (policy, cell)
+                assert len(versions) == len(versions_before[day]) + 1, (policy, day)
+                continue
+            reason = f"{left_alone} ({T.REPROCESS}={policy})"
+            assert (cell["decision"], cell["reason"]) == ("skipped", reason), (policy, cell)
+            # Left alone: the step wrote nothing and said why in the run's log.
+            assert versions == versions_before[day], (policy, day)
+            logs = " ".join(r.user_message for r in e2e.instance.all_logs(cell["dagster_run_id"]))
+            assert f"{ORDER_FACTS} {day}: not recomputed — {reason}" in logs
+        statuses = e2e.instance.get_status_by_partition(
+            dg.AssetKey(ORDER_FACTS), POLICY_DAYS[policy], CALENDAR_PARTITIONS
+        )
+        print("STATUS", policy, statuses)
+        skipped = sum(r is not None for r in LEFT_ALONE[policy])
+        assert_reconciles_exactly(e2e, request_id, published=3 - skipped, skipped=skipped)
 
-    shown = e2e.show(request_id)
-    assert shown["reprocess"] == "failed"
-    cells = {c["partition_key"]: c for c in shown["cells"]}
-    assert cells[published]["decision"] == "skipped"
-    assert cells[published]["reason"] == "latest attempt PUBLISHED (backfill/reprocess=failed)"
-    assert (cells[rejected]["decision"], cells[missing]["decision"]) == ("published", "published")
-    # The published day kept its version: the step left it alone, wrote nothing and said why in the run's log.
-    assert [v.version_id for v in e2e.catalog.versions_of(ORDER_FACTS, published)] == [serving]
-    skipped_run = cells[published]["dagster_run_id"]
-    logs = " ".join(r.user_message for r in e2e.instance.all_logs(skipped_run))
-    assert "not recomputed — latest attempt PUBLISHED (backfill/reprocess=failed)" in logs
-
-    assert_reconciles_exactly(e2e, request_id, published=2, skipped=1)
     # In the UI: a report run when it was adopted (the effective policy) and one when it closed.
-    adopted, closed = report_outputs(e2e, request_id, ADOPTION_TIMEOUT, count=2)
+    request_id, (published, *_) = requests["failed"], POLICY_DAYS["failed"]
+    adopted, closed = report_outputs(e2e, request_id, REPORT_TIMEOUT, count=2)
     assert "reprocess **failed**" in adopted["report"] and adopted["complete"] is False
     assert closed["complete"] is True and (closed["published"], closed["skipped"]) == (2, 1)
     assert f"| {published} | {ORDER_FACTS} | skipped |" in closed["report"]
