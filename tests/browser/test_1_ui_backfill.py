@@ -9,6 +9,8 @@ and missing days are published, and reconcile is exact.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -30,6 +32,8 @@ def launch_backfill_from_the_dialog(ui: UI) -> dict:
     """The user's clicks, from the partitions page to "Launch backfill"; returns the GraphQL exchange the dialog
     made (what it sent and the backfill id the server answered)."""
     page = ui.page
+    expect(page.get_by_text(re.compile(r"Partitions Selected$"))).to_be_visible()  # the partitions' health loaded
+    ui.screenshot("1-partitions-page")
     page.get_by_role("button", name="Materialize…").click()
     dialog = page.get_by_role("dialog").filter(has_text=f"Launch runs to materialize {ORDER_FACTS}")
     expect(dialog).to_be_visible()
@@ -119,3 +123,9 @@ def test_a_backfill_launched_from_the_dialog_keeps_its_reprocess_policy(e2e: Bro
     expect(ui.page.get_by_role("link", name=ORDER_FACTS)).to_be_visible()
     expect(ui.page.get_by_text("100% completed", exact=True)).to_be_visible()
     ui.screenshot("1-backfill-finished")
+    # Its Runs tab: one run per day, the skipped days' runs included (they succeed, having materialized nothing).
+    ui.page.get_by_role("tab", name="Runs").click()
+    for day in DAYS:
+        run_link = ui.page.get_by_role("link", name=f"run {cells[day]['dagster_run_id'][:8]}", exact=True)
+        expect(run_link).to_be_visible()
+    ui.screenshot("1-backfill-runs")
