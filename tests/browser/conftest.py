@@ -119,9 +119,6 @@ class BrowserE2E(E2E):
             interval=1.0,
         )
 
-    def backfill_ids(self) -> set[str]:
-        return {b.backfill_id for b in self.instance.get_backfills()}
-
     def run_log(self, dagster_run_id: str) -> str:
         return "\n".join(r.user_message for r in self.instance.all_logs(dagster_run_id))
 
