@@ -20,8 +20,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -49,6 +52,7 @@ ORDERS_PER_DAY = 60
 HOLD_TAG = "test/hold"
 WAIT_TIMEOUT = "120"
 DAEMON_READY_TIMEOUT = 90.0
+WEBSERVER_READY_TIMEOUT = 90.0
 LOG_TAIL_LINES = 60
 
 REQUEST_TABLES = (schema.requests, schema.request_items, schema.claims)
@@ -267,16 +271,18 @@ def _wait_until_daemon_ready(instance: dg.DagsterInstance, proc: subprocess.Pope
     raise RuntimeError(f"dagster-daemon sent no heartbeat within {DAEMON_READY_TIMEOUT} s:\n{tail(log)}")
 
 
-def prepare_home(mp: pytest.MonkeyPatch, home: Path) -> None:
+def prepare_home(
+    mp: pytest.MonkeyPatch, home: Path, seed_from: str = SEED_FROM, seed_to: str = SEED_TO
+) -> None:
     """Point this process (and the subprocesses it starts) at a fresh DAGSTER_HOME with the test instance yaml,
-    the test code version and the default storage under the home; seed the source system."""
+    the test code version and the default storage under the home; seed the source system for the given days."""
     home.mkdir(parents=True, exist_ok=True)
     write_instance_yaml(home)
     mp.setenv("DAGSTER_HOME", str(home))
     mp.setenv("BACKFILL_CODE_VERSION", CODE_VERSION)
     for var in ("BACKFILL_WAREHOUSE", "BACKFILL_CATALOG_URL", "BACKFILL_SOURCE_URL", "BACKFILL_SINK_PATH"):
         mp.delenv(var, raising=False)
-    SourceSystem(Settings.from_env().source_url).seed(calendar, SEED_FROM, SEED_TO, ORDERS_PER_DAY)
+    SourceSystem(Settings.from_env().source_url).seed(calendar, seed_from, seed_to, ORDERS_PER_DAY)
 
 
 def start_daemon(instance: dg.DagsterInstance, home: Path, *workspace_args: str) -> tuple[subprocess.Popen, Path]:
@@ -298,6 +304,51 @@ def start_daemon(instance: dg.DagsterInstance, home: Path, *workspace_args: str)
         stop_process(proc)
         raise
     return proc, log_path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Webserver:
+    """A ``dagster-webserver`` (in its own session) on a free port of 127.0.0.1, serving the orders code location
+    on the home the fixture points at. Stop it with ``stop_process(server.proc)``."""
+
+    def __init__(self, home: Path):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = home / "webserver.log"
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [dagster_bin("dagster-webserver"), "-m", CODE_LOCATION_MODULE, "-h", "127.0.0.1", "-p", str(self.port)],
+                stdout=log, stderr=subprocess.STDOUT, env=dagster_env(), cwd=str(home), start_new_session=True,
+            )
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + WEBSERVER_READY_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"dagster-webserver exited with {self.proc.returncode}:\n{tail(self.log)}", pytrace=False)
+            try:
+                with urllib.request.urlopen(f"{self.base}/server_info", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(0.5)
+        pytest.fail(f"dagster-webserver did not answer within {WEBSERVER_READY_TIMEOUT} s:\n{tail(self.log)}")
+
+    def graphql(self, query: str, variables: dict) -> dict:
+        body = json.dumps({"query": query, "variables": variables}).encode()
+        req = urllib.request.Request(
+            f"{self.base}/graphql", data=body, headers={"Content-Type": "application/json"}, method="POST"
+        )
+        with urllib.request.urlopen(req, timeout=60) as response:
+            payload = json.loads(response.read())
+        assert not payload.get("errors"), payload
+        return payload["data"]
 
 
 @pytest.fixture(scope="package")

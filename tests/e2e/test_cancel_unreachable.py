@@ -39,8 +39,7 @@ from backfill_assets.examples.orders.domain import RAW_ORDERS
 from backfill_assets.integration.runs.runs import IN_FLIGHT_STATUSES
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 
-from .conftest import E2E, FINISHED, dagster_env, poll, prepare_home, start_daemon, stop_process, tail
-from .test_ui_adoption import free_port
+from .conftest import E2E, FINISHED, dagster_env, free_port, poll, prepare_home, start_daemon, stop_process, tail
 
 pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("e2e/test_cancel_unreachable")]
 
