@@ -9,6 +9,7 @@ from backfill_assets.engine.plan.reconcile import Report
 
 # The UI renders every row; a year of five assets is 1,825 rows. Beyond this, the tail is counted, not listed.
 MAX_ROWS = 400
+ALWAYS_SHOWN = ("planned", "published", "rejected", "skipped", "duplicate_publishes", "gaps")
 
 
 def _cell(value: object) -> str:
@@ -39,7 +40,11 @@ def plan_markdown(title: str, plan: list[dict], notes: Iterable[str] = ()) -> st
 def report_markdown(report: Report) -> str:
     request = report.request
     totals = report.totals
-    shown = [k for k, v in totals.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    # The counts a reader always wants, and any other that is not zero (a table of 16 columns does not fit).
+    shown = [
+        k for k, v in totals.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and (v or k in ALWAYS_SHOWN)
+    ]
     head = (
         f"### Request {request.get('request_id')}: {request.get('status')}"
         f" ({'complete' if report.complete else 'not complete'})"
