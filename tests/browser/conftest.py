@@ -16,8 +16,8 @@ The scenarios share the daemon, so each works on its own days of October 2022 (s
 
 Chromium is Debian's (``apt-get install -y chromium``; ``playwright install`` cannot download browsers here), at
 ``$BACKFILL_CHROMIUM`` (default ``/usr/bin/chromium``). Without it the tests fail, they do not skip: CI installs it.
-For a failing test, pytest-playwright's ``--screenshot only-on-failure`` / ``--tracing retain-on-failure`` keep
-the browser's side in ``test-results/``; the daemon's and webserver's log tails are attached to the report.
+On a failure the daemon's and webserver's log tails are attached to the report, and the page's screenshot is
+saved as ``<tmp>/ui/failed.png`` (named in the report).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from urllib.parse import urlencode, urlparse
 
 import dagster as dg
 import pytest
-from playwright.sync_api import Page, Response, expect
+from playwright.sync_api import Browser, Page, Response, expect, sync_playwright
 
 from backfill_assets.engine.store import db
 from tests.e2e.conftest import E2E, Webserver, poll, prepare_home, start_daemon, stop_process, tail
@@ -67,26 +67,33 @@ def chromium_path() -> str:
     return found
 
 
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
-    return {
-        **browser_type_launch_args,
-        "executable_path": chromium_path(),
-        "args": ["--no-sandbox", "--disable-dev-shm-usage"],
-    }
+@pytest.fixture(scope="package")
+def chromium() -> Iterable[Browser]:
+    """Playwright and the system Chromium for this package only. Not pytest-playwright's session-scoped browser:
+    Playwright's sync API keeps an event loop marked running on the test thread while it lives, and every later
+    test of the worker that runs Dagster in process would then fail (an unawaited coroutine at loop shutdown)."""
+    executable = chromium_path()
+    playwright = sync_playwright().start()
+    try:
+        browser = playwright.chromium.launch(
+            executable_path=executable, args=["--no-sandbox", "--disable-dev-shm-usage"]
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+    finally:
+        playwright.stop()
 
 
-@pytest.fixture(scope="session")
-def base_url() -> None:
-    """No base URL (the ``ui`` helper knows the webserver's). Replaces pytest-playwright's own ``base_url``, an
-    instance-method fixture that pytest 9 warns about (an error here: ``filterwarnings = error``)."""
-    return None
-
-
-@pytest.fixture(scope="session")
-def browser_context_args(browser_context_args: dict) -> dict:
+@pytest.fixture
+def page(chromium: Browser) -> Iterable[Page]:
     # Times in the UI are shown in the browser's zone: UTC, like the catalog's.
-    return {**browser_context_args, "viewport": VIEWPORT, "timezone_id": "UTC", "locale": "en-US"}
+    context = chromium.new_context(viewport=VIEWPORT, timezone_id="UTC", locale="en-US")
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 # ---- the servers --------------------------------------------------------------------------------------------------
@@ -129,8 +136,8 @@ class BrowserE2E(E2E):
 
 
 @pytest.fixture(scope="package")
-def e2e(tmp_path_factory, browser_type_launch_args: dict) -> Iterable[BrowserE2E]:
-    # (browser_type_launch_args first: without Chromium, fail before starting any server.)
+def e2e(tmp_path_factory, chromium: Browser) -> Iterable[BrowserE2E]:
+    # (chromium first: without it, fail before starting any server.)
     home = tmp_path_factory.mktemp("browser") / "dagster_home"
     with pytest.MonkeyPatch.context() as mp:
         prepare_home(mp, home, SEED_FROM, SEED_TO)
@@ -222,3 +229,9 @@ def pytest_runtest_makereport(item, call):
     env = getattr(item, "funcargs", {}).get("e2e")
     if report.failed and isinstance(env, BrowserE2E):
         report.sections.append(("dagster-daemon and dagster-webserver logs (tail)", env.log_tail()))
+    ui = getattr(item, "funcargs", {}).get("ui")
+    if report.failed and report.when == "call" and isinstance(ui, UI):
+        try:
+            report.sections.append(("the page when it failed", str(ui.screenshot("failed"))))
+        except Exception as exc:  # a closed page: the logs above still tell
+            report.sections.append(("the page when it failed", f"no screenshot: {exc}"))

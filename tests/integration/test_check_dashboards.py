@@ -142,7 +142,9 @@ def test_single_partition_runs_the_rejected_version_is_shown_as_rejected_and_the
         dg.AssetRecordsFilter(asset_key=dg.AssetKey(DAILY_REVENUE), asset_partitions=[TWICE]), limit=5
     ).records
     seen = _meta(observation.asset_observation.metadata)
-    assert (seen["version_id"], seen["state"], seen["serving_version_id"]) == (rejected, "rejected", serving)
+    assert (seen["rejected_version_id"], seen["serving_version_id"]) == (rejected, serving)
+    # Its entries never shadow the serving materialization's on the partition page.
+    assert "version_id" not in seen and "state" not in seen
     assert "business_totals" in seen["failed_checks"] and observation.run_id == bad[0].run_id
 
     # Dagster's status is the catalog's: rejected days Failed, the published day Materialized — the Failed / Missing
@@ -300,7 +302,7 @@ def test_a_range_run_points_each_days_results_at_the_version_it_judged(env):
     [observation] = env.instance.fetch_observations(
         dg.AssetRecordsFilter(asset_key=dg.AssetKey(ORDER_FACTS), asset_partitions=[RANGE_DAYS[1]]), limit=5
     ).records
-    assert _meta(observation.asset_observation.metadata)["state"] == "rejected"
+    assert _meta(observation.asset_observation.metadata)["rejected_version_id"].startswith(f"{ORDER_FACTS}/")
 
 
 def test_a_chunk_run_shows_a_day_it_rejected_as_failed(env):

@@ -45,6 +45,9 @@ CHECK_SPEC_NOTE = (
 )
 
 
+REJECTED_PREFIX = "rejected_"
+
+
 def state_label(version: Version) -> str:
     state = VersionState(version.state)
     return STATE_LABELS.get(state, state.value.lower())
@@ -141,13 +144,15 @@ def rejection_observation(asset: str, key: str, outcome: GateOutcome) -> dg.Asse
         asset_key=asset,
         partition=key,
         description=rejected_description(outcome),
+        # Prefixed: the partition page shows the latest observation's entries beside the latest materialization's,
+        # and an entry of the same name replaces the materialization's (the serving version's `version_id` would
+        # read as the rejected one's).
         metadata={
-            **version_metadata(outcome.version),
-            "state": state_label(outcome.version),
+            **{f"{REJECTED_PREFIX}{k}": v for k, v in version_metadata(outcome.version).items()},
             "serving_version_id": _text(outcome.serving_version_id),
             "failed_checks": ", ".join(outcome.failed_checks),
-            "error": _text(outcome.error),
-            "checks": checks_table(outcome.checks),
+            f"{REJECTED_PREFIX}error": _text(outcome.error),
+            f"{REJECTED_PREFIX}checks": checks_table(outcome.checks),
         },
     )
 
