@@ -65,9 +65,10 @@ def report_markdown(report: Report) -> str:
             last.version_id if last else "—",
             cell.reason or "",
         ])
+    message = request.get("message")
     parts = [
         head,
-        policy,
+        policy + (f"\n\n> {message}" if message else ""),
         table(shown, [[totals[k] for k in shown]]),
         table(("day", "asset", "decision", "attempts", "latest version", "why"), rows),
     ]

@@ -226,7 +226,12 @@ SIDE_EFFECT_DAY = "2022-10-08"
 
 def test_a_ui_backfill_leaves_an_unapproved_side_effect_alone(e2e, webserver):
     e2e.prepare([SIDE_EFFECT_DAY], [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE])
-    _, request_id = launch_adopted(e2e, webserver, [REVENUE_ALERT], [SIDE_EFFECT_DAY], {})
+    _, request_id = launch_adopted(e2e, webserver, [REVENUE_ALERT], [SIDE_EFFECT_DAY], {T.MAX_ACTIVE: "6"})
+    # As `request create` says it: the instance's queue (4 runs at once here) lets fewer runs execute.
+    assert e2e.show(request_id)["message"] == (
+        "max_active 6, but at most 4 run(s) of this request execute at once: the instance's run queue "
+        "max_concurrent_runs 4, shared by every run of the instance"
+    )
     e2e.wait(request_id)
 
     [cell] = e2e.show(request_id)["cells"]

@@ -91,19 +91,21 @@ class Ledger:
         excluded: dict[tuple[str, str], str],
         source: str = M.RequestSource.CLI,
         status: str | None = None,
+        message: str | None = None,
     ) -> RequestRecord:
-        """Store the frozen request, its cells in submission order, and claim its partitions.
+        """Store the frozen request, its cells in submission order, and claim its partitions; ``message`` is
+        shown with its status (an overlap's message takes its place).
 
         ``excluded`` maps cells decided at creation (unauthorized side effects) to their skip reason; they are
         recorded as deliberately skipped and not claimed.
         """
         validate_request_id(request_id)
         try:
-            return self._create(request_id, spec, code_version, excluded, source, status)
+            return self._create(request_id, spec, code_version, excluded, source, status, message)
         except sa.exc.IntegrityError:
             # Two creators raced for the same partitions: the claims' primary key let exactly one win.
             # Run again: the loser now sees the winner's claims and is refused (or waits) with a clear message.
-            return self._create(request_id, spec, code_version, excluded, source, status)
+            return self._create(request_id, spec, code_version, excluded, source, status, message)
 
     def _create(
         self,
@@ -113,6 +115,7 @@ class Ledger:
         excluded: dict[tuple[str, str], str],
         source: str,
         status: str | None,
+        message: str | None,
     ) -> RequestRecord:
         now = iso(utc_now())
         cells = [(a, p) for p in spec.ordered_partitions() for a in spec.assets]
@@ -143,7 +146,7 @@ class Ledger:
                     reason=spec.reason,
                     requested_at=now,
                     source=source,
-                    message=overlap_message(holders) if holders else None,
+                    message=overlap_message(holders) if holders else message,
                 )
             )
             conn.execute(

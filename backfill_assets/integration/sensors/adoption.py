@@ -9,6 +9,7 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_request_id, adopted_spec, track_adopted
+from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.plan.driver_tick import code_version_block
 from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.catalog import Catalog
@@ -16,7 +17,7 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.integration.request_jobs import ADOPTED_STAGE, CLOSED_STAGE, report_run_request
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.coordinator import paced_max_active, release_stale_holds
-from backfill_assets.integration.runs.dagster_adapter import list_backfills
+from backfill_assets.integration.runs.dagster_adapter import list_backfills, run_queue_limits
 from backfill_assets.integration.runs.runs import run_assets, run_view, runs_of_request
 
 ADOPTION_SENSOR = "backfill_adoption"
@@ -37,7 +38,9 @@ def adopt_and_track(
             if info.tags.get(T.REQUEST_ID):
                 continue  # launched by our own driver under a request of its own
             spec = adopted_spec(graph, info.cells, info.tags, info.user, paced_max_active(instance))
-            ledger.create(request_id, spec, loaded, excluded={}, source=M.RequestSource.DAGSTER)
+            # As `request create` says it: the run queue may let fewer of its runs execute than max_active.
+            note = QueueLimits(*run_queue_limits(instance), "the instance's run queue").concurrency(spec).note
+            ledger.create(request_id, spec, loaded, excluded={}, source=M.RequestSource.DAGSTER, message=note)
             adopted.append(request_id)
         record = ledger.get(request_id)
         if record.status in M.CLOSED_STATUSES:
