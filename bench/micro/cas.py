@@ -9,6 +9,7 @@ no state checks) on the same server.
 from __future__ import annotations
 
 import multiprocessing as mp
+import queue
 import time
 
 import sqlalchemy as sa
@@ -40,7 +41,8 @@ def _publisher(url: str, worker: int, n: int, start: mp.Event, out: mp.Queue) ->
     timings = []
     start.wait()
     for i in range(n + WARMUP):
-        identity = RunIdentity(asset=asset, interval=interval, run_id=f"w{worker}-{i}", dagster_run_id=f"w{worker}-{i}",
+        identity = RunIdentity(asset=asset, interval=interval, logical_run_id=f"w{worker}-{i}",
+                               dagster_run_id=f"w{worker}-{i}",
                                request_id=None, code_version="bench", params_digest="0" * 16, lane="backfill",
                                requested_at=None, started_at=iso(utc_now()))
         version = catalog.begin_version(identity)
@@ -78,11 +80,25 @@ def _race(target, url: str) -> tuple[list[float], float]:
     time.sleep(3.0)  # let every process import and connect before the start signal
     began = time.perf_counter()
     start.set()
-    timings = [t for _ in procs for t in out.get(timeout=600)]
+    timings = [t for _ in procs for t in _result(out, procs)]
     wall = time.perf_counter() - began
     for p in procs:
         p.join(timeout=60)
     return timings, wall
+
+
+def _result(out: mp.Queue, procs: list, timeout: float = 600.0) -> list[float]:
+    """One publisher's timings; fails at once, with the exit codes, when a publisher died without reporting
+    (rather than waiting out the timeout for a result that cannot come)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            return out.get(timeout=1.0)
+        except queue.Empty:
+            dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            if dead:
+                raise RuntimeError(f"{len(dead)} publisher process(es) died (exit codes {dead})") from None
+    raise TimeoutError(f"no publisher result within {timeout} s")
 
 
 def run(pg_url: str) -> dict:
