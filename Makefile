@@ -35,8 +35,9 @@ demo-postgres: $(STAMP)
 	$(BIN)/backfill-assets --home $(PG_HOME) demo
 
 # Two workers (most test time is waiting on daemons and runs); the PostgreSQL server restart runs alone, last.
+# --durations: the slowest tests are listed at the end, to watch the 15-minute budget.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not server_restart"
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not server_restart" --durations=15
 	$(BIN)/python -m pytest -q -m server_restart
 
 test-fast: $(STAMP)
