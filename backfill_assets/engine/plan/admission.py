@@ -25,7 +25,12 @@ def is_launched_from_dagster(run_tags: Mapping[str, str]) -> bool:
     backfill_id = run_tags.get(T.DAGSTER_BACKFILL)
     if not backfill_id:
         return False
-    return run_tags.get(T.REQUEST_ID) in (None, "", f"{T.ADOPTED_PREFIX}{backfill_id}")
+    return run_tags.get(T.REQUEST_ID) in (None, "", adopted_request_id(backfill_id))
+
+
+def adopted_request_id(backfill_id: str) -> str:
+    """The request a Dagster backfill is adopted as (``engine/plan/adoption.py``)."""
+    return f"{T.ADOPTED_PREFIX}{backfill_id}"
 
 
 def launch_policy(run_tags: Mapping[str, str], default_max_active: int = DEFAULT_LAUNCH_MAX_ACTIVE) -> M.RequestSpec:

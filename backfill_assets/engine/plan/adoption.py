@@ -24,10 +24,6 @@ class AdoptedRun:
     assets: tuple[str, ...]
 
 
-def adopted_request_id(backfill_id: str) -> str:
-    return f"{T.ADOPTED_PREFIX}{backfill_id}"
-
-
 def adopted_spec(
     graph: AssetGraph,
     cells: tuple[tuple[str, str], ...],

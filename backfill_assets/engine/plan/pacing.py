@@ -43,6 +43,14 @@ def ordered_partitions(partitions: Collection[str], order: str) -> list[str]:
     return sorted(set(partitions), reverse=order == M.Order.BACKWARD)
 
 
+def paced_order(
+    run_tags: Mapping[str, str], partitions: Collection[str], serial: bool, default_max_active: int
+) -> tuple[int, list[str]]:
+    """(slots, the backfill's partitions in the order its runs start)."""
+    slots, order = paced_policy(run_tags, serial, default_max_active)
+    return slots, ordered_partitions(partitions, order)
+
+
 def pacing_tags(
     request_id: str,
     run_tags: Mapping[str, str],
@@ -51,17 +59,19 @@ def pacing_tags(
     serial: bool,
     default_max_active: int,
 ) -> dict[str, str]:
-    """The tags that pace one run of the backfill ``request_id`` over ``partitions``; the run starts held."""
-    slots, order = paced_policy(run_tags, serial, default_max_active)
-    ordered = ordered_partitions(partitions, order)
+    """The tags that pace one run of the backfill ``request_id`` over ``partitions``; a run of one of its
+    partitions starts held (any other has nothing to wait for)."""
+    slots, ordered = paced_order(run_tags, partitions, serial, default_max_active)
     rank = ordered.index(partition) if partition in ordered else 0
-    return {
+    tags = {
         T.REQUEST_ID: request_id,
         T.SLOT: f"{request_id}/{rank % slots}",
         T.LANE: T.LANE_BACKFILL,
         T.DAGSTER_PRIORITY: str(T.PRIORITY_BACKFILL - rank),
-        T.QUEUE_HOLD: T.HELD,
     }
+    if partition in ordered:
+        tags[T.QUEUE_HOLD] = T.HELD
+    return tags
 
 
 def released_partitions(ordered: Sequence[str], queued: Collection[str]) -> list[str]:

@@ -9,8 +9,7 @@ import dagster as dg
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph, AssetSpec
-from backfill_assets.engine.plan.admission import admit, is_launched_from_dagster
-from backfill_assets.engine.plan.adoption import adopted_request_id
+from backfill_assets.engine.plan.admission import admit, adopted_request_id, is_launched_from_dagster
 from backfill_assets.engine.plan.planning import SKIP, CellFacts
 from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.catalog import Catalog

@@ -26,9 +26,12 @@ import dagster as dg
 
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.request_model import MAX_ACTIVE_LIMIT
-from backfill_assets.engine.plan.admission import DEFAULT_LAUNCH_MAX_ACTIVE, is_launched_from_dagster
-from backfill_assets.engine.plan.adoption import adopted_request_id
-from backfill_assets.engine.plan.pacing import ordered_partitions, paced_policy, pacing_tags, released_partitions
+from backfill_assets.engine.plan.admission import (
+    DEFAULT_LAUNCH_MAX_ACTIVE,
+    adopted_request_id,
+    is_launched_from_dagster,
+)
+from backfill_assets.engine.plan.pacing import paced_order, pacing_tags, released_partitions
 from backfill_assets.integration.runs.dagster_adapter import backfill_partitions, workspace_asset_tags
 
 DEFAULT_MAX_ACTIVE_FIELD = "default_max_active"
@@ -104,10 +107,8 @@ class BackfillRunCoordinator(dg.QueuedRunCoordinator):
         tags = pacing_tags(
             adopted_request_id(backfill_id), run.tags, partition, partitions, serial, self.default_max_active
         )
-        if partition not in partitions:
-            tags.pop(T.QUEUE_HOLD)  # not a run of one of the backfill's partitions: nothing to wait for
-        _, order = paced_policy(run.tags, serial, self.default_max_active)
-        return ordered_partitions(partitions, order), tags
+        _, ordered = paced_order(run.tags, partitions, serial, self.default_max_active)
+        return ordered, tags
 
 
 def release_held_runs(instance: dg.DagsterInstance, backfill_id: str, ordered: list[str] | None) -> int:

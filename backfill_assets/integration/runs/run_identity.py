@@ -12,7 +12,7 @@ from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import RunIdentity, params_digest
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.settings import code_version
-from backfill_assets.engine.plan.adoption import adopted_request_id
+from backfill_assets.engine.plan.admission import adopted_request_id
 
 
 def request_id_from_tags(run_tags: Mapping[str, str]) -> str | None:

@@ -8,7 +8,8 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.settings import code_version
-from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_request_id, adopted_spec, track_adopted
+from backfill_assets.engine.plan.admission import adopted_request_id
+from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_spec, track_adopted
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.plan.driver_tick import code_version_block
 from backfill_assets.engine.store.admissions import Admissions
