@@ -105,10 +105,13 @@ def stop_process(proc: subprocess.Popen, timeout: float = 30.0) -> None:
 KEPT_LIMITS = (T.SLOT, T.QUEUE_HOLD)
 
 
-def write_instance_yaml(home: Path) -> None:
+def write_instance_yaml(home: Path, warm_launcher: bool = True) -> None:
     """The project's dagster.yaml with the run concurrency replaced: only the driver (and its run slots, which
-    the driver relies on for queue-ahead) limits a request; no lane or per-request backstop."""
+    the driver relies on for queue-ahead) limits a request; no lane or per-request backstop. Without
+    ``warm_launcher`` the instance launches runs with Dagster's DefaultRunLauncher (through the code server)."""
     config = yaml.safe_load((PACKAGE_DIR.parent / "dagster.yaml").read_text())
+    if not warm_launcher:
+        config.pop("run_launcher")
     kept = [lim for lim in config["concurrency"]["runs"]["tag_concurrency_limits"] if lim["key"] in KEPT_LIMITS]
     config["concurrency"]["runs"] = {
         "max_concurrent_runs": 4,
@@ -272,12 +275,13 @@ def _wait_until_daemon_ready(instance: dg.DagsterInstance, proc: subprocess.Pope
 
 
 def prepare_home(
-    mp: pytest.MonkeyPatch, home: Path, seed_from: str = SEED_FROM, seed_to: str = SEED_TO
+    mp: pytest.MonkeyPatch, home: Path, seed_from: str = SEED_FROM, seed_to: str = SEED_TO,
+    warm_launcher: bool = True,
 ) -> None:
     """Point this process (and the subprocesses it starts) at a fresh DAGSTER_HOME with the test instance yaml,
     the test code version and the default storage under the home; seed the source system for the given days."""
     home.mkdir(parents=True, exist_ok=True)
-    write_instance_yaml(home)
+    write_instance_yaml(home, warm_launcher)
     mp.setenv("DAGSTER_HOME", str(home))
     mp.setenv("BACKFILL_CODE_VERSION", CODE_VERSION)
     for var in ("BACKFILL_WAREHOUSE", "BACKFILL_CATALOG_URL", "BACKFILL_SOURCE_URL", "BACKFILL_SINK_PATH"):

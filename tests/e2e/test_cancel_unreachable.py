@@ -8,6 +8,8 @@ hung or overloaded server.
 
 Its own daemon and home (the shared e2e daemon loads the code as a python module, with no server to stop).
 Partitions: 09-05..09-06 (a cancel that crashed half-way), 09-07..09-08 (the code server stopped).
+Runs are launched by Dagster's DefaultRunLauncher here (through the code server, the path that can hang); the warm
+launcher's own terminate is tested in test_warm_launcher.py.
 """
 
 from __future__ import annotations
@@ -165,7 +167,8 @@ def stack(tmp_path_factory) -> Iterable[Stack]:
     hold = home.parent / "hold"
     port = free_port()
     with pytest.MonkeyPatch.context() as mp:
-        prepare_home(mp, home)
+        # The code server's termination path: runs launched through it (the warm launcher's fallback path).
+        prepare_home(mp, home, warm_launcher=False)
         workspace = home / "workspace.yaml"
         workspace.write_text(
             yaml.safe_dump(

@@ -24,6 +24,8 @@ SLOT = "backfill/slot"
 # A run that shows a request's plan or report in the UI (the Launchpad's backfill_request, backfill_report): it
 # computes nothing, so it is never one of the request's runs (those carry backfill/request_id).
 REPORT_OF = "backfill/report_of"
+# Where a run forked by the warm run launcher runs: host:pid:start_ticks (terminate and health checks find it).
+RUN_WORKER = "backfill/run_worker"
 # A batched (chunk) run: the days and assets it writes (it is an op job, so Dagster's partition tags do not apply).
 CHUNK_FIRST = "backfill/chunk_first"
 CHUNK_LAST = "backfill/chunk_last"
@@ -43,6 +45,8 @@ PRIORITY_BACKFILL = -5
 # Dagster's own tags, used as they are.
 DAGSTER_BACKFILL = "dagster/backfill"
 DAGSTER_PARTITION = "dagster/partition"
+DAGSTER_SENSOR = "dagster/sensor_name"
+DAGSTER_SCHEDULE = "dagster/schedule_name"
 DAGSTER_PRIORITY = "dagster/priority"
 DAGSTER_ROOT_RUN_ID = "dagster/root_run_id"
 DAGSTER_RETRY_NUMBER = "dagster/retry_number"

@@ -40,6 +40,9 @@ REMEMBERED_BACKFILLS = 32
 # A held run whose predecessors were never queued is released after this long (the adoption sensor's job).
 HOLD_FALLBACK_SECONDS = 30.0
 
+# Tags of runs submitted by the daemon (sensor, schedule, backfill daemon), which the same daemon launches.
+DAEMON_SUBMITTED_TAGS = (T.DAGSTER_BACKFILL, T.DAGSTER_SENSOR, T.DAGSTER_SCHEDULE)
+
 logger = logging.getLogger("backfill_assets.run_coordinator")
 
 
@@ -78,6 +81,7 @@ class BackfillRunCoordinator(dg.QueuedRunCoordinator):
 
     def submit_run(self, context: dg.SubmitRunContext) -> dg.DagsterRun:
         run = context.dagster_run
+        self._prewarm(run)
         if run.status != dg.DagsterRunStatus.NOT_STARTED or not is_launched_from_dagster(run.tags):
             return super().submit_run(context)
         try:
@@ -89,6 +93,19 @@ class BackfillRunCoordinator(dg.QueuedRunCoordinator):
         queued = super().submit_run(context._replace(dagster_run=self._instance.get_run_by_id(run.run_id)))
         release_held_runs(self._instance, run.tags[T.DAGSTER_BACKFILL], ordered)
         return self._instance.get_run_by_id(queued.run_id) or queued
+
+    def _prewarm(self, run: dg.DagsterRun) -> None:
+        """Let a warm run launcher start importing the run's code location while the run waits in the queue.
+        Only for runs the daemon submits (sensors, schedules, backfills), which the same daemon will launch: a
+        webserver or CLI process that merely queues a run must not keep a warm worker of its own."""
+        if not any(key in run.tags for key in DAEMON_SUBMITTED_TAGS):
+            return
+        prewarm = getattr(self._instance.run_launcher, "prewarm", None)
+        if prewarm is not None:
+            try:
+                prewarm(run)
+            except Exception:  # an optimisation: the launch itself starts the worker, or falls back
+                logger.exception("could not prewarm the run worker of run %s", run.run_id)
 
     def _pacing(self, context: dg.SubmitRunContext) -> tuple[list[str], dict[str, str]]:
         """The backfill's order and this run's pacing tags."""

@@ -1,6 +1,7 @@
 """The one place that touches ``dagster._core``: reading Dagster backfills for adoption and for pacing their
-runs, asset tags from a run coordinator's workspace, the run queue's tag limits, and two asset events the public
-API cannot build.
+runs, asset tags from a run coordinator's workspace, the run queue's tag limits, two asset events the public
+API cannot build, and the four pieces of a run launcher Dagster does not export (the run worker's entry point,
+its arguments, reconstructing a code location from a run's origin, the worker health result).
 
 Dagster 1.13 has no public API that lists backfills with their target partitions; ``DagsterInstance
 .get_backfills`` returns ``PartitionBackfill`` objects whose classes live in ``dagster._core.execution.backfill``.
@@ -8,6 +9,10 @@ A check evaluation reported by a step that writes several days (a range step, a 
 materialization it judged through ``AssetCheckEvaluationTargetMaterializationData``, and an op job (the chunk
 run) plans no materialization, so Dagster would never show a day it rejected as Failed without the planned event
 ``report_materialization_planned`` records.
+A run launcher (``warm_launcher.py``) must start a run worker as ``dagster api execute_run`` does: Dagster exports
+``DefaultRunLauncher`` but not ``ExecuteRunArgs``, the command's body, ``recon_repository_from_origin`` nor
+``CheckRunHealthResult``/``WorkerStatus``, which run monitoring reads. tests/integration/test_warm_launcher.py
+runs real runs through them.
 Everything else in the project goes through ``import dagster as dg`` (tests/engine/test_layering.py keeps the engine
 free of Dagster). tests/integration/test_dagster_adapter.py pins this module's behaviour against real backfills,
 tests/e2e/test_ui_adoption.py the UI path, and tests/integration/test_check_dashboards.py the two events (check
@@ -27,6 +32,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 )
 from dagster._core.events import AssetMaterializationPlannedData, DagsterEvent
 from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
+from dagster._core.launcher import CheckRunHealthResult, WorkerStatus
 
 from backfill_assets.engine.model.concurrency import RunLimit, run_limits
 from backfill_assets.engine.model.intervals import iso
@@ -179,3 +185,46 @@ def report_materialization_planned(
         job_name, step_key, AssetMaterializationPlannedData(dg.AssetKey(asset), partition=partition)
     )
     instance.report_dagster_event(event, run_id=run_id, log_level=logging.DEBUG)
+
+
+# --- run launcher pieces -----------------------------------------------------------------------------------------
+
+WORKER_RUNNING = WorkerStatus.RUNNING
+WORKER_FAILED = WorkerStatus.FAILED
+
+
+def worker_health(running: bool, message: str | None = None) -> CheckRunHealthResult:
+    """The answer run monitoring expects from ``RunLauncher.check_run_worker_health``."""
+    return CheckRunHealthResult(WORKER_RUNNING if running else WORKER_FAILED, message)
+
+
+def execute_run_args(run: dg.DagsterRun, instance: dg.DagsterInstance) -> str:
+    """The serialized arguments of ``dagster api execute_run`` for ``run`` (what container launchers pass)."""
+    from dagster._grpc.types import ExecuteRunArgs
+
+    return dg.serialize_value(
+        ExecuteRunArgs(job_origin=run.job_code_origin, run_id=run.run_id, instance_ref=instance.get_ref())
+    )
+
+
+def execute_run(execute_run_args_json: str) -> None:
+    """Be ``dagster api execute_run <args>`` in this process: open the instance from its ref, run, report."""
+    from dagster._cli.api import execute_run_command
+
+    execute_run_command.callback(input_json=execute_run_args_json, compressed_input_json=None)
+
+
+def reconstruct_repository(repository_origin) -> dg.RepositoryDefinition:
+    """Load a code location's repository from a run's ``job_code_origin.repository_origin``, as a run worker does
+    (same cached module import and definitions)."""
+    from dagster._utils.hosted_user_process import recon_repository_from_origin
+
+    return recon_repository_from_origin(repository_origin).get_definition()
+
+
+def storage_modules_of(instance_ref) -> list[str]:
+    """Module names of the classes an instance ref configures (storages, compute logs, launcher …): importing them
+    ahead of time spares every run worker the import, without opening anything."""
+    return sorted(
+        {data.module_name for data in instance_ref if getattr(data, "module_name", None)}
+    )

@@ -1,0 +1,212 @@
+"""The warm run worker: a process that has imported Dagster and one code location, and forks a run worker per run.
+
+Started by ``WarmRunLauncher`` (``warm_launcher.py``) as ``python -m backfill_assets.integration.runs.warm_worker``
+with the code location's interpreter and working directory; it talks to its launcher over stdin/stdout, one JSON
+object per line:
+
+    launcher → worker   {"origin": <serialized RepositoryPythonOrigin>, "instance_ref": <serialized InstanceRef>}
+    worker → launcher   {"ready": true, "pid": …, "fingerprint": …, "preload_seconds": …}
+                        or  {"ready": false, "error": …}
+    launcher → worker   {"op": "run", "run_id": …, "execute_run_args": <serialized ExecuteRunArgs>}
+    worker → launcher   {"pid": <child pid>, "start_ticks": …}  or  {"stale": <why>} (then the worker exits)
+    launcher → worker   {"op": "status"}
+    worker → launcher   {"pid": …, "threads": …, "fingerprint": …, "modules": …, "instances": …}
+
+Why a separate process rather than forking the daemon: the daemon holds gRPC channels, SQLAlchemy engines,
+threads and locks, none of which survive a fork. This process holds none of them: it imports, it never opens an
+instance (the preload only imports the storage classes the instance ref names), and it runs no thread — a forked
+child starts with exactly one thread and creates its own instance from the ref, as ``dagster api execute_run`` does.
+
+Stale code is never run: the worker remembers the size and mtime of every source file it imported from outside the
+interpreter's own prefixes (the code location, the project's packages, editable installs) and checks them before
+every fork; one changed file makes it answer ``stale`` and exit, and the launcher starts a fresh worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+# Imported before any fork so a run pays none of it; each is something every run worker imports anyway.
+PRELOAD_MODULES = (
+    "dagster._cli.api",
+    "dagster._core.execution.api",
+    "dagster._core.executor.in_process",
+    "dagster._core.storage.runs.sqlite.sqlite_run_storage",
+    "dagster._core.storage.event_log.sqlite.sqlite_event_log",
+    "dagster._core.storage.event_log.sqlite.consolidated_sqlite_event_log",
+    "dagster._core.storage.schedules.sqlite.sqlite_schedule_storage",
+    "dagster._core.storage.local_compute_log_manager",
+    "sqlalchemy.dialects.sqlite",
+    "alembic",
+)
+# Imported when present (the PostgreSQL deployment).
+OPTIONAL_PRELOAD_MODULES = ("dagster_postgres", "psycopg2", "sqlalchemy.dialects.postgresql")
+
+
+def _interpreter_prefixes() -> tuple[str, ...]:
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    return tuple(str(Path(p).resolve()) + os.sep for p in paths)
+
+
+def source_files() -> dict[str, tuple[int, int]]:
+    """Path → (mtime_ns, size) of every imported module's source outside the interpreter's prefixes."""
+    prefixes = _interpreter_prefixes()
+    files: dict[str, tuple[int, int]] = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not path:
+            continue
+        resolved = str(Path(path).resolve())
+        if resolved.startswith(prefixes):
+            continue
+        try:
+            stat = os.stat(resolved)
+        except OSError:
+            continue
+        files[resolved] = (stat.st_mtime_ns, stat.st_size)
+    return files
+
+
+def fingerprint(files: dict[str, tuple[int, int]]) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(f"{path}\0{files[path][0]}\0{files[path][1]}\n".encode())
+    return digest.hexdigest()[:12]
+
+
+def changed_file(files: dict[str, tuple[int, int]]) -> str | None:
+    """The first imported source file that changed (or vanished) since it was imported, or None."""
+    for path, seen in files.items():
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return path
+        if (stat.st_mtime_ns, stat.st_size) != seen:
+            return path
+    return None
+
+
+def thread_count() -> int:
+    """Threads of this process as the kernel sees them (native threads included), 1 when unknown."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
+
+
+def start_ticks(pid: int) -> str:
+    """The process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat): with the pid it names
+    one process, even after the pid is reused. Empty where /proc is not available."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def preload(origin_json: str, instance_ref_json: str) -> None:
+    import dagster as dg
+
+    from backfill_assets.integration.runs.dagster_adapter import (
+        reconstruct_repository,
+        storage_modules_of,
+    )
+
+    for name in PRELOAD_MODULES:
+        importlib.import_module(name)
+    for name in OPTIONAL_PRELOAD_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    for name in storage_modules_of(dg.deserialize_value(instance_ref_json)):
+        importlib.import_module(name)
+    repository = reconstruct_repository(dg.deserialize_value(origin_json))
+    for job_name in repository.job_names:  # builds (and caches) every job, as a run worker would one
+        repository.get_job(job_name)
+
+
+def _send(out, message: dict[str, Any]) -> None:
+    out.write(json.dumps(message) + "\n")
+    out.flush()
+
+
+def _run_child(execute_run_args_json: str, stdout_fd: int) -> None:
+    """In the forked child: become a run worker exactly as ``dagster api execute_run`` would be, then exit."""
+    code = 0
+    try:
+        for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL if sig != signal.SIGINT else signal.default_int_handler)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(2, stdout_fd)  # the protocol pipe is the worker's, never the run's
+        os.close(devnull)
+        from backfill_assets.integration.runs.dagster_adapter import execute_run
+
+        execute_run(execute_run_args_json)
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    except BaseException:  # the run's own failures are in its event log; this is a crash of the worker itself
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stderr.flush()
+        os._exit(code)  # never run the parent's atexit handlers or flush its buffers twice
+
+
+def serve(
+    lines, out, fork: Callable[[], int] = os.fork, now: Callable[[], float] = time.monotonic
+) -> int:
+    hello = json.loads(lines.readline() or "{}")
+    started = now()
+    try:
+        preload(hello["origin"], hello["instance_ref"])
+    except BaseException as error:  # noqa: BLE001 — reported to the launcher, which falls back
+        _send(out, {"ready": False, "error": f"{type(error).__name__}: {error}"})
+        return 1
+    files = source_files()
+    print_ = fingerprint(files)
+    _send(out, {"ready": True, "pid": os.getpid(), "fingerprint": print_, "preload_seconds": now() - started,
+                "threads": thread_count()})
+    for line in lines:
+        message = json.loads(line)
+        op = message.get("op")
+        if op == "status":
+            _send(out, {"pid": os.getpid(), "threads": thread_count(), "fingerprint": print_,
+                        "modules": len(sys.modules), "files": len(files)})
+        elif op == "run":
+            changed = changed_file(files)
+            if changed is not None:
+                _send(out, {"stale": f"{changed} changed since this worker imported it"})
+                return 0
+            child = fork()
+            if child == 0:
+                _run_child(message["execute_run_args"], out.fileno())
+            _send(out, {"pid": child, "start_ticks": start_ticks(child), "fingerprint": print_})
+        else:
+            _send(out, {"error": f"unknown op {op!r}"})
+    return 0  # the launcher closed the pipe: its process is gone or disposed of the worker
+
+
+def main() -> int:
+    # Children are reaped by the kernel (a run's status lives in Dagster, not in its exit code), so a finished run
+    # never lingers as a zombie that the health check would take for alive.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    # Ctrl-C in the daemon's terminal reaches its whole process group, this worker included: the daemon handles
+    # it, and this worker ends when its stdin closes. (Forked runs take it as the default launcher's runs do.)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return serve(sys.stdin, sys.stdout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

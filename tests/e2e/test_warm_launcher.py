@@ -1,0 +1,233 @@
+"""The warm run launcher keeps the default launcher's promises (issue 13): real daemon, real runs, real signals.
+
+A small code location written into the test's folder (``defs.py``: an asset that records a mark and the pid that
+ran it, an asset that holds until its file is deleted) runs on its own ``dagster-daemon`` with the product's
+``dagster.yaml`` (``WarmRunLauncher``, ``BackfillRunCoordinator``, run monitoring every 5 s). Runs are submitted
+with ``dagster job launch``, as a user would, and observed through the instance.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+
+from backfill_assets.cli.daemon import dagster_bin
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.settings import PACKAGE_DIR
+from backfill_assets.integration.runs.warm_launcher import RunWorker
+
+from .conftest import FINISHED, dagster_env, poll, start_daemon, stop_process, tail
+
+pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("e2e/test_warm_launcher")]
+
+HOLD_TAG = "test/hold_file"
+RUN_TIMEOUT = 120.0
+
+DEFS = '''
+import os
+import time
+from pathlib import Path
+
+import dagster as dg
+
+MARK = "{mark}"
+
+
+@dg.asset
+def marked():
+    return dg.MaterializeResult(metadata={{"mark": MARK, "pid": os.getpid()}})
+
+
+@dg.asset
+def held(context: dg.AssetExecutionContext):
+    hold = Path(context.run.tags["{hold_tag}"])
+    Path(f"{{hold}}.pid").write_text(str(os.getpid()))
+    deadline = time.monotonic() + 120
+    while hold.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return dg.MaterializeResult(metadata={{"pid": os.getpid()}})
+
+
+defs = dg.Definitions(
+    executor=dg.in_process_executor,  # steps run in the run's own process, as the product's code locations do
+    assets=[marked, held],
+    jobs=[dg.define_asset_job("mark_job", [marked]), dg.define_asset_job("held_job", [held])],
+)
+'''
+
+
+@dataclass
+class Stack:
+    home: Path
+    defs: Path
+    instance: dg.DagsterInstance
+    daemon: subprocess.Popen
+    daemon_log: Path
+
+    def write_defs(self, mark: str) -> None:
+        self.defs.write_text(DEFS.format(mark=mark, hold_tag=HOLD_TAG))
+
+    def launch(self, job: str, tags: dict[str, str] | None = None) -> str:
+        """Submit a run as a user would (``dagster job launch``: it joins the queue); its run id."""
+        before = {r.run_id for r in self.instance.get_runs()}
+        command = [dagster_bin("dagster"), "job", "launch", "-f", str(self.defs), "-j", job]
+        if tags:
+            command += ["--tags", json.dumps(tags)]
+        done = subprocess.run(command, env=dagster_env(), cwd=self.home, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        (run,) = [r for r in self.instance.get_runs() if r.run_id not in before]
+        return run.run_id
+
+    def run(self, run_id: str) -> dg.DagsterRun:
+        return self.instance.get_run_by_id(run_id)
+
+    def wait_finished(self, run_id: str) -> dg.DagsterRun:
+        return poll(lambda: (r := self.run(run_id)).status in FINISHED and r, RUN_TIMEOUT,
+                    lambda: f"run {run_id} to finish (now {self.run(run_id).status})\n{self.logs()}")
+
+    def messages(self, run_id: str) -> list[str]:
+        return [e.message or "" for e in self.instance.all_logs(run_id)]
+
+    def mark_of(self, run_id: str) -> tuple[str, int]:
+        (record,) = self.instance.fetch_materializations(dg.AssetKey("marked"), limit=100).records[:1] or [None]
+        assert record is not None and record.run_id == run_id
+        metadata = record.asset_materialization.metadata
+        return metadata["mark"].value, metadata["pid"].value
+
+    def warm_worker_pid(self, run_id: str) -> int:
+        (line,) = [m for m in self.messages(run_id) if "Forked run worker" in m]
+        return int(line.split("warm worker (pid ", 1)[1].split(",", 1)[0])
+
+    def held_run(self, hold: Path) -> tuple[str, RunWorker]:
+        """A started run of held_job waiting in its step until ``hold`` is deleted, and its process."""
+        hold.touch()
+        run_id = self.launch("held_job", {HOLD_TAG: str(hold)})
+        poll(lambda: Path(f"{hold}.pid").exists(), RUN_TIMEOUT,
+             lambda: f"run {run_id} to reach its step\n{self.logs()}")
+        worker = RunWorker.from_tags(self.run(run_id).tags)
+        assert worker is not None and worker.pid == int(Path(f"{hold}.pid").read_text())
+        return run_id, worker
+
+    def logs(self) -> str:
+        return f"daemon log (tail):\n{tail(self.daemon_log)}"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory):
+    home = tmp_path_factory.mktemp("warm")
+    config = yaml.safe_load((PACKAGE_DIR.parent / "dagster.yaml").read_text())
+    assert config["run_launcher"]["class"] == "WarmRunLauncher"  # the product's default is what is tested
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DAGSTER_HOME", str(home))
+    defs = home / "defs.py"
+    defs.write_text(DEFS.format(mark="v1", hold_tag=HOLD_TAG))
+    instance = dg.DagsterInstance.get()
+    daemon, log = start_daemon(instance, home, "-f", str(defs))
+    try:
+        yield Stack(home, defs, instance, daemon, log)
+    finally:
+        stop_process(daemon)
+        instance.dispose()
+        mp.undo()
+
+
+def test_a_run_is_forked_from_a_warm_worker_that_shares_no_thread_and_starts_its_step_quickly(stack: Stack):
+    first = stack.wait_finished(stack.launch("mark_job"))
+    second_id = stack.launch("mark_job")
+    second = stack.wait_finished(second_id)
+    assert (first.status, second.status) == (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.SUCCESS)
+    worker = RunWorker.from_tags(second.tags)
+    assert worker is not None and worker.is_local()
+    mark, pid = stack.mark_of(second_id)
+    assert (mark, pid) == ("v1", worker.pid)  # the run's step ran in the forked process
+    # Both runs came from one warm worker, which imported the code location once.
+    assert stack.warm_worker_pid(first.run_id) == stack.warm_worker_pid(second_id)
+    assert f"Started process for run (pid: {worker.pid})." in stack.messages(second_id)
+    # RUN_STARTING → first step, from Dagster's own events: no interpreter start-up or import in between.
+    events = [e for e in stack.instance.all_logs(second_id) if e.dagster_event]
+    starting = next(e.timestamp for e in events if e.dagster_event.event_type_value == "PIPELINE_STARTING")
+    step = next(e.timestamp for e in events if e.dagster_event.event_type_value == "STEP_START")
+    assert step - starting < 2.0, f"{step - starting:.2f} s from RUN_STARTING to the first step"
+    # Nothing of the daemon or of an instance is in the warm worker: no socket, no database file, and no thread
+    # beyond those the numeric libraries start when imported in a bare interpreter (OpenBLAS's pool, jemalloc's
+    # background thread: both register fork handlers, as Airflow's and Celery's forking workers rely on).
+    warm = stack.warm_worker_pid(second_id)
+    opened = [os.readlink(f"/proc/{warm}/fd/{fd}") for fd in os.listdir(f"/proc/{warm}/fd")]
+    assert not [f for f in opened if f.startswith("socket:") or f.endswith((".db", ".sqlite"))], opened
+    bare = subprocess.run(
+        [sys.executable, "-c", "import os, numpy, pyarrow; print(len(os.listdir('/proc/self/task')))"],
+        capture_output=True, text=True, check=True,
+    )
+    assert len(os.listdir(f"/proc/{warm}/task")) <= int(bare.stdout)
+
+
+def test_terminate_stops_the_forked_run_and_its_process(stack: Stack, tmp_path: Path):
+    run_id, worker = stack.held_run(tmp_path / "terminate")
+    assert stack.instance.run_launcher.terminate(run_id)  # what the UI's Terminate and `request cancel` call
+    run = stack.wait_finished(run_id)
+    assert run.status == dg.DagsterRunStatus.CANCELED
+    poll(lambda: not worker.is_alive(), 30, f"process {worker.pid} to exit")
+
+
+def test_a_sigkilled_run_worker_is_detected_by_run_monitoring_and_the_run_fails(stack: Stack, tmp_path: Path):
+    run_id, worker = stack.held_run(tmp_path / "kill")
+    os.kill(worker.pid, signal.SIGKILL)
+    run = stack.wait_finished(run_id)
+    assert run.status == dg.DagsterRunStatus.FAILURE
+    assert any(f"run worker process {worker.pid} exited" in m for m in stack.messages(run_id)), stack.messages(run_id)
+    assert not worker.is_alive()
+
+
+def test_a_code_change_replaces_the_warm_worker_and_the_next_run_runs_the_new_code(stack: Stack):
+    before_id = stack.launch("mark_job")
+    stack.wait_finished(before_id)
+    old_worker = stack.warm_worker_pid(before_id)
+    stack.write_defs("v2")
+    after_id = stack.launch("mark_job")
+    assert stack.wait_finished(after_id).status == dg.DagsterRunStatus.SUCCESS
+    assert stack.mark_of(after_id)[0] == "v2"
+    assert stack.warm_worker_pid(after_id) != old_worker
+    poll(lambda: not RunWorker("", old_worker, "").is_alive(), 30, f"the stale warm worker {old_worker} to exit")
+
+
+def test_an_unanswering_warm_worker_sends_the_run_to_the_default_launcher_and_says_so(stack: Stack):
+    warm = stack.warm_worker_pid(stack.wait_finished(stack.launch("mark_job")).run_id)
+    os.kill(warm, signal.SIGSTOP)  # alive, not answering: a wedged worker
+    try:
+        run_id = stack.launch("mark_job")
+        run = stack.wait_finished(run_id)
+    finally:
+        try:
+            os.kill(warm, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    assert run.status == dg.DagsterRunStatus.SUCCESS
+    assert T.RUN_WORKER not in run.tags
+    assert any("Warm run worker unavailable" in m and "default run launcher" in m
+               for m in stack.messages(run_id)), stack.messages(run_id)
+    # The next run gets a fresh warm worker again.
+    again = stack.wait_finished(stack.launch("mark_job"))
+    assert T.RUN_WORKER in again.tags and stack.warm_worker_pid(again.run_id) != warm
+
+
+def test_the_launcher_is_configured_like_the_default_one_and_refuses_bad_config(tmp_path: Path):
+    home = tmp_path / "bad"
+    home.mkdir()
+    config = yaml.safe_load((PACKAGE_DIR.parent / "dagster.yaml").read_text())
+    config["run_launcher"]["config"] = {"startup_timeout_seconds": -1}
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+    done = subprocess.run(
+        [sys.executable, "-c", "import dagster as dg; dg.DagsterInstance.get().run_launcher"],
+        env={**os.environ, "DAGSTER_HOME": str(home)}, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode != 0 and "startup_timeout_seconds: -1.0 must be positive" in done.stderr
