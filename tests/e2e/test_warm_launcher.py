@@ -23,9 +23,12 @@ import yaml
 from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.settings import PACKAGE_DIR
+from backfill_assets.engine.store import db
+from backfill_assets.engine.wap.faults import AFTER_VERIFYING, ENV_HOLD
+from backfill_assets.examples.orders.domain import RAW_ORDERS
 from backfill_assets.integration.runs.warm_launcher import RunWorker
 
-from .conftest import FINISHED, dagster_env, poll, start_daemon, stop_process, tail
+from .conftest import E2E, FINISHED, dagster_env, poll, prepare_home, start_daemon, stop_process, tail
 
 pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("e2e/test_warm_launcher")]
 
@@ -231,3 +234,61 @@ def test_the_launcher_is_configured_like_the_default_one_and_refuses_bad_config(
         env={**os.environ, "DAGSTER_HOME": str(home)}, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode != 0 and "startup_timeout_seconds: -1.0 must be positive" in done.stderr
+
+
+# ---- the product: a SIGKILLed forked run of a request -------------------------------------------------------------
+
+KILL_DAY = "2022-09-03"
+
+
+@pytest.fixture(scope="module")
+def orders(tmp_path_factory: pytest.TempPathFactory):
+    """The orders code location on its own daemon (the product's dagster.yaml, warm launcher on), whose steps hold
+    at AFTER_VERIFYING (written and audited, not yet published) while the file ``hold`` exists."""
+    home = tmp_path_factory.mktemp("warm_orders") / "dagster_home"
+    hold = home.parent / "hold"
+    with pytest.MonkeyPatch.context() as mp:
+        prepare_home(mp, home, seed_from=KILL_DAY, seed_to=KILL_DAY)
+        mp.setenv(ENV_HOLD, f"{AFTER_VERIFYING}={hold}")  # inherited by the daemon, its warm worker, its runs
+        instance = dg.DagsterInstance.get()
+        daemon, log = start_daemon(instance, home)
+        try:
+            yield E2E(home, instance, daemon, log), hold
+        finally:
+            hold.unlink(missing_ok=True)
+            stop_process(daemon)
+            instance.dispose()
+            db.dispose_all()
+
+
+def test_a_sigkilled_forked_run_publishes_nothing_and_reprocess_failed_publishes_the_cell_once(orders):
+    e2e, hold = orders
+    hold.touch()
+    first = e2e.create("--assets", RAW_ORDERS, "--from", KILL_DAY, "--to", KILL_DAY, "--reprocess", "completed",
+                       "--partitions-per-run", "1")["request_id"]
+
+    def verifying_run() -> dg.DagsterRun | None:
+        for record in e2e.run_records(first):
+            run = record.dagster_run
+            versions = e2e.catalog.versions_of(RAW_ORDERS, KILL_DAY)
+            if run.status == dg.DagsterRunStatus.STARTED and any(v.state == "VERIFYING" for v in versions):
+                return run
+        return None
+
+    run = poll(verifying_run, RUN_TIMEOUT, lambda: f"the run of {first} to hold after verifying\n{e2e.log_tail()}")
+    worker = RunWorker.from_tags(run.tags)
+    assert worker is not None, "the run was not forked by the warm launcher"
+    os.kill(worker.pid, signal.SIGKILL)  # after write and audit, before publish: an OOM kill, a lost process
+    hold.unlink()
+    failed = poll(lambda: (r := e2e.instance.get_run_by_id(run.run_id)).status in FINISHED and r, RUN_TIMEOUT,
+                  "run monitoring to fail the killed run")
+    assert failed.status == dg.DagsterRunStatus.FAILURE
+    e2e.wait(first, expect_exit=1)  # the request closes with the cell not published
+    assert e2e.catalog.current(RAW_ORDERS, KILL_DAY) is None  # nothing was published by the dead attempt
+
+    second = e2e.create("--assets", RAW_ORDERS, "--from", KILL_DAY, "--to", KILL_DAY, "--reprocess", "failed",
+                        "--partitions-per-run", "1")["request_id"]
+    e2e.wait(second)
+    published = [v for v in e2e.catalog.versions_of(RAW_ORDERS, KILL_DAY) if v.state == "PUBLISHED"]
+    assert len(published) == 1 and e2e.catalog.current(RAW_ORDERS, KILL_DAY).version_id == published[0].version_id
+    assert RunWorker.from_tags(e2e.run_records(second)[0].dagster_run.tags) is not None
