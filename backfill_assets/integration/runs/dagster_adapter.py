@@ -214,6 +214,24 @@ def execute_run(execute_run_args_json: str) -> None:
     execute_run_command.callback(input_json=execute_run_args_json, compressed_input_json=None)
 
 
+def execute_run_on(instance: dg.DagsterInstance, execute_run_args_json: str) -> None:
+    """``execute_run`` on an instance this process already opened (a spare run worker opens it ahead of its run):
+    the same body, interrupts captured the same way, the same exit code."""
+    import sys
+
+    from dagster._cli.api import _execute_run_command_body
+    from dagster._grpc.types import ExecuteRunArgs
+    from dagster._utils.interrupts import capture_interrupts
+
+    with capture_interrupts(), instance:
+        args = dg.deserialize_value(execute_run_args_json, ExecuteRunArgs)
+        code = _execute_run_command_body(
+            args.run_id, instance, lambda event: None, set_exit_code_on_failure=args.set_exit_code_on_failure or False
+        )
+    if code:
+        sys.exit(code)
+
+
 def reconstruct_repository(repository_origin) -> dg.RepositoryDefinition:
     """Load a code location's repository from a run's ``job_code_origin.repository_origin``, as a run worker does
     (same cached module import and definitions)."""

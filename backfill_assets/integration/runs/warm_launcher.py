@@ -236,6 +236,7 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
         if origin is None:
             raise WarmWorkerUnavailable("the run has no code origin")
         args = execute_run_args(run, self._instance)
+        instance_ref = dg.serialize_value(self._instance.get_ref())
         with self._lock:
             for _ in range(2):  # a stale worker is replaced once
                 worker = self._worker(origin.repository_origin)
@@ -243,7 +244,9 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
                 try:
                     ready = worker.wait_ready(self.startup_timeout_seconds)
                     waited = time.monotonic() - waited
-                    answer = worker.ask({"op": "run", "run_id": run.run_id, "execute_run_args": args})
+                    answer = worker.ask(
+                        {"op": "run", "run_id": run.run_id, "execute_run_args": args, "instance_ref": instance_ref}
+                    )
                 except WarmWorkerUnavailable:
                     self._drop(worker)
                     raise

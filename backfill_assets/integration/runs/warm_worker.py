@@ -7,7 +7,7 @@ object per line:
     launcher → worker   {"origin": <serialized RepositoryPythonOrigin>, "instance_ref": <serialized InstanceRef>}
     worker → launcher   {"ready": true, "pid": …, "fingerprint": …, "preload_seconds": …}
                         or  {"ready": false, "error": …}
-    launcher → worker   {"op": "run", "run_id": …, "execute_run_args": <serialized ExecuteRunArgs>}
+    launcher → worker   {"op": "run", "run_id": …, "execute_run_args": <serialized ExecuteRunArgs>, "instance_ref": …}
     worker → launcher   {"pid": <child pid>, "start_ticks": …}  or  {"stale": <why>} (then the worker exits)
     launcher → worker   {"op": "status"}
     worker → launcher   {"pid": …, "threads": …, "fingerprint": …, "modules": …, "instances": …}
@@ -16,6 +16,10 @@ Why a separate process rather than forking the daemon: the daemon holds gRPC cha
 threads and locks, none of which survive a fork. This process holds none of them: it imports, it never opens an
 instance (the preload only imports the storage classes the instance ref names), and it runs no thread — a forked
 child starts with exactly one thread and creates its own instance from the ref, as ``dagster api execute_run`` does.
+
+A run is handed to a *spare*: a child forked ahead of time that has already opened its own instance from the ref
+and waits on a pipe for its run's arguments; the worker then forks the next spare. So opening the instance (the
+largest part of a child's start) happens before the run is asked for.
 
 Stale code is never run: the worker remembers the size and mtime of every source file it imported from outside the
 interpreter's own prefixes (the code location, the project's packages, editable installs) and checks them before
@@ -31,6 +35,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -139,19 +144,21 @@ def _send(out, message: dict[str, Any]) -> None:
     out.flush()
 
 
-def _run_child(execute_run_args_json: str, stdout_fd: int) -> None:
-    """In the forked child: become a run worker exactly as ``dagster api execute_run`` would be, then exit."""
+def _become_run_worker(stdout_fd: int) -> None:
+    """In a forked child: the signals a run worker expects, and none of the worker's protocol pipe."""
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, stdout_fd)  # the protocol pipe is the worker's, never the run's
+    os.close(devnull)
+
+
+def _exit_child(run: Callable[[], None]) -> None:
     code = 0
     try:
-        for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
-            signal.signal(sig, signal.SIG_DFL if sig != signal.SIGINT else signal.default_int_handler)
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.dup2(2, stdout_fd)  # the protocol pipe is the worker's, never the run's
-        os.close(devnull)
-        from backfill_assets.integration.runs.dagster_adapter import execute_run
-
-        execute_run(execute_run_args_json)
+        run()
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1
     except BaseException:  # the run's own failures are in its event log; this is a crash of the worker itself
@@ -162,6 +169,71 @@ def _run_child(execute_run_args_json: str, stdout_fd: int) -> None:
     finally:
         sys.stderr.flush()
         os._exit(code)  # never run the parent's atexit handlers or flush its buffers twice
+
+
+def _read_line(fd: int) -> bytes:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return b""
+        data += chunk
+    return data
+
+
+def _spare_child(read_fd: int, instance_ref_json: str, stdout_fd: int) -> None:
+    """A run worker forked ahead of its run: it opens its instance now, then waits for the run's arguments (or
+    for its pipe to close: the worker is gone or replaced it). Opening the instance is most of what a forked
+    child does before its run starts, so it is off the run's critical path."""
+
+    def run() -> None:
+        _become_run_worker(stdout_fd)
+        import dagster as dg
+
+        from backfill_assets.integration.runs.dagster_adapter import execute_run_on
+
+        instance = dg.DagsterInstance.from_ref(dg.deserialize_value(instance_ref_json))
+        line = _read_line(read_fd)
+        if not line:
+            raise SystemExit(0)
+        execute_run_on(instance, json.loads(line)["execute_run_args"])
+
+    _exit_child(run)
+
+
+def _run_child(execute_run_args_json: str, stdout_fd: int) -> None:
+    """In a forked child: become a run worker exactly as ``dagster api execute_run`` would be, then exit."""
+
+    def run() -> None:
+        _become_run_worker(stdout_fd)
+        from backfill_assets.integration.runs.dagster_adapter import execute_run
+
+        execute_run(execute_run_args_json)
+
+    _exit_child(run)
+
+
+@dataclass
+class Spare:
+    pid: int
+    write_fd: int
+
+    def hand(self, message: dict[str, Any]) -> None:
+        os.write(self.write_fd, (json.dumps(message) + "\n").encode())
+        os.close(self.write_fd)
+
+    def discard(self) -> None:
+        os.close(self.write_fd)  # it reads EOF and exits
+
+
+def _fork_spare(fork: Callable[[], int], instance_ref_json: str, stdout_fd: int) -> Spare:
+    read_fd, write_fd = os.pipe()
+    pid = fork()
+    if pid == 0:
+        os.close(write_fd)
+        _spare_child(read_fd, instance_ref_json, stdout_fd)
+    os.close(read_fd)
+    return Spare(pid, write_fd)
 
 
 def serve(
@@ -176,25 +248,37 @@ def serve(
         return 1
     files = source_files()
     print_ = fingerprint(files)
+    instance_ref = hello["instance_ref"]
+    spare = _fork_spare(fork, instance_ref, out.fileno())
     _send(out, {"ready": True, "pid": os.getpid(), "fingerprint": print_, "preload_seconds": now() - started,
                 "threads": thread_count()})
-    for line in lines:
-        message = json.loads(line)
-        op = message.get("op")
-        if op == "status":
-            _send(out, {"pid": os.getpid(), "threads": thread_count(), "fingerprint": print_,
-                        "modules": len(sys.modules), "files": len(files)})
-        elif op == "run":
-            changed = changed_file(files)
-            if changed is not None:
-                _send(out, {"stale": f"{changed} changed since this worker imported it"})
-                return 0
-            child = fork()
-            if child == 0:
-                _run_child(message["execute_run_args"], out.fileno())
-            _send(out, {"pid": child, "start_ticks": start_ticks(child), "fingerprint": print_})
-        else:
-            _send(out, {"error": f"unknown op {op!r}"})
+    try:
+        for line in lines:
+            message = json.loads(line)
+            op = message.get("op")
+            if op == "status":
+                _send(out, {"pid": os.getpid(), "threads": thread_count(), "fingerprint": print_,
+                            "modules": len(sys.modules), "files": len(files), "spare": spare.pid})
+            elif op == "run":
+                changed = changed_file(files)
+                if changed is not None:
+                    _send(out, {"stale": f"{changed} changed since this worker imported it"})
+                    return 0
+                if message.get("instance_ref", instance_ref) == instance_ref:
+                    child = spare.pid
+                    spare.hand(message)
+                else:  # another instance than the spare opened: a child of its own
+                    child = fork()
+                    if child == 0:
+                        _run_child(message["execute_run_args"], out.fileno())
+                    spare.discard()
+                    instance_ref = message["instance_ref"]
+                spare = _fork_spare(fork, instance_ref, out.fileno())
+                _send(out, {"pid": child, "start_ticks": start_ticks(child), "fingerprint": print_})
+            else:
+                _send(out, {"error": f"unknown op {op!r}"})
+    finally:
+        spare.discard()
     return 0  # the launcher closed the pipe: its process is gone or disposed of the worker
 
 
