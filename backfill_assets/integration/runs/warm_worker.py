@@ -39,22 +39,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-# Imported before any fork so a run pays none of it; each is something every run worker imports anyway.
-PRELOAD_MODULES = (
-    "dagster._cli.api",
-    "dagster._core.execution.api",
-    "dagster._core.executor.in_process",
-    "dagster._core.storage.runs.sqlite.sqlite_run_storage",
-    "dagster._core.storage.event_log.sqlite.sqlite_event_log",
-    "dagster._core.storage.event_log.sqlite.consolidated_sqlite_event_log",
-    "dagster._core.storage.schedules.sqlite.sqlite_schedule_storage",
-    "dagster._core.storage.local_compute_log_manager",
-    "sqlalchemy.dialects.sqlite",
-    "alembic",
-)
-# Imported when present (the PostgreSQL deployment).
-OPTIONAL_PRELOAD_MODULES = ("dagster_postgres", "psycopg2", "sqlalchemy.dialects.postgresql")
-
 
 def _interpreter_prefixes() -> tuple[str, ...]:
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
@@ -121,17 +105,12 @@ def preload(origin_json: str, instance_ref_json: str) -> None:
     import dagster as dg
 
     from backfill_assets.integration.runs.dagster_adapter import (
+        preload_run_worker_modules,
         reconstruct_repository,
         storage_modules_of,
     )
 
-    for name in PRELOAD_MODULES:
-        importlib.import_module(name)
-    for name in OPTIONAL_PRELOAD_MODULES:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
+    preload_run_worker_modules()
     for name in storage_modules_of(dg.deserialize_value(instance_ref_json)):
         importlib.import_module(name)
     repository = reconstruct_repository(dg.deserialize_value(origin_json))
