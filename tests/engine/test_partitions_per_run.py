@@ -74,9 +74,11 @@ def test_auto_fills_every_slot_with_one_chunk_run_capped_at_the_max():
 def test_auto_runs_one_interval_per_run_when_an_asset_the_request_may_run_depends_on_the_past():
     assert _resolve(100, 2, assets=(ORDER_FACTS, CUSTOMER_SNAPSHOT)) == (
         1, f"auto: {CUSTOMER_SNAPSHOT} depends on the past, so one interval per run")
-    # Cascading from order_facts reaches customer_snapshot: the request may hold its cells too.
+    # Cascading from order_facts reaches customer_snapshot: the request may hold its cells too (so may an
+    # accepted handoff); without a downstream policy it holds only order_facts.
     assert _resolve(100, 2, assets=(ORDER_FACTS,), downstream="cascade")[0] == 1
-    assert _resolve(100, 2, assets=(ORDER_FACTS,), downstream="handoff")[0] == 50
+    assert _resolve(100, 2, assets=(ORDER_FACTS,), downstream="handoff")[0] == 1
+    assert _resolve(100, 2, assets=(ORDER_FACTS,), downstream="none")[0] == 50
     # daily_revenue's cascade reaches only the side effect, which never batches but does not stop the rest.
     assert _resolve(100, 2, assets=(DAILY_REVENUE,), downstream="cascade")[0] == 50
 

@@ -249,10 +249,11 @@ def parse_partitions_per_run(value: object) -> int | str:
 
 
 def cascade_reach(graph: AssetGraph, assets: tuple[str, ...], downstream: str) -> tuple[str, ...]:
-    """The assets whose cells the request may hold: its selection, and with ``--downstream cascade`` everything
-    downstream of it (propagation adds their cells to the same request)."""
+    """The assets whose cells the request may hold: its selection, and with ``--downstream cascade`` or
+    ``handoff`` everything downstream of it (propagation, or an accepted handoff, adds their cells to the same
+    request)."""
     reach = dict.fromkeys(assets)
-    if downstream == DownstreamPolicy.CASCADE:
+    if downstream in (DownstreamPolicy.CASCADE, DownstreamPolicy.HANDOFF):
         todo = list(assets)
         while todo:
             for child in graph.downstream_of(todo.pop()):
