@@ -89,7 +89,8 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
     request_id = record.request_id
     say(
         f"3. created {request_id}: {DAILY_REVENUE} {BACKFILL_FROM}..{BACKFILL_TO}, reprocess=completed, "
-        f"max_active={max_active}, defect injected on {DEFECT_DAY} through --conf"
+        f"max_active={max_active}, defect injected on {DEFECT_DAY} through --conf; up to "
+        f"{spec.partitions_per_run} day(s) per run ({spec.partitions_per_run_mode})"
     )
     say("4. started dagster-daemon; the backfill_driver sensor submits the runs")
     with running_daemon(app.home, ORDERS_MODULE):

@@ -15,7 +15,13 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.concurrency import Concurrency
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.settings import code_version
-from backfill_assets.engine.plan.creation import QueueLimits, build_request, create_request
+from backfill_assets.engine.plan.creation import (
+    QueueLimits,
+    build_request,
+    chunking,
+    create_request,
+    describe_chunking,
+)
 from backfill_assets.engine.plan.reconcile import count_decisions, decisions_now
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
 
@@ -50,8 +56,10 @@ def request() -> None:
 @click.option("--max-active", default=2, show_default=True, type=int,
               help="Runs of this request executing at once (the run queue may allow fewer: create says).")
 @click.option("--order", default=M.Order.FORWARD.value, show_default=True, help=" | ".join(M.ORDERS))
-@click.option("--partitions-per-run", default=1, show_default=True, type=int,
-              help="Batch up to K consecutive days of an asset into one run (depends-on-past assets: 1).")
+@click.option("--partitions-per-run", default=M.AUTO, show_default=True, metavar="auto|K",
+              help="The most consecutive days of a batchable asset one run takes (1 to "
+                   f"{M.MAX_PARTITIONS_PER_RUN}); auto: 1 with a depends-on-past asset or at most "
+                   f"{M.AUTO_MIN_INTERVALS_PER_SLOT} days per --max-active slot, else enough to fill every slot.")
 @click.option("--downstream", default=M.DownstreamPolicy.NONE.value, show_default=True,
               help=" | ".join(M.DOWNSTREAM_POLICIES))
 @click.option("--confirm-cascade", is_flag=True, help="Cascade only after `request confirm ID`.")
@@ -70,7 +78,7 @@ def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
     """Validate and freeze a backfill request; the driver sensor submits its runs.
 
     Example: backfill-assets request create --assets daily_revenue --from 2022-10-01 --to 2022-10-31
-    --reason "FX fix" --max-active 2
+    --reason "FX fix" --max-active 2   (auto: 2 runs of 16 and 15 days; --partitions-per-run 1: 31 runs)
     """
     options["requested_by"] = options["requested_by"] or default_user()
     graph = app.graph()
@@ -83,11 +91,12 @@ def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
         from backfill_assets.integration.request_planning import dry_run as plan_cells
 
         plan = plan_cells(graph, catalog, _instance(), spec)
+        chunks = chunking(graph, spec, plan)
         emit(
             {"dry_run": True, "code_version": loaded, "max_active": spec.effective_max_active, "cells": plan,
-             **stated},
+             **chunks, **stated},
             as_json,
-            lambda: _print_plan(spec, plan, concurrency),
+            lambda: _print_plan(spec, plan, concurrency, chunks),
         )
         return
     record = create_request(graph, catalog, spec, loaded, M.RequestSource.CLI)
@@ -95,7 +104,8 @@ def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
         record.as_dict() | stated,
         as_json,
         f"created {record.request_id} ({record.status}): {len(spec.assets)} asset(s) × {len(spec.partitions)} "
-        f"day(s), code version {loaded}, at most {concurrency.effective} run(s) at once"
+        f"day(s), code version {loaded}, at most {concurrency.effective} run(s) at once, up to "
+        f"{spec.partitions_per_run} day(s) per run ({spec.partitions_per_run_mode})"
         + (f"\n  {concurrency.note}" if concurrency.note else "")
         + (f"\n  {record.row['message']}" if record.row["message"] else ""),
     )
@@ -107,7 +117,7 @@ def concurrency_of(app: AppContext, spec: M.RequestSpec) -> Concurrency:
     return QueueLimits(max_runs, limits, f"{app.home}/dagster.yaml").concurrency(spec)
 
 
-def _print_plan(spec: M.RequestSpec, plan: list[dict], concurrency: Concurrency) -> None:
+def _print_plan(spec: M.RequestSpec, plan: list[dict], concurrency: Concurrency, chunks: dict) -> None:
     table = Table(
         title=f"dry run: {len(plan)} cell(s), order {spec.order}, max_active {spec.effective_max_active}, "
         f"at most {concurrency.effective} run(s) at once"
@@ -117,6 +127,8 @@ def _print_plan(spec: M.RequestSpec, plan: list[dict], concurrency: Concurrency)
     for row in plan:
         table.add_row(row["partition_key"], row["asset"], f"{row['action']}: {row['reason']}")
     Console().print(table)
+    for line in describe_chunking(chunks):
+        click.echo(line)
     if concurrency.note:
         click.echo(concurrency.note)
     click.echo("dry run: nothing was written")
@@ -170,6 +182,9 @@ def show(app: AppContext, request_id: str, as_json: bool) -> None:
             f"  assets {','.join(r['assets'])}  {r['partitions'][0]}..{r['partitions'][-1]}  reprocess={r['reprocess']}"
             f"  order={r['order']}  max_active={r['max_active']}  downstream={r['downstream']}"
             f"  code {r['code_version']}"
+        )
+        click.echo(
+            f"  partitions_per_run={r['partitions_per_run']} ({r.get('partitions_per_run_mode') or M.EXPLICIT})"
         )
         click.echo("  " + ", ".join(f"{k} {v}" for k, v in r["counts"].items()))
         table = Table()

@@ -8,7 +8,7 @@ otherwise the frozen request is created and the driver sensor carries it out. Bo
 """
 
 
-from typing import Optional
+from typing import Any, Optional
 
 import dagster as dg
 from pydantic import Field
@@ -18,7 +18,13 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanError
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.settings import code_version
-from backfill_assets.engine.plan.creation import QueueLimits, build_request, create_request
+from backfill_assets.engine.plan.creation import (
+    QueueLimits,
+    build_request,
+    chunking,
+    create_request,
+    describe_chunking,
+)
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
 from backfill_assets.integration.request_planning import dry_run
 from backfill_assets.integration.resources import BackfillResource
@@ -45,7 +51,13 @@ class BackfillRequestConfig(dg.Config):
     reprocess: str = Field(default=M.ReprocessPolicy.FAILED.value, description=" | ".join(M.REPROCESS_POLICIES))
     max_active: int = Field(default=2, description="Runs of this request executing at once.")
     order: str = Field(default=M.Order.FORWARD.value, description=" | ".join(M.ORDERS))
-    partitions_per_run: int = Field(default=1, description="Batch up to K consecutive days of an asset per run.")
+    # Any: Dagster config has no str-or-int type; parse_partitions_per_run validates it as `request create` does.
+    partitions_per_run: Any = Field(
+        default=M.AUTO,
+        description=f"auto, or K from 1 to {M.MAX_PARTITIONS_PER_RUN}: the most consecutive days of an asset one "
+        f"run takes. auto: 1 with a depends-on-past asset or at most {M.AUTO_MIN_INTERVALS_PER_SLOT} days per "
+        "max_active slot, else enough days per run to fill every slot.",
+    )
     downstream: str = Field(default=M.DownstreamPolicy.NONE.value, description=" | ".join(M.DOWNSTREAM_POLICIES))
     confirm_cascade: bool = Field(default=False, description="Cascade only after `request confirm ID`.")
     allow_side_effects: list[str] = Field(default=[], description="Side-effecting assets this request may run.")
@@ -91,6 +103,7 @@ def build_request_job(graph: AssetGraph) -> dg.JobDefinition:
             max_runs, limits = run_queue_limits(context.instance)
             concurrency = QueueLimits(max_runs, limits, "the instance's run queue").concurrency(spec)
             plan = dry_run(graph, catalog, context.instance, spec)
+            chunks = chunking(graph, spec, plan)
             message = None
             if config.dry_run:
                 title = f"Dry run: nothing was written (code version {loaded})"
@@ -108,7 +121,8 @@ def build_request_job(graph: AssetGraph) -> dg.JobDefinition:
         except (InvalidInput, PlanError) as exc:
             # The same one-line message `request create` prints; nothing was written.
             raise dg.Failure(description=str(exc), allow_retries=False) from exc
-        notes = [f"at most {concurrency.effective} run(s) at once", concurrency.note, message]
+        notes = [f"at most {concurrency.effective} run(s) at once", *describe_chunking(chunks), concurrency.note,
+                 message]
         context.log.info(title)
         yield dg.Output(
             None,
@@ -116,6 +130,9 @@ def build_request_job(graph: AssetGraph) -> dg.JobDefinition:
                 **metadata,
                 "cells": len(plan),
                 "max_active": spec.effective_max_active,
+                "partitions_per_run": spec.partitions_per_run,
+                "partitions_per_run_mode": spec.partitions_per_run_mode,
+                "planned_runs": len(chunks["runs"]),
                 "effective_concurrency": concurrency.effective,
                 "plan": dg.MetadataValue.md(plan_markdown(title, plan, notes)),
             },

@@ -30,6 +30,7 @@ def test_max_active_2_backward_never_has_more_than_2_runs_in_flight_and_tags_eve
     created = e2e.create(
         "--assets", DAILY_REVENUE, "--from", WEEK[0], "--to", WEEK[-1],
         "--max-active", "2", "--order", "backward", "--reprocess", "completed",
+        "--partitions-per-run", "1",  # 7 days on 2 slots would batch under auto: this is about per-interval runs
     )
     rid = created["request_id"]
     assert created["status"] == "open" and created["code_version"] == CODE_VERSION

@@ -26,6 +26,7 @@ def ledger(tmp_path) -> Ledger:
 
 
 def _request(ledger: Ledger, assets: str = DAILY_REVENUE, **options) -> str:
+    options.setdefault("partitions_per_run", 1)  # these pin the per-interval path; auto would batch max_active=1
     spec = M.build_spec(GRAPH, "2022-10-31", assets=assets, first=DAYS[0], last=DAYS[-1], requested_by="tester",
                         **options)
     record = ledger.create(M.new_request_id(utc_now()), spec, CODE, spec.excluded_cells(GRAPH))

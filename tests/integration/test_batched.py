@@ -126,3 +126,18 @@ def test_a_dagster_partition_range_run_still_gates_each_day(env):
     assert {h.partition: h.status.value for h in history} == {
         d: ("FAILED" if d == DAYS[1] else "SUCCEEDED") for d in DAYS
     }
+
+
+def test_by_default_a_long_enough_request_is_batched_into_one_chunk_run_per_slot(env):
+    days = [f"2022-09-0{d}" for d in range(1, 9)]
+    rid = _create("--assets", RAW_ORDERS, "--from", days[0], "--to", days[-1], "--max-active", "2")
+    record = Ledger(env.catalog).get(rid)
+    assert (record.spec.partitions_per_run, record.spec.partitions_per_run_auto) == (4, True)
+    submitted = drive(env, rid)
+    assert [k for _, _, k in submitted] == [f"{rid}/{days[0]}..{days[3]}/1", f"{rid}/{days[4]}..{days[7]}/1"]
+    runs = env.instance.get_runs(filters=dg.RunsFilter(tags={"backfill/request_id": rid}))
+    assert len(runs) == 2 and {r.job_name for r in runs} == {CHUNK_JOB}
+    assert Ledger(env.catalog).get(rid).status == M.COMPLETED
+    # Still one version, published on its own, per asset-day.
+    assert [len(env.catalog.versions_of(RAW_ORDERS, d)) for d in days] == [1] * 8
+    assert all(env.catalog.current(RAW_ORDERS, d).request_id == rid for d in days)

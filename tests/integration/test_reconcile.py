@@ -50,8 +50,9 @@ def test_reconcile_counts_equal_the_truth(env, tmp_path):
     assert not run_partitions(env.instance, ["2022-09-04"], assets=[ORDER_FACTS], run_config_for=bad)[0].success
 
     conf = json.dumps({"inject_defect": {"2022-09-02": {ORDER_FACTS: "bad_schema"}}})
+    # One run per interval (5 days on 1 slot would batch under auto): the counts below are per-interval runs.
     rid = _create("--assets", ORDER_FACTS, "--from", days[0], "--to", days[-1], "--reprocess", "failed",
-                  "--max-active", "1", "--conf", conf)
+                  "--max-active", "1", "--partitions-per-run", "1", "--conf", conf)
     submitted = drive(env, rid, stop_after_ticks=3)
     assert [p for p, _, _ in submitted] == ["2022-09-01", "2022-09-02", "2022-09-04"]
     # The same interval published twice inside the request: a duplicate reconcile must count.

@@ -69,6 +69,11 @@ BAD_INPUT = [
     pytest.param(create_args(**{"--downstream": "everything"}), "--downstream", id="unknown-downstream"),
     pytest.param(create_args(**{"--max-active": "0"}), "--max-active", id="max-active-0"),
     pytest.param(create_args(**{"--max-active": "65"}), "--max-active", id="max-active-65"),
+    pytest.param(create_args(**{"--partitions-per-run": "0"}), "--partitions-per-run", id="per-run-0"),
+    pytest.param(create_args(**{"--partitions-per-run": "-1"}), "--partitions-per-run", id="per-run-negative"),
+    pytest.param(create_args(**{"--partitions-per-run": "abc"}), "must be auto or an integer from 1 to 366",
+                 id="per-run-not-a-number"),
+    pytest.param(create_args(**{"--partitions-per-run": "367"}), "--partitions-per-run", id="per-run-over-max"),
     pytest.param(
         create_args(**{"--assets": f"{ORDER_FACTS},{CUSTOMER_SNAPSHOT}", "--order": "backward"}),
         "depends on the past",
@@ -127,6 +132,7 @@ def test_bad_request_is_one_line_error_exit_2_and_writes_no_ledger_row(env, exis
 
 DRY_RUN_CASES = (
     "to-before-from", "feb-30", "tomorrow", "conf-not-json", "max-active-0", "side-effects-without-approver",
+    "per-run-not-a-number", "per-run-over-max",
 )
 
 
@@ -189,3 +195,37 @@ def test_wait_exits_3_when_the_request_is_still_open_at_the_timeout(env):
     assert waited.exit_code == 3, waited.output
     out = json.loads(waited.output)
     assert out["timed_out"] is True and out["complete"] is False and out["counts"]["pending"] == 2
+
+
+def test_the_dry_run_shows_k_why_and_the_planned_runs_in_text_and_json(env):
+    twenty = {"--assets": f"{ORDER_FACTS},{DAILY_REVENUE}", "--from": "2022-09-01", "--to": "2022-09-20",
+              "--max-active": "2"}
+    text = CliRunner().invoke(cli, create_args(**twenty) + ["--dry-run"], catch_exceptions=False).output
+    assert "partitions per run: 10 (auto: 20 intervals over 2 run slot(s), up to 10 per run)" in text
+    assert "2 run(s): 2022-09-01..2022-09-10, 2022-09-11..2022-09-20" in text
+    dry = json.loads(CliRunner().invoke(cli, create_args(**twenty) + ["--dry-run", "--json"]).output)
+    assert (dry["partitions_per_run"], dry["partitions_per_run_mode"]) == (
+        10, "auto: 20 intervals over 2 run slot(s), up to 10 per run")
+    assert dry["runs"] == [
+        {"first": "2022-09-01", "last": "2022-09-10", "intervals": 10, "assets": [ORDER_FACTS, DAILY_REVENUE]},
+        {"first": "2022-09-11", "last": "2022-09-20", "intervals": 10, "assets": [ORDER_FACTS, DAILY_REVENUE]},
+    ]
+    one = json.loads(CliRunner().invoke(
+        cli, create_args(**twenty, **{"--partitions-per-run": "1"}) + ["--dry-run", "--json"]).output)
+    assert (one["partitions_per_run"], one["partitions_per_run_mode"], len(one["runs"])) == (1, "explicit", 20)
+    text = CliRunner().invoke(cli, create_args(**twenty, **{"--partitions-per-run": "1"}) + ["--dry-run"]).output
+    assert "partitions per run: 1 (explicit)" in text
+    assert "20 run(s): 2022-09-01, 2022-09-02, " in text and "… and 12 more" in text
+    assert request_tables(env)["requests"] == []
+
+
+def test_create_freezes_the_resolved_k_and_show_says_it_was_auto(env):
+    args = create_args(**{"--from": "2022-09-01", "--to": "2022-09-14", "--max-active": "2"})
+    created = json.loads(CliRunner().invoke(cli, args + ["--json"], catch_exceptions=False).output)
+    assert (created["partitions_per_run"], created["partitions_per_run_mode"]) == (
+        7, "auto: 14 intervals over 2 run slot(s), up to 7 per run")
+    shown = CliRunner().invoke(cli, ["request", "show", created["request_id"]], catch_exceptions=False).output
+    assert "partitions_per_run=7 (auto: 14 intervals over 2 run slot(s), up to 7 per run)" in shown
+    small = json.loads(CliRunner().invoke(cli, create_args(**{"--from": "2022-09-15", "--to": "2022-09-20"})
+                                          + ["--json"], catch_exceptions=False).output)
+    assert small["partitions_per_run"] == 1 and "at most 3 per slot" in small["partitions_per_run_mode"]

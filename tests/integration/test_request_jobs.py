@@ -79,6 +79,9 @@ def test_a_request_from_the_launchpad_is_frozen_like_a_cli_request(env):
         {"max_active": 0},
         {"conf": "{not json"},
         {"allow_side_effects": [ORDER_FACTS], "approved_by": "lead"},
+        {"partitions_per_run": 0},
+        {"partitions_per_run": "abc"},
+        {"partitions_per_run": 367},
     ],
 )
 def test_bad_input_fails_the_run_with_the_cli_message_and_writes_nothing(env, config):
@@ -95,6 +98,21 @@ def test_bad_input_fails_the_run_with_the_cli_message_and_writes_nothing(env, co
     assert not result.success
     [failure] = [e for e in result.all_events if e.is_step_failure]
     assert failure.step_failure_data.user_failure_data.description == str(cli_error.value)
+    assert Ledger(env.catalog).list() == []
+
+
+@pytest.mark.parametrize("per_run, k, mode", [(None, 10, "auto: 20 intervals over 2 run slot(s), up to 10 per run"),
+                                               ("auto", 10, "auto"), (5, 5, "explicit"), ("5", 5, "explicit")])
+def test_the_launchpad_takes_partitions_per_run_auto_or_k_and_shows_the_chunking(env, per_run, k, mode):
+    config = {"from_day": "2022-09-01", "to_day": "2022-09-20", "dry_run": True}
+    result = request(env, **config, **({} if per_run is None else {"partitions_per_run": per_run}))
+    assert result.success
+    metadata = output_metadata(result, REQUEST_OP)
+    assert metadata["partitions_per_run"] == k and metadata["partitions_per_run_mode"].startswith(mode)
+    assert metadata["planned_runs"] == 20 // k
+    assert f"> partitions per run: {k} ({metadata['partitions_per_run_mode']})" in metadata["plan"]
+    if k == 10:
+        assert "> 2 run(s): 2022-09-01..2022-09-10, 2022-09-11..2022-09-20" in metadata["plan"]
     assert Ledger(env.catalog).list() == []
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -97,6 +98,15 @@ MAX_CONF_DEPTH = 8
 MAX_ACTIVE_LIMIT = 64
 MAX_PARTITIONS = 20_000
 MAX_PARTITIONS_PER_RUN = 366
+# ``--partitions-per-run auto`` (the default) resolves to a number at creation; the spec records which it was.
+AUTO = "auto"
+EXPLICIT = "explicit"
+# Auto batches only when each run slot would otherwise start more than this many one-interval runs in a row. A
+# run's fixed cost is its launch and worker start-up (docs/BENCHMARKS.md: 20 days over 2 slots took 90.7 s one
+# interval per run, 30.9 s in 2 chunk runs), so it is the long requests that pay. Up to 3 intervals per slot the
+# saving is at most 2 start-ups a slot, and a handful of days keep what a run per interval gives: one Dagster run
+# per partition to open, cancel or re-run, and one slot that a slow day does not hold for its neighbours.
+AUTO_MIN_INTERVALS_PER_SLOT = 3
 _NAME_RE = re.compile(r"^[\w .@:+-]{1,120}$")
 
 
@@ -122,8 +132,14 @@ class RequestSpec:
     requested_by: str = "unknown"
     wait_for_overlap: bool = False
     partitions_per_run: int = 1
+    # How partitions_per_run was chosen: "explicit", or "auto: <why>" (resolve_partitions_per_run).
+    partitions_per_run_mode: str = EXPLICIT
     # Frozen at build time from the graph: a depends-on-past asset is selected, so intervals run one at a time.
     serial: bool = False
+
+    @property
+    def partitions_per_run_auto(self) -> bool:
+        return self.partitions_per_run_mode.startswith(AUTO)
 
     @property
     def effective_max_active(self) -> int:
@@ -216,6 +232,68 @@ def _validate_defects(
             validate_defect(defect)
 
 
+def parse_partitions_per_run(value: object) -> int | str:
+    """``--partitions-per-run`` as given (CLI text, Launchpad YAML): ``auto``, or an integer from 1 to
+    MAX_PARTITIONS_PER_RUN (``"5"`` or ``5``); anything else is refused with one line."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() == AUTO:
+            return AUTO
+        if text.isascii() and text.isdigit():
+            value = int(text)
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_PARTITIONS_PER_RUN:
+        return value
+    raise InvalidInput(
+        f"--partitions-per-run {value!r} must be {AUTO} or an integer from 1 to {MAX_PARTITIONS_PER_RUN}"
+    )
+
+
+def cascade_reach(graph: AssetGraph, assets: tuple[str, ...], downstream: str) -> tuple[str, ...]:
+    """The assets whose cells the request may hold: its selection, and with ``--downstream cascade`` or
+    ``handoff`` everything downstream of it (propagation, or an accepted handoff, adds their cells to the same
+    request)."""
+    reach = dict.fromkeys(assets)
+    if downstream in (DownstreamPolicy.CASCADE, DownstreamPolicy.HANDOFF):
+        todo = list(assets)
+        while todo:
+            for child in graph.downstream_of(todo.pop()):
+                if child not in reach:
+                    reach[child] = None
+                    todo.append(child)
+    return tuple(graph.topological(reach))
+
+
+def resolve_partitions_per_run(
+    graph: AssetGraph, assets: tuple[str, ...], downstream: str, intervals: int, max_active: int,
+    requested: int | str = AUTO,
+) -> tuple[int, str]:
+    """The K a request freezes (the most consecutive intervals one run may take) and how it was chosen.
+
+    An explicit K is kept. ``auto``: 1 when an asset the request may run depends on the past (its intervals are
+    serial), when it has no batchable asset, or when there are at most AUTO_MIN_INTERVALS_PER_SLOT intervals per
+    run slot; otherwise ceil(intervals / max_active), capped at MAX_PARTITIONS_PER_RUN, so that every slot gets
+    one chunk run (the driver spreads the pending days over the free slots, K being the most one run takes).
+    """
+    requested = parse_partitions_per_run(requested)
+    if requested != AUTO:
+        return int(requested), EXPLICIT
+    reach = cascade_reach(graph, assets, downstream)
+    past = [a for a in reach if graph[a].depends_on_past]
+    if past:
+        return 1, f"{AUTO}: {', '.join(past)} depends on the past, so one interval per run"
+    if not any(a in graph.batchable_assets for a in reach):
+        return 1, f"{AUTO}: no asset of the request can be batched, so one interval per run"
+    per_slot = intervals / max_active
+    if per_slot <= AUTO_MIN_INTERVALS_PER_SLOT:
+        return 1, (
+            f"{AUTO}: {intervals} interval(s) over {max_active} run slot(s) is at most "
+            f"{AUTO_MIN_INTERVALS_PER_SLOT} per slot, so one interval per run"
+        )
+    k = min(math.ceil(per_slot), MAX_PARTITIONS_PER_RUN)
+    capped = " (the cap)" if k == MAX_PARTITIONS_PER_RUN and math.ceil(per_slot) > k else ""
+    return k, f"{AUTO}: {intervals} intervals over {max_active} run slot(s), up to {k} per run{capped}"
+
+
 def _clean_name(value: str | None, what: str) -> str | None:
     if value is None:
         return None
@@ -242,7 +320,7 @@ def build_spec(
     reason: str = "",
     requested_by: str = "unknown",
     wait_for_overlap: bool = False,
-    partitions_per_run: int = 1,
+    partitions_per_run: int | str = AUTO,
 ) -> RequestSpec:
     selected = parse_assets(graph, assets)
     calendar = graph.calendar
@@ -255,14 +333,7 @@ def build_spec(
             raise InvalidInput(f"{what} {value!r} is not one of {', '.join(allowed)}")
     if not isinstance(max_active, int) or isinstance(max_active, bool) or not 1 <= max_active <= MAX_ACTIVE_LIMIT:
         raise InvalidInput(f"--max-active {max_active!r} must be between 1 and {MAX_ACTIVE_LIMIT}")
-    if (
-        not isinstance(partitions_per_run, int)
-        or isinstance(partitions_per_run, bool)
-        or not 1 <= partitions_per_run <= MAX_PARTITIONS_PER_RUN
-    ):
-        raise InvalidInput(
-            f"--partitions-per-run {partitions_per_run!r} must be between 1 and {MAX_PARTITIONS_PER_RUN}"
-        )
+    requested_per_run = parse_partitions_per_run(partitions_per_run)
     parse_day(first, "--from")
     parse_day(last, "--to")
     # Before expanding the range: a far-future --to would otherwise build millions of keys first.
@@ -280,6 +351,9 @@ def build_spec(
     spec_conf = parse_conf(conf)
     _validate_defects(graph, spec_conf, partitions, selected)
     past = [a for a in selected if graph[a].depends_on_past]
+    per_run, per_run_mode = resolve_partitions_per_run(
+        graph, selected, downstream, len(partitions), max_active, requested_per_run
+    )
     spec = RequestSpec(
         assets=selected,
         partitions=partitions,
@@ -294,7 +368,8 @@ def build_spec(
         reason=validate_text((reason or "").strip()[:2000], "--reason", 2000, line_breaks=True),
         requested_by=_clean_name(requested_by, "--requested-by") or "unknown",
         wait_for_overlap=bool(wait_for_overlap),
-        partitions_per_run=partitions_per_run,
+        partitions_per_run=per_run,
+        partitions_per_run_mode=per_run_mode,
         serial=bool(past),
     )
     if spec.order == "backward" and past:

@@ -193,9 +193,8 @@ def tick(
                 creates.append(cell)
             else:
                 result.cell_updates.append(cell.change(decision=M.SKIPPED, reason=decision.reason))
-        # Spread a batch over the free slots: K is the most days one run may take, not a quota to fill.
         days = len({c.partition_key for c in creates})
-        size = max(1, min(batch_size, -(-days // max(min(slots, max_active), 1)))) if batch else 1
+        size = chunk_size(batch_size, days, slots, max_active) if batch else 1
         for chunk in _contiguous_chunks(creates, size):
             if slots <= 0:
                 break
@@ -232,6 +231,42 @@ def tick(
             summary = ", ".join(f"{n} {d}" for d, n in sorted(counts.items()))
             result.status = (M.COMPLETED, summary)
     return result
+
+
+def chunk_size(batch_size: int, days: int, free_slots: int, max_active: int) -> int:
+    """The days each run of a batch group takes: the group's days spread over the free slots (K, the request's
+    ``partitions_per_run``, is the most days one run may take, not a quota to fill)."""
+    return max(1, min(batch_size, -(-days // max(min(free_slots, max_active), 1))))
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run the driver would submit: its consecutive partitions and the assets it writes."""
+
+    partitions: tuple[str, ...]
+    assets: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return self.partitions[0] if len(self.partitions) == 1 else f"{self.partitions[0]}..{self.partitions[-1]}"
+
+
+def planned_runs(graph: AssetGraph, spec: M.RequestSpec, creates: list[tuple[str, str]]) -> list[PlannedRun]:
+    """The runs that would write ``creates`` (the cells the dry run would create, in submission order) if every
+    one of the request's run slots were free: the chunking of ``tick`` step 3, for the dry run. Later ticks
+    re-spread what is still pending over the slots then free, so the real runs can differ when some fail."""
+    cells = [Cell("dry-run", asset, partition, n, CellOrigin.PLANNED, M.PENDING)
+             for n, (asset, partition) in enumerate(creates)]
+    max_active = spec.effective_max_active
+    runs: list[PlannedRun] = []
+    for group, batch in _pending_groups(graph, cells, spec.partitions_per_run):
+        days = len({c.partition_key for c in group})
+        size = chunk_size(spec.partitions_per_run, days, max_active, max_active) if batch else days
+        for chunk in _contiguous_chunks(group, size):
+            ordered = sorted(chunk, key=lambda c: c.ordinal)
+            runs.append(PlannedRun(tuple(sorted({c.partition_key for c in ordered})),
+                                   tuple(graph.topological(dict.fromkeys(c.asset for c in ordered)))))
+    return runs
 
 
 def _slot_occupancy(in_flight: set[str], runs_by_key: dict[str, RunView], max_active: int) -> dict[int, int]:

@@ -92,12 +92,30 @@ def _make_sqlite_transactional(engine: Engine) -> None:
 def _ensure_schema(engine: Engine) -> None:
     def create() -> None:
         metadata.create_all(engine, checkfirst=True)
+        _add_new_columns(engine)
         with engine.begin() as conn:
             if conn.execute(sa.select(log_head.c.id).where(log_head.c.id == 1)).first() is None:
                 conn.execute(log_head.insert().values(id=1, seq=0))
 
     # Several processes may open a fresh catalog at once; the loser of a CREATE race simply retries.
     retry_transient(create, attempts=5)
+
+
+def _add_new_columns(engine: Engine) -> None:
+    """A catalog made by an older version lacks the nullable columns added since: add them (NULL in old rows).
+    A concurrent opener may add one first; the caller retries and then finds it."""
+    inspector = sa.inspect(engine)
+    quote = engine.dialect.identifier_preparer.quote
+    for table in metadata.sorted_tables:
+        present = {c["name"] for c in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name in present or not column.nullable:
+                continue
+            with engine.begin() as conn:
+                conn.exec_driver_sql(
+                    f"ALTER TABLE {quote(table.name)} ADD COLUMN {quote(column.name)} "
+                    f"{column.type.compile(dialect=engine.dialect)}"
+                )
 
 
 def retry_transient(fn: Callable[[], T], attempts: int = 5, delay: float = 0.2) -> T:

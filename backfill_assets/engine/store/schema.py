@@ -121,6 +121,8 @@ requests = sa.Table(
     sa.Column("order", sa.String(16), nullable=False),
     sa.Column("max_active", sa.Integer, nullable=False),
     sa.Column("partitions_per_run", sa.Integer, nullable=False, default=1),
+    # How partitions_per_run was chosen: "explicit" or "auto: <why>"; NULL in a catalog from before (explicit).
+    sa.Column("partitions_per_run_mode", sa.Text),
     sa.Column("conf_json", sa.Text, nullable=False),
     sa.Column("side_effects_json", sa.Text, nullable=False),
     sa.Column("approved_by", sa.String(120)),
