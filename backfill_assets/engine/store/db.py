@@ -92,6 +92,10 @@ def _make_sqlite_transactional(engine: Engine) -> None:
 def _ensure_schema(engine: Engine) -> None:
     def create() -> None:
         metadata.create_all(engine, checkfirst=True)
+        # create_all makes the indexes of the tables it creates; an older catalog gets the ones added since here.
+        for table in metadata.sorted_tables:
+            for index in table.indexes:
+                index.create(engine, checkfirst=True)
         with engine.begin() as conn:
             if conn.execute(sa.select(log_head.c.id).where(log_head.c.id == 1)).first() is None:
                 conn.execute(log_head.insert().values(id=1, seq=0))
