@@ -5,10 +5,11 @@ Each instance is a real ``DagsterInstance`` (the project's dagster.yaml: run que
 a temporary DAGSTER_HOME) and a SQLite catalog. It holds ``runs`` finished runs (of ``closed`` closed requests,
 every day a published version of each asset in the catalog, a rejected one every tenth) and one open request of
 ``DAYS`` days of the three orders assets, one interval per run, ``DONE`` days of it finished and ``max_active``
-(2) runs in flight. Timed: ``TICKS`` evaluations of the sensor through ``build_sensor_context``: the first submits
-the two runs queue-ahead allows (they are never launched here, so the later ticks re-request the same run keys,
-the steady state of a request waiting for its runs). ``PROFILE=1`` in the environment prints the profile of the
-steady ticks on the large instance.
+(2) runs in flight. Timed, evaluations of the sensor through ``build_sensor_context``: ``CHANGING_TICKS`` that
+each settle the two runs finished since the one before and submit two more (made runs and finished at once here,
+as if the daemon launched them), then ``IDLE_TICKS`` while every slot is taken and nothing changes (most ticks of a
+long request). The first tick's decisions meet runs of others in flight (production, a UI range run): the cells
+they write must be left alone. ``PROFILE=1`` in the environment prints the profile of every timed tick.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ HISTORY_DAYS = 90  # the days the finished runs and closed requests cover
 FIRST = "2022-09-01"
 OPEN_FIRST = "2022-10-01"
 MAX_ACTIVE = 2
-TICKS = 7
+CHANGING_TICKS = 7
+IDLE_TICKS = 9
 
 
 @contextmanager
@@ -90,10 +92,12 @@ def _version_row(asset: str, key: str, run_id: str, request_id: str, state: Vers
     )
 
 
-def _run(instance: dg.DagsterInstance, tags: dict[str, str], status: dg.DagsterRunStatus) -> str:
+def _run(
+    instance: dg.DagsterInstance, tags: dict[str, str], status: dg.DagsterRunStatus, assets: list[str] = ASSETS
+) -> str:
     run = dg.DagsterRun(
         job_name=BACKFILL_JOB, run_id=str(uuid.uuid4()), status=status, tags=tags,
-        asset_selection=frozenset(dg.AssetKey(a) for a in ASSETS),
+        asset_selection=frozenset(dg.AssetKey(a) for a in assets),
     )
     instance.add_run(run)
     return run.run_id
@@ -137,7 +141,7 @@ def _queued_elsewhere(instance: dg.DagsterInstance, queued: int) -> None:
 
 def _writers_of_open_days(instance: dg.DagsterInstance) -> dict[tuple[str, str], str]:
     """Runs of others in flight that write cells the first tick decides: a production run of one day's
-    daily_revenue, a UI range run whose days include the next one (order_facts), a chunk run beside them."""
+    daily_revenue, a UI range run whose days include the next two (order_facts), a chunk run beside them."""
     keys = synth.days(DAYS, OPEN_FIRST)
     first, second = keys[DONE + MAX_ACTIVE], keys[DONE + MAX_ACTIVE + 1]
     production = dg.DagsterRun(
@@ -148,7 +152,7 @@ def _writers_of_open_days(instance: dg.DagsterInstance) -> dict[tuple[str, str],
     ranged = dg.DagsterRun(
         job_name=BACKFILL_JOB, run_id=str(uuid.uuid4()), status=dg.DagsterRunStatus.STARTING,
         tags={T.DAGSTER_BACKFILL: "uirange", T.DAGSTER_RANGE_START: second,
-              T.DAGSTER_RANGE_END: keys[-1]},
+              T.DAGSTER_RANGE_END: keys[DONE + MAX_ACTIVE + 2]},
         asset_selection=frozenset({dg.AssetKey("order_facts")}),
     )
     chunk = dg.DagsterRun(
@@ -157,7 +161,8 @@ def _writers_of_open_days(instance: dg.DagsterInstance) -> dict[tuple[str, str],
     )
     for run in (production, ranged, chunk):
         instance.add_run(run)
-    return {("daily_revenue", first): production.run_id, ("order_facts", second): ranged.run_id}
+    return {("daily_revenue", first): production.run_id, ("order_facts", second): ranged.run_id,
+            ("order_facts", keys[DONE + MAX_ACTIVE + 2]): ranged.run_id}
 
 
 def _open_request(instance: dg.DagsterInstance, catalog: Catalog, loaded: str) -> str:
@@ -188,6 +193,24 @@ def _open_request(instance: dg.DagsterInstance, catalog: Catalog, loaded: str) -
     return request_id
 
 
+def _launch(
+    instance: dg.DagsterInstance, catalog: Catalog, request_id: str, requested: list[dg.RunRequest], finished: bool
+) -> None:
+    """What the daemon and the runs would do with the run requests: a run each, finished at once (SUCCESS, every
+    asset published) or left running."""
+    now = iso(utc_now())
+    vrows = []
+    for request in requested:
+        tags = {**request.tags, RUN_KEY_TAG: request.run_key, T.DAGSTER_PARTITION: request.partition_key}
+        status = dg.DagsterRunStatus.SUCCESS if finished else dg.DagsterRunStatus.STARTED
+        run_id = _run(instance, tags, status, [k.to_user_string() for k in request.asset_selection])
+        if finished:
+            vrows.extend(_version_row(a.to_user_string(), request.partition_key, run_id, request_id,
+                                      VersionState.PUBLISHED, now) for a in request.asset_selection)
+    with catalog.engine.begin() as conn:
+        synth._insert(conn, versions, vrows)
+
+
 def _measure(base: Path, runs: int, closed: int, queued: int, profile: bool = False) -> dict:
     home = make_home(base / "home", 3)
     with _environment(home):
@@ -200,25 +223,37 @@ def _measure(base: Path, runs: int, closed: int, queued: int, profile: bool = Fa
             request_id = _open_request(instance, catalog, loaded)
             others = _writers_of_open_days(instance)
             sensor = DEFS.resolve_sensor_def(DRIVER_SENSOR)
-            seconds, profiler = [], cProfile.Profile()
-            for n in range(TICKS):
+            profiler = cProfile.Profile()
+
+            def evaluate() -> tuple[float, list[dg.RunRequest]]:
                 context = dg.build_sensor_context(instance=instance, resources={"backfill": BackfillResource()})
-                steady = n > 0
-                began = time.perf_counter()
-                if profile and steady:
+                began = time.process_time()
+                if profile:
                     profiler.enable()
                 requested = list(sensor(context))
-                if profile and steady:
+                if profile:
                     profiler.disable()
-                seconds.append(time.perf_counter() - began)
-                assert len(requested) == MAX_ACTIVE, (n, requested)
+                return time.process_time() - began, requested
+
+            # Changing ticks: each settles the two runs that finished since the last one and submits two more.
+            changing = []
+            for _ in range(CHANGING_TICKS):
+                seconds, requested = evaluate()
+                changing.append(seconds)
+                assert len(requested) == MAX_ACTIVE, requested
+                _launch(instance, catalog, request_id, requested, finished=True)
+            # Idle ticks: the two submitted now run, every slot is taken, nothing changes.
+            seconds, requested = evaluate()
+            _launch(instance, catalog, request_id, requested, finished=False)
+            idle = [evaluate()[0] for _ in range(IDLE_TICKS)]
             counts = Ledger(catalog).counts(request_id)
             skipped = {c.key: c.reason for c in Ledger(catalog).cells(request_id) if c.decision == M.SKIPPED}
             # Never a duplicate of another's run: the cells they write were left alone, naming the run.
             assert {k: r[-9:-1] for k, r in skipped.items()} == {k: r[:8] for k, r in others.items()}, skipped
             out = {"runs": len(instance.get_run_ids()), "closed_requests": closed, "queued_elsewhere": queued,
-                   "versions": _count(catalog, versions), "first_tick_s": round(seconds[0], 4),
-                   "steady_tick_median_s": round(statistics.median(seconds[1:]), 4),
+                   "versions": _count(catalog, versions),
+                   "changing_tick_median_s": round(statistics.median(changing), 4),
+                   "idle_tick_median_s": round(statistics.median(idle), 4),
                    "submitted": counts[M.SUBMITTED], "published": counts[M.PUBLISHED]}
             if profile:
                 out["profile"] = _top(profiler)
@@ -243,7 +278,9 @@ def run(ws: Workspace) -> dict:
     profile = bool(os.environ.get("PROFILE"))
     out = {name: _measure(ws.dir(f"micro/driver_tick_{name}"), **size, profile=profile)
            for name, size in SIZES.items()}
-    out["large_over_small"] = round(out["large"]["steady_tick_median_s"] / out["small"]["steady_tick_median_s"], 2)
+    for kind in ("changing", "idle"):
+        key = f"{kind}_tick_median_s"
+        out[f"{kind}_large_over_small"] = round(out["large"][key] / out["small"][key], 2)
     out["target_ratio"] = 1.5
     return out
 
