@@ -9,7 +9,7 @@ from ..workspace import Workspace
 
 
 def run_all(pg_url: str, ws: Workspace, log: Callable[[str], None] = print) -> dict:
-    from . import cas, lookup, planning, propagation, reconcile
+    from . import cas, driver_tick, lookup, planning, propagation, reconcile
 
     steps = {
         "publish_cas": lambda: cas.run(pg_url),
@@ -17,6 +17,7 @@ def run_all(pg_url: str, ws: Workspace, log: Callable[[str], None] = print) -> d
         "plan_10y": lambda: planning.run(ws),
         "reconcile_10k": lambda: reconcile.run(pg_url, ws),
         "propagation_10k": lambda: propagation.run(pg_url, ws),
+        "driver_tick": lambda: driver_tick.run(ws),
     }
     results = {}
     for name, step in steps.items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.micro import cas, lookup, planning, propagation, reconcile
+from bench.micro import cas, driver_tick, lookup, planning, propagation, reconcile
 from bench.workspace import Workspace
 
 pytestmark = pytest.mark.postgres
@@ -40,3 +40,15 @@ def test_the_other_micro_benchmarks_run_at_tiny_sizes(pg_server, workspace, monk
         assert (backend["cells"], backend["complete"], backend["gaps"]) == (20, True, 0), backend
     for backend in propagation.run(pg_server.admin_url, workspace).values():
         assert (backend["events"], backend["cascaded_cells"]) == (20, 20), backend
+
+
+def test_the_driver_tick_micro_benchmark_runs_at_a_tiny_size(workspace, monkeypatch):
+    monkeypatch.setattr(driver_tick, "SIZES", {"small": {"runs": 10, "closed": 2, "queued": 2},
+                                               "large": {"runs": 40, "closed": 4, "queued": 8}})
+    monkeypatch.setattr(driver_tick, "CHANGING_TICKS", 2)
+    monkeypatch.setattr(driver_tick, "IDLE_TICKS", 2)
+    result = driver_tick.run(workspace)  # asserts itself that the cells others' runs write were left alone
+    in_flight_cells = 2 * driver_tick.MAX_ACTIVE * len(driver_tick.ASSETS)  # a running and a queued run per slot
+    for size in ("small", "large"):
+        assert result[size]["idle_tick_median_s"] > 0 and result[size]["submitted"] == in_flight_cells
+    assert result["large"]["runs"] > result["small"]["runs"]

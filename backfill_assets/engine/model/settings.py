@@ -54,10 +54,16 @@ def code_version(environ: Mapping[str, str] | None = None, location_files: Itera
     override = env.get(ENV_CODE_VERSION)
     if override:
         return override
-    outside = tuple(sorted({str(Path(f).resolve()) for f in location_files} - _package_files()))
+    outside = _outside_package(tuple(location_files))
     if not outside:
         return _code_version_from_tree()
     return f"{_code_version_from_tree()}+loc-{_files_digest(outside)}"
+
+
+@lru_cache(maxsize=8)
+def _outside_package(files: tuple[str, ...]) -> tuple[str, ...]:
+    # Resolving every file is syscalls; the driver asks on every tick with the same files.
+    return tuple(sorted({str(Path(f).resolve()) for f in files} - _package_files()))
 
 
 @lru_cache(maxsize=8)

@@ -92,6 +92,30 @@ class CatalogQueries:
         """Every version of any asset for these partitions, oldest first within each chunk of keys."""
         return self._in_chunks(versions.c.partition_key, sorted(set(partition_keys)))
 
+    def newest_versions_of_cells(self, cells: Iterable[tuple[str, str]]) -> list[Version]:
+        """The newest version (by creation, then id) of each (asset, partition) cell that has one: one row per cell
+        from the database, however many attempts the cell has had."""
+        wanted = set(cells)
+        assets = sorted({a for a, _ in wanted})
+        keys = sorted({p for _, p in wanted})
+        newest_first = sa.func.row_number().over(
+            partition_by=(versions.c.asset, versions.c.partition_key),
+            order_by=(versions.c.created_at.desc(), versions.c.version_id.desc()),
+        )
+        found: list[Version] = []
+        with self.reader.connect() as conn:
+            for start in range(0, len(keys), 500):  # bounded IN lists, as in _in_chunks
+                ranked = (
+                    sa.select(versions, newest_first.label("newest_first"))
+                    .where(versions.c.asset.in_(assets), versions.c.partition_key.in_(keys[start : start + 500]))
+                    .subquery()
+                )
+                rows = conn.execute(
+                    sa.select(*(ranked.c[c.name] for c in versions.c)).where(ranked.c.newest_first == 1)
+                ).all()
+                found.extend(Version.from_row(r) for r in rows if (r.asset, r.partition_key) in wanted)
+        return found
+
     def purgeable_versions(self, states: Iterable[str], created_before: str) -> list[Version]:
         return self.versions_where(versions.c.state.in_(list(states)), versions.c.created_at < created_before)
 

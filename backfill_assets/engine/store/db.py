@@ -93,6 +93,10 @@ def _ensure_schema(engine: Engine) -> None:
     def create() -> None:
         metadata.create_all(engine, checkfirst=True)
         _add_new_columns(engine)
+        # create_all makes the indexes of the tables it creates; an older catalog gets the ones added since here.
+        for table in metadata.sorted_tables:
+            for index in table.indexes:
+                index.create(engine, checkfirst=True)
         with engine.begin() as conn:
             if conn.execute(sa.select(log_head.c.id).where(log_head.c.id == 1)).first() is None:
                 conn.execute(log_head.insert().values(id=1, seq=0))

@@ -45,6 +45,7 @@ versions = sa.Table(
     sa.UniqueConstraint("asset", "partition_key", "run_id", "attempt_no", name="uq_versions_attempt"),
     sa.Index("ix_versions_cell", "asset", "partition_key"),
     sa.Index("ix_versions_request", "request_id"),
+    sa.Index("ix_versions_dagster_run", "dagster_run_id"),
 )
 
 pointers = sa.Table(
@@ -71,6 +72,7 @@ publish_log = sa.Table(
     sa.Column("lane", sa.String(16)),
     sa.Column("reason", sa.Text),
     sa.Column("at", _ts, nullable=False),
+    sa.Index("ix_publish_log_request", "request_id", "seq"),
 )
 
 log_head = sa.Table(

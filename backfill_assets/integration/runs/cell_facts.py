@@ -3,6 +3,8 @@ version in the catalog, Dagster's in-flight runs and per-partition failures."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 import dagster as dg
 
 from backfill_assets.engine.model.graph import AssetGraph
@@ -14,10 +16,7 @@ from backfill_assets.integration.runs.runs import in_flight_cells
 
 def latest_states(catalog: Catalog, cells: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
     """(asset, partition) → (state, version id) of the newest version, for the reprocess decision."""
-    latest: dict[tuple[str, str], tuple[str, str]] = {}
-    for v in catalog.versions_of_partitions(p for _, p in cells):  # oldest first within a cell
-        latest[(v.asset, v.partition_key)] = (v.state, v.version_id)
-    return latest
+    return {(v.asset, v.partition_key): (v.state, v.version_id) for v in catalog.newest_versions_of_cells(cells)}
 
 
 def failed_partitions(
@@ -38,14 +37,41 @@ def failed_partitions(
 
 
 def cell_facts_source(
-    graph: AssetGraph, catalog: Catalog, instance: dg.DagsterInstance, cells: list[tuple[str, str]]
-):
-    latest = latest_states(catalog, cells)
-    flying = in_flight_cells(instance, graph)
-    failed = failed_partitions(graph, instance, cells)
+    graph: AssetGraph,
+    catalog: Catalog,
+    instance: dg.DagsterInstance,
+    cells: list[tuple[str, str]],
+    window: int | None = None,
+) -> Callable[[str, str], CellFacts]:
+    """``facts_of(asset, partition)`` for ``cells``. Without ``window``, every cell's facts are read at once (the dry
+    run asks for all of them). With ``window`` (the driver), they are read when first asked: the asked cell and the
+    cells after it in ``cells``' order, ``window`` of them, the window doubling on each read, so a tick that decides
+    nothing reads nothing and one that decides a few cells reads a few cells' facts, in a few queries."""
+    order = list(cells)
+    position = {cell: n for n, cell in enumerate(order)}
+    known: dict[tuple[str, str], CellFacts] = {}
+
+    def read(batch: list[tuple[str, str]]) -> None:
+        latest = latest_states(catalog, batch)
+        flying = in_flight_cells(instance, graph, {p for _, p in batch})
+        # ``decide`` consults a failed run only for a cell without a version: Dagster is asked about those alone.
+        failed = failed_partitions(graph, instance, [c for c in batch if c not in latest])
+        for cell in batch:
+            state, version_id = latest.get(cell, (None, None))
+            known[cell] = CellFacts(state, version_id, flying.get(cell), cell in failed)
+
+    size = window
+    if size is None:
+        read(order)
 
     def facts_of(asset: str, partition: str) -> CellFacts:
-        state, version_id = latest.get((asset, partition), (None, None))
-        return CellFacts(state, version_id, flying.get((asset, partition)), (asset, partition) in failed)
+        nonlocal size
+        cell = (asset, partition)
+        if cell not in known:
+            start = position.get(cell)
+            batch = [cell] if start is None else order[start : start + (size or 1)]
+            read([c for c in batch if c not in known])
+            size = (size or 1) * 2
+        return known[cell]
 
     return facts_of

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import dagster as dg
 
@@ -43,17 +43,49 @@ def run_partition_keys(run: dg.DagsterRun) -> list[str]:
     return []
 
 
-def _in_flight_writes(instance: dg.DagsterInstance, graph: AssetGraph) -> Iterator[tuple[str, str, dg.DagsterRun]]:
-    """(asset, partition, run) for every cell a queued or running run will write."""
-    for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT_STATUSES)):
+def in_flight_writes(
+    instance: dg.DagsterInstance, graph: AssetGraph, partitions: Iterable[str]
+) -> Iterator[tuple[str, str, dg.DagsterRun]]:
+    """(asset, partition, run) for every cell of ``partitions`` that a queued or running run will write, whatever
+    launched the run (a request, production, a backfill launched from Dagster).
+
+    Reads only the runs that can write them, not every run in flight on the instance: the runs of one of these
+    partitions (by Dagster's partition tag), and the multi-day runs (a range run of a backfill launched from
+    Dagster, one of our chunk runs) whose first day is not after the last of ``partitions`` (by their first-day
+    tag, among the first days the instance has ever seen; partition keys are ISO days, so they sort as days)."""
+    wanted = sorted(set(partitions))
+    if not wanted:
+        return
+    found: dict[str, dg.DagsterRun] = {}
+    for chunk in _chunks(wanted):
+        found.update((r.run_id, r) for r in _in_flight_runs(instance, {T.DAGSTER_PARTITION: chunk}))
+    for first_day_tag in (T.DAGSTER_RANGE_START, T.CHUNK_FIRST):
+        firsts = sorted(v for _, values in instance.get_run_tags([first_day_tag]) for v in values if v <= wanted[-1])
+        for chunk in _chunks(firsts):
+            found.update((r.run_id, r) for r in _in_flight_runs(instance, {first_day_tag: chunk}))
+    wanted_set = set(wanted)
+    for run in found.values():
         for partition in run_partition_keys(run):
-            for asset in run_assets(run, graph):
-                yield asset, partition, run
+            if partition in wanted_set:
+                for asset in run_assets(run, graph):
+                    yield asset, partition, run
 
 
-def in_flight_cells(instance: dg.DagsterInstance, graph: AssetGraph) -> dict[tuple[str, str], str]:
-    """(asset, partition) → run id of every queued or running run that will write that cell."""
-    return {(asset, partition): run.run_id for asset, partition, run in _in_flight_writes(instance, graph)}
+def _in_flight_runs(instance: dg.DagsterInstance, tags: dict[str, list[str]]) -> list[dg.DagsterRun]:
+    return list(instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT_STATUSES, tags=tags)))
+
+
+def _chunks(values: list[str], size: int = 500) -> Iterator[list[str]]:
+    # Bounded IN lists: SQLite limits bound parameters per statement.
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+def in_flight_cells(
+    instance: dg.DagsterInstance, graph: AssetGraph, partitions: Iterable[str]
+) -> dict[tuple[str, str], str]:
+    """(asset, partition) → run id of a queued or running run that will write that cell, for ``partitions``."""
+    return {(asset, partition): run.run_id for asset, partition, run in in_flight_writes(instance, graph, partitions)}
 
 
 def other_run_writing(
@@ -62,8 +94,8 @@ def other_run_writing(
     """A queued or running run, other than ``own`` (or another attempt of its logical run), that will write
     the cell, or None."""
     own_root = own.root_run_id or own.run_id
-    for cell_asset, cell_partition, run in _in_flight_writes(instance, graph):
-        if (cell_asset, cell_partition) == (asset, partition) and (run.root_run_id or run.run_id) != own_root:
+    for cell_asset, _, run in in_flight_writes(instance, graph, [partition]):
+        if cell_asset == asset and (run.root_run_id or run.run_id) != own_root:
             return run.run_id
     return None
 

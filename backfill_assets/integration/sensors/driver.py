@@ -9,7 +9,7 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.settings import code_version
-from backfill_assets.engine.plan.driver_tick import Submission, tick
+from backfill_assets.engine.plan.driver_tick import FINISHED_RUN_STATUSES, Submission, tick
 from backfill_assets.engine.plan.propagation import PROPAGATION_CURSOR
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.cursors import read_cursor
@@ -28,6 +28,8 @@ DRIVER_SENSOR = "backfill_driver"
 # dagster-daemon's sensor loop sleeps at least 5 s between passes (1.13), so the driver effectively ticks every
 # 5 s; asking for 2 s costs nothing and takes effect wherever the daemon loops faster.
 DRIVER_INTERVAL_SECONDS = 2
+# The cells whose facts a tick reads at once when it first decides one (doubling if it decides more).
+FACTS_WINDOW = 32
 
 
 def run_tags_for(record: RequestRecord) -> dict[str, str]:
@@ -105,20 +107,23 @@ def drive_request(
         return []
     record = ledger.get(record.request_id)
     cells = ledger.cells(record.request_id)
-    runs = runs_of_request(instance, record.request_id)
-    run_ids = [r.run_id for r in runs]
+    runs_by_key = run_views_by_key(runs_of_request(instance, record.request_id))
+    # The versions a tick reads are those of the runs it settles: finished runs of submitted cells.
+    submitted = {c.run_key for c in cells if c.decision == M.SUBMITTED}
+    settling = [v.run_id for k, v in runs_by_key.items() if k in submitted and v.status in FINISHED_RUN_STATUSES]
     by_run: dict[tuple[str, str, str], str] = {}
-    if run_ids:
-        for v in catalog.versions_of_dagster_runs(run_ids):
+    if settling:
+        for v in catalog.versions_of_dagster_runs(settling):
             by_run[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
-    pending = [c.key for c in cells if c.decision == M.PENDING]
+    pending = [c.key for c in sorted(cells, key=lambda c: c.ordinal) if c.decision == M.PENDING]
     result = tick(
         graph,
         record,
         cells,
-        run_views_by_key(runs),
+        runs_by_key,
         lambda a, p, run_id: by_run.get((a, p, run_id)),
-        cell_facts_source(graph, catalog, instance, pending),
+        # Read when decided (most ticks decide nothing: every slot is taken), for the cells decided.
+        cell_facts_source(graph, catalog, instance, pending, window=FACTS_WINDOW),
         loaded_code_version,
         cascade_confirmed=record.row["confirmed_at"] is not None,
         hold_open=downstream_hold(catalog, record),
