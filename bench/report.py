@@ -66,6 +66,8 @@ def _targets(results: dict) -> list[str]:
     if m:
         p99 = m["publish_cas"]["cas"]["p99_ms"]
         rows.append(["publish CAS p99 ms (PostgreSQL, 8 publishers)", p99, "< 20", _verdict(p99, 20)])
+        cas_ratio = m["publish_cas"].get("p99_ratio")
+        rows.append(["publish CAS p99 / baseline p99 (same run; issue 13)", cas_ratio, "≤ 2", _verdict(cas_ratio, 2)])
         plan = m["plan_10y"]["dry_run_total_s"]
         rows.append(["10-year x 5-asset create + dry run s", plan, "< 1", _verdict(plan, 1)])
         for backend in ("sqlite", "postgresql"):

@@ -92,7 +92,7 @@ def race_publish_once(url: str, run_id: str, barrier, results) -> None:
         barrier.abort()
 
 
-def race_publish_repeatedly(url: str, worker: int, publishes: int, barrier, results) -> None:
+def race_publish_repeatedly(url: str, worker: int, publishes: int, barrier, results, key: str = KEY) -> None:
     """Publish ``publishes`` versions one after another; a lost race is rejected and retried as a new attempt."""
     try:
         catalog = Catalog(url)
@@ -100,7 +100,7 @@ def race_publish_repeatedly(url: str, worker: int, publishes: int, barrier, resu
         wins: list[tuple[str, int, str | None]] = []
         conflicts = 0
         while len(wins) < publishes:
-            version_id = begin_verified(catalog, identity(run_id=f"w{worker}-p{len(wins)}"))
+            version_id = begin_verified(catalog, identity(run_id=f"w{worker}-p{len(wins)}", key=key))
             try:
                 move = catalog.publish(version_id, PASSED)
             except PublishConflict:
@@ -114,6 +114,11 @@ def race_publish_repeatedly(url: str, worker: int, publishes: int, barrier, resu
     except BaseException as exc:  # noqa: BLE001
         results.put(("error", worker, f"{type(exc).__name__}: {exc}"))
         barrier.abort()
+
+
+def race_publish_partition(url: str, worker: int, publishes: int, key: str, barrier, results) -> None:
+    """``race_publish_repeatedly`` on a partition of its own."""
+    race_publish_repeatedly(url, worker, publishes, barrier, results, key=key)
 
 
 def state(catalog: Catalog, version_id: str) -> str:

@@ -3,13 +3,14 @@
 Publish and rollback are compare-and-swap updates of ``pointers`` in one transaction with the ``versions`` state
 changes and a ``publish_log`` row. Both take the single ``log_head`` row lock last, which orders them and makes
 ``publish_log.seq`` gapless and in commit order while holding the lock only for the log row and the commit.
+On PostgreSQL a publish is one call of the function ``publish_pg`` creates (same steps, one round trip).
 The row types live in ``catalog_records``, the read queries in ``catalog_queries``.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -26,6 +27,7 @@ from backfill_assets.engine.model.identity import (
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.request_model import RequestStatus
 from backfill_assets.engine.model.states import VersionState, check_transition
+from backfill_assets.engine.store import publish_pg
 from backfill_assets.engine.store.catalog_queries import ACTION_PUBLISH, ACTION_REPAIR, ACTION_ROLLBACK, CatalogQueries
 from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
 from backfill_assets.engine.store.db import engine_for, reader_for, retry_transient
@@ -149,8 +151,12 @@ class Catalog(CatalogQueries):
 
         Raises ``PublishConflict`` (and changes nothing) when another version was published in between.
         The pointer row serializes publishers of one partition; the global ``log_head`` lock is taken last, so
-        it is held only for the log insert and the commit while publishes of other partitions proceed.
+        it is held only for the log insert and the commit while publishes of other partitions proceed. On
+        PostgreSQL the same steps run as one server-side function (``publish_pg``): one round trip, and the
+        lock is held from the log insert to the commit only.
         """
+        if self.engine.dialect.name == "postgresql":
+            return self._publish_pg(version_id, checks)
         try:
             with self.engine.begin() as conn:
                 version, current = self._get_with_pointer(conn, version_id)
@@ -187,13 +193,67 @@ class Catalog(CatalogQueries):
                 self._log(conn, seq, version, expected, ACTION_PUBLISH, now, version.request_id, version.lane)
                 fault_point(IN_PUBLISH_TRANSACTION)
         except sa.exc.IntegrityError as exc:
-            # Two first publishes of one partition: the pointer's primary key let exactly one insert win.
-            winner = self.current(*parse_version_id(version_id)[:2])
-            winner_id = winner.version_id if winner else None
-            raise PublishConflict(f"lost the publish race to {winner_id} (expected current none)", winner_id) from exc
+            self._lost_first_publish(version_id, exc)
         return PointerMove(
             seq, version.asset, version.partition_key, version_id, expected, ACTION_PUBLISH, version=published
         )
+
+    def _publish_pg(self, version_id: str, checks: list[dict[str, Any]]) -> PointerMove:
+        """``publish`` on PostgreSQL: the same steps in one server-side function (``publish_pg``), one statement."""
+        now = iso(utc_now())
+        params = dict(
+            version_id=version_id,
+            checks_json=json.dumps(checks, default=str),
+            now=now,
+            from_states=list(publish_pg.FROM_STATES),
+        )
+        try:
+            with self.engine.begin() as conn:
+                # One round trip; the log_head lock it takes last is held until the commit just below.
+                row = conn.execute(sa.text(publish_pg.CALL), params).one()
+                self._raise_unless_published(version_id, row)
+                fault_point(IN_PUBLISH_TRANSACTION)
+        except sa.exc.IntegrityError as exc:
+            self._lost_first_publish(version_id, exc)
+        except sa.exc.DBAPIError as exc:
+            if getattr(exc.orig, "pgcode", None) == publish_pg.STATE_MOVED:
+                moved = getattr(getattr(exc.orig, "diag", None), "message_primary", None) or version_id
+                raise PublishConflict(f"version {moved} changed state concurrently", None) from exc
+            raise
+        _, _, seq, data = row
+        version = Version.from_mapping(data)
+        expected = version.expected_previous_version_id
+        published = Version(
+            version.data
+            | {"state": VersionState.PUBLISHED.value, "checks": checks, "ended_at": now, "published_at": now}
+        )
+        return PointerMove(
+            int(seq), version.asset, version.partition_key, version_id, expected, ACTION_PUBLISH, version=published
+        )
+
+    @staticmethod
+    def _raise_unless_published(version_id: str, row: Any) -> None:
+        """Raise what the SQLite path raises for an outcome of the publish function that wrote nothing."""
+        outcome, detail, _, data = row
+        if outcome == publish_pg.OK:
+            return
+        if outcome == publish_pg.NOT_FOUND:
+            raise NotFound(f"unknown version {version_id!r}")
+        version = Version.from_mapping(data)
+        if outcome == publish_pg.ILLEGAL:
+            check_transition(version_id, detail, VersionState.PUBLISHED)
+        if outcome == publish_pg.CANCELLED:
+            raise PublishConflict(f"request {version.request_id} was cancelled: none of its versions publish", detail)
+        expected = version.expected_previous_version_id
+        if outcome == publish_pg.CONFLICT:
+            raise PublishConflict(f"lost the publish race to {detail} (expected current {expected or 'none'})", detail)
+        raise AssertionError(f"publish of {version_id}: unexpected outcome {outcome} ({detail})")
+
+    def _lost_first_publish(self, version_id: str, exc: Exception) -> NoReturn:
+        # Two first publishes of one partition: the pointer's primary key let exactly one insert win.
+        winner = self.current(*parse_version_id(version_id)[:2])
+        winner_id = winner.version_id if winner else None
+        raise PublishConflict(f"lost the publish race to {winner_id} (expected current none)", winner_id) from exc
 
     def rollback(
         self, asset: str, partition_key: str, reason: str, to_version_id: str | None = None

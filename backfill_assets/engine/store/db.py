@@ -12,6 +12,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 
 from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.store import publish_pg
 from backfill_assets.engine.store.schema import log_head, metadata
 
 T = TypeVar("T")
@@ -100,6 +101,8 @@ def _ensure_schema(engine: Engine) -> None:
         with engine.begin() as conn:
             if conn.execute(sa.select(log_head.c.id).where(log_head.c.id == 1)).first() is None:
                 conn.execute(log_head.insert().values(id=1, seq=0))
+            if engine.dialect.name == "postgresql":
+                _ensure_publish_function(conn)
 
     # Several processes may open a fresh catalog at once; the loser of a CREATE race simply retries.
     retry_transient(create, attempts=5)
@@ -120,6 +123,15 @@ def _add_new_columns(engine: Engine) -> None:
                     f"ALTER TABLE {quote(table.name)} ADD COLUMN {quote(column.name)} "
                     f"{column.type.compile(dialect=engine.dialect)}"
                 )
+
+
+def _ensure_publish_function(conn: sa.Connection) -> None:
+    """PostgreSQL publishes through one server-side function (``publish_pg``); SQLite keeps its statements."""
+    # Serialize creators across processes: CREATE FUNCTION racing itself fails on the catalog's unique index.
+    conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext(:name))"), {"name": publish_pg.NAME})
+    exists = conn.execute(sa.text("SELECT to_regprocedure(:sig) IS NOT NULL"), {"sig": publish_pg.REGPROCEDURE})
+    if not exists.scalar_one():
+        conn.exec_driver_sql(publish_pg.DDL)
 
 
 def retry_transient(fn: Callable[[], T], attempts: int = 5, delay: float = 0.2) -> T:
