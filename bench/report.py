@@ -352,6 +352,12 @@ def write_report(results: dict, path: Path) -> None:
         "days covering all three assets, K resolved when the request is created, the days spread over the "
         f"{s['max_active']} run slots; still one version, 5 checks and one CAS per asset-day.",
         "",
+        "`make bench` measures the side by side below and the micro-benchmarks; `make bench-scale` (or "
+        "`BENCH_ARGS=\"--with-airflow --scale 10,40,120\"`) adds the scale curve, O, B and A at 10, 40 and 120 days "
+        f"and N up to {NAIVE_SCALE_MAX_DAYS}, in the same run (about an hour on 2 cores): "
+        + ("this run has it (\"Scale curve\" below)." if results.get("scale") else "this run does not.")
+        + " Every target is judged on figures of this one run.",
+        "",
         "Wall time runs from the submission (the CLI command, the GraphQL launch) to the last day being done "
         "(request closed, backfill COMPLETED, every DAG run finished); services are started and ready before. CPU "
         "and memory: every process of the contender (services, their workers, the submitting CLI; for Airflow also "
