@@ -127,6 +127,8 @@ def test_the_scale_table_lists_every_size_with_slope_growth_and_cross_check(resu
     assert "10 d: **True**; 40 d: **True**; 120 d: **True**" in text
     summary = [line for line in text.splitlines() if line.startswith("| **B** | 10→120 |")]
     assert summary == ["| **B** | 10→120 | 7.0 | 7.0 | 0.536 | 10.0 | 0.7 | 0.16 | met |"]
+    # N is a reference, compared with A over its own sizes (10 -> 40), and judged by no target.
+    assert "| **N** | 10→40 | 4.0 | 4.0 | 12.0 | 3.5 | 1.14 | 3.6 |  |" in text
 
 
 def test_without_a_scale_curve_the_scale_rows_say_how_to_measure_it(results, tmp_path):
