@@ -13,6 +13,7 @@ from bench.contenders.ours import AUTO_FLAG, DEFAULT_PATH, FIXED_K, batching_mod
 from bench.dagster_facts import RUN_START_PHASE
 from bench.dagster_home import PRODUCT_YAML, instance_config, make_home
 from bench.report import ratios, scale_growth, write_report
+from bench.run import parse_args, scale_contenders
 
 CHECK = {"days": 20, "missing_days": 0, "orders": 400_000, "revenue_cny": 359_230_942.13}
 
@@ -186,3 +187,14 @@ def test_naive_dagster_runs_on_dagsters_stock_coordinator_and_launcher(tmp_path)
         assert type(instance.run_launcher).__name__ == "DefaultRunLauncher"
     finally:
         instance.dispose()
+
+
+def test_the_scale_curve_runs_o_b_and_airflow_at_every_size_and_naive_dagster_up_to_40_days():
+    args = parse_args(["--with-airflow", "--scale", "120,10,40,10"])
+    assert args.scale == [10, 40, 120]
+    assert scale_contenders(args, 40) == ["N", "A", "O", "B"]
+    assert scale_contenders(args, 120) == ["A", "O", "B"]
+    assert scale_contenders(parse_args(["--scale", "10"]), 10) == ["N", "O", "B"]
+    assert scale_contenders(parse_args(["--only", "O,A", "--scale", "10"]), 10) == ["A", "O"]
+    with pytest.raises(SystemExit):
+        parse_args(["--scale", "0,10"])
