@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo demo-postgres test test-fast screenshots lint dev bench reliability clean
+.PHONY: demo demo-postgres test test-fast screenshots lint dev bench bench-scale reliability clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,12 +54,19 @@ dev: $(STAMP)
 	mkdir -p $(DAGSTER_HOME) && test -f $(DAGSTER_HOME)/dagster.yaml || cp dagster.yaml $(DAGSTER_HOME)/
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
-# Benchmarks of issue 6 (docs/BENCHMARKS.md); never part of `make test`. Sizes and contenders as flags, e.g.
+# Benchmarks of issues 6 and 13 (docs/BENCHMARKS.md); never part of `make test`. Sizes and contenders as flags, e.g.
 # make bench BENCH_ARGS="--with-airflow"   (python -m bench.run --help lists them)
+# `make bench`: the 20-day side by side (F, N, O, B; A with --with-airflow) and the micro-benchmarks (~12 min).
+# `make bench-scale`: the same plus the scale curve, O, B and A at 10, 40 and 120 days, N at 10 and 40 (~1 h on
+# 2 cores); the same as make bench BENCH_ARGS="--with-airflow --scale 10,40,120".
 BENCH_ARGS ?=
+SCALE_DAYS ?= 10,40,120
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
+
+bench-scale: $(STAMP)
+	$(BIN)/python -m bench.run --with-airflow --scale $(SCALE_DAYS) $(BENCH_ARGS)
 
 # Issue 7: every fault class at full strength (30 trials per class, large hypothesis runs; ~30-40 min on 2 cores),
 # then docs/RELIABILITY.md rendered from the counts it measured. `make test` runs the same suite with 3 trials.

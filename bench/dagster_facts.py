@@ -12,6 +12,8 @@ from typing import Iterable
 import dagster as dg
 
 EV = dg.DagsterEventType
+# The run-start figure of issue 13: from the coordinator launching the run to its first step starting.
+RUN_START_PHASE = "run start (RUN_STARTING -> first step)"
 
 
 def runs_tagged(instance: dg.DagsterInstance, key: str, value: str) -> list[dg.RunRecord]:
@@ -72,6 +74,7 @@ def _step_began(step: dict[str, float]) -> float:
 def run_breakdown(instance: dg.DagsterInstance, records: list[dg.RunRecord], max_active: int) -> dict:
     """Per-run phases (median/mean/max/total seconds) and the driver's reaction time between runs."""
     created_to_queued, queued, launch, worker, body, between, teardown, run_total = ([] for _ in range(8))
+    to_first_step = []
     ends, creations = [], []
     for record in records:
         ev = _events(instance, record.dagster_run.run_id)
@@ -93,6 +96,9 @@ def run_breakdown(instance: dg.DagsterInstance, records: list[dg.RunRecord], max
         if end:
             ends.append(end)
         ordered = sorted(ev["steps"].values(), key=_step_began)
+        step_starts = [s[EV.STEP_START.value] for s in ordered if EV.STEP_START.value in s]
+        if starting and step_starts:
+            to_first_step.append(min(step_starts) - starting)
         previous_end = start
         for step in ordered:
             w, s = step.get(EV.STEP_WORKER_STARTING.value), step.get(EV.STEP_START.value)
@@ -116,6 +122,7 @@ def run_breakdown(instance: dg.DagsterInstance, records: list[dg.RunRecord], max
         "run created -> enqueued (planned events written)": _stats(created_to_queued),
         "queued (enqueued -> launched)": _stats(queued),
         "run worker start-up (launched -> run started)": _stats(launch),
+        RUN_START_PHASE: _stats(to_first_step),
         "step worker start-up (per step, incl. resource init)": _stats(worker),
         "step body (per step)": _stats(body),
         "before each step (previous step's process exit)": _stats(between),

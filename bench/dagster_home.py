@@ -12,16 +12,38 @@ from backfill_assets.engine.model.settings import PACKAGE_DIR
 
 from .workspace import REPO
 
+PRODUCT_YAML = PACKAGE_DIR.parent / "dagster.yaml"
+# The product's own instance pieces, which a Dagster user does not have: naive Dagster (N) runs without them.
+PRODUCT_ONLY = ("run_launcher", "run_coordinator")
+STOCK_DEQUEUE_INTERVAL_S = 1  # the run queue's polling as in every earlier measurement of N
 
-def make_home(home: Path, max_runs: int) -> Path:
-    """The project's dagster.yaml (run queue, tag limits, pools, sensors), with at most ``max_runs`` runs at once.
 
-    The naive location's runs carry no ``backfill/lane`` tag, so the global limit is what holds them to the same
-    two runs at a time as ours (which the lane limit and ``--max-active`` already hold to two).
+def instance_config(product: dict, max_runs: int, stock: bool = False) -> dict:
+    """The instance config of a contender's DAGSTER_HOME (see :func:`make_home`); ``product`` is left unchanged."""
+    config = yaml.safe_load(yaml.safe_dump(product))  # a deep copy
+    config.setdefault("concurrency", {}).setdefault("runs", {})["max_concurrent_runs"] = max_runs
+    if stock:
+        coordinator = config.get("run_coordinator") or {}
+        interval = (coordinator.get("config") or {}).get("dequeue_interval_seconds", STOCK_DEQUEUE_INTERVAL_S)
+        for key in PRODUCT_ONLY:
+            config.pop(key, None)
+        # Dagster's default coordinator (QueuedRunCoordinator) and launcher (DefaultRunLauncher), the queue polled
+        # as often as ours; the queue's limits (concurrency.runs) and pools stay as the product's.
+        config["run_queue"] = {**(config.get("run_queue") or {}), "dequeue_interval_seconds": interval}
+    return config
+
+
+def make_home(home: Path, max_runs: int, stock: bool = False) -> Path:
+    """The project's dagster.yaml (run coordinator and launcher, tag limits, pools, sensors), with at most
+    ``max_runs`` runs at once.
+
+    ``stock`` (naive Dagster, N): what a Dagster user has today, Dagster's own run launcher and coordinator
+    (:data:`PRODUCT_ONLY` removed, whatever the product's file configures there). The naive location's runs carry
+    no ``backfill/lane`` tag, so the global limit is what holds them to the same two runs at a time as ours
+    (which the lane limit and ``--max-active`` already hold to two).
     """
     home.mkdir(parents=True, exist_ok=True)
-    config = yaml.safe_load((PACKAGE_DIR.parent / "dagster.yaml").read_text())
-    config.setdefault("concurrency", {}).setdefault("runs", {})["max_concurrent_runs"] = max_runs
+    config = instance_config(yaml.safe_load(PRODUCT_YAML.read_text()), max_runs, stock)
     (home / "dagster.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return home
 
@@ -45,3 +67,9 @@ def open_instance(home: Path) -> dg.DagsterInstance:
 def daemons_alive(instance: dg.DagsterInstance, *daemon_types: str) -> bool:
     beats = instance.get_daemon_heartbeats()
     return all(t in beats for t in daemon_types)
+
+
+def instance_classes(instance: dg.DagsterInstance) -> dict[str, str]:
+    """Which run coordinator and launcher a contender's instance really used (recorded with its results)."""
+    return {"run_coordinator": type(instance.run_coordinator).__name__,
+            "run_launcher": type(instance.run_launcher).__name__}

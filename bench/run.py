@@ -1,6 +1,10 @@
 """``python -m bench.run`` (``make bench``): every contender on the same data, the micro-benchmarks, the report.
 
+With ``--scale 10,40,120`` (``make bench-scale``) the same run then measures the scale curve: O, B and A (with
+``--with-airflow``) at each size, N at the sizes up to 40 days, each size on its own folders and the same source.
+
 Example: python -m bench.run --days 10 --orders-per-day 2000 --only F,O
+Example: python -m bench.run --days 3 --orders-per-day 500 --only O,B --scale 2,4 --no-micro --no-doc
 """
 
 from __future__ import annotations
@@ -10,19 +14,32 @@ import json
 import sys
 import time
 import warnings
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from .checks import agree
 from .machine import describe_machine
 from .outcome import Outcome
-from .report import ratios, write_report
+from .report import NAIVE_SCALE_MAX_DAYS, ratios, scale_growth, write_report
 from .workspace import REPO, Sizes, Workspace
 
 RESULTS = REPO / "bench" / "results"
 DOC = REPO / "docs" / "BENCHMARKS.md"
 CONTENDERS = ("F", "N", "A", "O", "B")
 DEFAULT = ("F", "N", "O", "B")  # A (Airflow) only with --with-airflow: it installs its own virtualenv
+SCALE_CONTENDERS = ("N", "A", "O", "B")  # the floor is not on the curve
+
+
+def day_counts(text: str) -> list[int]:
+    """``10,40,120`` -> [10, 40, 120] (sorted, distinct, each at least 1)."""
+    try:
+        days = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: comma-separated numbers of days, e.g. 10,40,120") from None
+    if not days or days[0] < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: at least one size, each of 1 day or more")
+    return days
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -30,9 +47,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--days", type=int, default=Sizes.days, help="business days backfilled (from 2022-09-01)")
     p.add_argument("--orders-per-day", type=int, default=Sizes.orders_per_day)
     p.add_argument("--max-active", type=int, default=Sizes.max_active, help="runs in flight at once, every contender")
-    p.add_argument("--partitions-per-run", type=int, default=Sizes.partitions_per_run, help="K of contender B")
+    p.add_argument("--partitions-per-run", type=int, default=Sizes.partitions_per_run,
+                   help="K of contender B only when `request create` knows no `auto` (B takes the default path)")
     p.add_argument("--with-airflow", action="store_true", help="also run A (creates bench/airflow/.venv if missing)")
     p.add_argument("--only", default=None, help=f"comma-separated subset of {','.join(CONTENDERS)}")
+    p.add_argument("--scale", type=day_counts, default=[], metavar="DAYS,DAYS,...",
+                   help=f"also the scale curve: O, B (and A) at each size, N up to {NAIVE_SCALE_MAX_DAYS} days")
     p.add_argument("--no-micro", action="store_true", help="skip the micro-benchmarks")
     p.add_argument("--micro-only", action="store_true", help="only the micro-benchmarks")
     p.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres",
@@ -56,6 +76,18 @@ def chosen(args: argparse.Namespace) -> list[str]:
     return [n for n in CONTENDERS if n in names]
 
 
+def scale_contenders(args: argparse.Namespace, days: int) -> list[str]:
+    """The contenders of the scale curve at ``days`` (``--only`` narrows them, ``--with-airflow`` adds A)."""
+    if args.micro_only:
+        return []
+    wanted = {n.strip().upper() for n in args.only.split(",")} if args.only else {"N", "O", "B"}
+    if args.with_airflow and not args.only:
+        wanted.add("A")
+    if days > NAIVE_SCALE_MAX_DAYS:
+        wanted.discard("N")
+    return [n for n in SCALE_CONTENDERS if n in wanted]
+
+
 def run_contender(name: str, ws: Workspace, sizes: Sizes, args: argparse.Namespace) -> Outcome:
     # Imported late: each contender pulls in only what it needs (Dagster, or nothing but subprocesses).
     if name == "F":
@@ -72,8 +104,29 @@ def run_contender(name: str, ws: Workspace, sizes: Sizes, args: argparse.Namespa
         return airflow3.run(ws, sizes, args.timeout, args.pg_url)
     from .contenders import ours
 
-    k = 1 if name == "O" else sizes.partitions_per_run
-    return ours.run(ws, sizes, name, k, args.timeout)
+    return ours.run(ws, sizes, name, args.timeout)
+
+
+def run_scale(ws: Workspace, sizes: Sizes, args: argparse.Namespace) -> dict:
+    """The scale curve: at each size of ``--scale`` its contenders, on folders of their own, and their cross-check."""
+    points = []
+    for days in args.scale:
+        at = replace(sizes, days=days)
+        part = ws.part(f"scale-{days}")
+        outcomes = {}
+        try:
+            for name in scale_contenders(args, days):
+                outcome = run_contender(name, part, at, args)
+                outcomes[name] = outcome.as_dict()
+                u = outcome.usage
+                print(f"  scale {days} d, {name}: {u.wall_s:.1f} s wall, {u.cpu_s:.1f} s CPU, {outcome.runs} run(s), "
+                      f"check {outcome.check}")
+        finally:
+            part.close()
+        checks = {n: c["check"] for n, c in outcomes.items()}
+        points.append({"days": days, "sizes": at.as_dict(), "contenders": outcomes,
+                       "checks_agree": agree(checks) if checks else None})
+    return {"sizes": list(args.scale), "points": points, "growth": scale_growth(points)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,11 +139,14 @@ def main(argv: list[str] | None = None) -> int:
     results: dict = {"timestamp": stamp, "machine": describe_machine(), "sizes": sizes.as_dict(),
                      "command": " ".join(["python -m bench.run", *(argv if argv is not None else sys.argv[1:])]),
                      "contenders": {}, "micro": {}}
+    scale = args.scale if not args.micro_only else []
     ws = Workspace(keep=args.keep)
-    print(f"bench: {names or 'micro only'} on {sizes.days} days x {sizes.orders_per_day} orders/day in {ws.root}")
+    print(f"bench: {names or 'micro only'} on {sizes.days} days x {sizes.orders_per_day} orders/day in {ws.root}"
+          + (f"; scale curve at {scale} days" if scale else ""))
     try:
-        if names:
-            results["seed"] = ws.seed(sizes)
+        if names or scale:
+            # One source for every size (seeding is deterministic per day): the smaller sizes read a prefix of it.
+            results["seed"] = ws.seed(replace(sizes, days=max([sizes.days, *scale])))
             print(f"  seeded the source: {results['seed']}")
         for name in names:
             outcome = run_contender(name, ws, sizes, args)
@@ -98,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             u = outcome.usage
             print(f"  {name} {outcome.title}: {u.wall_s:.1f} s wall, {u.cpu_s:.1f} s CPU, peak RSS "
                   f"{u.peak_rss_mb:.0f} MB, {outcome.runs} run(s), check {outcome.check}")
+        if scale:
+            results["scale"] = run_scale(ws, sizes, args)
         if not args.no_micro:
             from .micro import run_all
 
@@ -111,12 +169,13 @@ def main(argv: list[str] | None = None) -> int:
     args.results_dir.mkdir(parents=True, exist_ok=True)
     path = args.results_dir / f"{stamp}.json"
     path.write_text(json.dumps(results, indent=2, default=str))
+    scale_agree = [p["checks_agree"] for p in (results.get("scale") or {}).get("points", [])]
     print(f"bench: {results['total_s']} s in all; results in {path}; checks agree: "
-          f"{results['checks_agree']}")
+          f"{results['checks_agree']}" + (f", at each scale size: {scale_agree}" if scale_agree else ""))
     if not args.no_doc:
         write_report(results, DOC)
         print(f"bench: wrote {DOC.relative_to(REPO)}")
-    return 0 if results["checks_agree"] in (True, None) else 1
+    return 0 if all(a in (True, None) for a in (results["checks_agree"], *scale_agree)) else 1
 
 
 if __name__ == "__main__":

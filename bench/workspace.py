@@ -47,10 +47,15 @@ class Sizes:
 class Workspace:
     """``<tmp>/backfill-bench-*/``: ``source.db`` plus one folder per contender; removed at the end."""
 
-    def __init__(self, keep: bool = False):
-        self.root = Path(tempfile.mkdtemp(prefix="backfill-bench-"))
+    def __init__(self, keep: bool = False, root: Path | None = None, source_url: str | None = None):
+        self.root = root or Path(tempfile.mkdtemp(prefix="backfill-bench-"))
         self.keep = keep
-        self.source_url = f"sqlite:///{self.root / 'source.db'}"
+        self.source_url = source_url or f"sqlite:///{self.root / 'source.db'}"
+
+    def part(self, name: str) -> "Workspace":
+        """``<root>/<name>/``, one folder per contender under it, reading this workspace's source (one size of
+        the scale curve); ``close()`` removes the folder, never the source."""
+        return Workspace(keep=self.keep, root=self.dir(name), source_url=self.source_url)
 
     def dir(self, name: str) -> Path:
         path = self.root / name

@@ -1,7 +1,8 @@
 """N, naive Dagster: Dagster's own asset backfill (GraphQL ``launchPartitionBackfill``) through dagster-daemon.
 
 dagster-webserver is there only to accept the GraphQL launch, as it would for a user clicking in the UI;
-dagster-daemon's backfill daemon then creates the runs and its queued-run coordinator starts them.
+dagster-daemon's backfill daemon then creates the runs and its queued-run coordinator starts them. The instance is
+stock Dagster (``make_home(stock=True)``): Dagster's own run coordinator and launcher, not the product's.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from backfill_assets.cli.daemon import dagster_bin
 
 from ..checks import revenue_from_files
 from ..dagster_facts import first_start, last_end, run_breakdown, runs_tagged
-from ..dagster_home import daemons_alive, dagster_env, make_home, open_instance
+from ..dagster_home import daemons_alive, dagster_env, instance_classes, make_home, open_instance
 from ..graphql import post
 from ..measure import ProcessSampler
 from ..outcome import Outcome
@@ -60,7 +61,7 @@ def status(url: str, backfill_id: str) -> str:
 
 def run(ws: Workspace, sizes: Sizes, timeout: float) -> Outcome:
     base = ws.dir("N")
-    home = make_home(base / "home", sizes.max_active)
+    home = make_home(base / "home", sizes.max_active, stock=True)
     out = base / "out"
     env = dagster_env(home, ws.source_url, BENCH_OUT_DIR=str(out))
     port = free_port()
@@ -91,6 +92,7 @@ def run(ws: Workspace, sizes: Sizes, timeout: float) -> Outcome:
             "backfill_status": final[0],
             "first_run_start_s": first_start(records, started),
             "last_run_end_s": last_end(records, started),
+            **instance_classes(instance),
             "breakdown": run_breakdown(instance, records, sizes.max_active),
         }
     check = revenue_from_files(out, sizes.keys)

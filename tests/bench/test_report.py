@@ -1,0 +1,200 @@
+"""docs/BENCHMARKS.md from a synthetic results dict (no contender runs): issue 13's target rows, the scale curve,
+how contender B asks for chunk runs, and naive Dagster's stock instance."""
+
+from __future__ import annotations
+
+import copy
+
+import dagster as dg
+import pytest
+import yaml
+
+from bench.contenders.ours import AUTO_FLAG, DEFAULT_PATH, FIXED_K, batching_mode, partitions_argv
+from bench.dagster_facts import RUN_START_PHASE
+from bench.dagster_home import PRODUCT_YAML, instance_config, make_home
+from bench.report import ratios, scale_growth, write_report
+from bench.run import parse_args, scale_contenders
+
+CHECK = {"days": 20, "missing_days": 0, "orders": 400_000, "revenue_cny": 359_230_942.13}
+
+
+def contender(name: str, wall: float, runs: int = 20, **details) -> dict:
+    return {"contender": name, "title": f"contender {name}", "wall_s": wall, "cpu_s": wall * 1.5,
+            "peak_rss_mb": 1000.0, "peak_process_rss_mb": 300.0, "processes": 10, "runs": runs,
+            "check": dict(CHECK), "details": details}
+
+
+def ours(name: str, wall: float, first_run: float, run_start_median: float, runs: int = 20) -> dict:
+    breakdown = {"runs": runs, RUN_START_PHASE: {"n": runs, "median_s": run_start_median, "total_s": 1.0}}
+    return contender(name, wall, runs, first_run_start_s=first_run, breakdown=breakdown,
+                     partitions_per_run=10, partitions_flag="--partitions-per-run auto",
+                     run_coordinator="BackfillRunCoordinator", run_launcher="DefaultRunLauncher")
+
+
+def point(days: int, walls: dict[str, float]) -> dict:
+    contenders = {}
+    for name, wall in walls.items():
+        c = contender(name, wall, runs=days)
+        c["check"] = {**CHECK, "days": days, "orders": days * 20_000}
+        contenders[name] = c
+    return {"days": days, "sizes": {"days": days}, "contenders": contenders, "checks_agree": True}
+
+
+@pytest.fixture
+def results() -> dict:
+    contenders = {
+        "F": contender("F", 8.0, runs=0),
+        "N": contender("N", 240.0, first_run_start_s=34.7, run_coordinator="QueuedRunCoordinator",
+                       run_launcher="DefaultRunLauncher", breakdown={"runs": 20, RUN_START_PHASE: {"n": 0}}),
+        "A": contender("A", 80.0, first_task_start_s=5.0),
+        "O": ours("O", 40.0, first_run=2.5, run_start_median=0.4),  # O/A 0.5: met; first run met; run start met
+        "B": ours("B", 24.0, first_run=4.0, run_start_median=0.9, runs=2),  # B/A 0.3: missed; first run missed
+    }
+    points = [point(10, {"N": 120.0, "A": 40.0, "O": 20.0, "B": 10.0}),
+              point(40, {"N": 480.0, "A": 140.0, "O": 60.0, "B": 30.0}),
+              point(120, {"A": 400.0, "O": 240.0, "B": 70.0})]
+    return {
+        "timestamp": "20270101T000000Z",
+        "machine": {"nproc": 2, "ram_gb": 8, "os": "Linux", "python": "3.11", "postgresql": "15",
+                    "packages": {"dagster": "1.13"}},
+        "sizes": {"days": 20, "orders_per_day": 20_000, "max_active": 2, "partitions_per_run": 31,
+                  "first_day": "2022-09-01", "last_day": "2022-09-20"},
+        "command": "python -m bench.run --with-airflow --scale 10,40,120",
+        "contenders": contenders,
+        "micro": {},
+        "checks_agree": True,
+        "ratios": ratios(contenders),
+        "total_s": 1.0,
+        "seed": {"rows": 1, "seconds": 0.1},
+        "scale": {"sizes": [10, 40, 120], "points": points, "growth": scale_growth(points)},
+    }
+
+
+def rendered(results: dict, tmp_path) -> str:
+    path = tmp_path / "BENCHMARKS.md"
+    write_report(results, path)
+    return path.read_text()
+
+
+def row(text: str, figure: str) -> list[str]:
+    [line] = [line for line in text.splitlines() if line.startswith(f"| {figure} |")]
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_scale_growth_is_largest_over_smallest_size_and_compared_with_airflow_over_the_same_sizes(results):
+    growth = results["scale"]["growth"]
+    assert growth["O"]["growth"] == 12.0 and growth["A"]["growth"] == 10.0
+    assert growth["O"]["a_growth_same_sizes"] == 10.0 and growth["O"]["growth_vs_a"] == 1.2
+    assert growth["B"]["growth"] == 7.0 and growth["B"]["growth_vs_a"] == 0.7
+    # N stops at 40 days, so it is compared with A's 10 -> 40 growth, not A's 10 -> 120.
+    assert growth["N"]["days"] == [10, 40] and growth["N"]["a_growth_same_sizes"] == 3.5
+    assert growth["N"]["slope_s_per_day"] == 12.0
+    assert (growth["O"]["slope_s_per_day"], growth["A"]["slope_s_per_day"]) == (2.052, 3.268)  # least squares
+
+
+def test_issue_13_target_rows_judge_each_figure(results, tmp_path):
+    text = rendered(results, tmp_path)
+    assert row(text, "O/A (one interval per run vs Airflow 3)")[3:] == ["0.5", "≤ 0.6", "met"]
+    assert row(text, "default request path (auto chunks) / A")[3:] == ["0.3", "≤ 0.25", "**missed**"]
+    assert row(text, "B/F (default path vs the plain loop)")[3:] == ["3.0", "≤ 3.0", "met"]
+    assert row(text, "B/N (default path vs naive Dagster)")[3:] == ["0.1", "≤ 0.1", "met"]
+    # The first run must start no later than A's first task (5.0 s here) and 3 s.
+    assert row(text, "first run of a request starts after s (O)")[3:] == [
+        "2.5", "≤ A's first task (5.0 s) and ≤ 3", "met"]
+    assert row(text, "first run of a request starts after s (B)")[5] == "**missed**"
+    assert row(text, "run start (RUN_STARTING -> first step) median s (O)")[3:] == ["0.4", "≤ 0.5", "met"]
+    assert row(text, "run start (RUN_STARTING -> first step) median s (B)")[5] == "**missed**"
+    assert row(text, "scale: wall growth 10→120 d (O)")[3:] == ["12.0", "≤ A's (10.0)", "**missed**"]
+    assert row(text, "scale: wall growth 10→120 d (B)")[3:] == ["7.0", "≤ A's (10.0)", "met"]
+    # Without the micro-benchmarks the CAS ratio is reported, not judged.
+    assert row(text, "publish CAS p99 / baseline p99 (PostgreSQL, 8 publishers)")[5] == "not measured"
+
+
+def test_first_run_is_judged_against_3_s_alone_when_airflow_did_not_run(results, tmp_path):
+    del results["contenders"]["A"]
+    results["ratios"] = ratios(results["contenders"])
+    text = rendered(results, tmp_path)
+    assert row(text, "first run of a request starts after s (B)")[5] == "**missed** (A not run: against 3 s only)"
+    assert row(text, "O/A (one interval per run vs Airflow 3)")[5] == "not measured"
+
+
+def test_the_scale_table_lists_every_size_with_slope_growth_and_cross_check(results, tmp_path):
+    text = rendered(results, tmp_path)
+    assert "## Scale curve" in text
+    assert row(text, "**O** | 10")[:8] == ["**O**", "10", "20.0", "30.0", "10", "", "", "1.0"]
+    # from 40 to 120 days O added 180 s: 2.25 s per day, 12 times its 10-day wall
+    assert row(text, "**O** | 120")[:8] == ["**O**", "120", "240.0", "360.0", "120", "", "2.25", "12.0"]
+    assert not [line for line in text.splitlines() if line.startswith("| **N** | 120 |")]
+    assert "10 d: **True**; 40 d: **True**; 120 d: **True**" in text
+    summary = [line for line in text.splitlines() if line.startswith("| **B** | 10→120 |")]
+    assert summary == ["| **B** | 10→120 | 7.0 | 7.0 | 0.536 | 10.0 | 0.7 | 0.16 | met |"]
+    # N is a reference, compared with A over its own sizes (10 -> 40), and judged by no target.
+    assert "| **N** | 10→40 | 4.0 | 4.0 | 12.0 | 3.5 | 1.14 | 3.6 |  |" in text
+
+
+def test_without_a_scale_curve_the_scale_rows_say_how_to_measure_it(results, tmp_path):
+    del results["scale"]
+    text = rendered(results, tmp_path)
+    assert "## Scale curve" not in text
+    assert row(text, "scale: wall growth curve (O)")[5] == "not measured (`make bench-scale`)"
+
+
+def test_the_report_renders_results_of_older_runs(results, tmp_path):
+    old = copy.deepcopy(results)
+    del old["scale"]
+    for c in old["contenders"].values():  # before issue 13: no run-start phase, no record of B's flag
+        c["details"].get("breakdown", {}).pop(RUN_START_PHASE, None)
+        c["details"].pop("partitions_flag", None)
+    assert "| run start (RUN_STARTING -> first step) median s (O) | 13 | ~4.3 s |  | ≤ 0.5 | not measured |" in (
+        rendered(old, tmp_path))
+
+
+HELP_TODAY = """Options:
+  --order TEXT                  forward | backward  [default: forward]
+  --partitions-per-run INTEGER  Batch up to K consecutive days of an asset
+                                into one run (depends-on-past assets: 1).
+                                [default: 1]
+  --downstream TEXT             none | cascade | handoff  [default: none]
+"""
+HELP_ACCEPTS_AUTO = HELP_TODAY.replace("INTEGER  Batch up to K", "TEXT     K, or auto: batch up to K")
+HELP_DEFAULT_AUTO = HELP_ACCEPTS_AUTO.replace("[default: 1]", "[default:\n                                auto]")
+
+
+@pytest.mark.parametrize(("help_text", "mode", "argv"), [
+    (HELP_TODAY, FIXED_K, ["--partitions-per-run", "31"]),
+    (HELP_ACCEPTS_AUTO, AUTO_FLAG, ["--partitions-per-run", "auto"]),
+    (HELP_DEFAULT_AUTO, DEFAULT_PATH, []),
+])
+def test_contender_b_takes_the_default_request_path_the_cli_offers(help_text, mode, argv):
+    assert batching_mode(help_text) == mode
+    assert partitions_argv(mode, 31) == argv
+
+
+def test_naive_dagster_runs_on_dagsters_stock_coordinator_and_launcher(tmp_path):
+    product = yaml.safe_load(PRODUCT_YAML.read_text())
+    product["run_launcher"] = {"module": "backfill_assets.integration.runs.warm_launcher", "class": "WarmRunLauncher"}
+    stock = instance_config(product, 2, stock=True)
+    assert "run_launcher" not in stock and "run_coordinator" not in stock
+    assert stock["run_queue"]["dequeue_interval_seconds"] == 1
+    assert stock["concurrency"] == {**product["concurrency"], "runs": {**product["concurrency"]["runs"],
+                                                                      "max_concurrent_runs": 2}}
+    ours_config = instance_config(product, 2)
+    assert ours_config["run_launcher"] == product["run_launcher"]
+    assert ours_config["run_coordinator"] == product["run_coordinator"]
+    instance = dg.DagsterInstance.from_config(str(make_home(tmp_path / "home", 2, stock=True)))
+    try:
+        assert type(instance.run_coordinator) is dg.QueuedRunCoordinator
+        assert type(instance.run_launcher).__name__ == "DefaultRunLauncher"
+    finally:
+        instance.dispose()
+
+
+def test_the_scale_curve_runs_o_b_and_airflow_at_every_size_and_naive_dagster_up_to_40_days():
+    args = parse_args(["--with-airflow", "--scale", "120,10,40,10"])
+    assert args.scale == [10, 40, 120]
+    assert scale_contenders(args, 40) == ["N", "A", "O", "B"]
+    assert scale_contenders(args, 120) == ["A", "O", "B"]
+    assert scale_contenders(parse_args(["--scale", "10"]), 10) == ["N", "O", "B"]
+    assert scale_contenders(parse_args(["--only", "O,A", "--scale", "10"]), 10) == ["A", "O"]
+    with pytest.raises(SystemExit):
+        parse_args(["--scale", "0,10"])
