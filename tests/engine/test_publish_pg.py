@@ -45,8 +45,15 @@ def _wait_until_blocked(catalog: Catalog, seconds: float = 30.0) -> None:
             ).scalar()
             if waiting:
                 return
+            # PostgreSQL reads pg_stat_activity once per transaction: end it, or every poll sees the first one's
+            # sessions (the publish not yet connected) and this waits out its deadline.
+            conn.rollback()
             time.sleep(0.02)
-    pytest.fail("the publish never waited on the version row lock")
+        activity = conn.execute(
+            sa.text("SELECT pid, state, wait_event_type, wait_event, left(query, 120) FROM pg_stat_activity "
+                    "WHERE datname = current_database()")
+        ).all()
+    pytest.fail(f"the publish never waited on the version row lock; sessions: {activity}")
 
 
 def test_a_state_moved_under_the_publish_function_rolls_back_its_pointer_swap(pg_url):
