@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import os
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pytest
@@ -103,7 +104,13 @@ def catalog_url(request, tmp_path):
         yield f"sqlite:///{tmp_path}/catalog.db"
         db.dispose_all()
         return
-    server: PgServer = request.getfixturevalue("pg_server")
+    with fresh_pg_database(request.getfixturevalue("pg_server")) as url:
+        yield url
+
+
+@contextmanager
+def fresh_pg_database(server: PgServer):
+    """The URL of a new empty database on the test server, dropped (engines disposed first) afterwards."""
     name = server.create_database()
     try:
         yield server.url_for(name)

@@ -15,6 +15,7 @@ from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store import db, publish_pg
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.schema import versions
+from tests.conftest import fresh_pg_database
 
 from .catalog_helpers import ASSET, KEY, PASSED, begin_verified, identity, published, race_publish_partition, snapshot
 from .test_catalog_races import run_racers
@@ -25,12 +26,8 @@ S = VersionState
 
 @pytest.fixture
 def pg_url(pg_server):
-    name = pg_server.create_database()
-    try:
-        yield pg_server.url_for(name)
-    finally:
-        db.dispose_all()
-        pg_server.drop_database(name)
+    with fresh_pg_database(pg_server) as url:
+        yield url
 
 
 def _wait_until_blocked(catalog: Catalog, seconds: float = 30.0) -> None:
