@@ -160,8 +160,9 @@ class WarmWorker:
             pass
         try:
             self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired:  # wedged (or stopped): SIGKILL works on both
             self.process.kill()
+            self.process.wait(timeout=5)
 
 
 class WarmRunLauncher(dg.DefaultRunLauncher):
