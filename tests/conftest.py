@@ -22,6 +22,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.pool import NullPool
 
 from backfill_assets.engine.store import db
+from tests.s3 import set_environment, start_s3_server
 
 PG_URL_ENV = "BACKFILL_TEST_PG_URL"
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -117,6 +118,20 @@ def fresh_pg_database(server: PgServer):
     finally:
         db.dispose_all()
         server.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3 server on loopback (``moto_server``, its own process) for this session, and the standard AWS
+    variables pointing every S3 client of the session at it."""
+    server = start_s3_server(tmp_path_factory.mktemp("s3"))
+    monkeypatch = pytest.MonkeyPatch()
+    set_environment(monkeypatch, server)
+    try:
+        yield server
+    finally:
+        monkeypatch.undo()
+        server.stop()
 
 
 # Tests sharing a daemon or a module-scoped fixture stay on one xdist worker; everything else is spread freely.

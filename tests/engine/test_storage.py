@@ -7,11 +7,11 @@ import hashlib
 import json
 import warnings
 from datetime import date
-from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from upath import UPath
 
 from backfill_assets.engine.model.errors import IntegrityError, UnsafeName
 from backfill_assets.engine.model.identity import RunIdentity, params_digest
@@ -49,9 +49,17 @@ def revenue_frame(scale: float = 1.0) -> pd.DataFrame:
     )
 
 
+@pytest.fixture(params=["local", "s3"])
+def warehouse_root(request, tmp_path) -> str:
+    """Every test runs on a local folder and on a real S3 server on loopback (tests/s3.py)."""
+    if request.param == "local":
+        return str(tmp_path / "warehouse")
+    return request.getfixturevalue("s3_server").new_root()
+
+
 @pytest.fixture
-def warehouse(tmp_path) -> Warehouse:
-    return Warehouse(str(tmp_path / "warehouse"))
+def warehouse(warehouse_root) -> Warehouse:
+    return Warehouse(warehouse_root)
 
 
 def write(warehouse: Warehouse, frame=None, attempt_no: int = 1, **kwargs):
@@ -65,18 +73,18 @@ def write(warehouse: Warehouse, frame=None, attempt_no: int = 1, **kwargs):
     )
 
 
-def test_write_creates_data_and_manifest_in_the_version_location(tmp_path, warehouse):
+def test_write_creates_data_and_manifest_in_the_version_location(warehouse_root, warehouse):
     written = write(warehouse, attempt_no=2)
-    expected_dir = tmp_path / "warehouse" / "daily_revenue" / f"date={KEY}" / "_runs" / "run-1" / "attempt=2"
-    assert Path(written.path) == expected_dir / DATA_FILE
+    expected_dir = UPath(warehouse_root) / "daily_revenue" / f"date={KEY}" / "_runs" / "run-1" / "attempt=2"
+    assert written.path == str(expected_dir / DATA_FILE)
     assert sorted(p.name for p in expected_dir.iterdir()) == sorted([DATA_FILE, MANIFEST_FILE])
     assert written.rows == 3
 
 
 def test_manifest_records_the_sha256_rows_schema_stats_and_identity(warehouse):
     written = write(warehouse)
-    payload = Path(written.path).read_bytes()
-    manifest = json.loads((Path(written.path).parent / MANIFEST_FILE).read_text())
+    payload = UPath(written.path).read_bytes()
+    manifest = json.loads((UPath(written.path).parent / MANIFEST_FILE).read_text())
     assert manifest["sha256"] == hashlib.sha256(payload).hexdigest() == written.sha256
     assert manifest["bytes"] == len(payload)
     assert manifest["rows"] == 3
@@ -100,7 +108,8 @@ def test_identity_labels_are_in_the_parquet_key_value_metadata(warehouse):
     assert identity["attempt_no"] == "1"
     assert identity["interval_start"] == "2022-09-30T16:00:00.000000+00:00"
     # Readable by any Parquet tool, not only through Warehouse.
-    raw = pq.read_schema(written.path).metadata[IDENTITY_METADATA_KEY]
+    with UPath(written.path).open("rb") as fh:
+        raw = pq.read_schema(fh).metadata[IDENTITY_METADATA_KEY]
     assert json.loads(raw) == labels()
 
 
@@ -113,12 +122,12 @@ def test_read_verified_returns_the_written_frame(warehouse):
 
 def test_writing_the_same_location_twice_is_refused_and_keeps_the_first_file(warehouse):
     first = write(warehouse)
-    data_before = Path(first.path).read_bytes()
-    manifest_before = (Path(first.path).parent / MANIFEST_FILE).read_bytes()
+    data_before = UPath(first.path).read_bytes()
+    manifest_before = (UPath(first.path).parent / MANIFEST_FILE).read_bytes()
     with pytest.raises(IntegrityError, match="already exists"):
         write(warehouse, frame=revenue_frame(scale=2.0))
-    assert Path(first.path).read_bytes() == data_before
-    assert (Path(first.path).parent / MANIFEST_FILE).read_bytes() == manifest_before
+    assert UPath(first.path).read_bytes() == data_before
+    assert (UPath(first.path).parent / MANIFEST_FILE).read_bytes() == manifest_before
     assert warehouse.read_verified(first.path, first.sha256, 3)["revenue_cny"].sum() == pytest.approx(60.75)
 
 
@@ -132,7 +141,7 @@ def test_a_new_attempt_gets_its_own_location(warehouse):
 
 def test_read_verified_refuses_a_file_with_one_flipped_byte(warehouse):
     written = write(warehouse)
-    path = Path(written.path)
+    path = UPath(written.path)
     payload = bytearray(path.read_bytes())
     payload[len(payload) // 2] ^= 0x01
     path.write_bytes(bytes(payload))
@@ -148,14 +157,14 @@ def test_read_verified_refuses_a_row_count_that_differs_from_the_catalog(warehou
 
 def test_read_verified_reports_a_missing_file_as_an_integrity_error(warehouse):
     written = write(warehouse)
-    Path(written.path).unlink()
+    UPath(written.path).unlink()
     with pytest.raises(IntegrityError, match="missing"):
         warehouse.read_verified(written.path, written.sha256)
 
 
 def test_corrupt_on_disk_leaves_a_file_whose_sha_differs_from_the_manifest(warehouse):
     written = write(warehouse, corrupt_on_disk=True)
-    on_disk = hashlib.sha256(Path(written.path).read_bytes()).hexdigest()
+    on_disk = hashlib.sha256(UPath(written.path).read_bytes()).hexdigest()
     manifest = warehouse.read_manifest(written.path)
     assert manifest["sha256"] == written.sha256
     assert on_disk != manifest["sha256"]
@@ -163,14 +172,19 @@ def test_corrupt_on_disk_leaves_a_file_whose_sha_differs_from_the_manifest(wareh
         warehouse.read_verified(written.path, manifest["sha256"], manifest["rows"])
 
 
-def test_reads_outside_the_root_are_refused(tmp_path, warehouse):
-    outside = tmp_path / "elsewhere" / DATA_FILE
-    outside.parent.mkdir()
+def test_reads_outside_the_root_are_refused(warehouse_root, warehouse):
+    outside = UPath(warehouse_root).parent / f"{UPath(warehouse_root).name}-elsewhere" / DATA_FILE
+    outside.parent.mkdir(parents=True, exist_ok=True)
     outside.write_bytes(b"not yours")
-    with pytest.raises(UnsafeName):
-        warehouse.read_bytes(str(outside))
-    with pytest.raises(UnsafeName):
-        warehouse.read_manifest(str(outside))
+    traversal = f"{warehouse_root}/daily_revenue/../../{outside.parent.name}/{DATA_FILE}"
+    for path in (str(outside), traversal):
+        with pytest.raises(UnsafeName):
+            warehouse.read_bytes(path)
+        with pytest.raises(UnsafeName):
+            warehouse.read_manifest(path)
+        with pytest.raises(UnsafeName):
+            warehouse.remove_version(path)
+    assert outside.read_bytes() == b"not yours"
 
 
 def test_read_identity_closes_the_file_it_opens(warehouse):
@@ -180,3 +194,14 @@ def test_read_identity_closes_the_file_it_opens(warehouse):
         assert warehouse.read_identity(written.path) == labels()
         gc.collect()
     assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
+def test_remove_version_deletes_both_objects_and_leaves_other_attempts(warehouse):
+    first = write(warehouse, attempt_no=1)
+    second = write(warehouse, frame=revenue_frame(scale=2.0), attempt_no=2)
+    warehouse.remove_version(first.path)
+    assert not UPath(first.path).exists()
+    assert not (UPath(first.path).parent / MANIFEST_FILE).exists()
+    assert warehouse.read_verified(second.path, second.sha256, 3)["revenue_cny"].sum() == pytest.approx(121.5)
+    with pytest.raises(IntegrityError, match="missing"):
+        warehouse.read_verified(first.path, first.sha256)

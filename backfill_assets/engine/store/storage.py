@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import posixpath
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,10 +83,17 @@ class Warehouse:
 
     def _ensure_inside(self, path: UPath) -> None:
         # Defence in depth behind name validation: a symlinked or odd root must still not be escaped.
-        if not self.root.protocol or self.root.protocol == "file":
+        if _is_local(self.root):
             root = self.root.resolve()
-            if root not in path.resolve().parents:
+            if not _is_local(path) or root not in path.resolve().parents:
                 raise UnsafeName(f"path {path} escapes the warehouse root {root}")
+            return
+        # An object store has no symlinks, but a key may still climb out with "..": compare normalized keys, in the
+        # same store (protocol and bucket), below the root's prefix.
+        root_key = posixpath.normpath(self.root.path)
+        key = posixpath.normpath(path.path)
+        if path.protocol != self.root.protocol or not key.startswith(root_key.rstrip("/") + "/"):
+            raise UnsafeName(f"path {path} escapes the warehouse root {self.root}")
 
     def write(
         self,
