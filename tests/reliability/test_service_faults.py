@@ -88,8 +88,9 @@ def run_request_under_faults(env, daemon: Daemon, days: list[str], fault, klass,
     env.activate()
     assert all(r.success for r in run_partitions(env.instance, days, assets=[RAW_ORDERS]))
     request_id = env.cli_json("request", "create", "--assets", ORDER_FACTS, "--from", days[0], "--to", days[-1],
-                              "--reprocess", "completed", "--max-active", "2",
+                              "--reprocess", "completed", "--max-active", "2", "--partitions-per-run", "1",
                               "--requested-by", "reliability")["request_id"]
+    # One run per interval (not the default chunks): the faults land between runs, in tick windows and in flight.
     labels = []
     for k in range(FAULTS_PER_REQUEST):
         labels.append(f"{label}.{k}")
