@@ -10,15 +10,13 @@ import sys
 from pathlib import Path
 
 from .dagster_facts import RUN_START_PHASE
-
-# N is on the scale curve only up to this many days: at ~12 s of wall per day on 2 cores (20 days: 240 s), 120
-# days would add ~25 min to the curve.
-NAIVE_SCALE_MAX_DAYS = 40
+from .scale import NAIVE_SCALE_MAX_DAYS, on_the_curve, scale_section, scale_target_rows
+from .tables import table as _table
+from .tables import verdict as _verdict
 
 # (numerator, denominator, target): wall-time ratios measured in one run. The first four are issue 13's targets;
 # O/N is issue 6's, still tracked.
 RATIOS = (("O", "A", 0.6), ("B", "A", 0.25), ("B", "F", 3.0), ("B", "N", 0.1), ("O", "N", 0.5))
-OURS = ("O", "B")
 FIRST_RUN_LIMIT_S = 3.0  # issue 13: the first run of a request starts after at most this, and no later than A's
 RUN_START_LIMIT_S = 0.5  # issue 13: median RUN_STARTING -> first STEP_START of ours
 CAS_P99_RATIO_LIMIT = 2.0  # issue 13: publish CAS p99 / baseline UPDATE+INSERT p99
@@ -55,66 +53,6 @@ def ratios(contenders: dict) -> dict:
     return out
 
 
-def _slope(xs: list[float], ys: list[float]) -> float | None:
-    """Least-squares slope of ys over xs (None below two points)."""
-    if len(xs) < 2:
-        return None
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    var = sum((x - mx) ** 2 for x in xs)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var if var else None
-
-
-def _growth(series: dict[int, float], lo: int, hi: int) -> float | None:
-    if lo == hi or lo not in series or hi not in series or not series[lo]:
-        return None
-    return round(series[hi] / series[lo], 2)
-
-
-def scale_growth(points: list[dict]) -> dict:
-    """Per contender of the scale curve: its sizes, wall and CPU at each, growth (largest / smallest size), the
-    per-day slope (least squares, s/day), and A's growth over the same sizes with the ratio of the two."""
-    walls: dict[str, dict[int, float]] = {}
-    cpus: dict[str, dict[int, float]] = {}
-    for point in points:
-        for name, c in point["contenders"].items():
-            walls.setdefault(name, {})[point["days"]] = c["wall_s"]
-            cpus.setdefault(name, {})[point["days"]] = c["cpu_s"]
-    out = {}
-    for name, wall in walls.items():
-        days = sorted(wall)
-        lo, hi = days[0], days[-1]
-        slope = _slope([float(d) for d in days], [wall[d] for d in days])
-        entry = {
-            "days": days,
-            "wall_s": [wall[d] for d in days],
-            "cpu_s": [cpus[name][d] for d in days],
-            "growth": _growth(wall, lo, hi),
-            "cpu_growth": _growth(cpus[name], lo, hi),
-            "slope_s_per_day": None if slope is None else round(slope, 3),
-        }
-        if name != "A" and "A" in walls:
-            a_growth = _growth(walls["A"], lo, hi)
-            shared = [d for d in days if d in walls["A"]]
-            a_slope = _slope([float(d) for d in shared], [walls["A"][d] for d in shared])
-            entry["a_growth_same_sizes"] = a_growth
-            entry["growth_vs_a"] = round(entry["growth"] / a_growth, 2) if entry["growth"] and a_growth else None
-            entry["slope_vs_a"] = round(slope / a_slope, 2) if slope is not None and a_slope else None
-        out[name] = entry
-    return out
-
-
-def _verdict(value, limit, lower_is_better: bool = True) -> str:
-    if value is None:
-        return "not measured"
-    return "met" if (value <= limit if lower_is_better else value >= limit) else "**missed**"
-
-
-def _table(header: list[str], rows: list[list]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in rows]
-    return lines
-
-
 def _macro(results: dict) -> list[str]:
     rows = []
     for name, c in results["contenders"].items():
@@ -146,26 +84,6 @@ def _run_start_row(c: dict, name: str) -> list:
             f"≤ {RUN_START_LIMIT_S}", _verdict(median, RUN_START_LIMIT_S)]
 
 
-def _scale_rows(results: dict) -> list[list]:
-    growth = (results.get("scale") or {}).get("growth") or {}
-    rows = []
-    for name in ("O", "B"):
-        g = growth.get(name) or {}
-        days = g.get("days") or []
-        span = f"{days[0]}→{days[-1]} d" if len(days) > 1 else "curve"
-        a_growth = g.get("a_growth_same_sizes")
-        measured = g.get("growth")
-        if not g:
-            verdict = "not measured (`make bench-scale`)"
-        elif a_growth is None:
-            verdict = "not measured (A not on the curve)"
-        else:
-            verdict = _verdict(measured, a_growth)
-        rows.append([f"scale: wall growth {span} ({name})", 13, "", measured,
-                     f"≤ A's ({a_growth if a_growth is not None else '-'})", verdict])
-    return rows
-
-
 def _targets(results: dict) -> list[str]:
     c, m, r = results["contenders"], results.get("micro") or {}, results["ratios"]
     rows = []
@@ -178,7 +96,7 @@ def _targets(results: dict) -> list[str]:
     rows.append(["publish CAS p99 / baseline p99 (PostgreSQL, 8 publishers)", 13, ISSUE13_BASELINE["cas_ratio"],
                  cas_ratio, f"≤ {CAS_P99_RATIO_LIMIT}", _verdict(cas_ratio, CAS_P99_RATIO_LIMIT)])
     rows += [_run_start_row(c, "O"), _run_start_row(c, "B")]
-    rows += _scale_rows(results)
+    rows += scale_target_rows(results)
     rows.append([RATIO_FIGURES["O/N"], 6, "", r.get("O/N"), "≤ 0.5", _verdict(r.get("O/N"), 0.5)])
     if "O" in c and "B" in c:
         rss = round(c["B"]["peak_process_rss_mb"] / c["O"]["peak_process_rss_mb"], 2)
@@ -195,47 +113,6 @@ def _targets(results: dict) -> list[str]:
             rows.append([f"propagation over 10,000 events s ({backend}, {prop['evaluations']} evaluations)", 6, "",
                          prop["all_events_s"], "< 2", _verdict(prop["all_events_s"], 2)])
     return _table(["figure", "issue", "at issue 13", "measured", "target", "verdict"], rows)
-
-
-def _scale(scale: dict) -> list[str]:
-    """The scale curve: every contender at every size, then each one's growth against Airflow's."""
-    points, growth = scale["points"], scale.get("growth") or {}
-    rows = []
-    names = [n for n in ("N", "A", "O", "B") if n in growth]
-    for name in names:
-        previous = None
-        for point in points:
-            c = point["contenders"].get(name)
-            if c is None:
-                continue
-            d, chk = c["details"], c["check"]
-            first = d.get("first_run_start_s", d.get("first_task_start_s"))
-            slope = (round((c["wall_s"] - previous[1]) / (point["days"] - previous[0]), 2) if previous else "")
-            smallest = growth[name]["wall_s"][0]
-            rows.append([f"**{name}**", point["days"], round(c["wall_s"], 1), round(c["cpu_s"], 1), c["runs"], first,
-                         slope, round(c["wall_s"] / smallest, 2) if smallest else None,
-                         f"{chk['days']} d, {chk['orders']:,} orders, {chk['revenue_cny']:,.2f} CNY"])
-            previous = (point["days"], c["wall_s"])
-    lines = _table(["contender", "days", "wall s", "CPU s", "runs", "first run/task started after s",
-                    "s/day since the previous size", "wall vs its smallest size", "cross-check (daily_revenue)"], rows)
-    agree = "; ".join(f"{p['days']} d: **{p['checks_agree']}**" for p in points)
-    lines += ["", f"Cross-check at each size (every contender of that size: same days, orders and revenue): {agree}.",
-              "", "Growth of each contender, and against Airflow's over the same sizes (ours must grow no faster):", ""]
-    summary = []
-    for name in names:
-        g = growth[name]
-        vs_a = g.get("growth_vs_a")
-        if name not in OURS:
-            verdict = ""  # the targets are ours; A and N are the references
-        else:
-            verdict = "not measured (A not on the curve)" if vs_a is None else _verdict(vs_a, 1.0)
-        summary.append([f"**{name}**", f"{g['days'][0]}→{g['days'][-1]}", g["growth"], g["cpu_growth"],
-                        g["slope_s_per_day"], g.get("a_growth_same_sizes", ""), vs_a if vs_a is not None else "",
-                        g.get("slope_vs_a", ""), verdict])
-    lines += _table(["contender", "days", "wall growth (largest / smallest)", "CPU growth", "slope s/day (least "
-                     "squares)", "A's wall growth, same sizes", "growth / A's", "slope / A's",
-                     "grows no faster than A"], summary)
-    return lines
 
 
 def _micro(m: dict) -> list[str]:
@@ -298,11 +175,6 @@ def _breakdown(results: dict) -> list[str]:
             [name, t["ticks"], t["duration"].get("median_s"), t["duration"].get("max_s"), t["spacing"].get("median_s")]
             for name, t in ticks.items()])
     return lines
-
-
-def _on_the_curve(scale: dict) -> str:
-    names = [n for n in ("A", "O", "B") if n in (scale.get("growth") or {})]
-    return ", ".join(names) or "no contender"
 
 
 def _instance_text(results: dict, name: str) -> str:
@@ -399,11 +271,12 @@ def write_report(results: dict, path: Path) -> None:
         sc = results["scale"]
         lines += ["## Scale curve", "",
                   f"The same backfill at {', '.join(str(d) for d in sc['sizes'])} days (x {s['orders_per_day']:,} "
-                  f"orders/day), measured after the side-by-side run above: {_on_the_curve(sc)} at every size, N "
+                  f"orders/day), measured after the side-by-side run above: {on_the_curve(sc)} at every size, N "
                   f"only up to {NAIVE_SCALE_MAX_DAYS} days (~12 s of wall per day). Each size has fresh homes and "
                   "output folders; "
                   "all read one source seeded for the largest size. \"s/day since the previous size\" is the marginal "
-                  "cost of one more day; the slope is fitted over all sizes of the contender.", "", *_scale(sc), ""]
+                  "cost of one more day; the slope is fitted over all sizes of the contender.", "",
+                  *scale_section(sc), ""]
     if results.get("micro"):
         lines += ["## Micro-benchmarks", "", *_micro(results["micro"]), ""]
     lines += ["## Reported elsewhere (issue 6, for reference; not measured here)", "",

@@ -21,7 +21,8 @@ from pathlib import Path
 from .checks import agree
 from .machine import describe_machine
 from .outcome import Outcome
-from .report import NAIVE_SCALE_MAX_DAYS, ratios, scale_growth, write_report
+from .report import ratios, write_report
+from .scale import NAIVE_SCALE_MAX_DAYS, scale_growth
 from .workspace import REPO, Sizes, Workspace
 
 RESULTS = REPO / "bench" / "results"

@@ -12,8 +12,9 @@ import yaml
 from bench.contenders.ours import AUTO_FLAG, DEFAULT_PATH, FIXED_K, batching_mode, partitions_argv
 from bench.dagster_facts import RUN_START_PHASE
 from bench.dagster_home import PRODUCT_YAML, instance_config, make_home
-from bench.report import ratios, scale_growth, write_report
+from bench.report import ratios, write_report
 from bench.run import parse_args, scale_contenders
+from bench.scale import scale_growth
 
 CHECK = {"days": 20, "missing_days": 0, "orders": 400_000, "revenue_cny": 359_230_942.13}
 
