@@ -183,10 +183,6 @@ class Catalog(CatalogQueries):
                 )
                 if expected is not None:
                     self._transition(conn, expected, VersionState.SUPERSEDED, from_state=VersionState.PUBLISHED)
-                published = Version(
-                    version.data
-                    | {"state": VersionState.PUBLISHED.value, "checks": checks, "ended_at": now, "published_at": now}
-                )
                 # Everything before this line holds only this partition's rows; log_head orders every publish,
                 # so it is taken last and held for one UPDATE ... RETURNING, one INSERT and the commit.
                 seq = self._next_seq(conn)
@@ -194,60 +190,19 @@ class Catalog(CatalogQueries):
                 fault_point(IN_PUBLISH_TRANSACTION)
         except sa.exc.IntegrityError as exc:
             self._lost_first_publish(version_id, exc)
-        return PointerMove(
-            seq, version.asset, version.partition_key, version_id, expected, ACTION_PUBLISH, version=published
-        )
+        return _published_move(seq, version, checks, now)
 
     def _publish_pg(self, version_id: str, checks: list[dict[str, Any]]) -> PointerMove:
         """``publish`` on PostgreSQL: the same steps in one server-side function (``publish_pg``), one statement."""
         now = iso(utc_now())
-        params = dict(
-            version_id=version_id,
-            checks_json=json.dumps(checks, default=str),
-            now=now,
-            from_states=list(publish_pg.FROM_STATES),
-        )
         try:
             with self.engine.begin() as conn:
                 # One round trip; the log_head lock it takes last is held until the commit just below.
-                row = conn.execute(sa.text(publish_pg.CALL), params).one()
-                self._raise_unless_published(version_id, row)
+                seq, version = publish_pg.call(conn, version_id, json.dumps(checks, default=str), now)
                 fault_point(IN_PUBLISH_TRANSACTION)
         except sa.exc.IntegrityError as exc:
             self._lost_first_publish(version_id, exc)
-        except sa.exc.DBAPIError as exc:
-            if getattr(exc.orig, "pgcode", None) == publish_pg.STATE_MOVED:
-                moved = getattr(getattr(exc.orig, "diag", None), "message_primary", None) or version_id
-                raise PublishConflict(f"version {moved} changed state concurrently", None) from exc
-            raise
-        _, _, seq, data = row
-        version = Version.from_mapping(data)
-        expected = version.expected_previous_version_id
-        published = Version(
-            version.data
-            | {"state": VersionState.PUBLISHED.value, "checks": checks, "ended_at": now, "published_at": now}
-        )
-        return PointerMove(
-            int(seq), version.asset, version.partition_key, version_id, expected, ACTION_PUBLISH, version=published
-        )
-
-    @staticmethod
-    def _raise_unless_published(version_id: str, row: Any) -> None:
-        """Raise what the SQLite path raises for an outcome of the publish function that wrote nothing."""
-        outcome, detail, _, data = row
-        if outcome == publish_pg.OK:
-            return
-        if outcome == publish_pg.NOT_FOUND:
-            raise NotFound(f"unknown version {version_id!r}")
-        version = Version.from_mapping(data)
-        if outcome == publish_pg.ILLEGAL:
-            check_transition(version_id, detail, VersionState.PUBLISHED)
-        if outcome == publish_pg.CANCELLED:
-            raise PublishConflict(f"request {version.request_id} was cancelled: none of its versions publish", detail)
-        expected = version.expected_previous_version_id
-        if outcome == publish_pg.CONFLICT:
-            raise PublishConflict(f"lost the publish race to {detail} (expected current {expected or 'none'})", detail)
-        raise AssertionError(f"publish of {version_id}: unexpected outcome {outcome} ({detail})")
+        return _published_move(seq, version, checks, now)
 
     def _lost_first_publish(self, version_id: str, exc: Exception) -> NoReturn:
         # Two first publishes of one partition: the pointer's primary key let exactly one insert win.
@@ -434,3 +389,14 @@ class Catalog(CatalogQueries):
                 at=now,
             )
         )
+
+
+def _published_move(seq: int, version: Version, checks: list[dict[str, Any]], now: str) -> PointerMove:
+    """The pointer move of a publish of ``version`` (as read before it, in VERIFYING) committed at ``now``."""
+    published = Version(
+        version.data | {"state": VersionState.PUBLISHED.value, "checks": checks, "ended_at": now, "published_at": now}
+    )
+    return PointerMove(
+        seq, version.asset, version.partition_key, version.version_id, version.expected_previous_version_id,
+        ACTION_PUBLISH, version=published,
+    )

@@ -8,7 +8,7 @@ single statement, the ``log_head`` lock is held from the log UPDATE to the commi
 between, so publishers of other partitions queue behind it for microseconds instead of several round trips.
 
 Outcomes with nothing written (unknown version, illegal state, cancelled request, stale expected pointer) are
-returned as a row for ``Catalog`` to raise as on SQLite; a state that moved under a transition raises
+returned as a row, which ``call`` raises as the SQLite path does; a state that moved under a transition raises
 ``STATE_MOVED`` (SQLSTATE), which rolls back the pointer swap already made. The function's name carries a digest
 of its text, so a changed body is a new function and a process running older code keeps calling its own.
 """
@@ -16,10 +16,16 @@ of its text, so a changed body is a new function and a process running older cod
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from backfill_assets.engine.model.errors import NotFound, PublishConflict
 from backfill_assets.engine.model.request_model import RequestStatus
-from backfill_assets.engine.model.states import ALLOWED, VersionState
+from backfill_assets.engine.model.states import ALLOWED, VersionState, check_transition
 from backfill_assets.engine.store.catalog_queries import ACTION_PUBLISH
+from backfill_assets.engine.store.catalog_records import Version
 
 STATE_MOVED = "BF001"  # SQLSTATE raised when a version's state moved between the read and its transition
 
@@ -107,3 +113,38 @@ LANGUAGE plpgsql VOLATILE AS $body${_BODY}$body$
 """
 
 CALL = f"SELECT o_outcome, o_detail, o_seq, o_version FROM {NAME}(:version_id, :checks_json, :now, :from_states)"
+
+
+def call(conn: Connection, version_id: str, checks_json: str, now: str) -> tuple[int, Version]:
+    """Publish ``version_id`` in ``conn``'s transaction: the log sequence number and the version as it was read
+    (VERIFYING). Raises what the SQLite path raises when nothing was written, and ``PublishConflict`` for a state
+    that moved under the function (its pointer swap is rolled back with the transaction)."""
+    params = dict(version_id=version_id, checks_json=checks_json, now=now, from_states=list(FROM_STATES))
+    try:
+        row = conn.execute(sa.text(CALL), params).one()
+    except sa.exc.DBAPIError as exc:
+        if getattr(exc.orig, "pgcode", None) == STATE_MOVED:
+            moved = getattr(getattr(exc.orig, "diag", None), "message_primary", None) or version_id
+            raise PublishConflict(f"version {moved} changed state concurrently", None) from exc
+        raise
+    _raise_unless_published(version_id, row)
+    _, _, seq, data = row
+    return int(seq), Version.from_mapping(data)
+
+
+def _raise_unless_published(version_id: str, row: Any) -> None:
+    """Raise what the SQLite path raises for an outcome of the publish function that wrote nothing."""
+    outcome, detail, _, data = row
+    if outcome == OK:
+        return
+    if outcome == NOT_FOUND:
+        raise NotFound(f"unknown version {version_id!r}")
+    version = Version.from_mapping(data)
+    if outcome == ILLEGAL:
+        check_transition(version_id, detail, VersionState.PUBLISHED)
+    if outcome == CANCELLED:
+        raise PublishConflict(f"request {version.request_id} was cancelled: none of its versions publish", detail)
+    expected = version.expected_previous_version_id
+    if outcome == CONFLICT:
+        raise PublishConflict(f"lost the publish race to {detail} (expected current {expected or 'none'})", detail)
+    raise AssertionError(f"publish of {version_id}: unexpected outcome {outcome} ({detail})")
