@@ -5,12 +5,10 @@ with the code location's interpreter and working directory; it talks to its laun
 object per line:
 
     launcher → worker   {"origin": <serialized RepositoryPythonOrigin>, "instance_ref": <serialized InstanceRef>}
-    worker → launcher   {"ready": true, "pid": …, "fingerprint": …, "preload_seconds": …}
+    worker → launcher   {"ready": true, "pid": …, "fingerprint": …}
                         or  {"ready": false, "error": …}
     launcher → worker   {"op": "run", "run_id": …, "execute_run_args": <serialized ExecuteRunArgs>, "instance_ref": …}
     worker → launcher   {"pid": <child pid>, "start_ticks": …}  or  {"stale": <why>} (then the worker exits)
-    launcher → worker   {"op": "status"}
-    worker → launcher   {"pid": …, "threads": …, "fingerprint": …, "modules": …, "instances": …}
 
 Why a separate process rather than forking the daemon: the daemon holds gRPC channels, SQLAlchemy engines,
 threads and locks, none of which survive a fork. This process holds none of them: it imports, it never opens an
@@ -34,7 +32,6 @@ import json
 import os
 import signal
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -81,14 +78,6 @@ def changed_file(files: dict[str, tuple[int, int]]) -> str | None:
         if (stat.st_mtime_ns, stat.st_size) != seen:
             return path
     return None
-
-
-def thread_count() -> int:
-    """Threads of this process as the kernel sees them (native threads included), 1 when unknown."""
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return 1
 
 
 def start_ticks(pid: int) -> str:
@@ -205,9 +194,9 @@ class Spare:
         os.close(self.write_fd)  # it reads EOF and exits
 
 
-def _fork_spare(fork: Callable[[], int], instance_ref_json: str, stdout_fd: int) -> Spare:
+def _fork_spare(instance_ref_json: str, stdout_fd: int) -> Spare:
     read_fd, write_fd = os.pipe()
-    pid = fork()
+    pid = os.fork()
     if pid == 0:
         os.close(write_fd)
         _spare_child(read_fd, instance_ref_json, stdout_fd)
@@ -215,11 +204,8 @@ def _fork_spare(fork: Callable[[], int], instance_ref_json: str, stdout_fd: int)
     return Spare(pid, write_fd)
 
 
-def serve(
-    lines, out, fork: Callable[[], int] = os.fork, now: Callable[[], float] = time.monotonic
-) -> int:
+def serve(lines, out) -> int:
     hello = json.loads(lines.readline() or "{}")
-    started = now()
     try:
         preload(hello["origin"], hello["instance_ref"])
     except BaseException as error:  # noqa: BLE001 — reported to the launcher, which falls back
@@ -228,17 +214,13 @@ def serve(
     files = source_files()
     print_ = fingerprint(files)
     instance_ref = hello["instance_ref"]
-    spare = _fork_spare(fork, instance_ref, out.fileno())
-    _send(out, {"ready": True, "pid": os.getpid(), "fingerprint": print_, "preload_seconds": now() - started,
-                "threads": thread_count()})
+    spare = _fork_spare(instance_ref, out.fileno())
+    _send(out, {"ready": True, "pid": os.getpid(), "fingerprint": print_})
     try:
         for line in lines:
             message = json.loads(line)
             op = message.get("op")
-            if op == "status":
-                _send(out, {"pid": os.getpid(), "threads": thread_count(), "fingerprint": print_,
-                            "modules": len(sys.modules), "files": len(files), "spare": spare.pid})
-            elif op == "run":
+            if op == "run":
                 changed = changed_file(files)
                 if changed is not None:
                     _send(out, {"stale": f"{changed} changed since this worker imported it"})
@@ -247,12 +229,12 @@ def serve(
                     child = spare.pid
                     spare.hand(message)
                 else:  # another instance than the spare opened: a child of its own
-                    child = fork()
+                    child = os.fork()
                     if child == 0:
                         _run_child(message["execute_run_args"], out.fileno())
                     spare.discard()
                     instance_ref = message["instance_ref"]
-                spare = _fork_spare(fork, instance_ref, out.fileno())
+                spare = _fork_spare(instance_ref, out.fileno())
                 _send(out, {"pid": child, "start_ticks": start_ticks(child), "fingerprint": print_})
             else:
                 _send(out, {"error": f"unknown op {op!r}"})
