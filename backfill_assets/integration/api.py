@@ -156,10 +156,16 @@ def backfill_definitions(
     assets: Iterable[BackfillAsset],
     resources: Mapping[str, Any] | None = None,
     backfill: BackfillResource | None = None,
+    executor: dg.ExecutorDefinition | None = None,
 ) -> dg.Definitions:
     """The code location: gated assets and their blocking checks, the production and backfill jobs, the batched
     (chunk) job, the Launchpad's backfill_request and backfill_report jobs, the production schedule, and the
-    backfill driver, propagation and adoption sensors."""
+    backfill driver, propagation and adoption sensors.
+
+    ``executor`` runs the data steps (production, backfill and chunk runs), by default inside the run's own
+    process; e.g. ``dagster_celery.celery_executor`` spreads them over Celery workers (deploy/celery). The
+    Launchpad's request and report jobs always run in the run's process: they only talk to the catalog.
+    """
     graph = asset_graph(assets)
     resources = dict(resources or {})
     if BACKFILL_RESOURCE in resources:
@@ -175,7 +181,10 @@ def backfill_definitions(
         build_side_effect_asset(spec, graph) if spec.side_effect else build_gated_asset(spec, graph)
         for spec in graph
     ]
-    chunk_job = build_chunk_job(graph)
+    # Steps run inside the run's own process unless told otherwise: a run is a handful of small steps in dependency
+    # order, and a fresh Python process per step (~3 s of start-up each on 2 cores) was most of a backfill's time.
+    executor = executor or dg.in_process_executor
+    chunk_job = build_chunk_job(graph, executor)
     request_job, report_job = build_request_job(graph), build_report_job(graph)
     defs = dg.Definitions(
         assets=built,
@@ -187,9 +196,7 @@ def backfill_definitions(
             build_adoption_sensor(graph, report_job),
         ],
         resources={BACKFILL_RESOURCE: backfill or BackfillResource(), **resources},
-        # Steps run inside the run's own process: a run is a handful of small steps in dependency order, and a
-        # fresh Python process per step (~3 s of start-up each on 2 cores) was most of a backfill's wall time.
-        executor=dg.in_process_executor,
+        executor=executor,
     )
     for asset_def in built:
         _GRAPH_OF_ASSET[id(asset_def)] = (asset_def, graph)

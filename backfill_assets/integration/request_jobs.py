@@ -140,6 +140,8 @@ def build_request_job(graph: AssetGraph) -> dg.JobDefinition:
 
     return dg.JobDefinition(
         name=REQUEST_JOB,
+        # One op that talks to the catalog: in the run's own process whatever executor the data steps use.
+        executor_def=dg.in_process_executor,
         graph_def=dg.GraphDefinition(name=REQUEST_JOB, node_defs=[create_backfill_request]),
         description="Create a backfill request from the Launchpad (set dry_run: true to see the plan first).",
         tags={T.LANE: T.LANE_MANUAL},
@@ -174,6 +176,8 @@ def build_report_job(graph: AssetGraph) -> dg.JobDefinition:
 
     return dg.JobDefinition(
         name=REPORT_JOB,
+        # One op that talks to the catalog: in the run's own process whatever executor the data steps use.
+        executor_def=dg.in_process_executor,
         graph_def=dg.GraphDefinition(name=REPORT_JOB, node_defs=[report_backfill_request]),
         description="A backfill request's reconcile report, readable in the UI (launched when a request made in "
         "the UI is adopted and when it closes; launch it for any request with its request_id).",

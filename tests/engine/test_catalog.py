@@ -38,7 +38,24 @@ def test_begin_version_numbers_attempts_1_2_3_within_one_logical_run(catalog):
         f"{ASSET}/{KEY}/run-a/2",
         f"{ASSET}/{KEY}/run-a/3",
     ]
-    assert {v.state for v in (first, second, third)} == {S.WRITING.value}
+    assert [catalog.get(v.version_id).state for v in (first, second, third)] == ["ABANDONED", "ABANDONED", "WRITING"]
+
+
+def test_a_new_attempt_abandons_the_unfinished_attempts_of_its_run_whose_publish_is_then_refused(catalog):
+    """A worker killed mid-step leaves its attempt WRITING or VERIFYING; the step redelivered to another worker
+    begins the next attempt. The dead one reads ABANDONED, and if its process was only cut off, not dead, its
+    publish is refused: one logical run publishes one attempt."""
+    other_run = catalog.begin_version(identity("run-b"))
+    cut_off = begin_verified(catalog, identity("run-a"))
+    retry = begin_verified(catalog, identity("run-a"))
+    dead = catalog.get(cut_off)
+    assert dead.state == S.ABANDONED.value
+    assert "attempt 2 of the same run began" in dead.error and dead.ended_at
+    with pytest.raises(IllegalTransition):
+        catalog.publish(cut_off, PASSED)
+    assert catalog.get(other_run.version_id).state == S.WRITING.value  # another logical run is untouched
+    catalog.publish(retry, PASSED)
+    assert pointer_row(catalog)["version_id"] == retry
 
 
 def test_attempts_are_numbered_per_run_and_partition(catalog):

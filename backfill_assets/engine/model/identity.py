@@ -111,6 +111,8 @@ class RunIdentity:
     lane: str
     requested_at: str | None
     started_at: str
+    # The process that computes this attempt (``settings.worker_label``): which worker ran which day.
+    worker: str = ""
 
     def __post_init__(self) -> None:
         validate_asset_name(self.asset)
@@ -136,6 +138,7 @@ class RunIdentity:
             "code_version": self.code_version,
             "params_digest": self.params_digest,
             "lane": self.lane,
+            "worker": self.worker,
         }
 
     def as_dict(self) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,6 +19,8 @@ ENV_CATALOG_URL = "BACKFILL_CATALOG_URL"
 ENV_SOURCE_URL = "BACKFILL_SOURCE_URL"
 ENV_CODE_VERSION = "BACKFILL_CODE_VERSION"
 ENV_SINK_PATH = "BACKFILL_SINK_PATH"
+# The name a worker process gives itself in every version it writes (a Celery worker's node name, a pod name).
+ENV_WORKER_NAME = "BACKFILL_WORKER_NAME"
 
 PACKAGE_DIR = Path(__file__).resolve().parents[2]  # backfill_assets/
 
@@ -44,6 +47,14 @@ class Settings:
             source_url=env.get(ENV_SOURCE_URL) or f"sqlite:///{home / 'source.db'}",
             sink_path=env.get(ENV_SINK_PATH) or str(home / "sink" / "alerts.jsonl"),
         )
+
+
+def worker_label(environ: Mapping[str, str] | None = None) -> str:
+    """Which process writes a version: ``BACKFILL_WORKER_NAME`` when the deployment names its workers, else
+    ``host:pid`` (on Kubernetes the host is the pod). Recorded per version, so reconcile can say where a day ran."""
+    env = os.environ if environ is None else environ
+    named = (env.get(ENV_WORKER_NAME) or "").strip()
+    return named[:200] if named else f"{socket.gethostname()}:{os.getpid()}"
 
 
 def code_version(environ: Mapping[str, str] | None = None, location_files: Iterable[str] = ()) -> str:

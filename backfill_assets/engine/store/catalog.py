@@ -26,7 +26,7 @@ from backfill_assets.engine.model.identity import (
 )
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.request_model import RequestStatus
-from backfill_assets.engine.model.states import VersionState, check_transition
+from backfill_assets.engine.model.states import IN_PROGRESS, VersionState, check_transition
 from backfill_assets.engine.store import publish_pg
 from backfill_assets.engine.store.catalog_queries import ACTION_PUBLISH, ACTION_REPAIR, ACTION_ROLLBACK, CatalogQueries
 from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
@@ -72,6 +72,25 @@ class Catalog(CatalogQueries):
                 )
                 expected = self._pointer(conn, identity.asset, identity.partition_key)
                 now = iso(utc_now())
+                # A new attempt of a logical run means its earlier attempts are over: one raised (and abandoned
+                # itself), or its process died with it (a killed worker, whose step a broker redelivered). One
+                # still in progress is abandoned here, so it reads as what it is and, should its process only
+                # have been cut off, its publish is refused (ABANDONED cannot become PUBLISHED).
+                conn.execute(
+                    versions.update()
+                    .where(
+                        versions.c.asset == identity.asset,
+                        versions.c.partition_key == identity.partition_key,
+                        versions.c.run_id == identity.logical_run_id,
+                        versions.c.state.in_([s.value for s in IN_PROGRESS]),
+                    )
+                    .values(
+                        state=VersionState.ABANDONED.value,
+                        error=f"abandoned: attempt {attempt_no} of the same run began (this attempt's process "
+                        "stopped before it concluded)",
+                        ended_at=now,
+                    )
+                )
                 conn.execute(
                     versions.insert().values(
                         version_id=version_id,
@@ -91,6 +110,7 @@ class Catalog(CatalogQueries):
                         requested_at=identity.requested_at,
                         started_at=identity.started_at,
                         created_at=now,
+                        worker=identity.worker or None,
                     )
                 )
                 return self._get(conn, version_id)

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dagster as dg
 import pandas as pd
 
 from backfill_assets import (
@@ -137,7 +138,13 @@ def revenue_alert(interval, daily_revenue: pd.DataFrame) -> dict:
     return transforms.revenue_alert_payload(daily_revenue, interval.key)
 
 
-defs = backfill_definitions(
-    assets=[raw_orders, order_facts, daily_revenue, customer_snapshot, revenue_alert],
-    resources={"orders_source": OrdersSource(), "alert_sink": AlertSink()},
-)
+def orders_definitions(executor: dg.ExecutorDefinition | None = None) -> dg.Definitions:
+    """The orders code location; ``executor`` runs its steps (``on_celery`` passes Celery's)."""
+    return backfill_definitions(
+        assets=[raw_orders, order_facts, daily_revenue, customer_snapshot, revenue_alert],
+        resources={"orders_source": OrdersSource(), "alert_sink": AlertSink()},
+        executor=executor,
+    )
+
+
+defs = orders_definitions()

@@ -166,14 +166,14 @@ def build_verdict_op(graph: AssetGraph) -> dg.OpDefinition:
     return chunk_verdict
 
 
-def build_chunk_job(graph: AssetGraph) -> dg.JobDefinition:
+def build_chunk_job(graph: AssetGraph, executor: dg.ExecutorDefinition) -> dg.JobDefinition:
     batchable = graph.batchable_assets
     ops = {asset: build_chunk_op(graph[asset], graph) for asset in batchable}
     verdict = build_verdict_op(graph)
 
     @dg.job(
         name=CHUNK_JOB,
-        executor_def=dg.in_process_executor,
+        executor_def=executor,
         description="A batched backfill run: consecutive days of every batchable asset, each day gated alone.",
     )
     def backfill_chunk():

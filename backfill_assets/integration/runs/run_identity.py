@@ -11,7 +11,7 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import RunIdentity, params_digest
 from backfill_assets.engine.model.intervals import iso, utc_now
-from backfill_assets.engine.model.settings import code_version
+from backfill_assets.engine.model.settings import code_version, worker_label
 from backfill_assets.engine.plan.admission import adopted_request_id
 
 
@@ -69,4 +69,5 @@ def identity_from_context(
         lane=lane_from_tags(run_tags),
         requested_at=_requested_at(context),
         started_at=iso(datetime.now(timezone.utc)) or "",
+        worker=worker_label(),
     )
