@@ -138,7 +138,7 @@ def s3_server(tmp_path_factory):
 # A worker builds its own copy of a package-scoped fixture (its own DAGSTER_HOME and daemon), so the e2e files,
 # the production storages and the reliability modules can run side by side: most of their wall time is waiting
 # on runs and 5 s sensor ticks.
-DAEMON_SUITES = ("e2e", "production", "reliability", "bench")
+DAEMON_SUITES = ("e2e", "production", "reliability", "bench", "distributed")
 # Tests that restart the PostgreSQL server would break every other test using it: they run alone, last.
 SERVER_RESTART_TESTS = ("test_postgres_restarted_mid_request_finishes_every_cell_once",)
 

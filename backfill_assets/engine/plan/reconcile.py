@@ -57,6 +57,7 @@ class VersionReport:
     recomputed_on_current_upstream: bool | str | None  # True / False / NOT_REPRODUCIBLE; None: nothing replaced
     source_fingerprint: str | None = None
     gap: str | None = None
+    worker: str | None = None  # the process that wrote the attempt: which worker ran which day
 
 
 @dataclass
@@ -146,6 +147,7 @@ def _version_report(version: Version, by_id: dict[str, Version]) -> VersionRepor
         change=_change(version, replaced),
         recomputed_on_current_upstream=recomputed_on_current_upstream(version, replaced),
         source_fingerprint=version.source_fingerprint,
+        worker=version.data.get("worker"),
     )
 
 

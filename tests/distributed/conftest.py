@@ -1,0 +1,93 @@
+"""Steps on two Celery workers: the orders code location ``on_celery`` under a real ``dagster-daemon``, Dagster's
+storage, the catalog and the source on PostgreSQL (fresh databases), the warehouse on the S3 server, the broker a
+fresh RabbitMQ virtual host. The workers are separate processes with their own DAGSTER_HOME and working
+directory; the daemon has a third. Nothing but those services connects them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import dagster as dg
+import pytest
+
+from backfill_assets.engine.model.settings import ENV_CATALOG_URL, ENV_SOURCE_URL, ENV_WAREHOUSE
+from backfill_assets.engine.wap.faults import AFTER_VERIFYING, ENV_HOLD
+from backfill_assets.examples.orders.source import SourceSystem
+from tests.celery_stack import CELERY_DEPLOY_DIR, CODE_LOCATION_MODULE, ENV_BROKER, CeleryWorker, rabbitmq_vhost
+from tests.celery_stack import start_worker as start_celery_worker
+from tests.conftest import fresh_pg_database
+from tests.e2e.conftest import CODE_VERSION, E2E, ORDERS_PER_DAY, start_daemon, stop_process
+from tests.orders import CALENDAR
+
+WORKER_NAMES = ("w1", "w2")
+SEED_FROM, SEED_TO = "2022-09-01", "2022-10-31"
+
+
+@dataclass
+class CeleryStack(E2E):
+    """The e2e harness (the CLI in this process, the catalog, Dagster's records) plus the Celery workers."""
+
+    root: Path = field(default=Path())
+    worker_env: dict = field(default_factory=dict)
+    workers: dict[str, CeleryWorker] = field(default_factory=dict)
+
+    def start_worker(self, name: str) -> CeleryWorker:
+        """Start (or replace, as a new machine with nothing left behind) the worker ``name``."""
+        if name in self.workers:
+            self.workers[name].stop()
+            shutil.rmtree(self.root / "workers" / name, ignore_errors=True)
+        # The hold is inert until a test creates the file: the worker then waits after its checks, before publish.
+        env = {**self.worker_env, ENV_HOLD: f"{AFTER_VERIFYING}={self.hold_file(name)}"}
+        self.workers[name] = start_celery_worker(name, self.root / "workers", env)
+        return self.workers[name]
+
+    def hold_file(self, worker: str) -> Path:
+        return self.root / f"hold-{worker}"
+
+    def stop_workers(self) -> None:
+        for worker in self.workers.values():
+            worker.stop()
+
+
+@pytest.fixture(scope="module")
+def celery_stack(tmp_path_factory, pg_server, s3_server) -> Iterator[CeleryStack]:
+    root = tmp_path_factory.mktemp("celery")
+    home = root / "daemon"
+    home.mkdir()
+    shutil.copy(CELERY_DEPLOY_DIR / "dagster.yaml", home / "dagster.yaml")
+    mp = pytest.MonkeyPatch()
+    with ExitStack() as stack:
+        stack.callback(mp.undo)
+        dagster_url, catalog_url, source_url = (
+            stack.enter_context(fresh_pg_database(pg_server)) for _ in range(3)
+        )
+        broker = stack.enter_context(rabbitmq_vhost())
+        settings = {
+            "DAGSTER_HOME": str(home),
+            "DAGSTER_PG_URL": dagster_url,
+            ENV_CATALOG_URL: catalog_url,
+            ENV_SOURCE_URL: source_url,
+            ENV_WAREHOUSE: s3_server.new_root(),
+            ENV_BROKER: broker,
+            "BACKFILL_CODE_VERSION": CODE_VERSION,
+        }
+        for name, value in settings.items():
+            mp.setenv(name, value)
+        mp.delenv("BACKFILL_SINK_PATH", raising=False)
+        SourceSystem(source_url).seed(CALENDAR, SEED_FROM, SEED_TO, ORDERS_PER_DAY)
+        instance = stack.enter_context(dg.DagsterInstance.get())
+        daemon, log = start_daemon(instance, home, "-m", CODE_LOCATION_MODULE)
+        stack.callback(stop_process, daemon)
+        harness = CeleryStack(
+            home, instance, daemon, log, root=root, worker_env=dict(os.environ)
+        )
+        stack.callback(harness.stop_workers)
+        for name in WORKER_NAMES:
+            harness.start_worker(name)
+        yield harness
