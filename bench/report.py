@@ -11,6 +11,8 @@ from pathlib import Path
 
 from .dagster_facts import RUN_START_PHASE
 from .scale import NAIVE_SCALE_MAX_DAYS, on_the_curve, scale_section, scale_target_rows
+from .storage_report import KEY as WAREHOUSE_S3_VS_LOCAL
+from .storage_report import storage_section
 from .tables import table as _table
 from .tables import verdict as _verdict
 
@@ -146,6 +148,8 @@ def _micro(m: dict) -> list[str]:
     lines += _table(["backend", "reconcile 10,000 versions s", "stale downstream cells listed",
                      "propagation: one evaluation (1,000 events) s", "evaluations for 10,000 events",
                      "propagation: all 10,000 events s"], rows)
+    if WAREHOUSE_S3_VS_LOCAL in m:  # results before issue 14 have no such measurement
+        lines += ["", *storage_section(m[WAREHOUSE_S3_VS_LOCAL])]
     return lines
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from ..storage_report import KEY as WAREHOUSE_S3_VS_LOCAL
 from ..workspace import Workspace
 
 
 def run_all(pg_url: str, ws: Workspace, log: Callable[[str], None] = print) -> dict:
-    from . import cas, driver_tick, lookup, planning, propagation, reconcile
+    from . import cas, driver_tick, lookup, planning, propagation, reconcile, storage
 
     steps = {
         "publish_cas": lambda: cas.run(pg_url),
@@ -18,6 +19,7 @@ def run_all(pg_url: str, ws: Workspace, log: Callable[[str], None] = print) -> d
         "reconcile_10k": lambda: reconcile.run(pg_url, ws),
         "propagation_10k": lambda: propagation.run(pg_url, ws),
         "driver_tick": lambda: driver_tick.run(ws),
+        WAREHOUSE_S3_VS_LOCAL: lambda: storage.run(ws),
     }
     results = {}
     for name, step in steps.items():

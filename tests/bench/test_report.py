@@ -4,6 +4,8 @@ how contender B asks for chunk runs, and naive Dagster's stock instance."""
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -15,7 +17,10 @@ from bench.dagster_home import PRODUCT_YAML, instance_config, make_home
 from bench.report import ratios, write_report
 from bench.run import parse_args, scale_contenders
 from bench.scale import scale_growth
+from bench.storage_report import KEY as WAREHOUSE_S3_VS_LOCAL
 
+# A results file of an earlier `make bench`, for its micro-benchmarks (kept in the repository).
+EARLIER_RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "20261130T033304Z.json"
 CHECK = {"days": 20, "missing_days": 0, "orders": 400_000, "revenue_cny": 359_230_942.13}
 
 
@@ -148,6 +153,29 @@ def test_the_report_renders_results_of_older_runs(results, tmp_path):
         c["details"].pop("partitions_flag", None)
     assert "| run start (RUN_STARTING -> first step) median s (O) | 13 | ~4.3 s |  | ≤ 0.5 | not measured |" in (
         rendered(old, tmp_path))
+
+
+def storage_result() -> dict:
+    def operation(local_ms: float, s3_ms: float) -> dict:
+        return {"local": {"p50_ms": local_ms, "p90_ms": local_ms * 1.2}, "s3": {"p50_ms": s3_ms, "p90_ms": s3_ms * 1.5},
+                "p50_ratio": round(s3_ms / local_ms, 2), "p90_ratio": round(s3_ms * 1.5 / (local_ms * 1.2), 2),
+                "p50_added_ms": s3_ms - local_ms}
+
+    size = {"orders": 20_000, "rows": 20_600, "parquet_bytes": 614_400, "write": operation(25.0, 100.0),
+            "read": operation(8.0, 28.0), "gate": operation(90.0, 240.0)}
+    return {"server": "moto_server", "catalog": "SQLite", "day": "2022-09-01", "repetitions": 40, "warmup": 3,
+            "sizes": {"20000": size}}
+
+
+def test_the_micro_section_has_the_warehouse_on_s3_vs_local_when_the_run_measured_it(results, tmp_path):
+    results["micro"] = json.loads(EARLIER_RESULTS.read_text())["micro"]  # measured before issue 14: no such table
+    assert "Warehouse on S3 vs a local folder" not in rendered(results, tmp_path)
+    results["micro"][WAREHOUSE_S3_VS_LOCAL] = storage_result()
+    text = rendered(results, tmp_path)
+    assert row(text, "20,000 (20,600 rows, 600 KiB)") == [
+        "20,000 (20,600 rows, 600 KiB)", "write (Parquet + manifest)", "25.0", "30.0", "100.0", "150.0", "**4.0**",
+        "5.0", "75.0"]
+    assert "|  | whole gate (write, audits, publish CAS, read) | 90.0 | 108.0 | 240.0 | 360.0 | **2.67** |" in text
 
 
 HELP_TODAY = """Options:
