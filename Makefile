@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo demo-postgres test test-fast screenshots lint dev bench bench-scale reliability clean
+.PHONY: demo demo-postgres demo-distributed test test-fast screenshots lint dev bench bench-scale reliability clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ demo-postgres: $(STAMP)
 	DAGSTER_PG_URL=postgresql://$(PG_USER)@$(PG_HOST):5432/$(PG_DAGSTER_DB) \
 	BACKFILL_CATALOG_URL=postgresql://$(PG_USER)@$(PG_HOST):5432/$(PG_CATALOG_DB) \
 	$(BIN)/backfill-assets --home $(PG_HOME) demo
+
+# The same demo with its steps on two Celery workers (each its own DAGSTER_HOME), Dagster, the catalog and the source
+# on PostgreSQL, the warehouse on an S3 server on loopback, RabbitMQ as the broker (deploy/celery/README.md).
+demo-distributed: $(STAMP)
+	$(BIN)/python deploy/celery/run_demo.py
 
 # Two workers (most test time is waiting on daemons and runs); the PostgreSQL server restart runs alone, last.
 # --durations: the slowest tests are listed at the end, to watch the 15-minute budget.

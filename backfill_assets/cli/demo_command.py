@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from datetime import date, timedelta
 
 import click
 
@@ -13,6 +14,7 @@ from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.settings import ENV_CODE_VERSION, code_version
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.examples.orders import CELERY_MODULE as ORDERS_CELERY_MODULE
 from backfill_assets.examples.orders import MODULE as ORDERS_MODULE
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, DEMO_CALENDAR
 
@@ -33,15 +35,27 @@ SEED_FROM, SEED_TO = "2022-09-01", "2022-11-30"
 BACKFILL_FROM, BACKFILL_TO = "2022-10-01", "2022-10-31"
 DEFECT_DAY = "2022-10-17"
 ROLLBACK_DAY = "2022-10-02"
+# Where the backfill's steps run: the orders code location in-process, or its variant on Celery workers.
+EXECUTOR_MODULES = {"in_process": ORDERS_MODULE, "celery": ORDERS_CELERY_MODULE}
 
 
 @cli.command()
 @click.option("--orders-per-day", default=500, show_default=True, type=int)
 @click.option("--max-active", default=2, show_default=True, type=int)
 @click.option("--timeout", default=900.0, show_default=True, type=float, help="Seconds to wait for the backfill.")
+@click.option(
+    "--executor",
+    type=click.Choice(sorted(EXECUTOR_MODULES)),
+    default="in_process",
+    show_default=True,
+    help="Where the backfill's steps run: in each run's process, or on Celery workers that are already running "
+    "(deploy/celery; `make demo-distributed` starts them).",
+)
 @json_option
 @click.pass_obj
-def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, as_json: bool) -> None:
+def demo(
+    app: AppContext, orders_per_day: int, max_active: int, timeout: float, executor: str, as_json: bool
+) -> None:
     """The orders example: seed Sep–Nov 2022, run production, backfill October through the driver with one
     defective day (always the orders code location, whatever -m names).
 
@@ -51,7 +65,7 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
 
     say = (lambda msg: None) if as_json else click.echo
     started = time.monotonic()
-    app.module = ORDERS_MODULE
+    app.module = EXECUTOR_MODULES[executor]
     location = app.code_location()
     graph = location.graph
     location.module.seed(SEED_FROM, SEED_TO, orders_per_day)
@@ -93,9 +107,13 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
         f"{spec.partitions_per_run} day(s) per run ({spec.partitions_per_run_mode})"
     )
     say("4. started dagster-daemon; the backfill_driver sensor submits the runs")
-    with running_daemon(app.home, ORDERS_MODULE):
+    with running_daemon(app.home, app.module):
         record, counts, summary = watch(ledger, request_id, timeout, show_progress=not as_json)
     say("   dagster-daemon stopped")
+    workers = days_by_worker(catalog, request_id)
+    say(f"   which worker ran which day ({executor}):")
+    for worker, days in workers.items():
+        say(f"     {worker}: {len(days)} day(s): {', '.join(day_ranges(days))}")
 
     serving = catalog.current(DAILY_REVENUE, DEFECT_DAY)
     defect = defect_day_outcome(catalog, request_id, before, serving)
@@ -117,6 +135,8 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
         "rollback": None
         if rolled is None
         else {"day": ROLLBACK_DAY, "restored": rolled.version_id, "rolled_back": rolled.previous_version_id},
+        "executor": executor,
+        "days_by_worker": workers,
         "seconds": round(time.monotonic() - started, 1),
         "dagster_home": str(app.home),
     }
@@ -135,6 +155,25 @@ def demo(app: AppContext, orders_per_day: int, max_active: int, timeout: float, 
         click.echo(f"  DAGSTER_HOME={app.home} dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
 
     emit(summary_data, as_json, human)
+
+
+def days_by_worker(catalog, request_id: str) -> dict[str, list[str]]:
+    """The days each worker computed for the request (any attempt, any asset), from the versions it wrote."""
+    found: dict[str, set[str]] = {}
+    for version in catalog.versions_of_request(request_id):
+        found.setdefault(version.data.get("worker") or "unknown", set()).add(version.partition_key)
+    return {worker: sorted(days) for worker, days in sorted(found.items())}
+
+
+def day_ranges(days: list[str]) -> list[str]:
+    """Sorted ISO days as runs of consecutive days: ["2022-10-01..10-03", "2022-10-07"]."""
+    ranges: list[list[date]] = []
+    for day in sorted(date.fromisoformat(d) for d in days):
+        if ranges and day - ranges[-1][-1] == timedelta(days=1):
+            ranges[-1].append(day)
+        else:
+            ranges.append([day])
+    return [f"{r[0]}..{r[-1].strftime('%m-%d')}" if len(r) > 1 else str(r[0]) for r in ranges]
 
 
 def defect_day_outcome(catalog, request_id: str, before, serving) -> dict:

@@ -183,6 +183,9 @@ def backfill_definitions(
     ]
     # Steps run inside the run's own process unless told otherwise: a run is a handful of small steps in dependency
     # order, and a fresh Python process per step (~3 s of start-up each on 2 cores) was most of a backfill's time.
+    if executor is not None and not isinstance(executor, dg.ExecutorDefinition):
+        raise InvalidInput(f"executor must be a Dagster ExecutorDefinition (e.g. dagster_celery.celery_executor), "
+                           f"not {type(executor).__name__}")
     executor = executor or dg.in_process_executor
     chunk_job = build_chunk_job(graph, executor)
     request_job, report_job = build_request_job(graph), build_report_job(graph)

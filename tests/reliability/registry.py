@@ -150,6 +150,18 @@ CLASSES: tuple[FaultClass, ...] = (
         "The catalog keeps each version's sha256 and row count; every reader (`read`, downstream steps) re-hashes "
         "the bytes before use and refuses a mismatch; `reconcile --verify-files` re-hashes every published file.",
     ),
+    # ---- 6. past one machine --------------------------------------------------------------------------------
+    FaultClass(
+        "distributed.worker_killed", "past one machine",
+        "a Celery worker SIGKILLed mid-step, after its write and checks, before the publish (steps on two "
+        "workers, no shared folder; PostgreSQL, S3 server, RabbitMQ)",
+        "one 1-day request held on the worker that took its step, that worker killed, the step finished elsewhere",
+        "Steps are acknowledged late (`task_acks_late`, `task_reject_on_worker_lost`): the broker returns a dead "
+        "worker's message and the other worker runs the step. The catalog numbers it attempt 2 of the same "
+        "logical run and abandons attempt 1 (whose object stays unreferenced); counted per trial: a cell not "
+        "published (lost), two published versions (duplicated), a pointer to an attempt that is not complete or "
+        "does not verify (partial).",
+    ),
 )
 
 BY_ID = {c.id: c for c in CLASSES}

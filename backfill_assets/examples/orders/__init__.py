@@ -2,3 +2,5 @@
 revenue_alert. Its code location is ``backfill_assets.examples.orders.definitions``."""
 
 MODULE = "backfill_assets.examples.orders.definitions"
+# The same code location with its steps on Celery workers (deploy/celery, `make demo-distributed`).
+CELERY_MODULE = "backfill_assets.examples.orders.on_celery"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dagster_celery import celery_executor
 
 from .definitions import orders_definitions
+from .source import seed  # noqa: F401 - `backfill-assets seed` fills this demo's source
 
 # The executor's settings, the same block as deploy/celery/celery.yaml's `execution.config` (the workers read that
 # file; tests/integration/test_celery_settings.py keeps the two equal). The broker comes from the environment.

@@ -1,0 +1,33 @@
+"""What every distributed scenario checks: one published version per cell, the one served, and an exact reconcile
+(published files re-hashed)."""
+
+from __future__ import annotations
+
+from backfill_assets.engine.model.states import VersionState
+from backfill_assets.engine.store.schema import versions
+
+REQUEST_TIMEOUT = "300"
+
+
+def request_versions(stack, request_id: str) -> list:
+    return stack.catalog.versions_where(versions.c.request_id == request_id)
+
+
+def assert_published_exactly_once(stack, request_id: str, cells: set[tuple[str, str]]) -> list:
+    """Each cell: one PUBLISHED version of this request, the one the pointer serves; returns those versions."""
+    mine = request_versions(stack, request_id)
+    published = [v for v in mine if v.state == VersionState.PUBLISHED.value]
+    assert sorted((v.asset, v.partition_key) for v in published) == sorted(cells), [
+        (v.version_id, v.state, v.error) for v in mine
+    ]
+    for version in published:
+        assert stack.catalog.current(version.asset, version.partition_key).version_id == version.version_id
+    return published
+
+
+def assert_reconciles_exactly(stack, request_id: str, cells: int) -> dict:
+    report = stack.cli_json("reconcile", request_id, "--verify-files")
+    totals = report["totals"]
+    assert report["complete"] is True, report
+    assert (totals["published"], totals["duplicate_publishes"], totals["gaps"]) == (cells, 0, 0), totals
+    return report
