@@ -73,12 +73,13 @@ bench: $(STAMP)
 bench-scale: $(STAMP)
 	$(BIN)/python -m bench.run --with-airflow --scale $(SCALE_DAYS) $(BENCH_ARGS)
 
-# Issue 7: every fault class at full strength (30 trials per class, large hypothesis runs; ~30-40 min on 2 cores),
+# Issue 7: every fault class at full strength (30 trials per class, large hypothesis runs; ~30-40 min on 2 cores;
+# issue 14's Celery worker kills: 10),
 # then docs/RELIABILITY.md rendered from the counts it measured. `make test` runs the same suite with 3 trials.
 reliability: $(STAMP)
 	tmp=$$(mktemp -d); \
 	BACKFILL_RELIABILITY=slow BACKFILL_RELIABILITY_JSON=$$tmp/trials.json \
-	  $(BIN)/python -m pytest -q -p no:cacheprovider tests/reliability; status=$$?; \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider tests/reliability tests/distributed/test_worker_kills.py; status=$$?; \
 	$(BIN)/python -m tests.reliability.render $$tmp/trials.json docs/RELIABILITY.md || status=2; \
 	rm -rf $$tmp; exit $$status
 

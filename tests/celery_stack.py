@@ -27,7 +27,7 @@ CODE_LOCATION_MODULE = "backfill_assets.examples.orders.on_celery"
 ENV_BROKER = "BACKFILL_CELERY_BROKER"
 BROKER_HOST = "127.0.0.1:5672"
 WORKER_READY_TIMEOUT_SECONDS = 60.0
-WORKER_STOP_TIMEOUT_SECONDS = 20.0
+WORKER_STOP_TIMEOUT_SECONDS = 10.0
 # One step at a time per worker, in the worker's own process: a SIGKILL of the worker is the loss of the machine
 # running the step, and the broker returns the step's unacknowledged message at once (the connection closed).
 WORKER_ARGS = ("--pool=solo", "--without-gossip", "--without-mingle")
@@ -96,9 +96,9 @@ class CeleryWorker:
             pass
 
 
-def start_worker(name: str, root: Path, env: Mapping[str, str]) -> CeleryWorker:
-    """A ready Celery worker named ``name`` with its own DAGSTER_HOME under ``root`` (a copy of deploy/celery's
-    dagster.yaml and celery.yaml, as a machine would have) and its own working directory."""
+def launch_worker(name: str, root: Path, env: Mapping[str, str]) -> CeleryWorker:
+    """Start a Celery worker named ``name`` with its own DAGSTER_HOME under ``root`` (a copy of deploy/celery's
+    dagster.yaml and celery.yaml, as a machine would have) and its own working directory; not yet ready."""
     home = root / name
     cwd = home / "cwd"
     cwd.mkdir(parents=True, exist_ok=True)
@@ -121,13 +121,33 @@ def start_worker(name: str, root: Path, env: Mapping[str, str]) -> CeleryWorker:
         process = subprocess.Popen(
             command, cwd=cwd, env=worker_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
-    worker = CeleryWorker(name, home, process, log)
-    deadline = time.monotonic() + WORKER_READY_TIMEOUT_SECONDS
+    return CeleryWorker(name, home, process, log)
+
+
+def wait_until_ready(worker: CeleryWorker, deadline: float) -> None:
+    """Until the worker logs that it is consuming (``<name>@<host> ready.``); stopped and raised otherwise."""
     while time.monotonic() < deadline:
         if not worker.alive():
-            raise RuntimeError(f"celery worker {name} exited with {process.returncode}:\n{worker.log_tail()}")
-        if f"{name}@" in (text := log.read_text(errors="replace")) and " ready." in text:
-            return worker
+            raise RuntimeError(f"celery worker {worker.name} exited with {worker.process.returncode}:\n"
+                               f"{worker.log_tail()}")
+        text = worker.log.read_text(errors="replace") if worker.log.exists() else ""
+        if f"{worker.name}@" in text and " ready." in text:
+            return
         time.sleep(0.2)
     worker.stop()
-    raise RuntimeError(f"celery worker {name} not ready within {WORKER_READY_TIMEOUT_SECONDS} s:\n{worker.log_tail()}")
+    raise RuntimeError(f"celery worker {worker.name} not ready within {WORKER_READY_TIMEOUT_SECONDS} s:\n"
+                       f"{worker.log_tail()}")
+
+
+def start_workers(envs: Mapping[str, Mapping[str, str]], root: Path) -> dict[str, CeleryWorker]:
+    """Ready workers, one per name of ``envs`` (each with its environment), started side by side."""
+    workers = {name: launch_worker(name, root, env) for name, env in envs.items()}
+    deadline = time.monotonic() + WORKER_READY_TIMEOUT_SECONDS
+    try:
+        for worker in workers.values():
+            wait_until_ready(worker, deadline)
+    except BaseException:
+        for worker in workers.values():
+            worker.stop()
+        raise
+    return workers

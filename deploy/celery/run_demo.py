@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO))  # the test helpers live beside the package, not i
 import sqlalchemy as sa  # noqa: E402
 
 from backfill_assets.engine.model.settings import code_version  # noqa: E402
-from tests.celery_stack import CELERY_DEPLOY_DIR, ENV_BROKER, rabbitmq_vhost, start_worker, venv_bin  # noqa: E402
+from tests.celery_stack import CELERY_DEPLOY_DIR, ENV_BROKER, rabbitmq_vhost, start_workers, venv_bin  # noqa: E402
 from tests.s3 import start_s3_server  # noqa: E402
 
 PG_ADMIN_URL = os.environ.get("BACKFILL_DEMO_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -70,8 +70,7 @@ def main() -> int:
             "BACKFILL_CODE_VERSION": code_version(),
         }
         print(f"S3 server {s3.endpoint} ({BUCKET_ROOT}), broker {broker}, PostgreSQL {', '.join(DATABASES.values())}")
-        for name in WORKERS:
-            worker = start_worker(name, HOME / "workers", env)
+        for name, worker in start_workers({name: env for name in WORKERS}, HOME / "workers").items():
             stack.callback(worker.stop)
             print(f"celery worker {name}: pid {worker.process.pid}, DAGSTER_HOME {worker.home}")
         demo = subprocess.run([venv_bin("backfill-assets"), "--home", str(HOME), "demo", "--executor", "celery"],

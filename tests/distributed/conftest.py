@@ -11,7 +11,7 @@ import shutil
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import dagster as dg
 import pytest
@@ -20,13 +20,14 @@ from backfill_assets.engine.model.settings import ENV_CATALOG_URL, ENV_SOURCE_UR
 from backfill_assets.engine.wap.faults import AFTER_VERIFYING, ENV_HOLD
 from backfill_assets.examples.orders.source import SourceSystem
 from tests.celery_stack import CELERY_DEPLOY_DIR, CODE_LOCATION_MODULE, ENV_BROKER, CeleryWorker, rabbitmq_vhost
-from tests.celery_stack import start_worker as start_celery_worker
+from tests.celery_stack import start_workers as start_celery_workers
 from tests.conftest import fresh_pg_database
 from tests.e2e.conftest import CODE_VERSION, E2E, ORDERS_PER_DAY, start_daemon, stop_process
 from tests.orders import CALENDAR
+from tests.reliability.conftest import trials  # noqa: F401 - worker kills are a fault class of docs/RELIABILITY.md
 
 WORKER_NAMES = ("w1", "w2")
-SEED_FROM, SEED_TO = "2022-09-01", "2022-10-31"
+SEED_FROM, SEED_TO = "2022-10-01", "2022-10-31"
 
 
 @dataclass
@@ -37,15 +38,18 @@ class CeleryStack(E2E):
     worker_env: dict = field(default_factory=dict)
     workers: dict[str, CeleryWorker] = field(default_factory=dict)
 
-    def start_worker(self, name: str) -> CeleryWorker:
-        """Start (or replace, as a new machine with nothing left behind) the worker ``name``."""
-        if name in self.workers:
-            self.workers[name].stop()
-            shutil.rmtree(self.root / "workers" / name, ignore_errors=True)
+    def start_workers(self, names: Iterable[str]) -> None:
+        """Start (or replace, as new machines with nothing left behind) the workers ``names``, side by side."""
+        for name in names:
+            if name in self.workers:
+                self.workers[name].stop()
+                shutil.rmtree(self.root / "workers" / name, ignore_errors=True)
         # The hold is inert until a test creates the file: the worker then waits after its checks, before publish.
-        env = {**self.worker_env, ENV_HOLD: f"{AFTER_VERIFYING}={self.hold_file(name)}"}
-        self.workers[name] = start_celery_worker(name, self.root / "workers", env)
-        return self.workers[name]
+        started = start_celery_workers(
+            {name: {**self.worker_env, ENV_HOLD: f"{AFTER_VERIFYING}={self.hold_file(name)}"} for name in names},
+            self.root / "workers",
+        )
+        self.workers.update(started)
 
     def hold_file(self, worker: str) -> Path:
         return self.root / f"hold-{worker}"
@@ -55,7 +59,7 @@ class CeleryStack(E2E):
             worker.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def celery_stack(tmp_path_factory, pg_server, s3_server) -> Iterator[CeleryStack]:
     root = tmp_path_factory.mktemp("celery")
     home = root / "daemon"
@@ -88,6 +92,5 @@ def celery_stack(tmp_path_factory, pg_server, s3_server) -> Iterator[CeleryStack
             home, instance, daemon, log, root=root, worker_env=dict(os.environ)
         )
         stack.callback(harness.stop_workers)
-        for name in WORKER_NAMES:
-            harness.start_worker(name)
+        harness.start_workers(WORKER_NAMES)
         yield harness

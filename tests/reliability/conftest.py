@@ -17,7 +17,6 @@ from typing import Iterator
 import pytest
 
 from backfill_assets.engine.store import db
-from tests.distributed.conftest import celery_stack  # noqa: F401 - the two-worker stack (worker kills)
 
 from . import mode
 from .envs import CODE_VERSION, RelEnv, make_env

@@ -28,8 +28,7 @@ from tests.distributed.checks import (
 from tests.distributed.conftest import WORKER_NAMES
 from tests.e2e.conftest import poll
 from tests.orders import CALENDAR
-
-from . import mode
+from tests.reliability import mode
 
 pytestmark = [pytest.mark.postgres, pytest.mark.daemon]
 
@@ -102,9 +101,7 @@ def test_a_worker_killed_after_its_write_before_the_publish_hands_the_step_to_th
                 victims.append(victim)
                 assert_step_finished_once_on_the_survivor(stack, request_id, day, victim, survivor, dead)
             # A new machine in the dead one's place (also after a failed trial), for the next trial.
-            for name, worker in stack.workers.items():
-                if not worker.alive():
-                    stack.start_worker(name)
+            stack.start_workers([name for name, worker in stack.workers.items() if not worker.alive()])
         klass.note(f"killed: {', '.join(f'{v} x{victims.count(v)}' for v in sorted(set(victims)))}")
         klass.note("lost 0, duplicated 0, partial 0 unless a failure below says otherwise")
     assert klass.result.trials == len(days) > 0
