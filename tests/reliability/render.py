@@ -69,7 +69,8 @@ def render(data: dict) -> str:
     lines = [HEADER]
     lines.append(
         f"Run: {data.get('generated_at', '?')}, mode **{data.get('mode')}** — {data.get('trials_per_class')} trials "
-        f"per class (some classes run more: every backend/variant gets its own trials), "
+        f"per class (some classes run more: every backend/variant gets its own trials; fewer where one trial is a "
+        f"whole request on a real daemon, as the S3 outages: the trials column says), "
         f"{data.get('hypothesis_examples')} hypothesis examples per property; "
         f"{data.get('duration_seconds', '?')} s on {data.get('cpus', '?')} CPU(s); pytest exit status "
         f"{data.get('exit_status', '?')}.\n"
@@ -86,7 +87,7 @@ def render(data: dict) -> str:
         if result and result["failures"]:
             failures = f"**{failures}**"
         notes = "; ".join(result.get("notes", [])) if result else ""
-        unit = klass.unit + (f" — {notes}" if notes else "")
+        unit = klass.unit + (f" — {notes}" if notes else "") + _tallies(result)
         lines.append(f"| {klass.group} | {klass.fault} | {trials} | {failures} | {_cell(unit)} | "
                      f"{_cell(klass.prevention)} |")
     failed = [(cid, c) for cid, c in classes.items() if c.get("failures")]
@@ -97,6 +98,14 @@ def render(data: dict) -> str:
                 lines.append(f"- `{cid}`: {_cell(message)}")
     lines.append(WHAT_IS_CHECKED)
     return "\n".join(lines) + "\n"
+
+
+def _tallies(result: dict | None) -> str:
+    """What the class's trials counted (e.g. lost, duplicated and partial publishes), when it counts anything."""
+    tallies = (result or {}).get("tallies") or {}
+    if not tallies:
+        return ""
+    return " — counted: " + ", ".join(f"{name} **{n}**" if n else f"{name} 0" for name, n in tallies.items())
 
 
 def _cell(text: str) -> str:
