@@ -49,6 +49,17 @@ WHAT_IS_CHECKED = """
   publish_log and log_head are untouched by it; short: the retry (a new attempt of the same run) publishes;
   long: the run fails saying the database refused connections, a new request publishes; reconcile reports and
   `--repair` abandons the orphaned attempt.
+- **S3 outage** (`test_s3_outage.py`): the warehouse is `s3://` on a real S3 server behind a proxy whose endpoint
+  goes down (new connections refused, open ones reset) and comes back with the bucket intact. A request over four
+  published days holds its first steps right after `data.parquet`, the endpoint goes down and the steps are
+  released into it; long outages last until a run has failed (meanwhile `read` answers one `error:` line naming
+  the warehouse and endpoint), short ones 1 s from down to up (less than a step's retry delays). Every failed step
+  attempt (Dagster's error and its abandoned version's) names the storage; an attempt caught mid-write is
+  ABANDONED with its data object orphaned and no manifest; each failed cell keeps serving its previous version;
+  `--reprocess failed` then publishes exactly the failed cells. Counted over the request and its follow-up: lost
+  publishes (a cell never published), duplicated publishes (a cell published twice), partial publishes (a version
+  a reader can reach whose object or manifest is missing or fails sha256) and stuck attempts; reconcile of each
+  request has no gap and no duplicate publish.
 - **Races** (`test_races.py`): two processes released by one barrier. Requests: exactly one is created and
   holds every partition of its range; the other exits 2 with one `error:` line naming the holder and leaves
   no request, cell or claim row. Publishes: both versions expected the same pointer; exactly one is
