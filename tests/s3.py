@@ -2,6 +2,9 @@
 
 Nothing mocks boto or s3fs in-process: the warehouse talks HTTP to a server that the session starts and stops,
 configured only through the standard AWS variables (``AWS_ENDPOINT_URL`` and credentials), as a deployment is.
+
+``S3Server.outage_proxy`` puts a proxy (tests/outage_proxy.py, its own process) in front of the server whose
+endpoint can be taken down and brought back: an S3 outage that keeps the bucket, which moto holds in memory.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
+
+from tests.outage_proxy import OutageProxy
 
 BUCKET = "backfill-test"
 READY_TIMEOUT_SECONDS = 30.0
@@ -24,6 +30,16 @@ AWS_VARIABLES = {
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_DEFAULT_REGION": "us-east-1",
 }
+# What the README recommends for a deployment (botocore's "standard" mode: 3 attempts with a bounded, jittered
+# backoff), so that a call to an endpoint that is down fails in seconds and the step's RetryPolicy takes over.
+# botocore's default "legacy" mode makes 5 attempts: up to ~10 s per call and ~20 s for a mkdir against a
+# refused endpoint, before the step even sees the error.
+RETRY_VARIABLES = {"AWS_RETRY_MODE": "standard", "AWS_MAX_ATTEMPTS": "3"}
+
+
+def environment_for(endpoint: str) -> dict[str, str]:
+    """The standard AWS variables that point S3 clients at ``endpoint``."""
+    return {**AWS_VARIABLES, "AWS_ENDPOINT_URL": endpoint}
 
 
 def _free_port() -> int:
@@ -43,7 +59,12 @@ class S3Server:
 
     @property
     def environment(self) -> dict[str, str]:
-        return {**AWS_VARIABLES, "AWS_ENDPOINT_URL": self.endpoint}
+        return environment_for(self.endpoint)
+
+    def outage_proxy(self, log_dir: Path) -> OutageProxy:
+        """A proxy in front of this server whose endpoint can go down and come back with the bucket intact."""
+        address = urlsplit(self.endpoint)
+        return OutageProxy.start(address.hostname, address.port, log_dir)
 
     def new_root(self) -> str:
         """A fresh, empty warehouse root in the test bucket."""
@@ -92,3 +113,12 @@ def set_environment(monkeypatch, server: S3Server) -> None:
     for name, value in server.environment.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+def forget_s3_clients() -> None:
+    """Drop this process's cached S3 file systems. fsspec caches one per set of arguments, and its client reads
+    ``AWS_ENDPOINT_URL`` once, when first used: a cached one keeps talking to the endpoint of its time (a proxy
+    that has since stopped, or the server behind a proxy a test means to go through)."""
+    from s3fs import S3FileSystem
+
+    S3FileSystem.clear_instance_cache()

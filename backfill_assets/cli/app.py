@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 import click
 
-from backfill_assets.engine.model.errors import BackfillError
+from backfill_assets.engine.model.errors import BackfillError, StorageError
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.settings import ENV_DAGSTER_HOME, PACKAGE_DIR, Settings
 from backfill_assets.engine.store.catalog import Catalog
@@ -78,8 +78,8 @@ def _fail(message: str) -> NoReturn:
 
 
 class BackfillGroup(click.Group):
-    """Turns every ``BackfillError`` and click usage error into one line on stderr and exit status 2 — never a
-    traceback, never a multi-line usage block."""
+    """Turns every ``BackfillError``, ``StorageError`` and click usage error into one line on stderr and exit
+    status 2 — never a traceback, never a multi-line usage block."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
@@ -90,7 +90,7 @@ class BackfillGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except BackfillError as exc:
+        except (BackfillError, StorageError) as exc:  # a storage outage is not the user's doing, but one line too
             _fail(str(exc))
         except click.UsageError as exc:
             _usage_error(exc)

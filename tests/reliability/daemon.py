@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
+import yaml
 
 from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.settings import PACKAGE_DIR
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.schema import versions
 from backfill_assets.integration.runs.runs import RUN_KEY_TAG
@@ -67,6 +69,13 @@ class Daemon:
     def stop_all(self) -> None:
         for proc in self.procs:
             stop_process(proc)  # SIGTERM, then SIGKILL to its own session: code server and run workers
+
+
+def instance_yaml(postgres: bool) -> str:
+    """The repository's dagster.yaml (SQLite) or deploy/postgres/dagster.yaml, as a test's DAGSTER_HOME gets it."""
+    source = PACKAGE_DIR.parent / ("deploy/postgres/dagster.yaml" if postgres else "dagster.yaml")
+    config = yaml.safe_load(source.read_text())
+    return yaml.safe_dump(config, sort_keys=False)
 
 
 def request_runs(instance: dg.DagsterInstance, request_id: str) -> list[dg.DagsterRun]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
 import dagster as dg
 import pandas as pd
 import sqlalchemy as sa
+from upath import UPath
 
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.schema import log_head, pointers, publish_log, versions
@@ -42,9 +42,10 @@ def assert_catalog_consistent(catalog: Catalog) -> None:
 
 
 def assert_complete_on_disk(catalog: Catalog, version_id: str) -> None:
-    """A version a reader can be pointed at: data file and manifest exist and agree with the catalog row."""
+    """A version a reader can be pointed at: data file and manifest exist and agree with the catalog row (in a
+    folder or an object store: the path is any universal-pathlib URL)."""
     v = catalog.get(version_id)
-    data = Path(v.path)
+    data = UPath(v.path)
     assert data.is_file(), f"{version_id}: data file {data} is missing"
     payload = data.read_bytes()
     assert hashlib.sha256(payload).hexdigest() == v.sha256, f"{version_id}: data file differs from the catalog"

@@ -21,6 +21,12 @@ TRIALS = int(os.environ.get(ENV_TRIALS) or (SLOW_TRIALS if SLOW else NORMAL_TRIA
 EXAMPLES = 2000 if SLOW else 200
 
 
-def timeout(per_trial_seconds: float, fixed_seconds: float = 60.0) -> float:
-    """A pytest-timeout budget that grows with the trial count."""
-    return fixed_seconds + per_trial_seconds * TRIALS
+def trials_of(slow: int, normal: int) -> int:
+    """The trial count of a class whose one trial is expensive (a whole request on a real daemon): its own numbers
+    in each mode instead of TRIALS; ``BACKFILL_RELIABILITY_TRIALS`` still overrides."""
+    return int(os.environ.get(ENV_TRIALS) or (slow if SLOW else normal))
+
+
+def timeout(per_trial_seconds: float, fixed_seconds: float = 60.0, trials: int | None = None) -> float:
+    """A pytest-timeout budget that grows with the trial count (TRIALS unless the class has its own)."""
+    return fixed_seconds + per_trial_seconds * (TRIALS if trials is None else trials)

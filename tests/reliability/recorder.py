@@ -3,7 +3,8 @@
 A test opens a class with the ``trials`` fixture and runs each trial inside ``klass.trial(i)``: an exception in
 a trial (a failed assertion, a timeout) counts as one failure of that class, the remaining trials still run,
 and the test fails at the end listing every failed trial. So the counts in docs/RELIABILITY.md are measured,
-not inferred from a pass/fail bit.
+not inferred from a pass/fail bit. A class may also tally what its trials measured (``klass.tally("lost
+publishes", n)``: the S3 outages count lost, duplicated and partial publishes), rendered beside its row.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class ClassResult:
     seconds: float = 0.0
     messages: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    tallies: dict[str, int] = field(default_factory=dict)
 
 
 RESULTS: dict[str, ClassResult] = {}
@@ -76,6 +78,10 @@ class TrialClass:
             self.result.messages.append(message[:300])
             self.failed.append(message)
 
+    def tally(self, name: str, count: int) -> None:
+        """Add ``count`` to a measured total of the class (0 is recorded too: "counted, none" is the result)."""
+        self.result.tallies[name] = self.result.tallies.get(name, 0) + int(count)
+
     def note(self, text: str) -> None:
         if text not in self.result.notes:
             self.result.notes.append(text)
@@ -104,6 +110,7 @@ def write_report(path: Path, exit_status: int | None = None) -> None:
                 "seconds": round(r.seconds, 1),
                 "messages": r.messages[:10],
                 "notes": r.notes,
+                "tallies": r.tallies,
             }
             for cid, r in RESULTS.items()
         },

@@ -90,6 +90,18 @@ CLASSES: tuple[FaultClass, ...] = (
         "reconcile `--repair` abandons the orphaned attempt. Once a publish has committed, the step needs the "
         "catalog no more (the published row comes back from the publish transaction).",
     ),
+    FaultClass(
+        "service.s3_outage", "service faults",
+        "the warehouse's S3 endpoint down mid-request (new connections refused, open ones reset), then back",
+        "one request of 4 days whose steps are released into the outage right after writing `data.parquet`; "
+        "long (until a run has failed) and short (1 s) outages alternately",
+        "A version is visible only through the catalog pointer, which moves after the data object and manifest "
+        "are written and verified; a storage call that fails raises StorageError naming the warehouse and the "
+        "endpoint, so the attempt is ABANDONED (its orphaned object never read) and the step's RetryPolicy "
+        "retries it as a new attempt. A short outage is ridden out by the retry; a long one fails the run, the "
+        "previous version keeps serving, and `--reprocess failed` redoes exactly the failed cells once the "
+        "endpoint is back.",
+    ),
     # ---- 3. races -------------------------------------------------------------------------------------------
     FaultClass(
         "race.overlapping_requests", "races",

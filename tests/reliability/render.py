@@ -49,6 +49,17 @@ WHAT_IS_CHECKED = """
   publish_log and log_head are untouched by it; short: the retry (a new attempt of the same run) publishes;
   long: the run fails saying the database refused connections, a new request publishes; reconcile reports and
   `--repair` abandons the orphaned attempt.
+- **S3 outage** (`test_s3_outage.py`): the warehouse is `s3://` on a real S3 server behind a proxy whose endpoint
+  goes down (new connections refused, open ones reset) and comes back with the bucket intact. A request over four
+  published days holds its first steps right after `data.parquet`, the endpoint goes down and the steps are
+  released into it; long outages last until a run has failed (meanwhile `read` answers one `error:` line naming
+  the warehouse and endpoint), short ones 1 s from down to up (less than a step's retry delays). Every failed step
+  attempt (Dagster's error and its abandoned version's) names the storage; an attempt caught mid-write is
+  ABANDONED with its data object orphaned and no manifest; each failed cell keeps serving its previous version;
+  `--reprocess failed` then publishes exactly the failed cells. Counted over the request and its follow-up: lost
+  publishes (a cell never published), duplicated publishes (a cell published twice), partial publishes (a version
+  a reader can reach whose object or manifest is missing or fails sha256) and stuck attempts; reconcile of each
+  request has no gap and no duplicate publish.
 - **Races** (`test_races.py`): two processes released by one barrier. Requests: exactly one is created and
   holds every partition of its range; the other exits 2 with one `error:` line naming the holder and leaves
   no request, cell or claim row. Publishes: both versions expected the same pointer; exactly one is
@@ -69,7 +80,8 @@ def render(data: dict) -> str:
     lines = [HEADER]
     lines.append(
         f"Run: {data.get('generated_at', '?')}, mode **{data.get('mode')}** — {data.get('trials_per_class')} trials "
-        f"per class (some classes run more: every backend/variant gets its own trials), "
+        f"per class (some classes run more: every backend/variant gets its own trials; fewer where one trial is a "
+        f"whole request on a real daemon, as the S3 outages: the trials column says), "
         f"{data.get('hypothesis_examples')} hypothesis examples per property; "
         f"{data.get('duration_seconds', '?')} s on {data.get('cpus', '?')} CPU(s); pytest exit status "
         f"{data.get('exit_status', '?')}.\n"
@@ -86,7 +98,7 @@ def render(data: dict) -> str:
         if result and result["failures"]:
             failures = f"**{failures}**"
         notes = "; ".join(result.get("notes", [])) if result else ""
-        unit = klass.unit + (f" — {notes}" if notes else "")
+        unit = klass.unit + (f" — {notes}" if notes else "") + _tallies(result)
         lines.append(f"| {klass.group} | {klass.fault} | {trials} | {failures} | {_cell(unit)} | "
                      f"{_cell(klass.prevention)} |")
     failed = [(cid, c) for cid, c in classes.items() if c.get("failures")]
@@ -97,6 +109,14 @@ def render(data: dict) -> str:
                 lines.append(f"- `{cid}`: {_cell(message)}")
     lines.append(WHAT_IS_CHECKED)
     return "\n".join(lines) + "\n"
+
+
+def _tallies(result: dict | None) -> str:
+    """What the class's trials counted (e.g. lost, duplicated and partial publishes), when it counts anything."""
+    tallies = (result or {}).get("tallies") or {}
+    if not tallies:
+        return ""
+    return " — counted: " + ", ".join(f"{name} **{n}**" if n else f"{name} 0" for name, n in tallies.items())
 
 
 def _cell(text: str) -> str:

@@ -18,17 +18,21 @@ import time
 
 import dagster as dg
 import pytest
-import yaml
 
 from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.model.settings import PACKAGE_DIR
 from backfill_assets.engine.store import db
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from tests.orders import GRAPH, run_partitions
 
 from . import mode
-from .daemon import Daemon, assert_each_cell_ran_once_and_published, request_runs, wait_until_closed
+from .daemon import (
+    Daemon,
+    assert_each_cell_ran_once_and_published,
+    instance_yaml,
+    request_runs,
+    wait_until_closed,
+)
 from .envs import pg_isready
 
 pytestmark = pytest.mark.daemon
@@ -71,12 +75,6 @@ def wait_for_moment(env, request_id: str, moment: str, rng: random.Random, timeo
             return "request already closed"
         time.sleep(0.02)
     return f"{moment} not seen in {timeout} s"
-
-
-def instance_yaml(postgres: bool) -> str:
-    source = PACKAGE_DIR.parent / ("deploy/postgres/dagster.yaml" if postgres else "dagster.yaml")
-    config = yaml.safe_load(source.read_text())
-    return yaml.safe_dump(config, sort_keys=False)
 
 
 def run_request_under_faults(env, daemon: Daemon, days: list[str], fault, klass, label: str, rng) -> None:

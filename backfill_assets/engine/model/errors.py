@@ -8,6 +8,11 @@
     ├── IntegrityError          a file on disk does not match its manifest / catalog row
     ├── NotFound                an unknown asset, partition, version or request
     └── PlanError               a request that cannot be planned (overlap, depends-on-past order, ...)
+
+    OSError
+    └── StorageError            the warehouse's storage failed an operation (endpoint refused or reset the
+                                connection, timed out, denied access, disk full): not the user's doing and often
+                                transient, so not a BackfillError — a gated step's RetryPolicy retries it
 """
 
 from __future__ import annotations
@@ -45,3 +50,12 @@ class NotFound(BackfillError):
 
 class PlanError(BackfillError):
     pass
+
+
+class StorageError(OSError):
+    """The warehouse's storage could not do what was asked; the message names the warehouse, the operation, the
+    object and the storage's own reason (for S3: the endpoint URL) on one line.
+
+    Not a ``BackfillError``: a gated step never retries those (a rejection or a bad input stays one), while a
+    storage outage is worth the step's retries. The CLI still prints it as one ``error:`` line.
+    """

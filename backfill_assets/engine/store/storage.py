@@ -5,6 +5,11 @@
 
 The root is any universal-pathlib URL (local folder, ``s3://``, ``memory://`` ...). Atomic visibility comes from
 the catalog pointer, not from the file system, so object stores without rename work the same way.
+
+When the storage itself fails (an S3 endpoint that refuses or resets connections, a timeout, a full disk), every
+operation raises ``StorageError`` naming the warehouse, what it was doing and the storage's own reason, instead of
+the backend's exception: a step then fails (and is retried) saying which storage failed, and nothing was
+published, since only the catalog pointer makes a version visible.
 """
 
 from __future__ import annotations
@@ -13,15 +18,17 @@ import hashlib
 import io
 import json
 import posixpath
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from typing import Any, Iterator
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from upath import UPath
 
-from backfill_assets.engine.model.errors import IntegrityError, UnsafeName
+from backfill_assets.engine.model.errors import IntegrityError, StorageError, UnsafeName
 from backfill_assets.engine.model.identity import validate_asset_name, validate_partition_key, validate_run_id
 from backfill_assets.engine.wap.faults import AFTER_DATA_FILE, AFTER_MANIFEST, fault_point
 
@@ -29,6 +36,10 @@ PARTITION_COLUMN = "date"
 DATA_FILE = "data.parquet"
 MANIFEST_FILE = "_manifest.json"
 IDENTITY_METADATA_KEY = b"backfill_assets.identity"
+# What the file system says about the object itself, for the caller to judge (a missing version is an integrity
+# failure, not a storage outage).
+FILE_ANSWERS = (FileNotFoundError, FileExistsError)
+REASON_MAX_CHARS = 600
 
 
 @dataclass(frozen=True)
@@ -117,7 +128,8 @@ class Warehouse:
         payload = buffer.getvalue()
         sha = hashlib.sha256(payload).hexdigest()
 
-        directory.mkdir(parents=True, exist_ok=True)
+        with storage_call(self.root, "creating", directory):
+            directory.mkdir(parents=True, exist_ok=True)
         data_path = directory / DATA_FILE
         self._write_once(data_path, payload[: len(payload) // 2] if corrupt_on_disk else payload)
         fault_point(AFTER_DATA_FILE)
@@ -136,18 +148,21 @@ class Warehouse:
         fault_point(AFTER_MANIFEST)
         return WrittenVersion(path=str(data_path), rows=len(frame), sha256=sha, schema=schema, stats=stats)
 
-    @staticmethod
-    def _write_once(path: UPath, payload: bytes) -> None:
-        if path.exists():
+    def _write_once(self, path: UPath, payload: bytes) -> None:
+        with storage_call(self.root, "writing", path):
+            exists = path.exists()
+        if exists:
             raise IntegrityError(f"{path} already exists; versions are written once and never modified")
-        with path.open("xb") if _is_local(path) else path.open("wb") as fh:
-            fh.write(payload)
+        with storage_call(self.root, "writing", path):
+            with path.open("xb") if _is_local(path) else path.open("wb") as fh:
+                fh.write(payload)
 
     def read_bytes(self, path: str) -> bytes:
         target = UPath(path)
         self._ensure_inside(target)
         try:
-            return target.read_bytes()
+            with storage_call(self.root, "reading", target):
+                return target.read_bytes()
         except FileNotFoundError as exc:
             raise IntegrityError(f"data file {path} is missing") from exc
 
@@ -166,9 +181,11 @@ class Warehouse:
         manifest_path = UPath(data_path).parent / MANIFEST_FILE
         self._ensure_inside(manifest_path)
         try:
-            return json.loads(manifest_path.read_text())
+            with storage_call(self.root, "reading", manifest_path):
+                text = manifest_path.read_text()
         except FileNotFoundError as exc:
             raise IntegrityError(f"manifest {manifest_path} is missing") from exc
+        return json.loads(text)
 
     def remove_version(self, data_path: str) -> None:
         """Delete one version's files and its now-empty attempt folder (gc only)."""
@@ -176,16 +193,18 @@ class Warehouse:
         self._ensure_inside(directory / DATA_FILE)
         for name in (DATA_FILE, MANIFEST_FILE):
             target = directory / name
-            if target.exists():
-                target.unlink()
+            with storage_call(self.root, "deleting", target):
+                if target.exists():
+                    target.unlink()
         try:
             directory.rmdir()
-        except OSError:
-            pass  # something else lives there; leave it
+        except (OSError, *_backend_errors()):
+            pass  # something else lives there (or the storage went away after the objects did); leave it
 
     @staticmethod
     def read_identity(data_path: str) -> dict[str, str]:
-        with UPath(data_path).open("rb") as fh:
+        target = UPath(data_path)
+        with storage_call(target.parent, "reading", target), target.open("rb") as fh:
             meta = pq.read_schema(fh).metadata or {}
         raw = meta.get(IDENTITY_METADATA_KEY)
         return json.loads(raw) if raw else {}
@@ -193,3 +212,33 @@ class Warehouse:
 
 def _is_local(path: UPath) -> bool:
     return not path.protocol or path.protocol == "file"
+
+
+@contextmanager
+def storage_call(root: UPath, action: str, target: UPath) -> Iterator[None]:
+    """Turn a failure of the storage itself into one ``StorageError`` line naming the warehouse, the operation,
+    the object and the backend's reason (for S3, botocore's message names the endpoint URL)."""
+    try:
+        yield
+    except (StorageError, *FILE_ANSWERS):
+        raise
+    except (OSError, *_backend_errors()) as exc:
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:REASON_MAX_CHARS]
+        where = _relative(root, target)
+        raise StorageError(f"warehouse storage {root} failed while {action} {where}: {reason}") from exc
+
+
+@cache
+def _backend_errors() -> tuple[type[BaseException], ...]:
+    """The errors an installed backend raises untranslated when its storage fails. s3fs turns S3's error responses
+    into OSError, but passes botocore's own through: a refused or reset connection, a timeout, no credentials."""
+    try:
+        from botocore.exceptions import BotoCoreError
+    except ImportError:  # no S3 backend installed: every other failure is an OSError
+        return ()
+    return (BotoCoreError,)
+
+
+def _relative(root: UPath, target: UPath) -> str:
+    root_text, text = str(root).rstrip("/"), str(target)
+    return text[len(root_text) + 1:] if text.startswith(root_text + "/") else text
