@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import sqlalchemy as sa
+
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.schema import versions
+from backfill_assets.examples.orders.domain import RAW_ORDERS
 
 REQUEST_TIMEOUT = "300"
 
@@ -31,3 +34,12 @@ def assert_reconciles_exactly(stack, request_id: str, cells: int) -> dict:
     assert report["complete"] is True, report
     assert (totals["published"], totals["duplicate_publishes"], totals["gaps"]) == (cells, 0, 0), totals
     return report
+
+
+def held_attempt(stack, day: str, asset: str = RAW_ORDERS):
+    """The attempt of (``asset``, ``day``) that a worker holds (state VERIFYING), or None."""
+    rows = stack.catalog.versions_where(
+        sa.and_(versions.c.asset == asset, versions.c.partition_key == day,
+                versions.c.state == VersionState.VERIFYING.value)
+    )
+    return rows[0] if rows else None

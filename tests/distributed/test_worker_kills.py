@@ -12,39 +12,30 @@ from __future__ import annotations
 
 import dagster as dg
 import pytest
-import sqlalchemy as sa
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.states import VersionState
-from backfill_assets.engine.store.schema import versions
 from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.examples.orders.domain import RAW_ORDERS
 from tests.distributed.checks import (
     REQUEST_TIMEOUT,
     assert_published_exactly_once,
     assert_reconciles_exactly,
+    held_attempt,
     request_versions,
 )
 from tests.distributed.conftest import WORKER_NAMES
 from tests.e2e.conftest import poll
 from tests.orders import CALENDAR
 from tests.reliability import mode
+from tests.reliability.publish_counts import count_publishes
 
 pytestmark = [pytest.mark.postgres, pytest.mark.daemon]
 
-# The issue's figure is 10 kills; `make test` runs one (tests/distributed has the rest of the stack's cost).
-TRIALS = 10 if mode.SLOW else 1
+# The issue's figure is 10 kills (`make reliability`); `make test` runs one.
+TRIALS = mode.trials_of(slow=10, normal=1)
 HELD_TIMEOUT = 120.0
 FIRST_DAY = "2022-10-12"
-
-
-def held_attempt(stack, day: str):
-    """The attempt of raw_orders ``day`` that a worker holds after its checks, or None."""
-    rows = stack.catalog.versions_where(
-        sa.and_(versions.c.asset == RAW_ORDERS, versions.c.partition_key == day,
-                versions.c.state == VersionState.VERIFYING.value)
-    )
-    return rows[0] if rows else None
 
 
 def kill_the_worker_holding(stack, day: str) -> tuple[str, str, str, object]:
@@ -67,7 +58,11 @@ def kill_the_worker_holding(stack, day: str) -> tuple[str, str, str, object]:
     return request_id, victim, survivor, dead
 
 
-def assert_step_finished_once_on_the_survivor(stack, request_id, day, victim, survivor, dead) -> None:
+def assert_step_finished_once_on_the_survivor(stack, klass, request_id, day, victim, survivor, dead) -> None:
+    counts = count_publishes(stack, [request_id], [(RAW_ORDERS, day)])
+    for name, n in counts.as_tallies().items():
+        klass.tally(name, n)
+    assert (counts.lost, counts.duplicated, counts.partial, counts.stuck) == (0, 0, [], []), counts
     [published] = assert_published_exactly_once(stack, request_id, {(RAW_ORDERS, day)})
     attempts = sorted(request_versions(stack, request_id), key=lambda v: v.attempt_no)
     assert [(v.attempt_no, v.worker, v.state) for v in attempts] == [
@@ -89,7 +84,7 @@ def assert_step_finished_once_on_the_survivor(stack, request_id, day, victim, su
     ]
 
 
-@pytest.mark.timeout(mode.timeout(per_trial_seconds=90, fixed_seconds=180))
+@pytest.mark.timeout(mode.timeout(per_trial_seconds=90, fixed_seconds=180, trials=TRIALS))
 def test_a_worker_killed_after_its_write_before_the_publish_hands_the_step_to_the_other(celery_stack, trials):
     stack = celery_stack
     days = CALENDAR.keys_between(FIRST_DAY, "2022-10-31")[:TRIALS]
@@ -99,9 +94,8 @@ def test_a_worker_killed_after_its_write_before_the_publish_hands_the_step_to_th
             with klass.trial(day):
                 request_id, victim, survivor, dead = kill_the_worker_holding(stack, day)
                 victims.append(victim)
-                assert_step_finished_once_on_the_survivor(stack, request_id, day, victim, survivor, dead)
+                assert_step_finished_once_on_the_survivor(stack, klass, request_id, day, victim, survivor, dead)
             # A new machine in the dead one's place (also after a failed trial), for the next trial.
             stack.start_workers([name for name, worker in stack.workers.items() if not worker.alive()])
         klass.note(f"killed: {', '.join(f'{v} x{victims.count(v)}' for v in sorted(set(victims)))}")
-        klass.note("lost 0, duplicated 0, partial 0 unless a failure below says otherwise")
     assert klass.result.trials == len(days) > 0
