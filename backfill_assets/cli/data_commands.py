@@ -97,7 +97,7 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
             rows_text = r["rows"] if r["rows"] is not None else "-"
             click.echo(
                 f"{'*' if r['current'] else ' '} {r['version_id']}  {r['state']}  rows {rows_text}"
-                f"  sha256 {(r['sha256'] or '-')[:12]}  code {r['code_version']}"
+                f"  sha256 {(r['sha256'] or '-')[:12]}  code {r['code_version']}  worker {r.get('worker') or '-'}"
             )
             click.echo(
                 f"    requested {r['requested_at'] or '-'}  started {r['started_at'] or '-'}"
