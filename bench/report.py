@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 from .dagster_facts import RUN_START_PHASE
+from .distributed_report import KEY as CELERY_KEY
+from .distributed_report import celery_section
 from .scale import NAIVE_SCALE_MAX_DAYS, on_the_curve, scale_section, scale_target_rows
 from .storage_report import KEY as WAREHOUSE_S3_VS_LOCAL
 from .storage_report import storage_section
@@ -35,6 +37,7 @@ RATIO_FIGURES = {
     "O/N": "O/N (one interval per run vs naive Dagster)",
 }
 ANALYSIS = Path(__file__).resolve().parent / "where_the_time_goes.md"
+RESULTS = Path(__file__).resolve().parent / "results"
 REPORTED_ELSEWHERE = [
     ("Airflow 3.3.2 `backfill create`, LocalExecutor, PostgreSQL", "10 intervals", "14.3 s"),
     ("Airflow 3.3.2 `backfill create`, LocalExecutor, PostgreSQL", "30 intervals", "36.5 s"),
@@ -199,6 +202,21 @@ def _b_flag_text(results: dict) -> str:
     return f"this run passed `{flag}`" if flag.startswith("--") else "this run passed no flag: the CLI's default"
 
 
+def _celery(results: dict) -> list[str]:
+    """The Celery workers section: this run's (``--celery``), else the newest stored one, said to be from elsewhere:
+    the default ``make bench`` does not measure it, and regenerating the document must not drop the figure."""
+    if results.get(CELERY_KEY):
+        return celery_section(results)
+    stored = sorted(RESULTS.glob(f"*-{CELERY_KEY}.json"))
+    if not stored:
+        return []
+    earlier = json.loads(stored[-1].read_text())
+    return celery_section(earlier, f"Not measured in the run above: `{earlier['command']}` on "
+                                   f"{earlier['timestamp'][:4]}-{earlier['timestamp'][4:6]}-{earlier['timestamp'][6:8]}"
+                                   f" (results `bench/results/{stored[-1].name}`); `make bench BENCH_ARGS=--celery` "
+                                   "measures it again.")
+
+
 def write_report(results: dict, path: Path) -> None:
     m, s = results["machine"], results["sizes"]
     pkgs = ", ".join(f"{k} {v}" for k, v in m["packages"].items() if v)
@@ -283,6 +301,8 @@ def write_report(results: dict, path: Path) -> None:
                   *scale_section(sc), ""]
     if results.get("micro"):
         lines += ["## Micro-benchmarks", "", *_micro(results["micro"]), ""]
+    if celery := _celery(results):
+        lines += ["## Steps on Celery workers (issue 14)", "", *celery, ""]
     lines += ["## Reported elsewhere (issue 6, for reference; not measured here)", "",
               *_table(["system", "size", "wall"], [list(r) for r in REPORTED_ELSEWHERE]),
               "", "Those runs used a trivial task; the figures above run the real transforms on the sizes listed.", ""]

@@ -2,6 +2,8 @@
 
 With ``--scale 10,40,120`` (``make bench-scale``) the same run then measures the scale curve: O, B and A (with
 ``--with-airflow``) at each size, N at the sizes up to 40 days, each size on its own folders and the same source.
+With ``--celery`` (``make bench BENCH_ARGS=--celery``) it also measures issue 14's throughput of a 40-day request
+with 1 and with 2 Celery workers (``bench/distributed.py``, ~25 min on 2 cores: not part of the default run).
 
 Example: python -m bench.run --days 10 --orders-per-day 2000 --only F,O
 Example: python -m bench.run --days 3 --orders-per-day 500 --only O,B --scale 2,4 --no-micro --no-doc
@@ -19,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .checks import agree
+from .distributed_report import KEY as CELERY_KEY
 from .machine import describe_machine
 from .outcome import Outcome
 from .report import ratios, write_report
@@ -54,6 +57,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--only", default=None, help=f"comma-separated subset of {','.join(CONTENDERS)}")
     p.add_argument("--scale", type=day_counts, default=[], metavar="DAYS,DAYS,...",
                    help=f"also the scale curve: O, B (and A) at each size, N up to {NAIVE_SCALE_MAX_DAYS} days")
+    p.add_argument("--celery", action="store_true",
+                   help="also a 40-day request on 1 and on 2 Celery workers, 3 trials each (needs PostgreSQL and "
+                        "RabbitMQ; ~25 min; alone: python -m bench.distributed)")
     p.add_argument("--no-micro", action="store_true", help="skip the micro-benchmarks")
     p.add_argument("--micro-only", action="store_true", help="only the micro-benchmarks")
     p.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres",
@@ -161,6 +167,12 @@ def main(argv: list[str] | None = None) -> int:
             from .micro import run_all
 
             results["micro"] = run_all(args.pg_url, ws, log=print)
+        if args.celery:
+            from . import distributed
+
+            # The benchmark's orders per day; its own 40 days (issue 14's request), whatever --days says.
+            results[CELERY_KEY] = distributed.run(ws, args.pg_url, orders_per_day=sizes.orders_per_day,
+                                                  timeout=args.timeout, log=print)
     finally:
         ws.close()
     checks = {n: c["check"] for n, c in results["contenders"].items()}
@@ -176,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_doc:
         write_report(results, DOC)
         print(f"bench: wrote {DOC.relative_to(REPO)}")
-    return 0 if all(a in (True, None) for a in (results["checks_agree"], *scale_agree)) else 1
+    celery_ok = [results[CELERY_KEY]["all_ok"] and results[CELERY_KEY]["revenue_agrees"]] if args.celery else []
+    return 0 if all(a in (True, None) for a in (results["checks_agree"], *scale_agree, *celery_ok)) else 1
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from s3fs import S3FileSystem
+
 from .ports import free_port
 from .services import service, wait_until
 
@@ -27,6 +29,7 @@ AWS_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench
 @dataclass(frozen=True)
 class S3Server:
     endpoint: str
+    pid: int | None = None  # moto_server's process (its own session), for a benchmark that counts its CPU
 
     @property
     def environment(self) -> dict[str, str]:
@@ -50,4 +53,27 @@ def s3_server(log_dir: Path) -> Iterator[S3Server]:
     with service("moto_server", [str(binary), "-H", "127.0.0.1", "-p", str(port)], os.environ, log_dir) as proc:
         wait_until(lambda: _answers(endpoint), "moto_server", READY_TIMEOUT_S, [proc], poll=0.1)
         urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{BUCKET}", method="PUT"), timeout=10).read()
-        yield S3Server(endpoint)
+        yield S3Server(endpoint, proc.pid)
+
+
+@contextmanager
+def aws_environment(server: S3Server) -> Iterator[None]:
+    """The standard AWS variables pointing at ``server`` for this process, restored after.
+
+    s3fs keeps one filesystem instance per set of arguments and reads the endpoint from the environment only when
+    it makes one, so the cache is cleared on the way in (an instance made earlier in this process would talk to
+    another server) and on the way out (ours would outlive its server).
+    """
+    saved = {k: os.environ.get(k) for k in (*server.environment, "AWS_PROFILE")}
+    os.environ.update(server.environment)
+    os.environ.pop("AWS_PROFILE", None)
+    S3FileSystem.clear_instance_cache()
+    try:
+        yield
+    finally:
+        S3FileSystem.clear_instance_cache()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

@@ -24,11 +24,10 @@ import json
 import os
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import metadata
-from typing import Callable, Iterator
+from typing import Callable
 
 import pandas as pd
 from s3fs import S3FileSystem
@@ -48,7 +47,7 @@ from backfill_assets.examples.orders.source import SourceSystem
 from ..machine import describe_machine
 from ..orders import GRAPH
 from ..plain import CALENDAR
-from ..s3_server import S3Server, s3_server
+from ..s3_server import S3Server, aws_environment, s3_server
 from ..storage_report import KEY, storage_section
 from ..workspace import REPO, Workspace
 from .stats import latency, ratio
@@ -67,29 +66,6 @@ class Backend:
     name: str
     warehouse: Warehouse
     catalog: Catalog
-
-
-@contextmanager
-def _aws_environment(server: S3Server) -> Iterator[None]:
-    """The standard AWS variables pointing at ``server`` for this process, restored after.
-
-    s3fs keeps one filesystem instance per set of arguments and reads the endpoint from the environment only when
-    it makes one, so the cache is cleared on the way in (an instance made earlier in this process would talk to
-    another server) and on the way out (ours would outlive its server).
-    """
-    saved = {k: os.environ.get(k) for k in (*server.environment, "AWS_PROFILE")}
-    os.environ.update(server.environment)
-    os.environ.pop("AWS_PROFILE", None)
-    S3FileSystem.clear_instance_cache()
-    try:
-        yield
-    finally:
-        S3FileSystem.clear_instance_cache()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _identity(run_id: str) -> RunIdentity:
@@ -175,7 +151,7 @@ def run(ws: Workspace) -> dict:
     # Context for a shared machine: load slows the local work (CPU-bound) more than it slows S3's waits, so a
     # busier machine shows a lower ratio at the larger size; what S3 adds moves less.
     load_before = os.getloadavg()[0]
-    with s3_server(ws.dir("micro/storage/logs")) as server, _aws_environment(server):
+    with s3_server(ws.dir("micro/storage/logs")) as server, aws_environment(server):
         try:
             sizes = {str(orders): _measure_size(ws, server, orders) for orders in ORDERS_PER_DAY}
         finally:
