@@ -151,3 +151,8 @@ def start_workers(envs: Mapping[str, Mapping[str, str]], root: Path) -> dict[str
             worker.stop()
         raise
     return workers
+
+
+def start_worker(name: str, root: Path, env: Mapping[str, str]) -> CeleryWorker:
+    """One ready worker (``start_workers`` for several side by side)."""
+    return start_workers({name: env}, root)[name]
