@@ -21,7 +21,7 @@ import subprocess
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Iterator
 
 import dagster as dg
 import psutil
@@ -36,6 +36,7 @@ from tests.celery_stack import CELERY_DEPLOY_DIR, CODE_LOCATION_MODULE, ENV_BROK
 from tests.celery_stack import start_worker as start_celery_worker
 
 from .dagster_facts import sensor_ticks
+from .environ import environment
 from .pg import temporary_database
 from .plain import CALENDAR
 from .s3_server import S3Server
@@ -87,22 +88,6 @@ class Stack:
                 except (ProcessLookupError, PermissionError):
                     continue
         return pids
-
-
-@contextmanager
-def environment(values: Mapping[str, str]) -> Iterator[None]:
-    """``values`` in this process's environment, restored after: Dagster's instance config reads DAGSTER_PG_URL
-    from it when the harness opens the trial's instance."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 @contextmanager

@@ -22,9 +22,7 @@ import pstats
 import statistics
 import time
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import dagster as dg
 import sqlalchemy as sa
@@ -47,6 +45,7 @@ from backfill_assets.integration.runs.runs import RUN_KEY_TAG
 from backfill_assets.integration.sensors.driver import DRIVER_SENSOR
 
 from ..dagster_home import make_home, open_instance
+from ..environ import environment
 from ..orders import DEFS, GRAPH
 from ..plain import ASSETS, CALENDAR
 from ..workspace import Workspace
@@ -63,20 +62,9 @@ CHANGING_TICKS = 7
 IDLE_TICKS = 9
 
 
-@contextmanager
-def _environment(home: Path) -> Iterator[None]:
+def _environment(home: Path):
     """DAGSTER_HOME for the sensor's resource (the catalog under it); restored after."""
-    saved = {k: os.environ.get(k) for k in ("DAGSTER_HOME", "BACKFILL_CATALOG_URL")}
-    os.environ["DAGSTER_HOME"] = str(home)
-    os.environ.pop("BACKFILL_CATALOG_URL", None)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    return environment({"DAGSTER_HOME": str(home)}, unset=("BACKFILL_CATALOG_URL",))
 
 
 def _version_row(asset: str, key: str, run_id: str, request_id: str, state: VersionState, now: str) -> dict:
