@@ -10,7 +10,7 @@ The row types live in ``catalog_records``, the read queries in ``catalog_queries
 from __future__ import annotations
 
 import json
-from typing import Any, NoReturn, Sequence
+from typing import Any, NoReturn
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -31,14 +31,15 @@ from backfill_assets.engine.store import publish_pg
 from backfill_assets.engine.store.catalog_queries import ACTION_PUBLISH, ACTION_REPAIR, ACTION_ROLLBACK, CatalogQueries
 from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
 from backfill_assets.engine.store.db import engine_for, reader_for, retry_transient
-from backfill_assets.engine.store.schema import log_head, pointers, publish_log, reads, requests, versions
+from backfill_assets.engine.store.read_log import ReadLog
+from backfill_assets.engine.store.schema import log_head, pointers, publish_log, requests, versions
 from backfill_assets.engine.wap.faults import IN_PUBLISH_TRANSACTION, fault_point
 
 __all__ = ["ACTION_PUBLISH", "ACTION_REPAIR", "ACTION_ROLLBACK", "Catalog", "Consumer", "PointerMove", "Version"]
 
 
 
-class Catalog(CatalogQueries):
+class Catalog(ReadLog, CatalogQueries):
     """Writes; the reads it inherits from ``CatalogQueries``."""
 
     def __init__(self, url: str):
@@ -274,41 +275,6 @@ class Catalog(CatalogQueries):
                 return self._rollback_target(conn, asset, partition_key, ptr["version_id"], None)
             except NotFound:
                 return None
-
-    # ---- reads and log ----------------------------------------------------------------------------------------
-
-    def record_reads(self, consumer_version_id: str, consumer_run_id: str, inputs: Sequence[Version]) -> None:
-        if not inputs:
-            return
-        now = iso(utc_now())
-        with self.engine.begin() as conn:
-            conn.execute(
-                reads.insert(),
-                [
-                    dict(
-                        consumer_version_id=consumer_version_id,
-                        consumer_run_id=consumer_run_id,
-                        consumer=consumer_version_id,
-                        upstream_asset=v.asset,
-                        upstream_partition=v.partition_key,
-                        upstream_version_id=v.version_id,
-                        at=now,
-                    )
-                    for v in inputs
-                ],
-            )
-
-    def record_external_read(self, reader: str, version: Version) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(
-                reads.insert().values(
-                    consumer=f"external:{reader}",
-                    upstream_asset=version.asset,
-                    upstream_partition=version.partition_key,
-                    upstream_version_id=version.version_id,
-                    at=iso(utc_now()),
-                )
-            )
 
     # ---- internals --------------------------------------------------------------------------------------------
 
