@@ -47,30 +47,41 @@ def request() -> None:
 
 
 
+def request_options(command):
+    """The options of every command that makes a request (``request create``, ``clear``): one definition, so both
+    offer and validate the same."""
+    options = [
+        click.option("--max-active", default=2, show_default=True, type=int,
+                     help="Runs of this request executing at once (the run queue may allow fewer: create says)."),
+        click.option("--order", default=M.Order.FORWARD.value, show_default=True, help=" | ".join(M.ORDERS)),
+        click.option("--partitions-per-run", default=M.AUTO, show_default=True, metavar="auto|K",
+                     help="The most consecutive days of a batchable asset one run takes (1 to "
+                          f"{M.MAX_PARTITIONS_PER_RUN}); auto: 1 with a depends-on-past asset or at most "
+                          f"{M.AUTO_MIN_INTERVALS_PER_SLOT} days per --max-active slot, else enough to fill every "
+                          "slot."),
+        click.option("--downstream", default=M.DownstreamPolicy.NONE.value, show_default=True,
+                     help=" | ".join(M.DOWNSTREAM_POLICIES)),
+        click.option("--confirm-cascade", is_flag=True, help="Cascade only after `request confirm ID`."),
+        click.option("--allow-side-effects", default=None, help="Side-effecting assets this request may run."),
+        click.option("--approved-by", default=None, help="Who approved the side effects."),
+        click.option("--conf", default=None,
+                     help='JSON, e.g. {"inject_defect": {"2022-10-17": {"daily_revenue": "drop_rows"}}}'),
+        click.option("--reason", default="", help="Why this backfill exists."),
+        click.option("--requested-by", default=None, help="Who asks (default: the OS user)."),
+        click.option("--wait-for-overlap", is_flag=True, help="Wait for overlapping requests instead of failing."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @request.command("create")
 @click.option("--assets", required=True, help="Comma-separated asset names.")
 @click.option("--from", "first", required=True, help="First business day, YYYY-MM-DD.")
 @click.option("--to", "last", required=True, help="Last business day, inclusive.")
 @click.option("--reprocess", default=M.ReprocessPolicy.FAILED.value, show_default=True,
               help=" | ".join(M.REPROCESS_POLICIES))
-@click.option("--max-active", default=2, show_default=True, type=int,
-              help="Runs of this request executing at once (the run queue may allow fewer: create says).")
-@click.option("--order", default=M.Order.FORWARD.value, show_default=True, help=" | ".join(M.ORDERS))
-@click.option("--partitions-per-run", default=M.AUTO, show_default=True, metavar="auto|K",
-              help="The most consecutive days of a batchable asset one run takes (1 to "
-                   f"{M.MAX_PARTITIONS_PER_RUN}); auto: 1 with a depends-on-past asset or at most "
-                   f"{M.AUTO_MIN_INTERVALS_PER_SLOT} days per --max-active slot, else enough to fill every slot.")
-@click.option("--downstream", default=M.DownstreamPolicy.NONE.value, show_default=True,
-              help=" | ".join(M.DOWNSTREAM_POLICIES))
-@click.option("--confirm-cascade", is_flag=True, help="Cascade only after `request confirm ID`.")
-@click.option("--allow-side-effects", default=None, help="Side-effecting assets this request may run.")
-@click.option("--approved-by", default=None, help="Who approved the side effects.")
-@click.option(
-    "--conf", default=None, help='JSON, e.g. {"inject_defect": {"2022-10-17": {"daily_revenue": "drop_rows"}}}'
-)
-@click.option("--reason", default="", help="Why this backfill exists.")
-@click.option("--requested-by", default=None, help="Who asks (default: the OS user).")
-@click.option("--wait-for-overlap", is_flag=True, help="Wait for overlapping requests instead of failing.")
+@request_options
 @click.option("--dry-run", is_flag=True, help="Print each cell's decision now; write nothing.")
 @json_option
 @click.pass_obj
@@ -80,13 +91,24 @@ def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
     Example: backfill-assets request create --assets daily_revenue --from 2022-10-01 --to 2022-10-31
     --reason "FX fix" --max-active 2   (auto: 2 runs of 16 and 15 days; --partitions-per-run 1: 31 runs)
     """
+    make_request(app, options, dry_run, as_json)
+
+
+def make_request(
+    app: AppContext, options: dict, dry_run: bool, as_json: bool, described: dict | None = None,
+    heading: str | None = None, hint: str | None = None,
+) -> None:
+    """Validate ``options`` (``build_spec``'s, by name) and either print the dry run or create the request.
+    ``described``: what the caller resolved on the way (``clear``'s selection and days), added to the JSON;
+    ``heading`` is printed before the human output, ``hint`` after a dry run's."""
+    described = described or {}
     options["requested_by"] = options["requested_by"] or default_user()
     graph = app.graph()
     spec = build_request(graph, **options)
     catalog = app.catalog()
     loaded = code_version(location_files=graph.code_files())
     concurrency = concurrency_of(app, spec)
-    stated = {"effective_concurrency": concurrency.effective, "concurrency_note": concurrency.note}
+    stated = {"effective_concurrency": concurrency.effective, "concurrency_note": concurrency.note, **described}
     if dry_run:
         from backfill_assets.integration.request_planning import dry_run as plan_cells
 
@@ -96,14 +118,15 @@ def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
             {"dry_run": True, "code_version": loaded, "max_active": spec.effective_max_active, "cells": plan,
              **chunks, **stated},
             as_json,
-            lambda: _print_plan(spec, plan, concurrency, chunks),
+            lambda: _print_plan(spec, plan, concurrency, chunks, heading, hint),
         )
         return
     record = create_request(graph, catalog, spec, loaded, M.RequestSource.CLI)
     emit(
         record.as_dict() | stated,
         as_json,
-        f"created {record.request_id} ({record.status}): {len(spec.assets)} asset(s) × {len(spec.partitions)} "
+        (f"{heading}\n" if heading else "")
+        + f"created {record.request_id} ({record.status}): {len(spec.assets)} asset(s) × {len(spec.partitions)} "
         f"day(s), code version {loaded}, at most {concurrency.effective} run(s) at once, up to "
         f"{spec.partitions_per_run} day(s) per run ({spec.partitions_per_run_mode})"
         + (f"\n  {concurrency.note}" if concurrency.note else "")
@@ -117,7 +140,12 @@ def concurrency_of(app: AppContext, spec: M.RequestSpec) -> Concurrency:
     return QueueLimits(max_runs, limits, f"{app.home}/dagster.yaml").concurrency(spec)
 
 
-def _print_plan(spec: M.RequestSpec, plan: list[dict], concurrency: Concurrency, chunks: dict) -> None:
+def _print_plan(
+    spec: M.RequestSpec, plan: list[dict], concurrency: Concurrency, chunks: dict, heading: str | None = None,
+    hint: str | None = None,
+) -> None:
+    if heading:
+        click.echo(heading)
     table = Table(
         title=f"dry run: {len(plan)} cell(s), order {spec.order}, max_active {spec.effective_max_active}, "
         f"at most {concurrency.effective} run(s) at once"
@@ -131,7 +159,7 @@ def _print_plan(spec: M.RequestSpec, plan: list[dict], concurrency: Concurrency,
         click.echo(line)
     if concurrency.note:
         click.echo(concurrency.note)
-    click.echo("dry run: nothing was written")
+    click.echo("dry run: nothing was written" + (f"; {hint}" if hint else ""))
 
 
 @request.command("list")
@@ -180,6 +208,7 @@ def show(app: AppContext, request_id: str, as_json: bool) -> None:
         click.echo(f"  requested by {r['requested_by']} at {r['requested_at']}: {r['reason'] or '-'}")
         click.echo(
             f"  assets {','.join(r['assets'])}  {r['partitions'][0]}..{r['partitions'][-1]}  reprocess={r['reprocess']}"
+            + (" (only failed)" if r.get("only_failed") else "") +
             f"  order={r['order']}  max_active={r['max_active']}  downstream={r['downstream']}"
             f"  code {r['code_version']}"
         )

@@ -136,6 +136,9 @@ class RequestSpec:
     partitions_per_run_mode: str = EXPLICIT
     # Frozen at build time from the graph: a depends-on-past asset is selected, so intervals run one at a time.
     serial: bool = False
+    # ``clear --only-failed``: only cells whose latest attempt failed (rejected, abandoned, or a run that died
+    # before writing) are re-run; a cell that never ran is left alone too (reprocess=failed would run it).
+    only_failed: bool = False
 
     @property
     def partitions_per_run_auto(self) -> bool:
@@ -321,6 +324,7 @@ def build_spec(
     requested_by: str = "unknown",
     wait_for_overlap: bool = False,
     partitions_per_run: int | str = AUTO,
+    only_failed: bool = False,
 ) -> RequestSpec:
     selected = parse_assets(graph, assets)
     calendar = graph.calendar
@@ -333,6 +337,8 @@ def build_spec(
             raise InvalidInput(f"{what} {value!r} is not one of {', '.join(allowed)}")
     if not isinstance(max_active, int) or isinstance(max_active, bool) or not 1 <= max_active <= MAX_ACTIVE_LIMIT:
         raise InvalidInput(f"--max-active {max_active!r} must be between 1 and {MAX_ACTIVE_LIMIT}")
+    if only_failed and reprocess != ReprocessPolicy.FAILED:
+        raise InvalidInput(f"--only-failed re-runs failed cells only; it cannot go with --reprocess {reprocess}")
     requested_per_run = parse_partitions_per_run(partitions_per_run)
     parse_day(first, "--from")
     parse_day(last, "--to")
@@ -371,6 +377,7 @@ def build_spec(
         partitions_per_run=per_run,
         partitions_per_run_mode=per_run_mode,
         serial=bool(past),
+        only_failed=bool(only_failed),
     )
     if spec.order == "backward" and past:
         raise PlanError(f"--order backward is refused: {', '.join(past)} depends on the past and runs forward only")

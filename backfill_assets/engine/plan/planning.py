@@ -60,6 +60,8 @@ def decide(spec: RequestSpec, asset: AssetSpec, facts: CellFacts) -> Decision:
     if state is None:
         if facts.failed_run_without_version:
             return Decision(CREATE, "latest run failed before writing a version")
+        if spec.only_failed:
+            return Decision(SKIP, "no failed attempt (--only-failed)")
         return Decision(CREATE, "no version yet")
     # reprocess=failed: re-run what failed, was rejected, or died mid-write (no run is in flight for it).
     if state in TERMINAL_FAILED or state in IN_PROGRESS:

@@ -126,6 +126,7 @@ requests = sa.Table(
     sa.Column("partitions_per_run", sa.Integer, nullable=False, default=1),
     # How partitions_per_run was chosen: "explicit" or "auto: <why>"; NULL in a catalog from before (explicit).
     sa.Column("partitions_per_run_mode", sa.Text),
+    sa.Column("only_failed", sa.Boolean),  # clear --only-failed (NULL in catalogs older than it: false)
     sa.Column("conf_json", sa.Text, nullable=False),
     sa.Column("side_effects_json", sa.Text, nullable=False),
     sa.Column("approved_by", sa.String(120)),
