@@ -11,12 +11,13 @@ defs = backfill_definitions(assets=[page_views, visits], resources={"clickstream
 
 A decorator returns a declaration (``BackfillAsset``), not yet a Dagster asset: the definitions builder sees the
 whole graph first (lineage, batchable assets, calendar), then builds the gated assets with one blocking check per
-audit, the jobs, the driver / propagation / adoption sensors and the production schedule around it.
+audit, the jobs, the driver / propagation / adoption sensors and the production trigger around it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import dagster as dg
@@ -24,16 +25,18 @@ import dagster as dg
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import RESERVED_ARGS, AssetGraph, AssetSpec, parameter_names
 from backfill_assets.engine.model.identity import validate_asset_name
-from backfill_assets.engine.model.intervals import BusinessCalendar
+from backfill_assets.engine.model.intervals import BusinessCalendar, utc_now
+from backfill_assets.engine.plan.catchup import CatchupSettings
 from backfill_assets.engine.wap.audit import Audit
 from backfill_assets.integration.assets.chunks import build_chunk_job
 from backfill_assets.integration.assets.gated import build_gated_asset
 from backfill_assets.integration.assets.side_effects import KEY_ARG, PAYLOAD_ARG, build_side_effect_asset
-from backfill_assets.integration.jobs import backfill_job, production_job, production_schedule
+from backfill_assets.integration.jobs import backfill_job, production_job
 from backfill_assets.integration.request_jobs import build_report_job, build_request_job
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.sensors.adoption import build_adoption_sensor
 from backfill_assets.integration.sensors.driver import build_driver_sensor
+from backfill_assets.integration.sensors.production import build_production_sensor
 from backfill_assets.integration.sensors.propagation import build_propagation_sensor
 
 DEFAULT_GROUP = "default"
@@ -157,16 +160,30 @@ def backfill_definitions(
     resources: Mapping[str, Any] | None = None,
     backfill: BackfillResource | None = None,
     executor: dg.ExecutorDefinition | None = None,
+    catchup: bool = True,
+    production_start: str | date | None = None,
+    clock: Callable[[], datetime] | None = None,
 ) -> dg.Definitions:
     """The code location: gated assets and their blocking checks, the production and backfill jobs, the batched
-    (chunk) job, the Launchpad's backfill_request and backfill_report jobs, the production schedule, and the
+    (chunk) job, the Launchpad's backfill_request and backfill_report jobs, the production trigger, and the
     backfill driver, propagation and adoption sensors.
 
     ``executor`` runs the data steps (production, backfill and chunk runs), by default inside the run's own
     process; e.g. ``dagster_celery.celery_executor`` spreads them over Celery workers (deploy/celery). The
     Launchpad's request and report jobs always run in the run's process: they only talk to the catalog.
+
+    Production (the ``production_trigger`` sensor, shipped stopped) runs each complete business day once. After
+    downtime, ``catchup=True`` (the default: a missed day is production's to compute, not an operator's chore)
+    submits every missed day in order; ``catchup=False`` only the newest, the gap being a request's job. Its first
+    start runs the newest day only, or, with ``catchup``, every day from ``production_start`` (Airflow's
+    ``start_date``; no day before it is ever run by production). ``clock`` is the trigger's "now" (tests).
     """
     graph = asset_graph(assets)
+    if clock is not None and not callable(clock):
+        raise InvalidInput(f"clock must be a callable returning the current time, not {type(clock).__name__}")
+    production_sensor = build_production_sensor(
+        graph, CatchupSettings(catchup, production_start), clock or utc_now
+    )
     resources = dict(resources or {})
     if BACKFILL_RESOURCE in resources:
         raise InvalidInput(f"resource key {BACKFILL_RESOURCE!r} is the library's own; pass it as backfill=")
@@ -192,8 +209,8 @@ def backfill_definitions(
     defs = dg.Definitions(
         assets=built,
         jobs=[production_job, backfill_job, chunk_job, request_job, report_job],
-        schedules=[production_schedule],
         sensors=[
+            production_sensor,
             build_driver_sensor(graph, [backfill_job, chunk_job, report_job]),
             build_propagation_sensor(graph),
             build_adoption_sensor(graph, report_job),
