@@ -24,6 +24,7 @@ from backfill_assets.engine.plan.creation import (
 )
 from backfill_assets.engine.plan.reconcile import count_decisions, decisions_now
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
+from backfill_assets.engine.store.pauses import Pauses, status_text
 
 from .app import AppContext, cli, default_user, emit, json_option
 from .instance_config import run_queue_limits
@@ -142,9 +143,11 @@ def list_requests(app: AppContext, as_json: bool) -> None:
     catalog = app.catalog()
     ledger = Ledger(catalog)
     rows = []
+    paused = Pauses(catalog).current()
     for record in ledger.list():
         cells = decisions_now(catalog, record.request_id, ledger.cells(record.request_id))
-        rows.append({**record.as_dict(), "counts": count_decisions(c.decision for c in cells)})
+        rows.append({**record.as_dict(), "pause": paused.get(record.request_id),
+                     "counts": count_decisions(c.decision for c in cells)})
 
     def human() -> None:
         table = Table()
@@ -153,7 +156,8 @@ def list_requests(app: AppContext, as_json: bool) -> None:
         for r in rows:
             c = r["counts"]
             table.add_row(
-                r["request_id"], r["status"], r["source"], ",".join(r["assets"]), str(len(r["partitions"])),
+                r["request_id"], status_text(r["status"], r["pause"]), r["source"], ",".join(r["assets"]),
+                str(len(r["partitions"])),
                 str(c["published"]), str(c["rejected"] + c["failed"]), str(c["skipped"]), str(c["submitted"]),
             )
         Console().print(table)
@@ -172,7 +176,10 @@ def show(app: AppContext, request_id: str, as_json: bool) -> None:
     ledger = Ledger(catalog)
     record = ledger.get(validate_request_id(request_id))
     cells = [c.as_dict() for c in decisions_now(catalog, request_id, ledger.cells(request_id))]
-    data = {**record.as_dict(), "counts": count_decisions(c["decision"] for c in cells), "cells": cells}
+    pauses = Pauses(catalog)
+    data = {**record.as_dict(), "pause": pauses.current([request_id]).get(request_id),
+            "pauses": pauses.history(request_id), "counts": count_decisions(c["decision"] for c in cells),
+            "cells": cells}
 
     def human() -> None:
         r = data
