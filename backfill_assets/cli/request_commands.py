@@ -27,6 +27,7 @@ from backfill_assets.engine.store.ledger import Ledger, validate_request_id
 from backfill_assets.engine.store.pauses import Pauses, status_text
 
 from .app import AppContext, cli, default_user, emit, json_option
+from .cell_tries import show_cell_tries
 from .instance_config import run_queue_limits
 
 
@@ -167,14 +168,22 @@ def list_requests(app: AppContext, as_json: bool) -> None:
 
 @request.command("show")
 @click.argument("request_id")
+@click.option("--cell", default=None, metavar="ASSET/PARTITION",
+              help="List every try of this cell, across all requests and production, instead.")
 @json_option
 @click.pass_obj
-def show(app: AppContext, request_id: str, as_json: bool) -> None:
+def show(app: AppContext, request_id: str, cell: str | None, as_json: bool) -> None:
     """Show a request, its counts and every cell's decision (a published cell whose version was since rolled back
-    shows as rolled_back)."""
+    shows as rolled_back); with --cell, every try of one cell (Airflow's task tries), this request's marked.
+
+    Example: backfill-assets request show req-20221101-1a2b3c4d --cell daily_revenue/2022-10-17
+    """
     catalog = app.catalog()
     ledger = Ledger(catalog)
     record = ledger.get(validate_request_id(request_id))
+    if cell is not None:
+        show_cell_tries(app, request_id, cell, as_json)
+        return
     cells = [c.as_dict() for c in decisions_now(catalog, request_id, ledger.cells(request_id))]
     pauses = Pauses(catalog)
     data = {**record.as_dict(), "pause": pauses.current([request_id]).get(request_id),
