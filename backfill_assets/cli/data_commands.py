@@ -13,6 +13,7 @@ from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import in_zone
 from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.outbox import deliveries
+from backfill_assets.engine.store.tries import cell_tries
 
 from .app import AppContext, cli, emit, json_option
 
@@ -73,7 +74,11 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
     history = catalog.history(asset, partition)
     rows = [v.as_dict() for v in catalog.versions_of(asset, partition)]
     current = catalog.current(asset, partition)
+    # Who asked for each version and why: the same query as `request show --cell`, so the two agree.
+    asked = {t["version_id"]: t for t in cell_tries(catalog, asset, partition) if t["version_written"]}
     for row in rows:
+        who = asked[row["version_id"]]  # read after the versions: every one of them is there
+        row["requested_by"], row["request_reason"] = who["requested_by"], who["request_reason"]
         row["current"] = current is not None and row["version_id"] == current.version_id
         row["timezone"] = calendar.tz_name
         row["interval_start_local"] = in_zone(row["interval_start"], tz)
@@ -102,6 +107,10 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
             click.echo(
                 f"    requested {r['requested_at'] or '-'}  started {r['started_at'] or '-'}"
                 f"  ended {r['ended_at'] or '-'}  published {r['published_at'] or '-'}"
+            )
+            click.echo(
+                f"    request {r['request_id']} by {r['requested_by'] or '-'}: {r['request_reason'] or '-'}"
+                if r["request_id"] else f"    no request (lane {r['lane'] or '-'})"
             )
             for h in r["history"]:
                 why = f" ({h['reason']})" if h["reason"] else ""

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from backfill_assets.engine.plan.reconcile import Report
 from backfill_assets.engine.store.ledger import validate_request_id
+from backfill_assets.engine.store.pauses import pause_message
 
 from .app import AppContext, cli, emit, json_option
 
@@ -76,6 +77,12 @@ def print_report(report: Report) -> None:
         f"[bold]{report.request['request_id']}[/bold] {report.request['status']} — complete: "
         + ("[green]yes[/green]" if report.complete else "[red]no[/red]")
     )
+    pause = report.request.get("pause")
+    if pause:
+        console.print(
+            f"{pause_message(pause)} — `backfill-assets request resume {report.request['request_id']}` goes on",
+            highlight=False, markup=False,
+        )
     # Lines, not tables: a cell's versions, change and note are too wide for a table at 80 columns.
     console.print("totals: " + ", ".join(f"{key} {t[key]}" for key in TOTALS_SHOWN), highlight=False)
     console.print(f"cells ({len(report.cells)}):", highlight=False)

@@ -24,8 +24,10 @@ from backfill_assets.engine.plan.creation import (
 )
 from backfill_assets.engine.plan.reconcile import count_decisions, decisions_now
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
+from backfill_assets.engine.store.pauses import Pauses, status_text
 
 from .app import AppContext, cli, default_user, emit, json_option
+from .cell_tries import show_cell_tries
 from .instance_config import run_queue_limits
 
 
@@ -170,9 +172,11 @@ def list_requests(app: AppContext, as_json: bool) -> None:
     catalog = app.catalog()
     ledger = Ledger(catalog)
     rows = []
+    paused = Pauses(catalog).current()
     for record in ledger.list():
         cells = decisions_now(catalog, record.request_id, ledger.cells(record.request_id))
-        rows.append({**record.as_dict(), "counts": count_decisions(c.decision for c in cells)})
+        rows.append({**record.as_dict(), "pause": paused.get(record.request_id),
+                     "counts": count_decisions(c.decision for c in cells)})
 
     def human() -> None:
         table = Table()
@@ -181,7 +185,8 @@ def list_requests(app: AppContext, as_json: bool) -> None:
         for r in rows:
             c = r["counts"]
             table.add_row(
-                r["request_id"], r["status"], r["source"], ",".join(r["assets"]), str(len(r["partitions"])),
+                r["request_id"], status_text(r["status"], r["pause"]), r["source"], ",".join(r["assets"]),
+                str(len(r["partitions"])),
                 str(c["published"]), str(c["rejected"] + c["failed"]), str(c["skipped"]), str(c["submitted"]),
             )
         Console().print(table)
@@ -191,16 +196,27 @@ def list_requests(app: AppContext, as_json: bool) -> None:
 
 @request.command("show")
 @click.argument("request_id")
+@click.option("--cell", default=None, metavar="ASSET/PARTITION",
+              help="List every try of this cell, across all requests and production, instead.")
 @json_option
 @click.pass_obj
-def show(app: AppContext, request_id: str, as_json: bool) -> None:
+def show(app: AppContext, request_id: str, cell: str | None, as_json: bool) -> None:
     """Show a request, its counts and every cell's decision (a published cell whose version was since rolled back
-    shows as rolled_back)."""
+    shows as rolled_back); with --cell, every try of one cell (Airflow's task tries), this request's marked.
+
+    Example: backfill-assets request show req-20221101-1a2b3c4d --cell daily_revenue/2022-10-17
+    """
     catalog = app.catalog()
     ledger = Ledger(catalog)
     record = ledger.get(validate_request_id(request_id))
+    if cell is not None:
+        show_cell_tries(app, request_id, cell, as_json)
+        return
     cells = [c.as_dict() for c in decisions_now(catalog, request_id, ledger.cells(request_id))]
-    data = {**record.as_dict(), "counts": count_decisions(c["decision"] for c in cells), "cells": cells}
+    pauses = Pauses(catalog)
+    data = {**record.as_dict(), "pause": pauses.current([request_id]).get(request_id),
+            "pauses": pauses.history(request_id), "counts": count_decisions(c["decision"] for c in cells),
+            "cells": cells}
 
     def human() -> None:
         r = data

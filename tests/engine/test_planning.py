@@ -65,7 +65,7 @@ def test_a_side_effect_runs_only_when_authorized():
 
 def test_policies_statuses_and_decisions_are_enums_of_the_stored_strings():
     assert [p.value for p in M.ReprocessPolicy] == ["none", "failed", "completed"]
-    assert [s.value for s in M.RequestStatus] == ["waiting", "open", "blocked", "completed", "cancelled"]
+    assert [s.value for s in M.RequestStatus] == ["waiting", "open", "blocked", "completed", "cancelled", "paused"]
     assert M.CellDecision("published") is M.PUBLISHED and M.PUBLISHED == "published"
     assert {M.PUBLISHED: 1}["published"] == 1  # rows read back as plain strings find enum keys
 

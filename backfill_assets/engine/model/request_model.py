@@ -45,6 +45,9 @@ class RequestStatus(StrEnum):
     BLOCKED = "blocked"
     COMPLETED = "completed"
     CANCELLED = "cancelled"
+    # Submits nothing new until `request resume` (which restores the status it had); keeps its claims, settles
+    # the runs already in flight, and never closes while paused (engine/store/pauses.py).
+    PAUSED = "paused"
 
 
 class CellDecision(StrEnum):
@@ -78,8 +81,11 @@ REPROCESS_POLICIES = tuple(ReprocessPolicy)
 DOWNSTREAM_POLICIES = tuple(DownstreamPolicy)
 ORDERS = tuple(Order)
 
-WAITING, OPEN, BLOCKED, COMPLETED, CANCELLED = RequestStatus
-ACTIVE_STATUSES = (WAITING, OPEN, BLOCKED)
+WAITING, OPEN, BLOCKED, COMPLETED, CANCELLED, PAUSED = RequestStatus
+# Not closed: the driver still visits them (a paused request's runs in flight are settled) and they hold claims.
+ACTIVE_STATUSES = (WAITING, OPEN, BLOCKED, PAUSED)
+# The statuses a pause may interrupt, and so the ones a resume restores.
+PAUSABLE_STATUSES = (WAITING, OPEN, BLOCKED)
 CLOSED_STATUSES = (COMPLETED, CANCELLED)
 
 PENDING = CellDecision.PENDING

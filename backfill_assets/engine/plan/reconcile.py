@@ -18,6 +18,7 @@ from backfill_assets.engine.plan.reconcile_downstream import affected_downstream
 from backfill_assets.engine.store.catalog import Catalog, Version
 from backfill_assets.engine.store.handoffs import Handoffs
 from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.store.pauses import Pauses
 from backfill_assets.engine.store.storage import Warehouse
 
 FINISHED_RUNS = ("SUCCESS", "FAILURE", "CANCELED")
@@ -233,7 +234,8 @@ def reconcile(
     complete = bool(cell_reports) and all(c.decision in M.SUCCESS_CELLS for c in cell_reports)
     stale, side_effects = affected_downstream_report(catalog, record.request_id, record.spec.downstream, graph)
     return Report(
-        request=record.as_dict(),
+        # While paused: who paused it, when, why (None otherwise).
+        request={**record.as_dict(), "pause": Pauses(catalog).current([request_id]).get(request_id)},
         totals=totals,
         complete=complete,
         cells=cell_reports,

@@ -172,6 +172,10 @@ class Ledger:
         """For a waiting request: take every claim once the holders have closed (all or nothing)."""
         now = iso(utc_now())
         with self.engine.begin() as conn:
+            # The request row first, and only while still waiting: a pause or cancel that committed since the
+            # driver read it must not find claims taken by a request it stopped.
+            if not self._lock_if_status(conn, request_id, M.WAITING):
+                return False
             cells = claimable_cells(conn, request_id)
             holders = claimed_by(conn, cells)
             if holders:

@@ -164,6 +164,23 @@ claims = sa.Table(
     sa.Column("claimed_at", _ts, nullable=False),
 )
 
+# Every pause of a request (`request pause` / `request resume`), kept after the resume: who stopped it, when and
+# why, and the status (and message) its resume restores. At most one row per request has resumed_at NULL.
+request_pauses = sa.Table(
+    "request_pauses",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("request_id", _req, nullable=False),
+    sa.Column("paused_at", _ts, nullable=False),
+    sa.Column("paused_by", sa.String(120), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("status_before", sa.String(16), nullable=False),
+    sa.Column("message_before", sa.Text),
+    sa.Column("resumed_at", _ts),
+    sa.Column("resumed_by", sa.String(120)),
+    sa.Index("ix_request_pauses_request", "request_id", "id"),
+)
+
 handoffs = sa.Table(
     "handoffs",
     metadata,
