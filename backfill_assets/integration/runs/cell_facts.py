@@ -1,5 +1,5 @@
 """What is true of a request's cells now, for the driver's submit-time decision and the dry run: the newest
-version in the catalog, Dagster's in-flight runs and per-partition failures."""
+version in the catalog, Dagster's in-flight runs and per-partition failures, and the cells' skip marks."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Callable
 import dagster as dg
 
 from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.overrides import skip_mark_reason
 from backfill_assets.engine.plan.planning import CellFacts
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.integration.assets.partitions import daily_partitions_for
@@ -56,9 +57,11 @@ def cell_facts_source(
         flying = in_flight_cells(instance, graph, {p for _, p in batch})
         # ``decide`` consults a failed run only for a cell without a version: Dagster is asked about those alone.
         failed = failed_partitions(graph, instance, [c for c in batch if c not in latest])
+        marks = catalog.skip_marks(batch)
         for cell in batch:
             state, version_id = latest.get(cell, (None, None))
-            known[cell] = CellFacts(state, version_id, flying.get(cell), cell in failed)
+            mark = skip_mark_reason(marks[cell]) if cell in marks else None
+            known[cell] = CellFacts(state, version_id, flying.get(cell), cell in failed, skip_mark=mark)
 
     size = window
     if size is None:
