@@ -73,7 +73,11 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
     history = catalog.history(asset, partition)
     rows = [v.as_dict() for v in catalog.versions_of(asset, partition)]
     current = catalog.current(asset, partition)
+    # A person's accept / reject of a version, and the cell's skip mark (backfill-assets accept / reject / skip).
+    overrides = catalog.overrides_of_cell(asset, partition)
+    skip_mark = catalog.skip_marks([(asset, partition)]).get((asset, partition))
     for row in rows:
+        row["overrides"] = [o.as_dict() for o in overrides if o.version_id == row["version_id"]]
         row["current"] = current is not None and row["version_id"] == current.version_id
         row["timezone"] = calendar.tz_name
         row["interval_start_local"] = in_zone(row["interval_start"], tz)
@@ -93,6 +97,8 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
             f" = [{interval.start_utc.isoformat()}, {interval.end_utc.isoformat()}) UTC;"
             f" {len(rows)} version(s), * = current"
         )
+        if skip_mark is not None:
+            click.echo(f"  the cell is {skip_mark.summary}")
         for r in rows:
             rows_text = r["rows"] if r["rows"] is not None else "-"
             click.echo(
@@ -107,6 +113,8 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
                 why = f" ({h['reason']})" if h["reason"] else ""
                 replaced = f", replacing {h['previous_version_id']}" if h["previous_version_id"] else ""
                 click.echo(f"    made current by {h['action']} #{h['seq']} at {h['at']}{replaced}{why}")
+            for o in r["overrides"]:
+                click.echo(f"    override: {o['action']} by {o['by']} at {o['at']}: {o['reason']}")
 
     emit(rows, as_json, human)
 
