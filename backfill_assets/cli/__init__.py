@@ -5,6 +5,7 @@ from . import (  # noqa: F401 - importing registers the commands
     data_commands,
     demo_command,
     ops_commands,
+    override_commands,
     pause_commands,
     reconcile_command,
     request_commands,

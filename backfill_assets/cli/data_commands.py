@@ -76,7 +76,11 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
     current = catalog.current(asset, partition)
     # Who asked for each version and why: the same query as `request show --cell`, so the two agree.
     asked = {t["version_id"]: t for t in cell_tries(catalog, asset, partition) if t["version_written"]}
+    # A person's accept / reject of a version, and the cell's skip mark (backfill-assets accept / reject / skip).
+    overrides = catalog.overrides_of_cell(asset, partition)
+    skip_mark = catalog.skip_marks([(asset, partition)]).get((asset, partition))
     for row in rows:
+        row["overrides"] = [o.as_dict() for o in overrides if o.version_id == row["version_id"]]
         who = asked[row["version_id"]]  # read after the versions: every one of them is there
         row["requested_by"], row["request_reason"] = who["requested_by"], who["request_reason"]
         row["current"] = current is not None and row["version_id"] == current.version_id
@@ -98,6 +102,8 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
             f" = [{interval.start_utc.isoformat()}, {interval.end_utc.isoformat()}) UTC;"
             f" {len(rows)} version(s), * = current"
         )
+        if skip_mark is not None:
+            click.echo(f"  the cell is {skip_mark.summary}")
         for r in rows:
             rows_text = r["rows"] if r["rows"] is not None else "-"
             click.echo(
@@ -116,6 +122,8 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
                 why = f" ({h['reason']})" if h["reason"] else ""
                 replaced = f", replacing {h['previous_version_id']}" if h["previous_version_id"] else ""
                 click.echo(f"    made current by {h['action']} #{h['seq']} at {h['at']}{replaced}{why}")
+            for o in r["overrides"]:
+                click.echo(f"    override: {o['action']} by {o['by']} at {o['at']}: {o['reason']}")
 
     emit(rows, as_json, human)
 

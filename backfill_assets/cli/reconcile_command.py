@@ -48,6 +48,7 @@ def render_html(report: Report) -> str:
 TOTALS_SHOWN = (
     "planned", "cascaded", "handed_off", "runs_created", "attempts", "published", "rolled_back", "rejected",
     "failed", "skipped", "cancelled", "pending", "in_flight", "still_retrying", "duplicate_publishes", "gaps",
+    "accepted", "rejected_after_publish", "marked_skipped",
 )
 
 
@@ -56,6 +57,8 @@ def _cell_line(cell) -> list[str]:
     parts = [cell.partition_key, cell.asset, cell.decision]
     if cell.origin != "planned":
         parts.append(f"({cell.origin})")
+    if cell.override:
+        parts.append(f"[override: {cell.override['action']} by {cell.override['by']}]")
     if cell.versions:
         parts.append("versions " + " ".join(f"{v.attempt_no}:{v.state}" for v in cell.versions))
     if last is not None and last.rows is not None:

@@ -218,3 +218,21 @@ admissions = sa.Table(
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("at", _ts, nullable=False),
 )
+
+# An operator's overrides, never silent (backfill-assets accept / reject / skip): who decided what about which version
+# or cell, when and why. Rows are only added: a withdrawn skip mark is an `unskip` row after the `skip` row.
+overrides = sa.Table(
+    "overrides",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("action", sa.String(16), nullable=False),  # accept | reject | skip | unskip
+    sa.Column("asset", _asset, nullable=False),
+    sa.Column("partition_key", _key, nullable=False),
+    sa.Column("version_id", _vid),  # the version accepted or rejected; NULL for a cell's skip mark
+    sa.Column("decided_by", sa.String(120), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("at", _ts, nullable=False),
+    sa.Column("publish_seq", sa.BigInteger),  # the publish_log row of an accept (publish) or reject (rollback)
+    sa.Index("ix_overrides_cell", "asset", "partition_key"),
+    sa.Index("ix_overrides_version", "version_id"),
+)

@@ -1,6 +1,6 @@
 """What is true of cells now: for a request's cells (the driver's submit-time decision and the dry run) the newest
-version in the catalog, Dagster's in-flight runs and per-partition failures; for the production trigger, the
-current (published) version and the in-flight runs."""
+version in the catalog, Dagster's in-flight runs and per-partition failures, and the cells' skip marks; for the
+production trigger, the current (published) version and the in-flight runs."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Callable
 import dagster as dg
 
 from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.overrides import skip_mark_reason
 from backfill_assets.engine.plan.catchup import CellNow
 from backfill_assets.engine.plan.planning import CellFacts
 from backfill_assets.engine.store.catalog import Catalog
@@ -61,9 +62,11 @@ def cell_facts_source(
         flying = in_flight_cells(instance, graph, {p for _, p in batch})
         # ``decide`` consults a failed run only for a cell without a version: Dagster is asked about those alone.
         failed = failed_partitions(graph, instance, [c for c in batch if c not in latest])
+        marks = catalog.skip_marks(batch)
         for cell in batch:
             state, version_id = latest.get(cell, (None, None))
-            known[cell] = CellFacts(state, version_id, flying.get(cell), cell in failed)
+            mark = skip_mark_reason(marks[cell]) if cell in marks else None
+            known[cell] = CellFacts(state, version_id, flying.get(cell), cell in failed, skip_mark=mark)
 
     size = window
     if size is None:
