@@ -58,6 +58,9 @@ class VersionReport:
     source_fingerprint: str | None = None
     gap: str | None = None
     worker: str | None = None  # the process that wrote the attempt: which worker ran which day
+    # What params_digest digests: the injected defect and, for an asset with a config, that config (defaults
+    # included); None for a version written before the catalog kept them.
+    params: dict[str, Any] | None = None
 
 
 @dataclass
@@ -148,6 +151,7 @@ def _version_report(version: Version, by_id: dict[str, Version]) -> VersionRepor
         recomputed_on_current_upstream=recomputed_on_current_upstream(version, replaced),
         source_fingerprint=version.source_fingerprint,
         worker=version.data.get("worker"),
+        params=version.data.get("params"),
     )
 
 
