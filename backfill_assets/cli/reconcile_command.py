@@ -65,6 +65,8 @@ def _cell_line(cell) -> list[str]:
         parts.append(f"rows {last.rows}")
     if last is not None and last.change:
         parts.append(f"change {json.dumps(last.change)}")
+    if last is not None and (last.params or {}).get("config"):
+        parts.append(f"conf {json.dumps(last.params['config'], sort_keys=True)}")
     if last is not None and last.recomputed_on_current_upstream is not None:
         parts.append(f"recomputed on current upstream: {last.recomputed_on_current_upstream}")
     note = (cell.reason or "") + ("; " + last.gap if last is not None and last.gap else "")
@@ -87,6 +89,8 @@ def print_report(report: Report) -> None:
             highlight=False, markup=False,
         )
     # Lines, not tables: a cell's versions, change and note are too wide for a table at 80 columns.
+    if report.request.get("conf"):
+        console.print(f"conf {json.dumps(report.request['conf'], sort_keys=True)}", highlight=False, markup=False)
     console.print("totals: " + ", ".join(f"{key} {t[key]}" for key in TOTALS_SHOWN), highlight=False)
     console.print(f"cells ({len(report.cells)}):", highlight=False)
     for c in report.cells:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 
@@ -67,7 +68,8 @@ def request_options(command):
         click.option("--allow-side-effects", default=None, help="Side-effecting assets this request may run."),
         click.option("--approved-by", default=None, help="Who approved the side effects."),
         click.option("--conf", default=None,
-                     help='JSON, e.g. {"inject_defect": {"2022-10-17": {"daily_revenue": "drop_rows"}}}'),
+                     help='JSON: an asset\'s own config, e.g. {"order_facts": {"usd_to_cny": 7.3}}, and the '
+                          'library\'s keys, e.g. {"inject_defect": {"2022-10-17": {"daily_revenue": "drop_rows"}}}'),
         click.option("--reason", default="", help="Why this backfill exists."),
         click.option("--requested-by", default=None, help="Who asks (default: the OS user)."),
         click.option("--wait-for-overlap", is_flag=True, help="Wait for overlapping requests instead of failing."),
@@ -231,6 +233,8 @@ def show(app: AppContext, request_id: str, cell: str | None, as_json: bool) -> N
         click.echo(
             f"  partitions_per_run={r['partitions_per_run']} ({r.get('partitions_per_run_mode') or M.EXPLICIT})"
         )
+        if r["conf"]:
+            click.echo(f"  conf {json.dumps(r['conf'], sort_keys=True)}")
         click.echo("  " + ", ".join(f"{k} {v}" for k, v in r["counts"].items()))
         table = Table()
         for col in ("partition", "asset", "decision", "reason", "run"):

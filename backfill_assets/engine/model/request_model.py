@@ -15,6 +15,7 @@ from backfill_assets.engine.model.errors import InvalidInput, PlanError
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import parse_day
+from backfill_assets.engine.model.run_conf import validate_asset_sections
 from backfill_assets.engine.wap.defects import validate_defect
 
 
@@ -173,6 +174,10 @@ class RequestSpec:
     def defect_for(self, partition: str, asset: str) -> str | None:
         return self.conf.get("inject_defect", {}).get(partition, {}).get(asset)
 
+    def config_for(self, asset: str) -> dict[str, Any]:
+        """The asset's own run config frozen in the request (every field, defaults filled), or {}."""
+        return {} if asset in CONF_KEYS else dict(self.conf.get(asset) or {})
+
 
 def parse_assets(graph: AssetGraph, selection: str) -> tuple[str, ...]:
     names = [s.strip() for s in (selection or "").split(",") if s.strip()]
@@ -186,7 +191,8 @@ def parse_assets(graph: AssetGraph, selection: str) -> tuple[str, ...]:
 
 
 def parse_conf(raw: str | None) -> dict[str, Any]:
-    """``--conf`` JSON: only known keys, bounded size and depth (so it can be stored and logged safely)."""
+    """``--conf`` JSON: bounded size and depth (so it can be stored and logged safely). Its keys are checked
+    against the graph by ``validate_asset_sections``."""
     if raw is None or raw == "":
         return {}
     if len(raw.encode("utf-8", "surrogatepass")) > MAX_CONF_BYTES:
@@ -199,9 +205,6 @@ def parse_conf(raw: str | None) -> dict[str, Any]:
         raise InvalidInput("--conf must be a JSON object")
     if _depth(conf) > MAX_CONF_DEPTH:
         raise InvalidInput(f"--conf is nested deeper than {MAX_CONF_DEPTH} levels")
-    unknown = sorted(set(conf) - set(CONF_KEYS))
-    if unknown:
-        raise InvalidInput(f"--conf has unknown key(s) {unknown}; known: {list(CONF_KEYS)}")
     window = conf.get("handoff_window_seconds")
     if window is not None and (
         not isinstance(window, int) or isinstance(window, bool) or not 1 <= window <= 30 * 86400
@@ -360,7 +363,7 @@ def build_spec(
             raise InvalidInput(f"--allow-side-effects {name!r} is not a side-effecting asset")
     if side_effects and not approved_by:
         raise InvalidInput("--allow-side-effects needs --approved-by NAME")
-    spec_conf = parse_conf(conf)
+    spec_conf = validate_asset_sections(graph, parse_conf(conf), selected, CONF_KEYS)
     _validate_defects(graph, spec_conf, partitions, selected)
     past = [a for a in selected if graph[a].depends_on_past]
     per_run, per_run_mode = resolve_partitions_per_run(

@@ -7,7 +7,7 @@ to the ledger and turns the submissions into run requests with idempotent run ke
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Any, Callable
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell, CellOrigin, CellUpdate
@@ -57,6 +57,8 @@ class Submission:
     defects: dict[str, dict[str, str]]  # asset -> partition -> defect
     cells: tuple[tuple[str, str], ...] = ()  # (asset, partition) written by the run
     slot: int | None = None  # run slot when the instance enforces one run per slot (queue-ahead)
+    # asset -> its own config frozen in the request (only assets the request configured)
+    configs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def days_by_asset(self, graph: AssetGraph) -> dict[str, list[str]]:
         days: dict[str, list[str]] = {}
@@ -402,4 +404,5 @@ def _submission(spec: M.RequestSpec, cells: list[Cell], key: str) -> Submission:
         if defect:
             defects.setdefault(cell.asset, {})[cell.partition_key] = defect
     cells_written = tuple(c.key for c in ordered)
-    return Submission(partitions, assets, key, defects, cells_written)
+    configs = {asset: spec.config_for(asset) for asset in assets if spec.config_for(asset)}
+    return Submission(partitions, assets, key, defects, cells_written, configs=configs)

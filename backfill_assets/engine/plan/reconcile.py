@@ -61,6 +61,9 @@ class VersionReport:
     gap: str | None = None
     worker: str | None = None  # the process that wrote the attempt: which worker ran which day
     overrides: list[dict] = field(default_factory=list)  # a person's accept / reject of this version, oldest first
+    # What params_digest digests: the injected defect and, for an asset with a config, that config (defaults
+    # included); None for a version written before the catalog kept them.
+    params: dict[str, Any] | None = None
 
 
 @dataclass
@@ -153,6 +156,7 @@ def _version_report(version: Version, by_id: dict[str, Version]) -> VersionRepor
         recomputed_on_current_upstream=recomputed_on_current_upstream(version, replaced),
         source_fingerprint=version.source_fingerprint,
         worker=version.data.get("worker"),
+        params=version.data.get("params"),
     )
 
 

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from backfill_assets.engine.model.errors import InvalidInput, NotFound, PublishConflict
 from backfill_assets.engine.model.identity import (
     RunIdentity,
+    canonical_json,
     make_version_id,
     parse_version_id,
     validate_asset_name,
@@ -113,6 +114,7 @@ class Catalog(ReadLog, OverrideLog, CatalogQueries):
                         started_at=identity.started_at,
                         created_at=now,
                         worker=identity.worker or None,
+                        params_json=canonical_json(identity.params) if identity.params else None,
                     )
                 )
                 return self._get(conn, version_id)
