@@ -71,4 +71,5 @@ def _try_lines(number: int, t: dict[str, Any]) -> list[str]:
         lines.append("      checks: " + ", ".join(verdicts))
     if t["error"]:
         lines.append(f"      error: {t['error']}")
+    lines += [f"      override: {o['action']} by {o['by']} at {o['at']}: {o['reason']}" for o in t["overrides"]]
     return lines

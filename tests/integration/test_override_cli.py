@@ -108,6 +108,11 @@ def test_accept_publishes_the_rejected_version_and_then_reprocess_none_or_failed
     html = tmp_path / "r.html"
     assert CliRunner().invoke(cli, ["reconcile", rid, "--html", str(html)]).exit_code == 0
     assert "override: accept by ana" in html.read_text()
+    # The cell's try history names the override on the try it published.
+    tries = ok("request", "show", rid, "--cell", f"{DAILY_REVENUE}/{DAY}")["tries"]
+    accepted = next(t for t in tries if t["version_id"] == rejected)
+    assert [(o["action"], o["by"]) for o in accepted["overrides"]] == [("accept", "ana")]
+    assert "override: accept by ana" in invoke("request", "show", rid, "--cell", f"{DAILY_REVENUE}/{DAY}").output
 
     attempts = len(env.catalog.versions_of(DAILY_REVENUE, DAY))
     for policy in (M.ReprocessPolicy.NONE, M.ReprocessPolicy.FAILED):

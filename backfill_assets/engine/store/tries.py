@@ -62,8 +62,11 @@ def cell_tries(
     runs_with_a_version = {t["dagster_run_id"] for t in tries}
     tries += [_run_without_version(row) for row in launched if row.run_id not in runs_with_a_version]
     tries.sort(key=lambda t: t.pop("_at") or "")
+    # A person's accept / reject of a try's version (backfill-assets accept / reject), oldest first.
+    overrides = catalog.overrides_of_cell(asset, partition_key)
     for t in tries:
         t["this_request"] = request_id is not None and t["request_id"] == request_id
+        t["overrides"] = [o.as_dict() for o in overrides if t["version_id"] and o.version_id == t["version_id"]]
     return tries
 
 
