@@ -134,6 +134,15 @@ def tell_dagster_of_rollback(catalog: Catalog, move: PointerMove, reason: str) -
     return tell_dagster(lambda instance: report_rollback(instance, catalog, move, reason), move, "rollback")
 
 
+def echo_consumers(consumers: list[dict], of_what: str, cascade: bool, cascade_request: str | None) -> None:
+    """The human lines shared by rollback, reject and accept: who read the version taken away, and the cascade."""
+    click.echo(f"{len(consumers)} consumer(s) read {of_what}:")
+    for c in consumers:
+        click.echo(f"  {c['consumer']}  run={c['consumer_run_id'] or '-'}  request={c['request_id'] or '-'}")
+    if cascade:
+        click.echo(f"cascade request: {cascade_request or 'none (no downstream version read it)'}")
+
+
 @cli.command()
 @click.argument("asset")
 @click.argument("partition")
@@ -171,10 +180,6 @@ def rollback(
     def human() -> None:
         click.echo(f"rolled back {move.previous_version_id}\nrestored    {move.version_id}")
         click.echo(f"Dagster: {dagster_event}")
-        click.echo(f"{len(consumers)} consumer(s) read the rolled-back version:")
-        for c in consumers:
-            click.echo(f"  {c['consumer']}  run={c['consumer_run_id'] or '-'}  request={c['request_id'] or '-'}")
-        if cascade:
-            click.echo(f"cascade request: {cascade_request or 'none (no downstream version read it)'}")
+        echo_consumers(consumers, "the rolled-back version", cascade, cascade_request)
 
     emit(result, as_json, human)

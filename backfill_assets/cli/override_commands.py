@@ -11,7 +11,7 @@ from backfill_assets.engine.plan import overrides as override_plan
 
 from .app import AppContext, cli, default_user, emit, json_option
 from .data_commands import validate_cell
-from .ops_commands import cascade_request_for_consumers, tell_dagster
+from .ops_commands import cascade_request_for_consumers, echo_consumers, tell_dagster
 
 
 def _report_override(catalog, move, record):
@@ -61,11 +61,7 @@ def accept(app: AppContext, version_id: str, approved_by: str, reason: str, casc
     def human() -> None:
         click.echo(f"accepted {version_id}\nreplaced {move.previous_version_id or 'nothing'} (publish #{move.seq})")
         click.echo(f"override: {record.summary}\nDagster: {dagster_event}")
-        click.echo(f"{len(replaced_readers)} consumer(s) read the replaced version:")
-        for c in replaced_readers:
-            click.echo(f"  {c.consumer}  run={c.consumer_run_id or '-'}  request={c.request_id or '-'}")
-        if cascade:
-            click.echo(f"cascade request: {cascade_request or 'none (no downstream version read it)'}")
+        echo_consumers(result["consumers_of_replaced"], "the replaced version", cascade, cascade_request)
 
     emit(result, as_json, human)
 
@@ -113,11 +109,7 @@ def reject(app: AppContext, asset: str, partition: str, reason: str, by: str | N
     def human() -> None:
         click.echo(f"rejected {move.previous_version_id}\nrestored {move.version_id}\noverride: {record.summary}")
         click.echo(f"Dagster: {dagster_event}")
-        click.echo(f"{len(consumers)} consumer(s) read the rejected version:")
-        for c in consumers:
-            click.echo(f"  {c['consumer']}  run={c['consumer_run_id'] or '-'}  request={c['request_id'] or '-'}")
-        if cascade:
-            click.echo(f"cascade request: {cascade_request or 'none (no downstream version read it)'}")
+        echo_consumers(consumers, "the rejected version", cascade, cascade_request)
 
     emit(result, as_json, human)
 
