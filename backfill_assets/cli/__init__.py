@@ -1,6 +1,15 @@
 """The ``backfill-assets`` command line: a thin click layer over backfill_assets.engine."""
 
-from . import data_commands, demo_command, ops_commands, reconcile_command, request_commands  # noqa: E402,F401 - importing registers the commands
+from . import (  # noqa: F401 - importing registers the commands
+    clear_command,
+    data_commands,
+    demo_command,
+    ops_commands,
+    override_commands,
+    pause_commands,
+    reconcile_command,
+    request_commands,
+)
 from .app import cli, main
 
 __all__ = ["cli", "main"]

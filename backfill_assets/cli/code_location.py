@@ -14,6 +14,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import yaml
 
@@ -29,6 +30,7 @@ class CodeLocation:
     module_name: str
     module: ModuleType
     graph: AssetGraph
+    defs: Any  # the dg.Definitions (typed loosely: this module imports Dagster only inside load_code_location)
 
 
 def resolve_module_name(explicit: str | None, cwd: Path) -> str:
@@ -77,4 +79,4 @@ def load_code_location(module_name: str, cwd: Path) -> CodeLocation:
     graph = graph_of(defs)
     if graph is None:
         raise InvalidInput(f"{module_name}.defs was not built with backfill_assets.backfill_definitions")
-    return CodeLocation(module_name, module, graph)
+    return CodeLocation(module_name, module, graph, defs)

@@ -13,6 +13,7 @@ from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import in_zone
 from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.outbox import deliveries
+from backfill_assets.engine.store.tries import cell_tries
 
 from .app import AppContext, cli, emit, json_option
 
@@ -73,7 +74,15 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
     history = catalog.history(asset, partition)
     rows = [v.as_dict() for v in catalog.versions_of(asset, partition)]
     current = catalog.current(asset, partition)
+    # Who asked for each version and why: the same query as `request show --cell`, so the two agree.
+    asked = {t["version_id"]: t for t in cell_tries(catalog, asset, partition) if t["version_written"]}
+    # A person's accept / reject of a version, and the cell's skip mark (backfill-assets accept / reject / skip).
+    overrides = catalog.overrides_of_cell(asset, partition)
+    skip_mark = catalog.skip_marks([(asset, partition)]).get((asset, partition))
     for row in rows:
+        row["overrides"] = [o.as_dict() for o in overrides if o.version_id == row["version_id"]]
+        who = asked[row["version_id"]]  # read after the versions: every one of them is there
+        row["requested_by"], row["request_reason"] = who["requested_by"], who["request_reason"]
         row["current"] = current is not None and row["version_id"] == current.version_id
         row["timezone"] = calendar.tz_name
         row["interval_start_local"] = in_zone(row["interval_start"], tz)
@@ -93,6 +102,8 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
             f" = [{interval.start_utc.isoformat()}, {interval.end_utc.isoformat()}) UTC;"
             f" {len(rows)} version(s), * = current"
         )
+        if skip_mark is not None:
+            click.echo(f"  the cell is {skip_mark.summary}")
         for r in rows:
             rows_text = r["rows"] if r["rows"] is not None else "-"
             click.echo(
@@ -103,10 +114,16 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
                 f"    requested {r['requested_at'] or '-'}  started {r['started_at'] or '-'}"
                 f"  ended {r['ended_at'] or '-'}  published {r['published_at'] or '-'}"
             )
+            click.echo(
+                f"    request {r['request_id']} by {r['requested_by'] or '-'}: {r['request_reason'] or '-'}"
+                if r["request_id"] else f"    no request (lane {r['lane'] or '-'})"
+            )
             for h in r["history"]:
                 why = f" ({h['reason']})" if h["reason"] else ""
                 replaced = f", replacing {h['previous_version_id']}" if h["previous_version_id"] else ""
                 click.echo(f"    made current by {h['action']} #{h['seq']} at {h['at']}{replaced}{why}")
+            for o in r["overrides"]:
+                click.echo(f"    override: {o['action']} by {o['by']} at {o['at']}: {o['reason']}")
 
     emit(rows, as_json, human)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import click
 
 from backfill_assets.engine.model import request_model as M
@@ -66,8 +68,11 @@ def handoff_decline(app: AppContext, handoff_id: str, by: str | None, as_json: b
     _decide(app, handoff_id, DECLINED, by, as_json)
 
 
-def cascade_request_for_consumers(app: AppContext, consumers: list, reason: str) -> str | None:
-    """A new request re-running every downstream version that read a rolled-back version."""
+def cascade_request_for_consumers(
+    app: AppContext, consumers: list, reason: str, kind: str = "rollback", read: str = "the rolled-back version"
+) -> str | None:
+    """A new request re-running every downstream version that read a version taken off the pointer (``read``: which
+    one, as the cells left out say; ``kind``: what took it off — rollback, reject, accept)."""
     cells = sorted({tuple(c.consumer_version_id.split("/")[:2]) for c in consumers if c.consumer_version_id})
     if not cells:
         return None
@@ -80,13 +85,13 @@ def cascade_request_for_consumers(app: AppContext, consumers: list, reason: str)
         reprocess=M.ReprocessPolicy.COMPLETED,
         max_active=2,
         downstream=M.DownstreamPolicy.CASCADE,
-        reason=f"rollback cascade: {reason}",
+        reason=f"{kind} cascade: {reason}",
         requested_by=default_user(),
         wait_for_overlap=True,
         serial=any(graph[a].depends_on_past for a in assets),
     )
     not_consumers = {
-        (a, p): "did not read the rolled-back version" for a in assets for p in partitions if (a, p) not in cells
+        (a, p): f"did not read {read}" for a in assets for p in partitions if (a, p) not in cells
     }
     excluded = {**spec.excluded_cells(graph), **not_consumers}
     loaded = code_version(location_files=graph.code_files())
@@ -110,19 +115,32 @@ def gc(app: AppContext, older_than: int, dry_run: bool, as_json: bool) -> None:
          "".join(f"\n  {p['version_id']} ({p['state']})" for p in purged))
 
 
-def tell_dagster_of_rollback(catalog: Catalog, move: PointerMove, reason: str) -> str:
-    """Record the rollback in the Dagster instance (the pointer moved without a run), so the day's partition page
-    names the version now serving. The catalog is the truth and has committed: a failure here is reported, not
-    raised."""
-    import dagster as dg  # only this command of the module talks to the instance
-
-    from backfill_assets.integration.assets.dashboard import report_rollback
+def tell_dagster(report: Callable[[Any], str], move: PointerMove, what: str) -> str:
+    """Record a pointer move made without a run (``report(instance)``) in the Dagster instance, so the day's
+    partition page names the version now serving. The catalog is the truth and has committed: a failure here is
+    reported, not raised."""
+    import dagster as dg  # only the commands that move a pointer talk to the instance
 
     try:
-        kind = report_rollback(dg.DagsterInstance.get(), catalog, move, reason)
-    except Exception as exc:  # noqa: BLE001 - the rollback stands whatever Dagster answers
-        return f"not recorded ({type(exc).__name__}: {exc}); the catalog's rollback stands"
+        kind = report(dg.DagsterInstance.get())
+    except Exception as exc:  # noqa: BLE001 - the move stands whatever Dagster answers
+        return f"not recorded ({type(exc).__name__}: {exc}); the catalog's {what} stands"
     return f"recorded a runless {kind} of {move.version_id}"
+
+
+def tell_dagster_of_rollback(catalog: Catalog, move: PointerMove, reason: str) -> str:
+    from backfill_assets.integration.assets.dashboard import report_rollback
+
+    return tell_dagster(lambda instance: report_rollback(instance, catalog, move, reason), move, "rollback")
+
+
+def echo_consumers(consumers: list[dict], of_what: str, cascade: bool, cascade_request: str | None) -> None:
+    """The human lines shared by rollback, reject and accept: who read the version taken away, and the cascade."""
+    click.echo(f"{len(consumers)} consumer(s) read {of_what}:")
+    for c in consumers:
+        click.echo(f"  {c['consumer']}  run={c['consumer_run_id'] or '-'}  request={c['request_id'] or '-'}")
+    if cascade:
+        click.echo(f"cascade request: {cascade_request or 'none (no downstream version read it)'}")
 
 
 @cli.command()
@@ -162,10 +180,6 @@ def rollback(
     def human() -> None:
         click.echo(f"rolled back {move.previous_version_id}\nrestored    {move.version_id}")
         click.echo(f"Dagster: {dagster_event}")
-        click.echo(f"{len(consumers)} consumer(s) read the rolled-back version:")
-        for c in consumers:
-            click.echo(f"  {c['consumer']}  run={c['consumer_run_id'] or '-'}  request={c['request_id'] or '-'}")
-        if cascade:
-            click.echo(f"cascade request: {cascade_request or 'none (no downstream version read it)'}")
+        echo_consumers(consumers, "the rolled-back version", cascade, cascade_request)
 
     emit(result, as_json, human)

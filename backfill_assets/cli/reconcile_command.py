@@ -12,6 +12,7 @@ from rich.console import Console
 
 from backfill_assets.engine.plan.reconcile import Report
 from backfill_assets.engine.store.ledger import validate_request_id
+from backfill_assets.engine.store.pauses import pause_message
 
 from .app import AppContext, cli, emit, json_option
 
@@ -47,6 +48,7 @@ def render_html(report: Report) -> str:
 TOTALS_SHOWN = (
     "planned", "cascaded", "handed_off", "runs_created", "attempts", "published", "rolled_back", "rejected",
     "failed", "skipped", "cancelled", "pending", "in_flight", "still_retrying", "duplicate_publishes", "gaps",
+    "accepted", "rejected_after_publish", "marked_skipped",
 )
 
 
@@ -55,12 +57,16 @@ def _cell_line(cell) -> list[str]:
     parts = [cell.partition_key, cell.asset, cell.decision]
     if cell.origin != "planned":
         parts.append(f"({cell.origin})")
+    if cell.override:
+        parts.append(f"[override: {cell.override['action']} by {cell.override['by']}]")
     if cell.versions:
         parts.append("versions " + " ".join(f"{v.attempt_no}:{v.state}" for v in cell.versions))
     if last is not None and last.rows is not None:
         parts.append(f"rows {last.rows}")
     if last is not None and last.change:
         parts.append(f"change {json.dumps(last.change)}")
+    if last is not None and (last.params or {}).get("config"):
+        parts.append(f"conf {json.dumps(last.params['config'], sort_keys=True)}")
     if last is not None and last.recomputed_on_current_upstream is not None:
         parts.append(f"recomputed on current upstream: {last.recomputed_on_current_upstream}")
     note = (cell.reason or "") + ("; " + last.gap if last is not None and last.gap else "")
@@ -76,7 +82,15 @@ def print_report(report: Report) -> None:
         f"[bold]{report.request['request_id']}[/bold] {report.request['status']} — complete: "
         + ("[green]yes[/green]" if report.complete else "[red]no[/red]")
     )
+    pause = report.request.get("pause")
+    if pause:
+        console.print(
+            f"{pause_message(pause)} — `backfill-assets request resume {report.request['request_id']}` goes on",
+            highlight=False, markup=False,
+        )
     # Lines, not tables: a cell's versions, change and note are too wide for a table at 80 columns.
+    if report.request.get("conf"):
+        console.print(f"conf {json.dumps(report.request['conf'], sort_keys=True)}", highlight=False, markup=False)
     console.print("totals: " + ", ".join(f"{key} {t[key]}" for key in TOTALS_SHOWN), highlight=False)
     console.print(f"cells ({len(report.cells)}):", highlight=False)
     for c in report.cells:

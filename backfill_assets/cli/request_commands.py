@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 
@@ -24,8 +25,10 @@ from backfill_assets.engine.plan.creation import (
 )
 from backfill_assets.engine.plan.reconcile import count_decisions, decisions_now
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
+from backfill_assets.engine.store.pauses import Pauses, status_text
 
 from .app import AppContext, cli, default_user, emit, json_option
+from .cell_tries import show_cell_tries
 from .instance_config import run_queue_limits
 
 
@@ -47,30 +50,42 @@ def request() -> None:
 
 
 
+def request_options(command):
+    """The options of every command that makes a request (``request create``, ``clear``): one definition, so both
+    offer and validate the same."""
+    options = [
+        click.option("--max-active", default=2, show_default=True, type=int,
+                     help="Runs of this request executing at once (the run queue may allow fewer: create says)."),
+        click.option("--order", default=M.Order.FORWARD.value, show_default=True, help=" | ".join(M.ORDERS)),
+        click.option("--partitions-per-run", default=M.AUTO, show_default=True, metavar="auto|K",
+                     help="The most consecutive days of a batchable asset one run takes (1 to "
+                          f"{M.MAX_PARTITIONS_PER_RUN}); auto: 1 with a depends-on-past asset or at most "
+                          f"{M.AUTO_MIN_INTERVALS_PER_SLOT} days per --max-active slot, else enough to fill every "
+                          "slot."),
+        click.option("--downstream", default=M.DownstreamPolicy.NONE.value, show_default=True,
+                     help=" | ".join(M.DOWNSTREAM_POLICIES)),
+        click.option("--confirm-cascade", is_flag=True, help="Cascade only after `request confirm ID`."),
+        click.option("--allow-side-effects", default=None, help="Side-effecting assets this request may run."),
+        click.option("--approved-by", default=None, help="Who approved the side effects."),
+        click.option("--conf", default=None,
+                     help='JSON: an asset\'s own config, e.g. {"order_facts": {"usd_to_cny": 7.3}}, and the '
+                          'library\'s keys, e.g. {"inject_defect": {"2022-10-17": {"daily_revenue": "drop_rows"}}}'),
+        click.option("--reason", default="", help="Why this backfill exists."),
+        click.option("--requested-by", default=None, help="Who asks (default: the OS user)."),
+        click.option("--wait-for-overlap", is_flag=True, help="Wait for overlapping requests instead of failing."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @request.command("create")
 @click.option("--assets", required=True, help="Comma-separated asset names.")
 @click.option("--from", "first", required=True, help="First business day, YYYY-MM-DD.")
 @click.option("--to", "last", required=True, help="Last business day, inclusive.")
 @click.option("--reprocess", default=M.ReprocessPolicy.FAILED.value, show_default=True,
               help=" | ".join(M.REPROCESS_POLICIES))
-@click.option("--max-active", default=2, show_default=True, type=int,
-              help="Runs of this request executing at once (the run queue may allow fewer: create says).")
-@click.option("--order", default=M.Order.FORWARD.value, show_default=True, help=" | ".join(M.ORDERS))
-@click.option("--partitions-per-run", default=M.AUTO, show_default=True, metavar="auto|K",
-              help="The most consecutive days of a batchable asset one run takes (1 to "
-                   f"{M.MAX_PARTITIONS_PER_RUN}); auto: 1 with a depends-on-past asset or at most "
-                   f"{M.AUTO_MIN_INTERVALS_PER_SLOT} days per --max-active slot, else enough to fill every slot.")
-@click.option("--downstream", default=M.DownstreamPolicy.NONE.value, show_default=True,
-              help=" | ".join(M.DOWNSTREAM_POLICIES))
-@click.option("--confirm-cascade", is_flag=True, help="Cascade only after `request confirm ID`.")
-@click.option("--allow-side-effects", default=None, help="Side-effecting assets this request may run.")
-@click.option("--approved-by", default=None, help="Who approved the side effects.")
-@click.option(
-    "--conf", default=None, help='JSON, e.g. {"inject_defect": {"2022-10-17": {"daily_revenue": "drop_rows"}}}'
-)
-@click.option("--reason", default="", help="Why this backfill exists.")
-@click.option("--requested-by", default=None, help="Who asks (default: the OS user).")
-@click.option("--wait-for-overlap", is_flag=True, help="Wait for overlapping requests instead of failing.")
+@request_options
 @click.option("--dry-run", is_flag=True, help="Print each cell's decision now; write nothing.")
 @json_option
 @click.pass_obj
@@ -80,13 +95,24 @@ def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
     Example: backfill-assets request create --assets daily_revenue --from 2022-10-01 --to 2022-10-31
     --reason "FX fix" --max-active 2   (auto: 2 runs of 16 and 15 days; --partitions-per-run 1: 31 runs)
     """
+    make_request(app, options, dry_run, as_json)
+
+
+def make_request(
+    app: AppContext, options: dict, dry_run: bool, as_json: bool, described: dict | None = None,
+    heading: str | None = None, hint: str | None = None,
+) -> None:
+    """Validate ``options`` (``build_spec``'s, by name) and either print the dry run or create the request.
+    ``described``: what the caller resolved on the way (``clear``'s selection and days), added to the JSON;
+    ``heading`` is printed before the human output, ``hint`` after a dry run's."""
+    described = described or {}
     options["requested_by"] = options["requested_by"] or default_user()
     graph = app.graph()
     spec = build_request(graph, **options)
     catalog = app.catalog()
     loaded = code_version(location_files=graph.code_files())
     concurrency = concurrency_of(app, spec)
-    stated = {"effective_concurrency": concurrency.effective, "concurrency_note": concurrency.note}
+    stated = {"effective_concurrency": concurrency.effective, "concurrency_note": concurrency.note, **described}
     if dry_run:
         from backfill_assets.integration.request_planning import dry_run as plan_cells
 
@@ -96,14 +122,15 @@ def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
             {"dry_run": True, "code_version": loaded, "max_active": spec.effective_max_active, "cells": plan,
              **chunks, **stated},
             as_json,
-            lambda: _print_plan(spec, plan, concurrency, chunks),
+            lambda: _print_plan(spec, plan, concurrency, chunks, heading, hint),
         )
         return
     record = create_request(graph, catalog, spec, loaded, M.RequestSource.CLI)
     emit(
         record.as_dict() | stated,
         as_json,
-        f"created {record.request_id} ({record.status}): {len(spec.assets)} asset(s) × {len(spec.partitions)} "
+        (f"{heading}\n" if heading else "")
+        + f"created {record.request_id} ({record.status}): {len(spec.assets)} asset(s) × {len(spec.partitions)} "
         f"day(s), code version {loaded}, at most {concurrency.effective} run(s) at once, up to "
         f"{spec.partitions_per_run} day(s) per run ({spec.partitions_per_run_mode})"
         + (f"\n  {concurrency.note}" if concurrency.note else "")
@@ -117,7 +144,12 @@ def concurrency_of(app: AppContext, spec: M.RequestSpec) -> Concurrency:
     return QueueLimits(max_runs, limits, f"{app.home}/dagster.yaml").concurrency(spec)
 
 
-def _print_plan(spec: M.RequestSpec, plan: list[dict], concurrency: Concurrency, chunks: dict) -> None:
+def _print_plan(
+    spec: M.RequestSpec, plan: list[dict], concurrency: Concurrency, chunks: dict, heading: str | None = None,
+    hint: str | None = None,
+) -> None:
+    if heading:
+        click.echo(heading)
     table = Table(
         title=f"dry run: {len(plan)} cell(s), order {spec.order}, max_active {spec.effective_max_active}, "
         f"at most {concurrency.effective} run(s) at once"
@@ -131,7 +163,7 @@ def _print_plan(spec: M.RequestSpec, plan: list[dict], concurrency: Concurrency,
         click.echo(line)
     if concurrency.note:
         click.echo(concurrency.note)
-    click.echo("dry run: nothing was written")
+    click.echo("dry run: nothing was written" + (f"; {hint}" if hint else ""))
 
 
 @request.command("list")
@@ -142,9 +174,11 @@ def list_requests(app: AppContext, as_json: bool) -> None:
     catalog = app.catalog()
     ledger = Ledger(catalog)
     rows = []
+    paused = Pauses(catalog).current()
     for record in ledger.list():
         cells = decisions_now(catalog, record.request_id, ledger.cells(record.request_id))
-        rows.append({**record.as_dict(), "counts": count_decisions(c.decision for c in cells)})
+        rows.append({**record.as_dict(), "pause": paused.get(record.request_id),
+                     "counts": count_decisions(c.decision for c in cells)})
 
     def human() -> None:
         table = Table()
@@ -153,7 +187,8 @@ def list_requests(app: AppContext, as_json: bool) -> None:
         for r in rows:
             c = r["counts"]
             table.add_row(
-                r["request_id"], r["status"], r["source"], ",".join(r["assets"]), str(len(r["partitions"])),
+                r["request_id"], status_text(r["status"], r["pause"]), r["source"], ",".join(r["assets"]),
+                str(len(r["partitions"])),
                 str(c["published"]), str(c["rejected"] + c["failed"]), str(c["skipped"]), str(c["submitted"]),
             )
         Console().print(table)
@@ -163,16 +198,27 @@ def list_requests(app: AppContext, as_json: bool) -> None:
 
 @request.command("show")
 @click.argument("request_id")
+@click.option("--cell", default=None, metavar="ASSET/PARTITION",
+              help="List every try of this cell, across all requests and production, instead.")
 @json_option
 @click.pass_obj
-def show(app: AppContext, request_id: str, as_json: bool) -> None:
+def show(app: AppContext, request_id: str, cell: str | None, as_json: bool) -> None:
     """Show a request, its counts and every cell's decision (a published cell whose version was since rolled back
-    shows as rolled_back)."""
+    shows as rolled_back); with --cell, every try of one cell (Airflow's task tries), this request's marked.
+
+    Example: backfill-assets request show req-20221101-1a2b3c4d --cell daily_revenue/2022-10-17
+    """
     catalog = app.catalog()
     ledger = Ledger(catalog)
     record = ledger.get(validate_request_id(request_id))
+    if cell is not None:
+        show_cell_tries(app, request_id, cell, as_json)
+        return
     cells = [c.as_dict() for c in decisions_now(catalog, request_id, ledger.cells(request_id))]
-    data = {**record.as_dict(), "counts": count_decisions(c["decision"] for c in cells), "cells": cells}
+    pauses = Pauses(catalog)
+    data = {**record.as_dict(), "pause": pauses.current([request_id]).get(request_id),
+            "pauses": pauses.history(request_id), "counts": count_decisions(c["decision"] for c in cells),
+            "cells": cells}
 
     def human() -> None:
         r = data
@@ -180,12 +226,15 @@ def show(app: AppContext, request_id: str, as_json: bool) -> None:
         click.echo(f"  requested by {r['requested_by']} at {r['requested_at']}: {r['reason'] or '-'}")
         click.echo(
             f"  assets {','.join(r['assets'])}  {r['partitions'][0]}..{r['partitions'][-1]}  reprocess={r['reprocess']}"
+            + (" (only failed)" if r.get("only_failed") else "") +
             f"  order={r['order']}  max_active={r['max_active']}  downstream={r['downstream']}"
             f"  code {r['code_version']}"
         )
         click.echo(
             f"  partitions_per_run={r['partitions_per_run']} ({r.get('partitions_per_run_mode') or M.EXPLICIT})"
         )
+        if r["conf"]:
+            click.echo(f"  conf {json.dumps(r['conf'], sort_keys=True)}")
         click.echo("  " + ", ".join(f"{k} {v}" for k, v in r["counts"].items()))
         table = Table()
         for col in ("partition", "asset", "decision", "reason", "run"):

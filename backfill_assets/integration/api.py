@@ -11,29 +11,35 @@ defs = backfill_definitions(assets=[page_views, visits], resources={"clickstream
 
 A decorator returns a declaration (``BackfillAsset``), not yet a Dagster asset: the definitions builder sees the
 whole graph first (lineage, batchable assets, calendar), then builds the gated assets with one blocking check per
-audit, the jobs, the driver / propagation / adoption sensors and the production schedule around it.
+audit, the jobs, the driver / propagation / adoption sensors and the production trigger around it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import dagster as dg
 
+from backfill_assets.engine.model.asset_config import CONFIG_ARG
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import RESERVED_ARGS, AssetGraph, AssetSpec, parameter_names
 from backfill_assets.engine.model.identity import validate_asset_name
-from backfill_assets.engine.model.intervals import BusinessCalendar
+from backfill_assets.engine.model.intervals import BusinessCalendar, utc_now
+from backfill_assets.engine.model.request_model import CONF_KEYS
+from backfill_assets.engine.plan.catchup import CatchupSettings
 from backfill_assets.engine.wap.audit import Audit
 from backfill_assets.integration.assets.chunks import build_chunk_job
 from backfill_assets.integration.assets.gated import build_gated_asset
 from backfill_assets.integration.assets.side_effects import KEY_ARG, PAYLOAD_ARG, build_side_effect_asset
-from backfill_assets.integration.jobs import backfill_job, production_job, production_schedule
+from backfill_assets.integration.assets.user_config import declare_config
+from backfill_assets.integration.jobs import backfill_job, production_job
 from backfill_assets.integration.request_jobs import build_report_job, build_request_job
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.sensors.adoption import build_adoption_sensor
 from backfill_assets.integration.sensors.driver import build_driver_sensor
+from backfill_assets.integration.sensors.production import build_production_sensor
 from backfill_assets.integration.sensors.propagation import build_propagation_sensor
 
 DEFAULT_GROUP = "default"
@@ -45,6 +51,8 @@ class BackfillAsset:
 
     spec: AssetSpec
     calendar: BusinessCalendar
+    # ``gated_asset(config=...)``: the user's Dagster Config class (the engine's spec holds its plain view).
+    config_class: type[dg.Config] | None = None
 
     @property
     def name(self) -> str:
@@ -67,14 +75,17 @@ def gated_asset(
     description: str | None = None,
     owners: Sequence[str] = (),
     group_name: str = DEFAULT_GROUP,
+    config: type[dg.Config] | None = None,
 ) -> Callable[[Callable[..., Any]], BackfillAsset]:
     """A daily-partitioned data asset whose every run writes a new version, audits it and publishes it only if
     every audit passes.
 
     The decorated transform takes, by name: ``interval`` (the data interval), one published frame per upstream
-    in ``deps``, ``previous`` (``depends_on_past`` only: its own previous interval, None on the first day) and
-    any resource of the code location; it returns a DataFrame. ``fingerprint`` (same parameters) digests a
-    source-reading asset's source interval, so reconcile can tell whether a recomputation would read the same.
+    in ``deps``, ``previous`` (``depends_on_past`` only: its own previous interval, None on the first day),
+    ``config`` (with ``config=``: an instance of that Dagster ``Config`` class, every field with a default; a
+    request sets it with ``--conf '{"<asset>": {...}}'``) and any resource of the code location; it returns a
+    DataFrame. ``fingerprint`` (same parameters) digests a source-reading asset's source interval, so reconcile
+    can tell whether a recomputation would read the same.
     """
 
     def decorate(transform: Callable[..., Any]) -> BackfillAsset:
@@ -90,6 +101,14 @@ def gated_asset(
             raise InvalidInput(f"{asset_name}: only a depends_on_past asset gets `previous`")
         needs = [*parameter_names(transform), *parameter_names(fingerprint)]
         needs += [n for a in audits for n in a.needs]
+        asset_config = None
+        if config is not None:
+            if asset_name in CONF_KEYS:
+                raise InvalidInput(f"{asset_name}: an asset with a config may not be named like the library's "
+                                   f"own --conf key {asset_name!r}")
+            asset_config = declare_config(asset_name, config)
+        elif CONFIG_ARG in needs:
+            raise InvalidInput(f"{asset_name}: takes `{CONFIG_ARG}` but declares none; pass gated_asset(config=...)")
         spec = AssetSpec(
             name=asset_name,
             description=description or _doc(transform),
@@ -103,8 +122,9 @@ def gated_asset(
             audits=tuple(audits),
             fingerprint=fingerprint,
             resources=_resources(needs, upstream),
+            config=asset_config,
         )
-        return BackfillAsset(spec, calendar)
+        return BackfillAsset(spec, calendar, config)
 
     return decorate
 
@@ -134,6 +154,8 @@ def side_effect_asset(
         if not upstream:
             raise InvalidInput(f"{asset_name}: a side-effect asset acts on published data; name its deps")
         needs = [*parameter_names(payload), *parameter_names(deliver), *parameter_names(idempotency_key)]
+        if CONFIG_ARG in needs:
+            raise InvalidInput(f"{asset_name}: `{CONFIG_ARG}` is for gated assets declared with config=")
         spec = AssetSpec(
             name=asset_name,
             description=description or _doc(payload),
@@ -157,16 +179,32 @@ def backfill_definitions(
     resources: Mapping[str, Any] | None = None,
     backfill: BackfillResource | None = None,
     executor: dg.ExecutorDefinition | None = None,
+    catchup: bool = True,
+    production_start: str | date | None = None,
+    clock: Callable[[], datetime] | None = None,
 ) -> dg.Definitions:
     """The code location: gated assets and their blocking checks, the production and backfill jobs, the batched
-    (chunk) job, the Launchpad's backfill_request and backfill_report jobs, the production schedule, and the
+    (chunk) job, the Launchpad's backfill_request and backfill_report jobs, the production trigger, and the
     backfill driver, propagation and adoption sensors.
 
     ``executor`` runs the data steps (production, backfill and chunk runs), by default inside the run's own
     process; e.g. ``dagster_celery.celery_executor`` spreads them over Celery workers (deploy/celery). The
     Launchpad's request and report jobs always run in the run's process: they only talk to the catalog.
+
+    Production (the ``production_trigger`` sensor, shipped stopped) runs each complete business day once. After
+    downtime, ``catchup=True`` (the default: a missed day is production's to compute, not an operator's chore)
+    submits every missed day in order; ``catchup=False`` only the newest, the gap being a request's job. Its first
+    start runs the newest day only, or, with ``catchup``, every day from ``production_start`` (Airflow's
+    ``start_date``; no day before it is ever run by production). ``clock`` is the trigger's "now" (tests).
     """
-    graph = asset_graph(assets)
+    declared = list(assets)
+    graph = asset_graph(declared)
+    config_classes = {item.name: item.config_class for item in declared if item.config_class is not None}
+    if clock is not None and not callable(clock):
+        raise InvalidInput(f"clock must be a callable returning the current time, not {type(clock).__name__}")
+    production_sensor = build_production_sensor(
+        graph, CatchupSettings(catchup, production_start), clock or utc_now
+    )
     resources = dict(resources or {})
     if BACKFILL_RESOURCE in resources:
         raise InvalidInput(f"resource key {BACKFILL_RESOURCE!r} is the library's own; pass it as backfill=")
@@ -178,7 +216,9 @@ def backfill_definitions(
             + "; ".join(f"{r} (asked by {', '.join(users[r])})" for r in missing)
         )
     built = [
-        build_side_effect_asset(spec, graph) if spec.side_effect else build_gated_asset(spec, graph)
+        build_side_effect_asset(spec, graph)
+        if spec.side_effect
+        else build_gated_asset(spec, graph, config_classes.get(spec.name))
         for spec in graph
     ]
     # Steps run inside the run's own process unless told otherwise: a run is a handful of small steps in dependency
@@ -187,13 +227,13 @@ def backfill_definitions(
         raise InvalidInput(f"executor must be a Dagster ExecutorDefinition (e.g. dagster_celery.celery_executor), "
                            f"not {type(executor).__name__}")
     executor = executor or dg.in_process_executor
-    chunk_job = build_chunk_job(graph, executor)
+    chunk_job = build_chunk_job(graph, executor, config_classes)
     request_job, report_job = build_request_job(graph), build_report_job(graph)
     defs = dg.Definitions(
         assets=built,
         jobs=[production_job, backfill_job, chunk_job, request_job, report_job],
-        schedules=[production_schedule],
         sensors=[
+            production_sensor,
             build_driver_sensor(graph, [backfill_job, chunk_job, report_job]),
             build_propagation_sensor(graph),
             build_adoption_sensor(graph, report_job),

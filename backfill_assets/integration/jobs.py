@@ -1,4 +1,4 @@
-"""Jobs and the production schedule."""
+"""The production and backfill jobs. What launches production runs: sensors/production.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ production_job = dg.define_asset_job(
     PRODUCTION_JOB,
     selection=dg.AssetSelection.all(),
     tags={T.LANE: T.LANE_PRODUCTION, T.DAGSTER_PRIORITY: str(T.PRIORITY_PRODUCTION)},
-    description="Production: every asset for the newest complete business day.",
+    description="Production: every asset of one complete business day, launched by the production_trigger sensor.",
 )
 
 BACKFILL_JOB = "backfill_partition"
@@ -22,11 +22,4 @@ backfill_job = dg.define_asset_job(
     BACKFILL_JOB,
     selection=dg.AssetSelection.all(),
     description="Backfill: the selected assets of one interval, submitted by the backfill driver.",
-)
-
-# Runs at 01:00 business time for the day that just ended. Shipped STOPPED: the demo's source holds 2022 data, so
-# a running schedule would publish an empty "yesterday" every night in every checkout that runs `dagster dev`.
-# A deployment turns it on once (README, "Production schedule"); Dagster keeps that state in its storage.
-production_schedule = dg.build_schedule_from_partitioned_job(
-    production_job, hour_of_day=1, minute_of_hour=0, default_status=dg.DefaultScheduleStatus.STOPPED
 )

@@ -31,6 +31,7 @@ from backfill_assets.engine.wap.defects import (
     validate_defect,
 )
 from backfill_assets.examples.orders import transforms
+from backfill_assets.examples.orders.definitions import FxRates
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
 from tests.orders import GRAPH
 
@@ -72,7 +73,7 @@ def clean_output(asset: str):
     facts = transforms.order_facts(raw, KEY)
     interval = CALENDAR.interval(KEY)
     if asset == ORDER_FACTS:
-        return facts, {"interval": interval, "raw_orders": raw}
+        return facts, {"interval": interval, "raw_orders": raw, "config": FxRates()}  # the default rates
     if asset == DAILY_REVENUE:
         return transforms.daily_revenue(facts, KEY), {"interval": interval, "order_facts": facts}
     if asset == CUSTOMER_SNAPSHOT:

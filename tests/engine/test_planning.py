@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.plan.planning import CREATE, SKIP, CellFacts, decide
 from backfill_assets.examples.orders.domain import ORDER_FACTS, REVENUE_ALERT
 from tests.orders import GRAPH
@@ -64,6 +65,21 @@ def test_a_side_effect_runs_only_when_authorized():
 
 def test_policies_statuses_and_decisions_are_enums_of_the_stored_strings():
     assert [p.value for p in M.ReprocessPolicy] == ["none", "failed", "completed"]
-    assert [s.value for s in M.RequestStatus] == ["waiting", "open", "blocked", "completed", "cancelled"]
+    assert [s.value for s in M.RequestStatus] == ["waiting", "open", "blocked", "completed", "cancelled", "paused"]
     assert M.CellDecision("published") is M.PUBLISHED and M.PUBLISHED == "published"
     assert {M.PUBLISHED: 1}["published"] == 1  # rows read back as plain strings find enum keys
+
+
+@pytest.mark.parametrize(
+    "facts, action",
+    [(NEVER_RUN, SKIP), (FAILED_WITHOUT_VERSION, CREATE), (PUBLISHED, SKIP), (REJECTED, CREATE),
+     (ABANDONED, CREATE), (CellFacts("WRITING", "v4"), CREATE), (IN_FLIGHT, SKIP)],
+)
+def test_only_failed_creates_exactly_the_cells_whose_latest_attempt_failed(facts, action):
+    assert decide(_spec("failed", only_failed=True), GRAPH[ORDER_FACTS], facts).action == action
+
+
+@pytest.mark.parametrize("reprocess", ["none", "completed"])
+def test_only_failed_goes_with_reprocess_failed_only(reprocess):
+    with pytest.raises(InvalidInput, match="--only-failed"):
+        _spec(reprocess, only_failed=True)

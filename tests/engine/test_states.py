@@ -7,7 +7,14 @@ import itertools
 import pytest
 
 from backfill_assets.engine.model.errors import IllegalTransition
-from backfill_assets.engine.model.states import ALLOWED, IN_PROGRESS, VERIFIED, VersionState, check_transition
+from backfill_assets.engine.model.states import (
+    ALLOWED,
+    IN_PROGRESS,
+    OVERRIDE_ALLOWED,
+    VERIFIED,
+    VersionState,
+    check_transition,
+)
 
 S = VersionState
 ALL_PAIRS = list(itertools.product(VersionState, VersionState))
@@ -102,3 +109,36 @@ def test_rollback_targets_are_the_verified_states_only():
 def test_unknown_state_is_not_silently_accepted():
     with pytest.raises(ValueError):
         check_transition("v", "DONE", S.PUBLISHED)
+
+
+# ---- an operator's override (backfill-assets accept / reject) ----------------------------------------------------
+
+OVERRIDE_EDGES = {
+    (S.REJECTED, S.PUBLISHED),  # accept: a person checked the data (or the check was wrong)
+    (S.PUBLISHED, S.REJECTED),  # reject: a published version found bad after the fact
+}
+
+
+def test_override_edges_are_exactly_accept_and_reject_and_none_is_in_the_life_cycle():
+    assert {(a, b) for a, targets in OVERRIDE_ALLOWED.items() for b in targets} == OVERRIDE_EDGES
+    assert not OVERRIDE_EDGES & DESIGN_EDGES
+
+
+@pytest.mark.parametrize("pair", sorted(OVERRIDE_EDGES), ids=_id)
+def test_an_override_edge_is_refused_without_the_override_and_allowed_with_it(pair):
+    current, target = pair
+    with pytest.raises(IllegalTransition):
+        check_transition("v", current, target)
+    assert check_transition("v", current, target, override=True) is None
+
+
+@pytest.mark.parametrize("pair", [p for p in ILLEGAL if p not in OVERRIDE_EDGES], ids=_id)
+def test_the_override_opens_no_other_edge(pair):
+    current, target = pair
+    with pytest.raises(IllegalTransition):
+        check_transition("v", current, target, override=True)
+
+
+@pytest.mark.parametrize("pair", LEGAL, ids=_id)
+def test_the_override_closes_no_edge_of_the_life_cycle(pair):
+    assert check_transition("v", *pair, override=True) is None

@@ -22,7 +22,7 @@ def execute_submission(env, record, submission, defs=DEFS):
     tags = {**run_tags_for(record), RUN_KEY_TAG: submission.run_key}
     if submission.batched:
         return run_chunk(env.instance, submission.days_by_asset(graph), tags=tags, defects=submission.defects,
-                         defs=defs)
+                         configs=submission.configs, defs=defs)
     [run] = run_partitions(
         env.instance,
         [submission.partition],

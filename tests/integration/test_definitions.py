@@ -1,4 +1,4 @@
-"""Definition-level facts: the graph, the blocking checks, the tags, the schedule."""
+"""Definition-level facts: the graph, the blocking checks, the tags, the production trigger."""
 
 import dagster as dg
 
@@ -43,9 +43,13 @@ def test_side_effect_and_depends_on_past_are_tagged():
     assert T.SIDE_EFFECT not in nodes["daily_revenue"].tags
 
 
-def test_production_schedule_runs_the_production_lane_with_priority():
+def test_production_runs_in_the_production_lane_from_one_stopped_trigger():
     repo = defs.get_repository_def()
     job = repo.get_job("production_daily")
     assert job.tags[T.LANE] == T.LANE_PRODUCTION
     assert int(job.tags[T.DAGSTER_PRIORITY]) > T.PRIORITY_BACKFILL
-    assert [s.job_name for s in repo.schedule_defs] == ["production_daily"]
+    # One mechanism launches production runs: the trigger sensor (no schedule beside it), shipped stopped.
+    assert repo.schedule_defs == []
+    launchers = [s for s in repo.sensor_defs if "production_daily" in {t.job_name for t in s.targets}]
+    assert [s.name for s in launchers] == ["production_trigger"]
+    assert launchers[0].default_status == dg.DefaultSensorStatus.STOPPED

@@ -29,6 +29,8 @@ def surface() -> dict:
             "tags": {k: v for k, v in sorted(node.tags.items()) if k.startswith("backfill/")},
             "owners": sorted(node.owners),
             "group": node.group_name,
+            # The op config the Launchpad offers: the gate's own fields and an asset's declared config beside them.
+            "config": _config_fields(assets_def.op.config_schema),
         }
     return {
         "assets": assets,
@@ -43,6 +45,12 @@ def surface() -> dict:
             for s in sorted(repo.schedule_defs, key=lambda s: s.name)
         },
     }
+
+
+def _config_fields(config_schema) -> list[str]:
+    if config_schema is None:
+        return []
+    return sorted(getattr(config_schema.as_field().config_type, "fields", {}))
 
 
 def test_the_definitions_surface_matches_its_snapshot():

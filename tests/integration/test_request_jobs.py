@@ -78,6 +78,8 @@ def test_a_request_from_the_launchpad_is_frozen_like_a_cli_request(env):
         {"reprocess": "everything"},
         {"max_active": 0},
         {"conf": "{not json"},
+        {"conf": '{"order_facts": {"usd_to_cny": "eight"}}'},
+        {"conf": '{"order_facts": {"usd_rate": 8.0}}'},
         {"allow_side_effects": [ORDER_FACTS], "approved_by": "lead"},
         {"partitions_per_run": 0},
         {"partitions_per_run": "abc"},

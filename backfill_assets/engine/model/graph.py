@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from backfill_assets.engine.model.asset_config import CONFIG_ARG, AssetConfig
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.intervals import BusinessCalendar
 
@@ -22,7 +23,7 @@ STRING, FLOAT, INT, TIMESTAMP, BOOL = "string", "float", "int", "timestamp", "bo
 INTERVAL_ARG = "interval"
 PREVIOUS_ARG = "previous"  # a depends-on-past asset's own previous interval (None on the first day)
 FRAME_ARG = "frame"  # an audit's written frame
-RESERVED_ARGS = (INTERVAL_ARG, PREVIOUS_ARG, FRAME_ARG, "context")
+RESERVED_ARGS = (INTERVAL_ARG, PREVIOUS_ARG, FRAME_ARG, CONFIG_ARG, "context")
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class AssetSpec:
     deliver: Callable[..., Any] | None = None
     idempotency_key: Callable[..., str] | None = None
     resources: tuple[str, ...] = ()  # resource keys the callables take by name
+    # The asset's own run config (given by name as ``config``); None: the asset takes none.
+    config: AssetConfig | None = None
 
     @property
     def is_data_asset(self) -> bool:

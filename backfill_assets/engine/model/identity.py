@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 import unicodedata
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from backfill_assets.engine.model.errors import InvalidInput, UnsafeName
@@ -113,6 +113,9 @@ class RunIdentity:
     started_at: str
     # The process that computes this attempt (``settings.worker_label``): which worker ran which day.
     worker: str = ""
+    # What ``params_digest`` digests (the injected defect, the asset's own config with its defaults), kept so
+    # reconcile can show what a version was computed with, not only that two versions differ.
+    params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         validate_asset_name(self.asset)

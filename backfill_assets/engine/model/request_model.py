@@ -15,6 +15,7 @@ from backfill_assets.engine.model.errors import InvalidInput, PlanError
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import parse_day
+from backfill_assets.engine.model.run_conf import validate_asset_sections
 from backfill_assets.engine.wap.defects import validate_defect
 
 
@@ -45,6 +46,9 @@ class RequestStatus(StrEnum):
     BLOCKED = "blocked"
     COMPLETED = "completed"
     CANCELLED = "cancelled"
+    # Submits nothing new until `request resume` (which restores the status it had); keeps its claims, settles
+    # the runs already in flight, and never closes while paused (engine/store/pauses.py).
+    PAUSED = "paused"
 
 
 class CellDecision(StrEnum):
@@ -78,8 +82,11 @@ REPROCESS_POLICIES = tuple(ReprocessPolicy)
 DOWNSTREAM_POLICIES = tuple(DownstreamPolicy)
 ORDERS = tuple(Order)
 
-WAITING, OPEN, BLOCKED, COMPLETED, CANCELLED = RequestStatus
-ACTIVE_STATUSES = (WAITING, OPEN, BLOCKED)
+WAITING, OPEN, BLOCKED, COMPLETED, CANCELLED, PAUSED = RequestStatus
+# Not closed: the driver still visits them (a paused request's runs in flight are settled) and they hold claims.
+ACTIVE_STATUSES = (WAITING, OPEN, BLOCKED, PAUSED)
+# The statuses a pause may interrupt, and so the ones a resume restores.
+PAUSABLE_STATUSES = (WAITING, OPEN, BLOCKED)
 CLOSED_STATUSES = (COMPLETED, CANCELLED)
 
 PENDING = CellDecision.PENDING
@@ -136,6 +143,9 @@ class RequestSpec:
     partitions_per_run_mode: str = EXPLICIT
     # Frozen at build time from the graph: a depends-on-past asset is selected, so intervals run one at a time.
     serial: bool = False
+    # ``clear --only-failed``: only cells whose latest attempt failed (rejected, abandoned, or a run that died
+    # before writing) are re-run; a cell that never ran is left alone too (reprocess=failed would run it).
+    only_failed: bool = False
 
     @property
     def partitions_per_run_auto(self) -> bool:
@@ -164,6 +174,10 @@ class RequestSpec:
     def defect_for(self, partition: str, asset: str) -> str | None:
         return self.conf.get("inject_defect", {}).get(partition, {}).get(asset)
 
+    def config_for(self, asset: str) -> dict[str, Any]:
+        """The asset's own run config frozen in the request (every field, defaults filled), or {}."""
+        return {} if asset in CONF_KEYS else dict(self.conf.get(asset) or {})
+
 
 def parse_assets(graph: AssetGraph, selection: str) -> tuple[str, ...]:
     names = [s.strip() for s in (selection or "").split(",") if s.strip()]
@@ -177,7 +191,8 @@ def parse_assets(graph: AssetGraph, selection: str) -> tuple[str, ...]:
 
 
 def parse_conf(raw: str | None) -> dict[str, Any]:
-    """``--conf`` JSON: only known keys, bounded size and depth (so it can be stored and logged safely)."""
+    """``--conf`` JSON: bounded size and depth (so it can be stored and logged safely). Its keys are checked
+    against the graph by ``validate_asset_sections``."""
     if raw is None or raw == "":
         return {}
     if len(raw.encode("utf-8", "surrogatepass")) > MAX_CONF_BYTES:
@@ -190,9 +205,6 @@ def parse_conf(raw: str | None) -> dict[str, Any]:
         raise InvalidInput("--conf must be a JSON object")
     if _depth(conf) > MAX_CONF_DEPTH:
         raise InvalidInput(f"--conf is nested deeper than {MAX_CONF_DEPTH} levels")
-    unknown = sorted(set(conf) - set(CONF_KEYS))
-    if unknown:
-        raise InvalidInput(f"--conf has unknown key(s) {unknown}; known: {list(CONF_KEYS)}")
     window = conf.get("handoff_window_seconds")
     if window is not None and (
         not isinstance(window, int) or isinstance(window, bool) or not 1 <= window <= 30 * 86400
@@ -321,6 +333,7 @@ def build_spec(
     requested_by: str = "unknown",
     wait_for_overlap: bool = False,
     partitions_per_run: int | str = AUTO,
+    only_failed: bool = False,
 ) -> RequestSpec:
     selected = parse_assets(graph, assets)
     calendar = graph.calendar
@@ -333,6 +346,8 @@ def build_spec(
             raise InvalidInput(f"{what} {value!r} is not one of {', '.join(allowed)}")
     if not isinstance(max_active, int) or isinstance(max_active, bool) or not 1 <= max_active <= MAX_ACTIVE_LIMIT:
         raise InvalidInput(f"--max-active {max_active!r} must be between 1 and {MAX_ACTIVE_LIMIT}")
+    if only_failed and reprocess != ReprocessPolicy.FAILED:
+        raise InvalidInput(f"--only-failed re-runs failed cells only; it cannot go with --reprocess {reprocess}")
     requested_per_run = parse_partitions_per_run(partitions_per_run)
     parse_day(first, "--from")
     parse_day(last, "--to")
@@ -348,7 +363,7 @@ def build_spec(
             raise InvalidInput(f"--allow-side-effects {name!r} is not a side-effecting asset")
     if side_effects and not approved_by:
         raise InvalidInput("--allow-side-effects needs --approved-by NAME")
-    spec_conf = parse_conf(conf)
+    spec_conf = validate_asset_sections(graph, parse_conf(conf), selected, CONF_KEYS)
     _validate_defects(graph, spec_conf, partitions, selected)
     past = [a for a in selected if graph[a].depends_on_past]
     per_run, per_run_mode = resolve_partitions_per_run(
@@ -371,6 +386,7 @@ def build_spec(
         partitions_per_run=per_run,
         partitions_per_run_mode=per_run_mode,
         serial=bool(past),
+        only_failed=bool(only_failed),
     )
     if spec.order == "backward" and past:
         raise PlanError(f"--order backward is refused: {', '.join(past)} depends on the past and runs forward only")

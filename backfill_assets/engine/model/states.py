@@ -33,13 +33,25 @@ ALLOWED: dict[VersionState, frozenset[VersionState]] = {
     S.PURGED: frozenset(),
 }
 
+# Edges an operator's override may take, and nothing else may (``backfill-assets accept`` / ``reject``): a person
+# who checked a rejected version's data publishes it, or finds a published version bad after the fact. Kept apart
+# from ALLOWED so the life cycle itself still never publishes a failed check.
+OVERRIDE_ALLOWED: dict[VersionState, frozenset[VersionState]] = {
+    S.REJECTED: frozenset({S.PUBLISHED}),
+    S.PUBLISHED: frozenset({S.REJECTED}),
+}
+
 # States whose files passed every blocking check: the only valid rollback targets.
 VERIFIED = frozenset({S.PUBLISHED, S.SUPERSEDED, S.ROLLED_BACK})
 TERMINAL_FAILED = frozenset({S.REJECTED, S.ABANDONED})
 IN_PROGRESS = frozenset({S.WRITING, S.VERIFYING})
 
 
-def check_transition(version_id: str, current: VersionState | str, target: VersionState | str) -> None:
+def check_transition(
+    version_id: str, current: VersionState | str, target: VersionState | str, override: bool = False
+) -> None:
+    """Raise unless ``current -> target`` is in the life cycle, or (``override``) is an operator's override edge."""
     cur, tgt = VersionState(current), VersionState(target)
-    if tgt not in ALLOWED[cur]:
+    allowed = ALLOWED[cur] | (OVERRIDE_ALLOWED.get(cur, frozenset()) if override else frozenset())
+    if tgt not in allowed:
         raise IllegalTransition(f"version {version_id}: {cur.value} -> {tgt.value} is not allowed")

@@ -7,7 +7,7 @@ to the ledger and turns the submissions into run requests with idempotent run ke
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Any, Callable
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell, CellOrigin, CellUpdate
@@ -21,6 +21,9 @@ FINISHED_RUN_STATUSES = ("SUCCESS", "FAILURE", "CANCELED")
 MAX_RELAUNCHES = 2
 # With queue-ahead, runs waiting in the queue behind each running run of a request.
 QUEUED_PER_SLOT = 1
+# Statuses under which a cell whose run failed before writing goes back to pending rather than failing: a pause
+# must not turn a cell its resume would retry into a failed one.
+RELAUNCHING = (M.OPEN, M.PAUSED)
 UPSTREAM_NOT_PUBLISHED = "upstream of this request was not published"
 PREVIOUS_NOT_PUBLISHED = "previous interval {} not published (depends on past)"
 
@@ -54,6 +57,8 @@ class Submission:
     defects: dict[str, dict[str, str]]  # asset -> partition -> defect
     cells: tuple[tuple[str, str], ...] = ()  # (asset, partition) written by the run
     slot: int | None = None  # run slot when the instance enforces one run per slot (queue-ahead)
+    # asset -> its own config frozen in the request (only assets the request configured)
+    configs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def days_by_asset(self, graph: AssetGraph) -> dict[str, list[str]]:
         days: dict[str, list[str]] = {}
@@ -134,9 +139,10 @@ def tick(
         state = version_state_of(cell.asset, cell.partition_key, run.run_id) if run else None
         side_effect = graph[cell.asset].side_effect
         settled = settle(run, state, side_effect)
-        if settled and record.status == M.OPEN and not side_effect and _failed_before_writing(cell, run, state):
+        if settled and record.status in RELAUNCHING and not side_effect and _failed_before_writing(cell, run, state):
             # Nothing of this cell was written (e.g. Dagster could not launch the run while its storage was
-            # restarting): resubmit it under the next round's run key, decided afresh on the next tick.
+            # restarting): resubmit it under the next round's run key, decided afresh on the next tick (for a
+            # paused request, the first tick after its resume).
             settled = {"decision": M.PENDING, "reason": f"run {run.run_id[:8]} failed before writing; resubmitting",
                        "dagster_run_id": None}
             relaunch.add(cell.key)
@@ -146,10 +152,12 @@ def tick(
     in_flight = {c.run_key for c in cells if c.decision == M.SUBMITTED}
     # Submitted cells whose run does not exist yet are re-requested under the same run key: Dagster launches
     # a run key once per sensor, so a tick that died after recording them cannot lose or duplicate them.
+    # A paused request launches nothing, these included: they are re-requested after its resume.
     resubmit: dict[str, list[Cell]] = {}
-    for cell in cells:
-        if cell.decision == M.SUBMITTED and cell.run_key not in runs_by_key:
-            resubmit.setdefault(cell.run_key, []).append(cell)
+    if record.status != M.PAUSED:
+        for cell in cells:
+            if cell.decision == M.SUBMITTED and cell.run_key not in runs_by_key:
+                resubmit.setdefault(cell.run_key, []).append(cell)
     for key, group in resubmit.items():
         result.submissions.append(_submission(spec, group, key))
 
@@ -158,7 +166,7 @@ def tick(
         result.status = (M.BLOCKED, code_version_block(record.row["code_version"], loaded_code_version))
         return result
     if record.status != M.OPEN:
-        return result
+        return result  # waiting, blocked or paused: nothing new is submitted, and the request does not close
 
     # 3. Submit pending cells in order, up to max_active runs in flight (twice that when queuing ahead).
     max_active = int(record.row["max_active"])
@@ -396,4 +404,5 @@ def _submission(spec: M.RequestSpec, cells: list[Cell], key: str) -> Submission:
         if defect:
             defects.setdefault(cell.asset, {})[cell.partition_key] = defect
     cells_written = tuple(c.key for c in ordered)
-    return Submission(partitions, assets, key, defects, cells_written)
+    configs = {asset: spec.config_for(asset) for asset in assets if spec.config_for(asset)}
+    return Submission(partitions, assets, key, defects, cells_written, configs=configs)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from backfill_assets.engine.model.graph import AssetSpec
-from backfill_assets.engine.model.request_model import RequestSpec
+from backfill_assets.engine.model.request_model import ReprocessPolicy, RequestSpec
 from backfill_assets.engine.model.states import IN_PROGRESS, TERMINAL_FAILED, VersionState
 
 CREATE = "create"
@@ -26,6 +26,8 @@ class CellFacts:
     # The latest finished run that targeted the cell failed without leaving a version behind it (it died before
     # writing, or was cancelled): the cell "has a run" in Airflow's sense although the catalog has no version.
     failed_run_without_version: bool = False
+    # The cell's skip mark, as its reason reads ("marked skipped by X: why"; ``backfill-assets skip``), or None.
+    skip_mark: str | None = None
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,11 @@ def decide(spec: RequestSpec, asset: AssetSpec, facts: CellFacts) -> Decision:
     state = VersionState(facts.latest_state) if facts.latest_state else None
     if asset.side_effect:
         return Decision(CREATE, "authorized side effect (outbox deduplicates)")
+    if facts.skip_mark:
+        # A person marked the cell: only a request that re-runs everything (completed) overrides the mark.
+        if spec.reprocess != ReprocessPolicy.COMPLETED:
+            return Decision(SKIP, facts.skip_mark)
+        return Decision(CREATE, f"reprocess=completed re-runs it although {facts.skip_mark}")
     if spec.reprocess == "completed":
         return Decision(CREATE, "reprocess=completed" if state else "no version yet")
     if spec.reprocess == "none":
@@ -60,6 +67,8 @@ def decide(spec: RequestSpec, asset: AssetSpec, facts: CellFacts) -> Decision:
     if state is None:
         if facts.failed_run_without_version:
             return Decision(CREATE, "latest run failed before writing a version")
+        if spec.only_failed:
+            return Decision(SKIP, "no failed attempt (--only-failed)")
         return Decision(CREATE, "no version yet")
     # reprocess=failed: re-run what failed, was rejected, or died mid-write (no run is in flight for it).
     if state in TERMINAL_FAILED or state in IN_PROGRESS:

@@ -39,7 +39,9 @@ def plan_propagation(
         if row["action"] != "publish" or not row.get("request_id") or row.get("lane") == T.LANE_PRODUCTION:
             continue
         record = request_of(row["request_id"])
-        if record is None:
+        # A closed request takes no new cells (nothing would run them): only an operator's `accept` publishes for
+        # one after it closed, and `accept --cascade` makes a request of its own for the downstream.
+        if record is None or record.status in M.CLOSED_STATUSES:
             continue
         spec = record.spec
         affected = [

@@ -13,11 +13,13 @@ from typing import Any, Callable, Iterable
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell, CellOrigin
 from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.overrides import MARKED_SKIPPED, Override, OverrideAction
 from backfill_assets.engine.model.states import IN_PROGRESS, VersionState
 from backfill_assets.engine.plan.reconcile_downstream import affected_downstream_report
 from backfill_assets.engine.store.catalog import Catalog, Version
 from backfill_assets.engine.store.handoffs import Handoffs
 from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.store.pauses import Pauses
 from backfill_assets.engine.store.storage import Warehouse
 
 FINISHED_RUNS = ("SUCCESS", "FAILURE", "CANCELED")
@@ -58,6 +60,10 @@ class VersionReport:
     source_fingerprint: str | None = None
     gap: str | None = None
     worker: str | None = None  # the process that wrote the attempt: which worker ran which day
+    overrides: list[dict] = field(default_factory=list)  # a person's accept / reject of this version, oldest first
+    # What params_digest digests: the injected defect and, for an asset with a config, that config (defaults
+    # included); None for a version written before the catalog kept them.
+    params: dict[str, Any] | None = None
 
 
 @dataclass
@@ -70,6 +76,8 @@ class CellReport:
     run_ids: list[str]
     versions: list[VersionReport]
     submitted_at: str | None = None  # when the driver created the cell's (latest) run
+    # The person's override that decides the cell now: an accept or reject of its version, or its skip mark.
+    override: dict | None = None
 
 
 @dataclass
@@ -148,6 +156,7 @@ def _version_report(version: Version, by_id: dict[str, Version]) -> VersionRepor
         recomputed_on_current_upstream=recomputed_on_current_upstream(version, replaced),
         source_fingerprint=version.source_fingerprint,
         worker=version.data.get("worker"),
+        params=version.data.get("params"),
     )
 
 
@@ -175,6 +184,7 @@ def reconcile(
     for v in own:
         per_cell.setdefault((v.asset, v.partition_key), []).append(v)
 
+    overrides = catalog.overrides_of_cells(c.key for c in cells)
     gaps: list[dict[str, str]] = []
     cell_reports: list[CellReport] = []
     duplicates = 0
@@ -182,7 +192,9 @@ def reconcile(
     for cell in cells:
         vs = per_cell.get(cell.key, [])
         reports = [_version_report(v, by_id) for v in vs]
+        cell_overrides = overrides.get(cell.key, [])
         for v, rep in zip(vs, reports, strict=True):
+            rep.overrides = [o.as_dict() for o in cell_overrides if o.version_id == v.version_id]
             rep.gap = _gap(v, run_status_of, materialized_version_ids, warehouse)
             if rep.gap:
                 gaps.append({"version_id": v.version_id, "state": v.state, "gap": rep.gap})
@@ -195,7 +207,7 @@ def reconcile(
         ):
             retrying += 1
         run_ids = sorted({v.dagster_run_id for v in vs} | ({cell.dagster_run_id} if cell.dagster_run_id else set()))
-        decision, reason = _decision_now(cell, published)
+        decision, reason, override = _decision_now(cell, published, cell_overrides)
         cell_reports.append(
             CellReport(
                 asset=cell.asset,
@@ -206,6 +218,7 @@ def reconcile(
                 run_ids=run_ids,
                 versions=reports,
                 submitted_at=cell.submitted_at,
+                override=override.as_dict() if override else None,
             )
         )
 
@@ -223,6 +236,10 @@ def reconcile(
         "rejected": counts[M.REJECTED],
         "failed": counts[M.FAILED],
         "skipped": counts[M.SKIPPED],
+        # Decided by a person (backfill-assets accept / reject / skip), also counted above by their decision.
+        "accepted": _decided_by(cell_reports, OverrideAction.ACCEPT),
+        "rejected_after_publish": _decided_by(cell_reports, OverrideAction.REJECT),
+        "marked_skipped": _decided_by(cell_reports, OverrideAction.SKIP),
         "cancelled": counts[M.CELL_CANCELLED],
         "pending": counts[M.PENDING],
         "in_flight": counts[M.SUBMITTED],
@@ -233,7 +250,8 @@ def reconcile(
     complete = bool(cell_reports) and all(c.decision in M.SUCCESS_CELLS for c in cell_reports)
     stale, side_effects = affected_downstream_report(catalog, record.request_id, record.spec.downstream, graph)
     return Report(
-        request=record.as_dict(),
+        # While paused: who paused it, when, why (None otherwise).
+        request={**record.as_dict(), "pause": Pauses(catalog).current([request_id]).get(request_id)},
         totals=totals,
         complete=complete,
         cells=cell_reports,
@@ -250,9 +268,10 @@ def decisions_now(catalog: Catalog, request_id: str, cells: list[Cell]) -> list[
     published: dict[tuple[str, str], list[Version]] = {}
     for v in catalog.versions_of_request(request_id, published_only=True):
         published.setdefault((v.asset, v.partition_key), []).append(v)
+    overrides = catalog.overrides_of_cells(c.key for c in cells)
     now = []
     for cell in cells:
-        decision, reason = _decision_now(cell, published.get(cell.key, []))
+        decision, reason, _ = _decision_now(cell, published.get(cell.key, []), overrides.get(cell.key, []))
         now.append(replace(cell, decision=decision, reason=reason))
     return now
 
@@ -267,13 +286,33 @@ def count_decisions(decisions: Iterable[str]) -> dict[str, int]:
     return counts
 
 
-def _decision_now(cell: Cell, published: list[Version]) -> tuple[str, str | None]:
-    """The ledger's decision, corrected by what the cell's published version is now."""
-    if cell.decision == M.PUBLISHED and published:
-        latest = published[-1]
-        if VersionState(latest.state) is VersionState.ROLLED_BACK:
-            return CELL_ROLLED_BACK, f"its version {latest.version_id} was rolled back"
-    return cell.decision, cell.reason
+def _decision_now(
+    cell: Cell, published: list[Version], overrides: list[Override]
+) -> tuple[str, str | None, Override | None]:
+    """The ledger's decision, corrected by what the cell's published version is now and by a person's override
+    (``overrides``: the cell's, oldest first); with the override that decided it."""
+    if cell.decision == M.SKIPPED and (cell.reason or "").startswith(MARKED_SKIPPED):
+        marks = [o for o in overrides if o.action is OverrideAction.SKIP]
+        return cell.decision, cell.reason, marks[-1] if marks else None
+    if not published or cell.decision not in (M.PUBLISHED, M.REJECTED):
+        return cell.decision, cell.reason, None
+    latest = published[-1]
+    state = VersionState(latest.state)
+    decided = [o for o in overrides if o.version_id == latest.version_id]
+    last = decided[-1] if decided else None
+    accepted = last is not None and last.action is OverrideAction.ACCEPT
+    if state is VersionState.ROLLED_BACK and (cell.decision == M.PUBLISHED or accepted):
+        return CELL_ROLLED_BACK, f"its version {latest.version_id} was rolled back", None
+    if last is not None and last.action is OverrideAction.REJECT and state is VersionState.REJECTED:
+        return M.REJECTED, f"its version {latest.version_id} was {last.summary}", last
+    if accepted and cell.decision == M.REJECTED:
+        # Published on a person's word: the request's output for the cell serves (or served until superseded).
+        return M.PUBLISHED, f"its rejected version {latest.version_id} was {last.summary}", last
+    return cell.decision, cell.reason, None
+
+
+def _decided_by(cells: list[CellReport], action: OverrideAction) -> int:
+    return sum(1 for c in cells if c.override and c.override["action"] == action)
 
 
 def _gap(

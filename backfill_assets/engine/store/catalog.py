@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from backfill_assets.engine.model.errors import InvalidInput, NotFound, PublishConflict
 from backfill_assets.engine.model.identity import (
     RunIdentity,
+    canonical_json,
     make_version_id,
     parse_version_id,
     validate_asset_name,
@@ -31,6 +32,7 @@ from backfill_assets.engine.store import publish_pg
 from backfill_assets.engine.store.catalog_queries import ACTION_PUBLISH, ACTION_REPAIR, ACTION_ROLLBACK, CatalogQueries
 from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
 from backfill_assets.engine.store.db import engine_for, reader_for, retry_transient
+from backfill_assets.engine.store.overrides import OverrideLog
 from backfill_assets.engine.store.read_log import ReadLog
 from backfill_assets.engine.store.schema import log_head, pointers, publish_log, requests, versions
 from backfill_assets.engine.wap.faults import IN_PUBLISH_TRANSACTION, fault_point
@@ -39,8 +41,8 @@ __all__ = ["ACTION_PUBLISH", "ACTION_REPAIR", "ACTION_ROLLBACK", "Catalog", "Con
 
 
 
-class Catalog(ReadLog, CatalogQueries):
-    """Writes; the reads it inherits from ``CatalogQueries``."""
+class Catalog(ReadLog, OverrideLog, CatalogQueries):
+    """Writes; the reads it inherits from ``CatalogQueries``; an operator's overrides from ``OverrideLog``."""
 
     def __init__(self, url: str):
         self.url = url
@@ -112,6 +114,7 @@ class Catalog(ReadLog, CatalogQueries):
                         started_at=identity.started_at,
                         created_at=now,
                         worker=identity.worker or None,
+                        params_json=canonical_json(identity.params) if identity.params else None,
                     )
                 )
                 return self._get(conn, version_id)
@@ -182,36 +185,55 @@ class Catalog(ReadLog, CatalogQueries):
             with self.engine.begin() as conn:
                 version, current = self._get_with_pointer(conn, version_id)
                 check_transition(version_id, version.state, VersionState.PUBLISHED)
-                self._refuse_if_request_cancelled(conn, version, current)
-                expected = version.expected_previous_version_id
-                if current != expected:
-                    raise PublishConflict(
-                        f"lost the publish race to {current} (expected current {expected or 'none'})", current
-                    )
                 now = iso(utc_now())
-                # Conditional on the expected version: a racer that committed first makes this match nothing.
-                self._swap_pointer(conn, version.asset, version.partition_key, expected, version_id, now)
-                # States already read (the version above; the pointer's target is PUBLISHED): each transition
-                # is one conditional UPDATE, which fails the publish if the state moved meanwhile.
-                self._transition(
-                    conn,
-                    version_id,
-                    VersionState.PUBLISHED,
-                    from_state=version.state,
-                    checks_json=json.dumps(checks, default=str),
-                    ended_at=now,
-                    published_at=now,
+                seq = self._cas_publish(
+                    conn, version, current, now, checks_json=json.dumps(checks, default=str), ended_at=now
                 )
-                if expected is not None:
-                    self._transition(conn, expected, VersionState.SUPERSEDED, from_state=VersionState.PUBLISHED)
-                # Everything before this line holds only this partition's rows; log_head orders every publish,
-                # so it is taken last and held for one UPDATE ... RETURNING, one INSERT and the commit.
-                seq = self._next_seq(conn)
-                self._log(conn, seq, version, expected, ACTION_PUBLISH, now, version.request_id, version.lane)
                 fault_point(IN_PUBLISH_TRANSACTION)
         except sa.exc.IntegrityError as exc:
             self._lost_first_publish(version_id, exc)
         return _published_move(seq, version, checks, now)
+
+    def _cas_publish(
+        self,
+        conn: Connection,
+        version: Version,
+        current: str | None,
+        now: str,
+        *,
+        override: bool = False,
+        reason: str | None = None,
+        **values: Any,
+    ) -> int:
+        """The publish compare-and-swap inside the caller's transaction; returns its publish_log seq.
+        ``current``: the pointer's version as read in this transaction. ``override``: an operator's accept of a
+        REJECTED version (the same swap, state change and log row; the log row carries ``reason``)."""
+        self._refuse_if_request_cancelled(conn, version, current)
+        expected = version.expected_previous_version_id
+        if current != expected:
+            raise PublishConflict(
+                f"lost the publish race to {current} (expected current {expected or 'none'})", current
+            )
+        # Conditional on the expected version: a racer that committed first makes this match nothing.
+        self._swap_pointer(conn, version.asset, version.partition_key, expected, version.version_id, now)
+        # States already read (the version above; the pointer's target is PUBLISHED): each transition
+        # is one conditional UPDATE, which fails the publish if the state moved meanwhile.
+        self._transition(
+            conn,
+            version.version_id,
+            VersionState.PUBLISHED,
+            from_state=version.state,
+            override=override,
+            published_at=now,
+            **values,
+        )
+        if expected is not None:
+            self._transition(conn, expected, VersionState.SUPERSEDED, from_state=VersionState.PUBLISHED)
+        # Everything before this line holds only this partition's rows; log_head orders every publish,
+        # so it is taken last and held for one UPDATE ... RETURNING, one INSERT and the commit.
+        seq = self._next_seq(conn)
+        self._log(conn, seq, version, expected, ACTION_PUBLISH, now, version.request_id, version.lane, reason)
+        return seq
 
     def _publish_pg(self, version_id: str, checks: list[dict[str, Any]]) -> PointerMove:
         """``publish`` on PostgreSQL: the same steps in one server-side function (``publish_pg``), one statement."""
@@ -240,22 +262,44 @@ class Catalog(ReadLog, CatalogQueries):
             raise InvalidInput("rollback needs --reason")
         validate_text(reason, "--reason", 2000, line_breaks=True)
         with self.engine.begin() as conn:
-            ptr = self._pointer(conn, asset, partition_key)
-            if ptr is None:
-                raise NotFound(f"{asset} {partition_key} has no published version to roll back")
-            bad = ptr["version_id"]
-            target = self._rollback_target(conn, asset, partition_key, bad, to_version_id)
-            now = iso(utc_now())
-            self._swap_pointer(conn, asset, partition_key, bad, target.version_id, now)
-            self._transition(conn, bad, VersionState.ROLLED_BACK)
-            # published_at stays the original publish time: a version keeps its history, and the restore is
-            # its own publish_log row (action rollback) with its own time.
-            self._transition(conn, target.version_id, VersionState.PUBLISHED)
-            # Lock order as in publish: pointer row first, log_head last (no deadlock between the two).
-            seq = self._next_seq(conn)
-            self._log(conn, seq, target, bad, ACTION_ROLLBACK, now, None, None, reason=reason)
-            consumers = self._consumers(conn, bad)
-            return PointerMove(seq, asset, partition_key, target.version_id, bad, ACTION_ROLLBACK, consumers)
+            return self._roll_back(conn, asset, partition_key, reason, to_version_id)
+
+    def _roll_back(
+        self,
+        conn: Connection,
+        asset: str,
+        partition_key: str,
+        reason: str,
+        to_version_id: str | None,
+        *,
+        bad_version_id: str | None = None,
+        bad_state: VersionState = VersionState.ROLLED_BACK,
+        now: str | None = None,
+        **bad_values: Any,
+    ) -> PointerMove:
+        """The rollback inside the caller's transaction. ``bad_version_id``: the version the caller judged current
+        (refused if the pointer moved since). ``bad_state``: REJECTED for an operator's reject (an override edge:
+        the bad version is then no rollback target ever again), with ``bad_values`` stored on it."""
+        ptr = self._pointer(conn, asset, partition_key)
+        if ptr is None:
+            raise NotFound(f"{asset} {partition_key} has no published version to roll back")
+        bad = ptr["version_id"]
+        if bad_version_id is not None and bad != bad_version_id:
+            raise PublishConflict(f"{asset} {partition_key}: the pointer moved to {bad} meanwhile; nothing changed",
+                                  bad)
+        target = self._rollback_target(conn, asset, partition_key, bad, to_version_id)
+        now = now or iso(utc_now())
+        self._swap_pointer(conn, asset, partition_key, bad, target.version_id, now)
+        override = bad_state is not VersionState.ROLLED_BACK
+        self._transition(conn, bad, bad_state, override=override, **bad_values)
+        # published_at stays the original publish time: a version keeps its history, and the restore is
+        # its own publish_log row (action rollback) with its own time.
+        self._transition(conn, target.version_id, VersionState.PUBLISHED)
+        # Lock order as in publish: pointer row first, log_head last (no deadlock between the two).
+        seq = self._next_seq(conn)
+        self._log(conn, seq, target, bad, ACTION_ROLLBACK, now, None, None, reason=reason)
+        consumers = self._consumers(conn, bad)
+        return PointerMove(seq, asset, partition_key, target.version_id, bad, ACTION_ROLLBACK, consumers)
 
     def record_repair(self, version_id: str, reason: str) -> int:
         """Log that a crash gap of a published version was repaired (the pointer does not move)."""
@@ -311,11 +355,13 @@ class Catalog(ReadLog, CatalogQueries):
         version_id: str,
         target: VersionState,
         from_state: VersionState | str | None = None,
+        override: bool = False,
         **values: Any,
     ) -> None:
-        """Move one version to ``target`` if it is still in ``from_state`` (read now when not given)."""
+        """Move one version to ``target`` if it is still in ``from_state`` (read now when not given); ``override``
+        also allows an operator's override edges (states.OVERRIDE_ALLOWED)."""
         state = VersionState(from_state).value if from_state is not None else self._get(conn, version_id).state
-        check_transition(version_id, state, target)
+        check_transition(version_id, state, target, override=override)
         result = conn.execute(
             versions.update()
             .where(versions.c.version_id == version_id, versions.c.state == state)

@@ -8,7 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-_JSON_COLUMNS = ("stats_json", "checks_json", "input_versions_json")
+_JSON_COLUMNS = ("stats_json", "checks_json", "input_versions_json", "params_json")
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ class RequestRecord:
             requested_by=r["requested_by"],
             partitions_per_run=r.get("partitions_per_run") or 1,
             partitions_per_run_mode=r.get("partitions_per_run_mode") or M.EXPLICIT,
+            only_failed=bool(r.get("only_failed")),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -141,6 +142,7 @@ class Ledger:
                     max_active=spec.effective_max_active,
                     partitions_per_run=spec.partitions_per_run,
                     partitions_per_run_mode=spec.partitions_per_run_mode,
+                    only_failed=spec.only_failed,
                     conf_json=json.dumps(spec.conf, sort_keys=True),
                     side_effects_json=json.dumps(list(spec.allow_side_effects)),
                     approved_by=spec.approved_by,
@@ -170,6 +172,10 @@ class Ledger:
         """For a waiting request: take every claim once the holders have closed (all or nothing)."""
         now = iso(utc_now())
         with self.engine.begin() as conn:
+            # The request row first, and only while still waiting: a pause or cancel that committed since the
+            # driver read it must not find claims taken by a request it stopped.
+            if not self._lock_if_status(conn, request_id, M.WAITING):
+                return False
             cells = claimable_cells(conn, request_id)
             holders = claimed_by(conn, cells)
             if holders:

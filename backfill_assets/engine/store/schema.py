@@ -43,6 +43,7 @@ versions = sa.Table(
     sa.Column("published_at", _ts),
     sa.Column("created_at", _ts, nullable=False),
     sa.Column("worker", sa.String(200)),  # the process that wrote the attempt (RunIdentity.worker)
+    sa.Column("params_json", sa.Text),  # what params_digest digests (RunIdentity.params): defect, asset config
     sa.UniqueConstraint("asset", "partition_key", "run_id", "attempt_no", name="uq_versions_attempt"),
     sa.Index("ix_versions_cell", "asset", "partition_key"),
     sa.Index("ix_versions_request", "request_id"),
@@ -126,6 +127,7 @@ requests = sa.Table(
     sa.Column("partitions_per_run", sa.Integer, nullable=False, default=1),
     # How partitions_per_run was chosen: "explicit" or "auto: <why>"; NULL in a catalog from before (explicit).
     sa.Column("partitions_per_run_mode", sa.Text),
+    sa.Column("only_failed", sa.Boolean),  # clear --only-failed (NULL in catalogs older than it: false)
     sa.Column("conf_json", sa.Text, nullable=False),
     sa.Column("side_effects_json", sa.Text, nullable=False),
     sa.Column("approved_by", sa.String(120)),
@@ -161,6 +163,23 @@ claims = sa.Table(
     sa.Column("partition_key", _key, primary_key=True),
     sa.Column("request_id", _req, nullable=False),
     sa.Column("claimed_at", _ts, nullable=False),
+)
+
+# Every pause of a request (`request pause` / `request resume`), kept after the resume: who stopped it, when and
+# why, and the status (and message) its resume restores. At most one row per request has resumed_at NULL.
+request_pauses = sa.Table(
+    "request_pauses",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("request_id", _req, nullable=False),
+    sa.Column("paused_at", _ts, nullable=False),
+    sa.Column("paused_by", sa.String(120), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("status_before", sa.String(16), nullable=False),
+    sa.Column("message_before", sa.Text),
+    sa.Column("resumed_at", _ts),
+    sa.Column("resumed_by", sa.String(120)),
+    sa.Index("ix_request_pauses_request", "request_id", "id"),
 )
 
 handoffs = sa.Table(
@@ -199,4 +218,22 @@ admissions = sa.Table(
     sa.Column("partition_key", _key, primary_key=True),
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("at", _ts, nullable=False),
+)
+
+# An operator's overrides, never silent (backfill-assets accept / reject / skip): who decided what about which version
+# or cell, when and why. Rows are only added: a withdrawn skip mark is an `unskip` row after the `skip` row.
+overrides = sa.Table(
+    "overrides",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("action", sa.String(16), nullable=False),  # accept | reject | skip | unskip
+    sa.Column("asset", _asset, nullable=False),
+    sa.Column("partition_key", _key, nullable=False),
+    sa.Column("version_id", _vid),  # the version accepted or rejected; NULL for a cell's skip mark
+    sa.Column("decided_by", sa.String(120), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("at", _ts, nullable=False),
+    sa.Column("publish_seq", sa.BigInteger),  # the publish_log row of an accept (publish) or reject (rollback)
+    sa.Index("ix_overrides_cell", "asset", "partition_key"),
+    sa.Index("ix_overrides_version", "version_id"),
 )

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from backfill_assets.engine.model.asset_config import CONFIG_ARG
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import INTERVAL_ARG, PREVIOUS_ARG, AssetGraph, call_with
 from backfill_assets.engine.wap.gate import Gate, NotPublished
@@ -20,17 +21,19 @@ class Computed:
     source_fingerprint: str | None = None
 
 
-def compute(gate: Gate, graph: AssetGraph, resources: Mapping[str, Any]) -> Computed:
+def compute(gate: Gate, graph: AssetGraph, resources: Mapping[str, Any], config: Any = None) -> Computed:
     """Read every input's published version (recorded), then run the transform on them.
 
     Upstream assets are read for the same interval; a depends-on-past asset also gets ``previous``, its own
     published version of the previous interval (None on the calendar's first day): a missing one is waited
-    for, never computed around.
+    for, never computed around. An asset that declares a config gets ``config``, the object the run was given.
     """
     spec = gate.spec
     key = gate.identity.partition_key
     calendar = graph.calendar
     available: dict[str, Any] = {INTERVAL_ARG: calendar.interval(key), **resources}
+    if spec.config is not None:
+        available[CONFIG_ARG] = config
     for upstream in spec.upstream:
         available[upstream] = gate.read_published(upstream, key)
     if spec.depends_on_past:

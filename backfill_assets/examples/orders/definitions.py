@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dagster as dg
 import pandas as pd
+from pydantic import Field
 
 from backfill_assets import (
     backfill_definitions,
@@ -49,6 +50,16 @@ def _source_fingerprint(interval, orders_source: OrdersSource) -> str:
     return orders_source.system().summary(interval).fingerprint
 
 
+class FxRates(dg.Config):
+    """CNY per unit of each foreign currency: an FX correction is a backfill of order_facts with new rates."""
+
+    usd_to_cny: float = Field(default=transforms.RATES_TO_CNY["USD"], gt=0, description="CNY per US dollar")
+    eur_to_cny: float = Field(default=transforms.RATES_TO_CNY["EUR"], gt=0, description="CNY per euro")
+
+    def to_cny(self) -> dict[str, float]:
+        return {"CNY": 1.0, "USD": self.usd_to_cny, "EUR": self.eur_to_cny}
+
+
 @gated_asset(
     calendar=DEMO_CALENDAR,
     primary_key=("order_id", "updated_at"),
@@ -76,10 +87,11 @@ def raw_orders(interval, orders_source: OrdersSource) -> pd.DataFrame:
     ],
     owners=["team:analytics"],
     group_name=GROUP,
+    config=FxRates,
 )
-def order_facts(interval, raw_orders: pd.DataFrame) -> pd.DataFrame:
+def order_facts(interval, raw_orders: pd.DataFrame, config: FxRates) -> pd.DataFrame:
     """One row per order, latest amendment, amounts in CNY."""
-    return transforms.order_facts(raw_orders, interval.key)
+    return transforms.order_facts(raw_orders, interval.key, config.to_cny())
 
 
 @gated_asset(

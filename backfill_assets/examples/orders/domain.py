@@ -6,8 +6,6 @@ import pandas as pd
 
 from backfill_assets import FLOAT, INT, STRING, TIMESTAMP, BusinessCalendar
 
-from .transforms import RATES_TO_CNY
-
 RAW_ORDERS = "raw_orders"
 ORDER_FACTS = "order_facts"
 DAILY_REVENUE = "daily_revenue"
@@ -57,11 +55,12 @@ def _latest_amendments(raw: pd.DataFrame) -> pd.DataFrame:
     return raw.loc[raw.groupby("order_id")["updated_at"].idxmax()]
 
 
-def expected_order_facts_totals(raw_orders: pd.DataFrame) -> dict[str, float]:
+def expected_order_facts_totals(raw_orders: pd.DataFrame, config) -> dict[str, float]:
+    """The CNY total at the rates the run was given (``config``: the asset's FxRates)."""
     latest = _latest_amendments(raw_orders)
     if not len(latest):
         return {"amount_cny": 0.0}
-    amounts = (latest["amount"] * latest["currency"].map(RATES_TO_CNY)).round(2)
+    amounts = (latest["amount"] * latest["currency"].map(config.to_cny())).round(2)
     return {"amount_cny": float(amounts.sum())}
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Mapping
+
 import pandas as pd
 
 RATES_TO_CNY = {"CNY": 1.0, "USD": 7.1, "EUR": 7.8}
 
 
-def order_facts(raw: pd.DataFrame, partition_key: str) -> pd.DataFrame:
-    """One row per order: the latest amendment wins, amounts normalized to CNY."""
+def order_facts(raw: pd.DataFrame, partition_key: str, rates: Mapping[str, float] = RATES_TO_CNY) -> pd.DataFrame:
+    """One row per order: the latest amendment wins, amounts normalized to CNY at ``rates`` (CNY per unit)."""
     latest = raw.sort_values(["order_id", "updated_at"]).groupby("order_id", sort=True).tail(1)
     return pd.DataFrame(
         {
@@ -16,7 +18,7 @@ def order_facts(raw: pd.DataFrame, partition_key: str) -> pd.DataFrame:
             "customer_id": latest["customer_id"].astype("string"),
             "region": latest["region"].astype("string"),
             "currency": latest["currency"].astype("string"),
-            "amount_cny": (latest["amount"] * latest["currency"].map(RATES_TO_CNY)).round(2).astype("float64"),
+            "amount_cny": (latest["amount"] * latest["currency"].map(dict(rates))).round(2).astype("float64"),
             "created_at": latest["created_at"],
             "business_date": pd.Series([partition_key] * len(latest), dtype="string", index=latest.index),
         }

@@ -9,6 +9,7 @@ import dagster as dg
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph, AssetSpec
+from backfill_assets.engine.model.overrides import skip_mark_reason
 from backfill_assets.engine.plan.admission import admit, adopted_request_id, is_launched_from_dagster
 from backfill_assets.engine.plan.planning import SKIP, CellFacts
 from backfill_assets.engine.store.admissions import Admissions
@@ -24,10 +25,12 @@ def cell_facts(
     own_root = context.run.root_run_id or context.run.run_id
     others = [v for v in catalog.versions_of(asset, partition) if v.logical_run_id != own_root]
     latest = others[-1] if others else None
+    mark = catalog.skip_marks([(asset, partition)]).get((asset, partition))
     return CellFacts(
         latest_state=latest.state if latest else None,
         latest_version_id=latest.version_id if latest else None,
         in_flight_run_id=other_run_writing(context.instance, graph, asset, partition, context.run),
+        skip_mark=skip_mark_reason(mark) if mark else None,
     )
 
 

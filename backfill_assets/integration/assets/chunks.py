@@ -23,6 +23,7 @@ from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.wap.defects import validate_defect
 from backfill_assets.integration.assets.dashboard import day_events
 from backfill_assets.integration.assets.gated import SOURCE_POOL, gate_one
+from backfill_assets.integration.assets.user_config import step_config, with_user_fields
 from backfill_assets.integration.resources import BACKFILL_RESOURCE
 from backfill_assets.integration.runs.dagster_adapter import report_materialization_planned
 
@@ -41,11 +42,20 @@ class ChunkAssetConfig(dg.Config):
     inject_defect_by_partition: dict[str, str] = {}
 
 
-def chunk_run_config(days_by_asset: Mapping[str, list[str]], defects: Mapping[str, Mapping[str, str]]) -> dict:
+def chunk_run_config(
+    days_by_asset: Mapping[str, list[str]],
+    defects: Mapping[str, Mapping[str, str]],
+    configs: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict:
+    """Each asset's days and defects, and its own config (``configs``: asset → fields) beside them."""
     return {
         "ops": {
             op_name(asset): {
-                "config": {"partitions": list(days), "inject_defect_by_partition": dict(defects.get(asset, {}))}
+                "config": {
+                    "partitions": list(days),
+                    "inject_defect_by_partition": dict(defects.get(asset, {})),
+                    **(configs or {}).get(asset, {}),
+                }
             }
             for asset, days in days_by_asset.items()
         }
@@ -83,7 +93,10 @@ def _published_by(catalog: Catalog, asset: str, key: str, run_id: str) -> bool:
     return _concluded(catalog, asset, key, run_id) in VERIFIED
 
 
-def build_chunk_op(spec: AssetSpec, graph: AssetGraph) -> dg.OpDefinition:
+def build_chunk_op(
+    spec: AssetSpec, graph: AssetGraph, config_class: type[dg.Config] | None = None
+) -> dg.OpDefinition:
+    op_config = with_user_fields(ChunkAssetConfig, config_class, spec.name)
     upstream_in_chunk = [u for u in spec.upstream if u in graph.batchable_assets]
 
     @dg.op(
@@ -95,8 +108,9 @@ def build_chunk_op(spec: AssetSpec, graph: AssetGraph) -> dg.OpDefinition:
         description=f"Write, audit and publish {spec.name}, day by day, for the days of this chunk.",
         required_resource_keys={BACKFILL_RESOURCE, *spec.resources},
     )
-    def _chunk_op(context: dg.OpExecutionContext, config: ChunkAssetConfig):
+    def _chunk_op(context: dg.OpExecutionContext, config: op_config):  # type: ignore[valid-type]
         backfill = getattr(context.resources, BACKFILL_RESOURCE)
+        user_config = step_config(context.op_config, config_class)
         try:
             days = [validate_partition_key(d) for d in config.partitions]
             defects = {d: validate_defect(x) for d, x in config.inject_defect_by_partition.items()}
@@ -120,7 +134,7 @@ def build_chunk_op(spec: AssetSpec, graph: AssetGraph) -> dg.OpDefinition:
             report_materialization_planned(
                 context.instance, context.run.run_id, context.run.job_name, str(context.op_handle), spec.name, key
             )
-            outcome = gate_one(context, graph, spec, backfill, key, defects.get(key))
+            outcome = gate_one(context, graph, spec, backfill, key, defects.get(key), user_config)
             if outcome is None:
                 continue
             # Not blocking in Dagster's sense here: a failed blocking evaluation would fail the op, and the op must
@@ -166,9 +180,14 @@ def build_verdict_op(graph: AssetGraph) -> dg.OpDefinition:
     return chunk_verdict
 
 
-def build_chunk_job(graph: AssetGraph, executor: dg.ExecutorDefinition) -> dg.JobDefinition:
+def build_chunk_job(
+    graph: AssetGraph,
+    executor: dg.ExecutorDefinition,
+    config_classes: Mapping[str, type[dg.Config]] | None = None,
+) -> dg.JobDefinition:
+    """``config_classes``: asset → its ``gated_asset(config=...)`` class, whose fields its chunk op takes too."""
     batchable = graph.batchable_assets
-    ops = {asset: build_chunk_op(graph[asset], graph) for asset in batchable}
+    ops = {asset: build_chunk_op(graph[asset], graph, (config_classes or {}).get(asset)) for asset in batchable}
     verdict = build_verdict_op(graph)
 
     @dg.job(

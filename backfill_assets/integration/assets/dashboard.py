@@ -234,16 +234,8 @@ def rollback_event(catalog: Catalog, move: PointerMove, reason: str) -> dg.Asset
     """
     restored = catalog.get(move.version_id)
     newest = catalog.versions_of(move.asset, move.partition_key)[-1]
-    description = f"rolled back from {move.previous_version_id}: {restored.version_id} serves again — {reason}"
-    metadata = {
-        **version_metadata(restored),
-        "state": state_label(restored),
-        "serving_version_id": restored.version_id,
-        "rolled_back_from": _text(move.previous_version_id),
-        "rollback_reason": reason,
-        "publish_seq": dg.MetadataValue.int(move.seq),
-        "checks": checks_table(outcome_checks(restored)),
-    }
+    description = rollback_description(move, reason)
+    metadata = rollback_metadata(restored, move, reason)
     if VersionState(newest.state) in VERIFIED:
         return dg.AssetMaterialization(
             asset_key=move.asset, partition=move.partition_key, description=description, metadata=metadata
@@ -255,6 +247,23 @@ def rollback_event(catalog: Catalog, move: PointerMove, reason: str) -> dg.Asset
         "Failed in Dagster",
         metadata=metadata | {"newest_attempt": newest.version_id, "newest_attempt_state": newest.state},
     )
+
+
+def rollback_description(move: PointerMove, reason: str) -> str:
+    return f"rolled back from {move.previous_version_id}: {move.version_id} serves again — {reason}"
+
+
+def rollback_metadata(restored: Version, move: PointerMove, reason: str) -> dict[str, Any]:
+    """A rollback's event metadata: the restored version, serving again, and the version rolled back from."""
+    return {
+        **version_metadata(restored),
+        "state": state_label(restored),
+        "serving_version_id": restored.version_id,
+        "rolled_back_from": _text(move.previous_version_id),
+        "rollback_reason": reason,
+        "publish_seq": dg.MetadataValue.int(move.seq),
+        "checks": checks_table(outcome_checks(restored)),
+    }
 
 
 def report_rollback(instance: dg.DagsterInstance, catalog: Catalog, move: PointerMove, reason: str) -> str:

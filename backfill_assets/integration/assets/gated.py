@@ -28,6 +28,7 @@ from backfill_assets.integration.assets.dashboard import (
     rejection_observation,
 )
 from backfill_assets.integration.assets.partitions import daily_partitions_for
+from backfill_assets.integration.assets.user_config import StepConfig, step_config, with_user_fields
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.runs.run_identity import identity_from_context
 
@@ -109,9 +110,11 @@ def gate_one(
     backfill: BackfillResource,
     key: str,
     defect: str | None,
+    user_config: StepConfig | None = None,
 ) -> GateOutcome | None:
     """Write, audit and publish-or-reject one partition. Errors abandon the attempt; rejections do not raise.
-    None: a backfill launched from Dagster whose policy leaves the cell alone (``admission_skip``)."""
+    None: a backfill launched from Dagster whose policy leaves the cell alone (``admission_skip``).
+    ``user_config``: what a configurable asset's step was given; its values are part of the version's params."""
     stopped = unless_run_stopped(
         context.instance, context.run.run_id, Ledger(backfill.catalog()), context.run.tags.get(T.REQUEST_ID)
     )
@@ -119,7 +122,11 @@ def gate_one(
         # Dagster retries a step interrupted by a termination when it has a RetryPolicy (ours does): the new
         # attempt of a cancelled run stops here instead of computing, and its run can end CANCELED.
         raise dg.Failure(description=f"{spec.name} {key}: {reason}", allow_retries=False)
-    identity = identity_from_context(context, spec.name, {"inject_defect": defect}, key, graph)
+    params: dict = {"inject_defect": defect}
+    if user_config is not None:
+        # Normalized with every default, so a retry (or a run given the defaults explicitly) digests the same.
+        params["config"] = user_config.values
+    identity = identity_from_context(context, spec.name, params, key, graph)
     earlier = earlier_publish(backfill.catalog(), identity)
     if earlier is not None:
         context.log.warning(
@@ -142,7 +149,9 @@ def gate_one(
     gate.begin()
     context.log.info(f"writing {gate.version_id} identity={json.dumps(gate.labels(), sort_keys=True)}")
     try:
-        computed = compute(gate, graph, user_resources(context, spec))
+        computed = compute(
+            gate, graph, user_resources(context, spec), user_config.instance if user_config is not None else None
+        )
         checks = gate.write_and_audit(computed.frame, computed.available, defect, computed.source_fingerprint)
         outcome = gate.conclude(checks)
     except BackfillError as exc:
@@ -172,9 +181,12 @@ def _defect_for(config: GateConfig, key: str) -> str | None:
     return validate_defect(by_partition or (config.inject_defect.value if config.inject_defect else None))
 
 
-def _run_single(context, graph: AssetGraph, spec: AssetSpec, config: GateConfig, backfill: BackfillResource):
+def _run_single(
+    context, graph: AssetGraph, spec: AssetSpec, config: GateConfig, backfill: BackfillResource,
+    user_config: StepConfig | None,
+):
     key = context.partition_key
-    outcome = gate_one(context, graph, spec, backfill, key, _defect_for(config, key))
+    outcome = gate_one(context, graph, spec, backfill, key, _defect_for(config, key), user_config)
     if outcome is None:
         return  # left alone: no materialization, no check results; downstream steps of this run are skipped
     selected = {key.name for key in context.selected_asset_check_keys}
@@ -206,7 +218,10 @@ def rejection_summary(asset: str, rejected: list[str], total: int) -> str:
     )
 
 
-def _run_batch(context, graph: AssetGraph, spec: AssetSpec, config: GateConfig, backfill: BackfillResource):
+def _run_batch(
+    context, graph: AssetGraph, spec: AssetSpec, config: GateConfig, backfill: BackfillResource,
+    user_config: StepConfig | None,
+):
     """A range run: every partition still gets its own version, checks, publish and reads, one frame at a time.
 
     Check evaluations are reported per partition (``dashboard.day_events``); only published partitions get a
@@ -214,7 +229,7 @@ def _run_batch(context, graph: AssetGraph, spec: AssetSpec, config: GateConfig, 
     """
     rejected: list[str] = []
     for key in context.partition_keys:
-        outcome = gate_one(context, graph, spec, backfill, key, _defect_for(config, key))
+        outcome = gate_one(context, graph, spec, backfill, key, _defect_for(config, key), user_config)
         if outcome is None:
             continue
         # The range run deselected the checks (a range step has no partition of its own): the step reports each
@@ -228,7 +243,11 @@ def _run_batch(context, graph: AssetGraph, spec: AssetSpec, config: GateConfig, 
         )
 
 
-def build_gated_asset(spec: AssetSpec, graph: AssetGraph) -> dg.AssetsDefinition:
+def build_gated_asset(
+    spec: AssetSpec, graph: AssetGraph, config_class: type[dg.Config] | None = None
+) -> dg.AssetsDefinition:
+    """The asset's step; ``config_class`` (``gated_asset(config=...)``) adds the user's fields to its op config."""
+    op_config = with_user_fields(GateConfig, config_class, spec.name)
     asset_tags = {T.DEPENDS_ON_PAST: "true"} if spec.depends_on_past else {}
     partitions_def = daily_partitions_for(graph.calendar)
 
@@ -259,12 +278,13 @@ def build_gated_asset(spec: AssetSpec, graph: AssetGraph) -> dg.AssetsDefinition
         # rejections and planning errors raise Failure(allow_retries=False).
         retry_policy=dg.RetryPolicy(max_retries=2, delay=1),
     )
-    def _gated(context: dg.AssetExecutionContext, config: GateConfig):
+    def _gated(context: dg.AssetExecutionContext, config: op_config):  # type: ignore[valid-type]
         backfill = getattr(context.resources, BACKFILL_RESOURCE)
+        user_config = step_config(context.op_execution_context.op_config, config_class)
         if len(context.partition_keys) > 1:
-            yield from _run_batch(context, graph, spec, config, backfill)
+            yield from _run_batch(context, graph, spec, config, backfill, user_config)
         else:
-            yield from _run_single(context, graph, spec, config, backfill)
+            yield from _run_single(context, graph, spec, config, backfill, user_config)
 
     return _gated
 

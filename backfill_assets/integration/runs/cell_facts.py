@@ -1,5 +1,6 @@
-"""What is true of a request's cells now, for the driver's submit-time decision and the dry run: the newest
-version in the catalog, Dagster's in-flight runs and per-partition failures."""
+"""What is true of cells now: for a request's cells (the driver's submit-time decision and the dry run) the newest
+version in the catalog, Dagster's in-flight runs and per-partition failures, and the cells' skip marks; for the
+production trigger, the current (published) version and the in-flight runs."""
 
 from __future__ import annotations
 
@@ -8,10 +9,15 @@ from typing import Callable
 import dagster as dg
 
 from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.overrides import skip_mark_reason
+from backfill_assets.engine.plan.catchup import CellNow
 from backfill_assets.engine.plan.planning import CellFacts
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.runs.runs import in_flight_cells
+
+# Bounded IN lists: SQLite limits bound parameters per statement.
+_POINTER_CHUNK = 500
 
 
 def latest_states(catalog: Catalog, cells: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
@@ -56,9 +62,11 @@ def cell_facts_source(
         flying = in_flight_cells(instance, graph, {p for _, p in batch})
         # ``decide`` consults a failed run only for a cell without a version: Dagster is asked about those alone.
         failed = failed_partitions(graph, instance, [c for c in batch if c not in latest])
+        marks = catalog.skip_marks(batch)
         for cell in batch:
             state, version_id = latest.get(cell, (None, None))
-            known[cell] = CellFacts(state, version_id, flying.get(cell), cell in failed)
+            mark = skip_mark_reason(marks[cell]) if cell in marks else None
+            known[cell] = CellFacts(state, version_id, flying.get(cell), cell in failed, skip_mark=mark)
 
     size = window
     if size is None:
@@ -75,3 +83,19 @@ def cell_facts_source(
         return known[cell]
 
     return facts_of
+
+
+def production_facts(
+    graph: AssetGraph, catalog: Catalog, instance: dg.DagsterInstance, cells: list[tuple[str, str]]
+) -> dict[tuple[str, str], CellNow]:
+    """(asset, partition) → whether the cell has a published version and which queued or running run (any source)
+    will write it, for ``cells``: one pointer query per asset and chunk of days, one in-flight read."""
+    by_asset: dict[str, list[str]] = {}
+    for asset, partition in cells:
+        by_asset.setdefault(asset, []).append(partition)
+    published: set[tuple[str, str]] = set()
+    for asset, partitions in by_asset.items():
+        for start in range(0, len(partitions), _POINTER_CHUNK):
+            published.update((asset, p) for p in catalog.current_many(asset, partitions[start:start + _POINTER_CHUNK]))
+    flying = in_flight_cells(instance, graph, {p for _, p in cells})
+    return {cell: CellNow(cell in published, flying.get(cell)) for cell in cells}

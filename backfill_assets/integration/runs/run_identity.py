@@ -70,4 +70,5 @@ def identity_from_context(
         requested_at=_requested_at(context),
         started_at=iso(datetime.now(timezone.utc)) or "",
         worker=worker_label(),
+        params=dict(params),
     )

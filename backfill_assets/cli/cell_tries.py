@@ -1,0 +1,75 @@
+"""``request show ID --cell ASSET/PARTITION``: every try of one cell, across all requests and production."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.store.tries import cell_tries
+
+from .app import AppContext, emit
+from .data_commands import validate_cell
+
+CELL_FORMAT = "ASSET/PARTITION, e.g. daily_revenue/2022-10-17"
+THIS_REQUEST_MARK = "»"
+
+
+def parse_cell(app: AppContext, text: str) -> tuple[str, str]:
+    """(asset, partition) of a known asset and a business day of its partitions, or a one-line error."""
+    asset, slash, partition = text.partition("/")
+    if not slash or not asset or not partition:
+        raise InvalidInput(f"--cell {text[:80]!r} must be {CELL_FORMAT}")
+    validate_cell(app, asset, partition, data_only=False)
+    return asset, partition
+
+
+def show_cell_tries(app: AppContext, request_id: str, text: str, as_json: bool) -> None:
+    asset, partition = parse_cell(app, text)
+    catalog = app.catalog()
+    tries = cell_tries(catalog, asset, partition, request_id=request_id)
+    in_request = any(c.key == (asset, partition) for c in Ledger(catalog).cells(request_id))
+    data = {"request_id": request_id, "asset": asset, "partition_key": partition, "in_request": in_request,
+            "tries": tries}
+
+    def human() -> None:
+        note = "" if in_request else f" (not a cell of {request_id})"
+        click.echo(
+            f"{asset} {partition}: {len(tries)} try(ies) across every request and production; "
+            f"{THIS_REQUEST_MARK} = {request_id}{note}"
+        )
+        for number, t in enumerate(tries, start=1):
+            for line in _try_lines(number, t):
+                click.echo(line)
+
+    emit(data, as_json, human)
+
+
+def _try_lines(number: int, t: dict[str, Any]) -> list[str]:
+    mark = THIS_REQUEST_MARK if t["this_request"] else " "
+    who = (
+        f"request {t['request_id']} by {t['requested_by'] or '-'}: {t['request_reason'] or '-'}"
+        if t["request_id"] else "no request"
+    )
+    if not t["version_written"]:
+        return [
+            f"{mark} {number}. no version written  {t['decision']}  lane {t['lane']}  {who}",
+            f"      dagster run {t['dagster_run_id']}  requested {t['requested_at'] or '-'}",
+            *([f"      {t['error']}"] if t["error"] else []),
+        ]
+    lines = [
+        f"{mark} {number}. {t['version_id']}  {t['state']}  lane {t['lane'] or '-'}  {who}",
+        f"      run {t['logical_run_id']}  dagster run {t['dagster_run_id']}  attempt {t['attempt_no']}"
+        f"  worker {t['worker'] or '-'}  code {t['code_version']}",
+        f"      requested {t['requested_at'] or '-'}  started {t['started_at'] or '-'}  ended {t['ended_at'] or '-'}"
+        f"  published {t['published_at'] or '-'}",
+    ]
+    if t["checks"]:
+        verdicts = (f"{c['name']}={'pass' if c['passed'] else 'FAIL'}" for c in t["checks"])
+        lines.append("      checks: " + ", ".join(verdicts))
+    if t["error"]:
+        lines.append(f"      error: {t['error']}")
+    lines += [f"      override: {o['action']} by {o['by']} at {o['at']}: {o['reason']}" for o in t["overrides"]]
+    return lines

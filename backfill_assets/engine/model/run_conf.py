@@ -1,0 +1,58 @@
+"""A request's ``--conf`` sections per asset: checked against each asset's config schema when it is created.
+
+``--conf`` layout: the library's own keys (``inject_defect``, ``handoff_window_seconds``) and, per selected asset
+that declares a config, that asset's fields::
+
+    {"inject_defect": {...}, "order_facts": {"usd_to_cny": 7.3}}
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.graph import AssetGraph
+
+
+def validate_asset_sections(
+    graph: AssetGraph, conf: Mapping[str, Any], selected: Iterable[str], library_keys: Iterable[str]
+) -> dict[str, Any]:
+    """``conf`` with each asset section validated against that asset's schema and normalized (defaults filled),
+    so the request freezes exactly what its runs are given; the library's own keys pass through unchanged.
+
+    Every error is one line naming the key, the asset or the field, and what is allowed."""
+    library = tuple(library_keys)
+    chosen = tuple(selected)
+    configurable = [a for a in chosen if graph[a].config is not None]
+    checked: dict[str, Any] = {}
+    for key, section in conf.items():
+        if key in library:
+            checked[key] = section
+            continue
+        if key not in graph:
+            allowed = ", ".join(library) + (
+                f", or a selected asset's config: {', '.join(configurable)}"
+                if configurable
+                else " (no selected asset declares a config)"
+            )
+            raise InvalidInput(f"--conf has unknown key {key!r}; allowed: {allowed}")
+        if key not in chosen:
+            raise InvalidInput(f"--conf names asset {key!r}, which is not selected (--assets {','.join(chosen)})")
+        schema = graph[key].config
+        if schema is None:
+            others = f"; configurable: {', '.join(configurable)}" if configurable else ""
+            raise InvalidInput(f"--conf names asset {key!r}, which declares no config{others}")
+        fields = ", ".join(schema.fields)
+        if not isinstance(section, dict):
+            raise InvalidInput(f"--conf {key} must be an object of its config fields ({fields})")
+        unknown = [name for name in section if name not in schema.fields]
+        if unknown:
+            raise InvalidInput(
+                f"--conf {key} has unknown field(s) {', '.join(repr(u) for u in unknown)}; "
+                f"{schema.class_name} allows: {fields}"
+            )
+        try:
+            checked[key] = schema.normalize(section)
+        except InvalidInput as exc:
+            raise InvalidInput(f"--conf {exc}") from exc
+    return checked

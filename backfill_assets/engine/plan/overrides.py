@@ -1,0 +1,113 @@
+"""An operator's overrides, checked before anything moves (``backfill-assets accept / reject / skip``).
+
+- **accept** a REJECTED version: only a REJECTED one (an abandoned or in-progress attempt is partial or unchecked;
+  a published, superseded or rolled-back one needs no accept), only when its stored file still verifies against
+  the catalog's sha256, and only while the pointer is where it was when the version was judged — a version
+  published after it is never silently replaced (roll back first, or re-run the day).
+- **reject** the current PUBLISHED version: roll back to the previous verified version, whose file must verify,
+  and mark the bad one REJECTED. Refused when there is no earlier verified version: the pointer is never removed
+  (readers and downstream would find no data, and nothing would re-run the day), so the way out is a re-run.
+- **skip** marks cells that requests leave alone under ``--reprocess none`` and ``failed``; ``completed`` re-runs
+  them. ``--undo`` withdraws a mark with its own row: the audit trail keeps both.
+"""
+
+from __future__ import annotations
+
+from backfill_assets.engine.model.errors import IntegrityError, InvalidInput, NotFound, PlanError
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.identity import parse_version_id
+from backfill_assets.engine.model.overrides import Override, validate_person, validate_reason
+from backfill_assets.engine.model.request_model import MAX_PARTITIONS
+from backfill_assets.engine.model.states import VersionState
+from backfill_assets.engine.store.catalog import Catalog, PointerMove, Version
+from backfill_assets.engine.store.storage import Warehouse
+
+S = VersionState
+# Why a version in each state other than REJECTED cannot be accepted.
+NOT_ACCEPTABLE = {
+    S.WRITING: "it is still being written: partial data, never checked",
+    S.VERIFYING: "its checks have not concluded: its data is partial or unchecked",
+    S.ABANDONED: "its attempt was abandoned before its checks concluded: its data is partial or unchecked",
+    S.PUBLISHED: "it is already published",
+    S.SUPERSEDED: "it passed its checks and was published before; restore it with rollback --to",
+    S.ROLLED_BACK: "it passed its checks and was published before; restore it with rollback --to",
+    S.PURGED: "its files were purged",
+}
+
+
+def accept(
+    catalog: Catalog, warehouse: Warehouse, version_id: str, by: str, reason: str
+) -> tuple[PointerMove, Override]:
+    """Publish the REJECTED ``version_id`` on a person's word, by the publish compare-and-swap."""
+    parse_version_id(version_id)
+    by = validate_person(by, "--approved-by")
+    reason = validate_reason(reason)
+    version = catalog.get(version_id)
+    state = VersionState(version.state)
+    if state is not S.REJECTED:
+        raise InvalidInput(
+            f"{version_id} is {state.value}: {NOT_ACCEPTABLE[state]}; only a REJECTED version can be accepted"
+        )
+    _verify(warehouse, version, f"{version_id} cannot be accepted: its stored file does not verify")
+    return catalog.accept_version(version_id, by, reason)
+
+
+def reject(
+    catalog: Catalog, warehouse: Warehouse, asset: str, partition_key: str, by: str, reason: str
+) -> tuple[PointerMove, Override]:
+    """Roll the current version back to the previous verified one and mark it REJECTED."""
+    by = validate_person(by, "--by")
+    reason = validate_reason(reason)
+    bad = catalog.current(asset, partition_key)
+    if bad is None:
+        raise NotFound(f"{asset} {partition_key} has no published version to reject")
+    restore = catalog.rollback_target(asset, partition_key)
+    if restore is None:
+        raise PlanError(
+            f"reject refused: {asset} {partition_key} has no earlier verified version to serve instead of "
+            f"{bad.version_id}, and reject never leaves a day without published data; re-run the day "
+            "(request create --reprocess completed) to replace it"
+        )
+    _verify(warehouse, restore, f"reject refused: the version it would restore, {restore.version_id}, does not verify")
+    return catalog.reject_current(asset, partition_key, bad.version_id, restore.version_id, by, reason)
+
+
+def skip_cells(
+    graph: AssetGraph, asset: str, partition: str | None, first: str | None, last: str | None
+) -> list[tuple[str, str]]:
+    """The cells one ``skip`` names: PARTITION, or the days --from..--to (validated, bounded)."""
+    graph.require(asset)
+    calendar = graph.calendar
+    if partition is not None:
+        if first is not None or last is not None:
+            raise InvalidInput("give PARTITION or --from/--to, not both")
+        calendar.interval(partition)  # validates the key as a business day
+        return [(asset, partition)]
+    if first is None or last is None:
+        raise InvalidInput("name the cell: PARTITION, or --from D --to D for a range")
+    days = (calendar.day_of_key(last) - calendar.day_of_key(first)).days + 1
+    if days > MAX_PARTITIONS:
+        raise InvalidInput(f"the range has {days} days; at most {MAX_PARTITIONS} at once")
+    return [(asset, key) for key in calendar.keys_between(first, last)]
+
+
+def skip(catalog: Catalog, cells: list[tuple[str, str]], by: str, reason: str, undo: bool = False) -> list[Override]:
+    """Mark ``cells`` deliberately skipped, or (``undo``) withdraw the marks those of them have."""
+    by = validate_person(by, "--by")
+    reason = validate_reason(reason)
+    if not undo:
+        return catalog.mark_skipped(cells, by, reason)
+    withdrawn = catalog.unmark_skipped(cells, by, reason)
+    if not withdrawn:
+        span = cells[0][1] if len(cells) == 1 else f"{cells[0][1]}..{cells[-1][1]}"
+        raise InvalidInput(f"{cells[0][0]} {span}: not marked skipped, nothing to undo")
+    return withdrawn
+
+
+def _verify(warehouse: Warehouse, version: Version, refusal: str) -> None:
+    if not version.path or not version.sha256:
+        raise InvalidInput(f"{refusal} (it has no stored file)")
+    try:
+        warehouse.read_verified(version.path, version.sha256, version.rows)
+    except IntegrityError as exc:
+        raise InvalidInput(f"{refusal}: {exc}; nothing changed") from exc
