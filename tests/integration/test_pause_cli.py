@@ -205,3 +205,17 @@ def test_bad_pause_or_resume_is_one_line_exit_2_and_writes_nothing(env, requests
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.output
     assert _tables(env) == before
+
+
+def test_a_queued_runs_cancel_is_not_held_to_the_code_servers_deadline(env):
+    """Cancelling a QUEUED run is a write to Dagster's storage, with no code server to wait for: even with no
+    time at all for code servers to answer, the queued run is terminated, not misreported as forced."""
+    from backfill_assets.integration.runs.cancel import close_request, terminate_request_runs
+
+    rid = _create(DAYS[0], DAYS[0])
+    record, [only] = _first_tick(env, rid)
+    queued = _queued_run(env, record, only)
+    submitted, _ = close_request(Ledger(env.catalog), rid)
+    outcome = terminate_request_runs(env.instance, env.catalog, rid, submitted, terminate_timeout=0.0)
+    assert (outcome.terminated, outcome.forced) == ([queued.run_id], [])
+    assert env.instance.get_run_by_id(queued.run_id).status == dg.DagsterRunStatus.CANCELED

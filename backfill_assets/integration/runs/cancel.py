@@ -38,6 +38,11 @@ POLL_SECONDS = 0.25
 # How long a run's code server gets to answer the termination request (a gRPC call whose own timeout is 60 s,
 # and 20 s to connect). A healthy server answers in milliseconds: it only sets an event for the run worker.
 TERMINATE_TIMEOUT_SECONDS = 5.0
+# A QUEUED run is cancelled by the run coordinator in Dagster's storage alone, with no code server to wait for:
+# under a heavily loaded machine that write alone could outlast the code servers' deadline and a queued run was
+# misreported as forced. It gets the storage's own time, still bounded (the run may be dequeued meanwhile, and its
+# code server then asked after all).
+QUEUED_CANCEL_TIMEOUT_SECONDS = 30.0
 
 FORCED_MESSAGE = (
     "Backfill request cancelled: {why}, so the run was marked canceled without its run worker's confirmation "
@@ -119,7 +124,11 @@ def terminate_request_runs(
                 # worker will never confirm.
                 forced[run.run_id] = f"it was still {run.status.value} after {STUCK_SECONDS:g} s"
                 _force(instance, run.run_id, forced[run.run_id])
-        answers = _ask_to_cancel(instance, [r.run_id for r in to_ask], terminate_timeout)
+        answers = _ask_to_cancel(instance, {
+            r.run_id: max(terminate_timeout, QUEUED_CANCEL_TIMEOUT_SECONDS)
+            if r.status == dg.DagsterRunStatus.QUEUED else terminate_timeout
+            for r in to_ask
+        })
         asked.update(answers)
         for run_id, (answered, error) in answers.items():
             if answered:
@@ -160,11 +169,12 @@ def terminate_request_runs(
 
 
 def _ask_to_cancel(
-    instance: dg.DagsterInstance, run_ids: list[str], timeout: float
+    instance: dg.DagsterInstance, timeouts: dict[str, float]
 ) -> dict[str, tuple[bool, str | None]]:
-    """Ask Dagster to cancel each run — a queued run leaves the queue; a launched one is terminated by its code
-    server over gRPC — all at once, waiting at most ``timeout`` in all. Returns, per run, whether a
-    cancellation was issued and, when the call raised or did not return in time, why (a phrase about the run).
+    """Ask Dagster to cancel each run of ``timeouts`` — a queued run leaves the queue; a launched one is
+    terminated by its code server over gRPC — all at once, waiting for each at most its timeout from the start.
+    Returns, per run, whether a cancellation was issued and, when the call raised or did not return in time, why
+    (a phrase about the run).
 
     Each call runs in a daemon thread: a gRPC call to a hung code server cannot be interrupted and would hold the
     command for gRPC's own timeout (20 s to connect, 60 s to answer) and then raise; a daemon thread left blocked
@@ -184,16 +194,20 @@ def _ask_to_cancel(
             first_line = (str(exc).splitlines() or [""])[0]
             answers[run_id] = (False, f"its termination request failed ({type(exc).__name__}: {first_line})")
 
-    threads = [
-        threading.Thread(target=ask, args=(run_id,), name=f"cancel-{run_id[:8]}", daemon=True) for run_id in run_ids
-    ]
-    for thread in threads:
+    threads = {
+        run_id: threading.Thread(target=ask, args=(run_id,), name=f"cancel-{run_id[:8]}", daemon=True)
+        for run_id in timeouts
+    }
+    for thread in threads.values():
         thread.start()
-    deadline = time.monotonic() + timeout
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    no_answer = f"its code server did not answer the termination request within {timeout:g} s"
-    return {run_id: answers.get(run_id, (False, no_answer)) for run_id in run_ids}
+    started = time.monotonic()
+    for run_id, thread in threads.items():
+        thread.join(max(0.0, started + timeouts[run_id] - time.monotonic()))
+
+    def no_answer(run_id: str) -> str:
+        return f"its code server did not answer the termination request within {timeouts[run_id]:g} s"
+
+    return {run_id: answers.get(run_id, (False, no_answer(run_id))) for run_id in timeouts}
 
 
 def _force(instance: dg.DagsterInstance, run_id: str, why: str) -> None:
