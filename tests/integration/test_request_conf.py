@@ -175,8 +175,11 @@ BAD_CONF = [
                  "give the value itself; a request freezes its conf", id="environment-variable"),
     pytest.param(ORDER_FACTS, {ORDER_FACTS: 8.0}, "--conf order_facts must be an object of its config fields "
                  "(usd_to_cny, eur_to_cny)", id="section-not-an-object"),
-    pytest.param(DAILY_REVENUE, FX_FIX, "--conf names asset 'order_facts', which is not selected (--assets "
-                 "daily_revenue)", id="asset-not-selected"),
+    pytest.param(DAILY_REVENUE, FX_FIX, "--conf names asset 'order_facts', which this request does not run "
+                 "(--assets daily_revenue)", id="asset-not-selected"),
+    pytest.param(ORDER_FACTS, {RAW_ORDERS: {"x": 1}}, "--conf names asset 'raw_orders', which this request does not "
+                 "run (--assets order_facts)",
+                 id="upstream-not-run"),
     pytest.param(f"{ORDER_FACTS},{DAILY_REVENUE}", {DAILY_REVENUE: {"fx": 1}}, "--conf names asset 'daily_revenue', "
                  "which declares no config; configurable: order_facts", id="asset-without-config"),
 ]
@@ -204,3 +207,20 @@ def test_a_launchpad_request_freezes_the_same_normalized_conf(env):
     [record] = Ledger(env.catalog).list()
     assert record.spec.conf == {ORDER_FACTS: {**DEFAULT_RATES, "usd_to_cny": 8.0}}
     assert record.spec.config_for(ORDER_FACTS) == {**DEFAULT_RATES, "usd_to_cny": 8.0}
+
+
+def test_an_asset_a_cascade_adds_runs_with_the_requests_conf_for_it(env):
+    """--assets raw_orders --downstream cascade: order_facts is not selected but the cascade runs it, so its conf
+    section is accepted up front and the cascaded runs get it."""
+    run_partitions(env.instance, [DAY], assets=[RAW_ORDERS, ORDER_FACTS])  # a published order_facts to cascade over
+    request_id = create(RAW_ORDERS, DAY, DAY, FX_FIX, "--downstream", "cascade", "--reprocess", "completed")
+    drive(env, request_id)
+    cells = {(c.asset, c.decision) for c in Ledger(env.catalog).cells(request_id)}
+    assert (ORDER_FACTS, M.PUBLISHED) in cells
+    published = {r["order_id"]: r["amount_cny"] for r in invoke("read", ORDER_FACTS, DAY, "--json")["records"]}
+    assert published == pytest.approx(expected_amounts_cny(env, {**DEFAULT_RATES, **FX_FIX[ORDER_FACTS]}))
+    runs = env.instance.get_runs(dg.RunsFilter(tags={"backfill/request_id": request_id}))
+    cascaded = [r for r in runs if ORDER_FACTS in (r.run_config.get("ops") or {})]
+    assert cascaded and all(
+        r.run_config["ops"][ORDER_FACTS]["config"] == {**DEFAULT_RATES, **FX_FIX[ORDER_FACTS]} for r in cascaded
+    )

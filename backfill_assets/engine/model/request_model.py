@@ -363,7 +363,9 @@ def build_spec(
             raise InvalidInput(f"--allow-side-effects {name!r} is not a side-effecting asset")
     if side_effects and not approved_by:
         raise InvalidInput("--allow-side-effects needs --approved-by NAME")
-    spec_conf = validate_asset_sections(graph, parse_conf(conf), selected, CONF_KEYS)
+    # An asset a cascade adds to the request runs with the same conf as a selected one.
+    reach = cascade_reach(graph, selected, downstream)
+    spec_conf = validate_asset_sections(graph, parse_conf(conf), selected, CONF_KEYS, reach=reach)
     _validate_defects(graph, spec_conf, partitions, selected)
     past = [a for a in selected if graph[a].depends_on_past]
     per_run, per_run_mode = resolve_partitions_per_run(

@@ -1,7 +1,8 @@
 """A request's ``--conf`` sections per asset: checked against each asset's config schema when it is created.
 
-``--conf`` layout: the library's own keys (``inject_defect``, ``handoff_window_seconds``) and, per selected asset
-that declares a config, that asset's fields::
+``--conf`` layout: the library's own keys (``inject_defect``, ``handoff_window_seconds``) and, per asset the request
+may run that declares a config (a selected one, or one its ``--downstream cascade`` / ``handoff`` reaches), that
+asset's fields::
 
     {"inject_defect": {...}, "order_facts": {"usd_to_cny": 7.3}}
 """
@@ -15,15 +16,19 @@ from backfill_assets.engine.model.graph import AssetGraph
 
 
 def validate_asset_sections(
-    graph: AssetGraph, conf: Mapping[str, Any], selected: Iterable[str], library_keys: Iterable[str]
+    graph: AssetGraph, conf: Mapping[str, Any], selected: Iterable[str], library_keys: Iterable[str],
+    reach: Iterable[str] = (),
 ) -> dict[str, Any]:
     """``conf`` with each asset section validated against that asset's schema and normalized (defaults filled),
     so the request freezes exactly what its runs are given; the library's own keys pass through unchanged.
 
-    Every error is one line naming the key, the asset or the field, and what is allowed."""
+    ``reach``: the assets beyond ``selected`` whose cells the request may add (its cascade), which run with the
+    same conf. Every error is one line naming the key, the asset or the field, and what is allowed."""
     library = tuple(library_keys)
-    chosen = tuple(selected)
+    selected_names = tuple(selected)
+    chosen = tuple(dict.fromkeys([*selected_names, *reach]))
     configurable = [a for a in chosen if graph[a].config is not None]
+    cascaded = [a for a in chosen if a not in selected_names]
     checked: dict[str, Any] = {}
     for key, section in conf.items():
         if key in library:
@@ -37,7 +42,10 @@ def validate_asset_sections(
             )
             raise InvalidInput(f"--conf has unknown key {key!r}; allowed: {allowed}")
         if key not in chosen:
-            raise InvalidInput(f"--conf names asset {key!r}, which is not selected (--assets {','.join(chosen)})")
+            raise InvalidInput(
+                f"--conf names asset {key!r}, which this request does not run (--assets {','.join(selected_names)}"
+                + (f", cascading to {','.join(cascaded)})" if cascaded else ")")
+            )
         schema = graph[key].config
         if schema is None:
             others = f"; configurable: {', '.join(configurable)}" if configurable else ""
