@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import dagster as dg
 import pytest
@@ -25,11 +27,25 @@ class Env(HasStores):
     instance: dg.DagsterInstance
 
 
-@pytest.fixture
-def env(tmp_path, monkeypatch):
-    home = tmp_path / "dagster_home"
+@contextmanager
+def environment(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     settings = fresh_home(home, monkeypatch)
     SourceSystem(settings.source_url).seed(calendar, SEED_FROM, SEED_TO, ORDERS_PER_DAY)
     with dg.instance_for_test(temp_dir=str(home)) as instance:
         yield Env(home, settings, instance)
     dispose_all()
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    with environment(tmp_path / "dagster_home", monkeypatch) as made:
+        yield made
+
+
+@pytest.fixture(scope="module")
+def refusal_env(tmp_path_factory):
+    """One environment for a module's refusal tests. Each asserts that its bad input changed nothing, so they can
+    share it (a refusal that did write would fail its own test); a fresh instance per case cost most of their time."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        with environment(tmp_path_factory.mktemp("refusals") / "dagster_home", monkeypatch) as made:
+            yield made

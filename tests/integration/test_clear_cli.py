@@ -134,7 +134,8 @@ BAD_CLEARS = [
 
 @pytest.mark.parametrize("confirmed", [False, True], ids=["dry-run", "yes"])
 @pytest.mark.parametrize("args, message", BAD_CLEARS)
-def test_a_bad_clear_is_one_line_exit_2_and_writes_nothing(env, args, message, confirmed):
+def test_a_bad_clear_is_one_line_exit_2_and_writes_nothing(refusal_env, args, message, confirmed):
+    env = refusal_env
     before = request_tables(env)
     result = CliRunner().invoke(cli, ["clear", *args, *(["--yes"] if confirmed else [])])
     assert result.exit_code == 2, result.output

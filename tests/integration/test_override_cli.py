@@ -339,8 +339,14 @@ BAD_INPUT = [
 ]
 
 
+@pytest.fixture(scope="module")
+def one_published_day(refusal_env):
+    """DAY published once (no earlier version, no marks): the refusals' shared state; returns its version id."""
+    run_partitions(refusal_env.instance, [DAY], assets=PIPELINE)
+    return refusal_env.catalog.current(DAILY_REVENUE, DAY).version_id
+
+
 @pytest.mark.parametrize("args, message", BAD_INPUT)
-def test_bad_override_input_is_one_line_exit_2_and_changes_no_catalog_row(env, args, message):
-    run_partitions(env.instance, [DAY], assets=PIPELINE)
-    current = env.catalog.current(DAILY_REVENUE, DAY).version_id
-    assert_refused(env, [current if a == "CURRENT" else a for a in args], message)
+def test_bad_override_input_is_one_line_exit_2_and_changes_no_catalog_row(refusal_env, one_published_day, args,
+                                                                         message):
+    assert_refused(refusal_env, [one_published_day if a == "CURRENT" else a for a in args], message)

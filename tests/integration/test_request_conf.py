@@ -185,10 +185,17 @@ BAD_CONF = [
 ]
 
 
+@pytest.fixture(scope="module")
+def one_request(refusal_env):
+    """A request already in the ledger, so that "unchanged" means more than "still empty"."""
+    return create(RAW_ORDERS, "2022-09-04", "2022-09-05")
+
+
 @pytest.mark.parametrize("assets, conf, message", BAD_CONF)
 @pytest.mark.parametrize("dry_run", [False, True], ids=["create", "dry-run"])
-def test_a_bad_conf_is_one_line_exit_2_and_writes_no_ledger_row(env, assets, conf, message, dry_run):
-    create(RAW_ORDERS, "2022-09-04", "2022-09-05")  # so that "unchanged" means more than "still empty"
+def test_a_bad_conf_is_one_line_exit_2_and_writes_no_ledger_row(refusal_env, one_request, assets, conf, message,
+                                                                dry_run):
+    env = refusal_env
     before = ledger_rows(env)
     args = ["request", "create", "--assets", assets, "--from", DAY, "--to", DAY, "--conf", json.dumps(conf)]
     result = CliRunner().invoke(cli, args + (["--dry-run"] if dry_run else []))
