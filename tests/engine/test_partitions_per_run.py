@@ -8,7 +8,8 @@ import sqlalchemy as sa
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.intervals import utc_now
-from backfill_assets.engine.plan.driver_tick import planned_runs, tick
+from backfill_assets.engine.plan.chunking import planned_runs
+from backfill_assets.engine.plan.driver_tick import tick
 from backfill_assets.engine.plan.planning import CellFacts
 from backfill_assets.engine.store import db
 from backfill_assets.engine.store.catalog import Catalog

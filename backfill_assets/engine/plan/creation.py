@@ -12,7 +12,7 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.concurrency import Concurrency, RunLimit, effective_concurrency
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.intervals import utc_now
-from backfill_assets.engine.plan.driver_tick import planned_runs
+from backfill_assets.engine.plan.chunking import planned_runs
 from backfill_assets.engine.plan.planning import CREATE
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger, RequestRecord

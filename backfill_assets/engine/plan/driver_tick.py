@@ -13,6 +13,7 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell, CellOrigin, CellUpdate
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.states import VERIFIED, VersionState
+from backfill_assets.engine.plan.chunking import chunk_size, contiguous_chunks, pending_groups
 from backfill_assets.engine.plan.planning import CREATE, CellFacts, decide, run_key
 from backfill_assets.engine.store.ledger import RequestRecord
 
@@ -180,7 +181,7 @@ def tick(
     awaiting_confirmation = 0
     batch_size = int(record.row.get("partitions_per_run") or 1)
     eligible = [c for c in cells if c.key not in relaunch]
-    for group, batch in _pending_groups(graph, eligible, batch_size):
+    for group, batch in pending_groups(graph, eligible, batch_size):
         if spec.confirm_cascade and not cascade_confirmed:
             held = [c for c in group if c.origin == CellOrigin.CASCADE]
             awaiting_confirmation += len(held)
@@ -203,7 +204,7 @@ def tick(
                 result.cell_updates.append(cell.change(decision=M.SKIPPED, reason=decision.reason))
         days = len({c.partition_key for c in creates})
         size = chunk_size(batch_size, days, slots, max_active) if batch else 1
-        for chunk in _contiguous_chunks(creates, size):
+        for chunk in contiguous_chunks(creates, size):
             if slots <= 0:
                 break
             partitions = sorted({c.partition_key for c in chunk})
@@ -239,42 +240,6 @@ def tick(
             summary = ", ".join(f"{n} {d}" for d, n in sorted(counts.items()))
             result.status = (M.COMPLETED, summary)
     return result
-
-
-def chunk_size(batch_size: int, days: int, free_slots: int, max_active: int) -> int:
-    """The days each run of a batch group takes: the group's days spread over the free slots (K, the request's
-    ``partitions_per_run``, is the most days one run may take, not a quota to fill)."""
-    return max(1, min(batch_size, -(-days // max(min(free_slots, max_active), 1))))
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    """One run the driver would submit: its consecutive partitions and the assets it writes."""
-
-    partitions: tuple[str, ...]
-    assets: tuple[str, ...]
-
-    @property
-    def label(self) -> str:
-        return self.partitions[0] if len(self.partitions) == 1 else f"{self.partitions[0]}..{self.partitions[-1]}"
-
-
-def planned_runs(graph: AssetGraph, spec: M.RequestSpec, creates: list[tuple[str, str]]) -> list[PlannedRun]:
-    """The runs that would write ``creates`` (the cells the dry run would create, in submission order) if every
-    one of the request's run slots were free: the chunking of ``tick`` step 3, for the dry run. Later ticks
-    re-spread what is still pending over the slots then free, so the real runs can differ when some fail."""
-    cells = [Cell("dry-run", asset, partition, n, CellOrigin.PLANNED, M.PENDING)
-             for n, (asset, partition) in enumerate(creates)]
-    max_active = spec.effective_max_active
-    runs: list[PlannedRun] = []
-    for group, batch in _pending_groups(graph, cells, spec.partitions_per_run):
-        days = len({c.partition_key for c in group})
-        size = chunk_size(spec.partitions_per_run, days, max_active, max_active) if batch else days
-        for chunk in _contiguous_chunks(group, size):
-            ordered = sorted(chunk, key=lambda c: c.ordinal)
-            runs.append(PlannedRun(tuple(sorted({c.partition_key for c in ordered})),
-                                   tuple(graph.topological(dict.fromkeys(c.asset for c in ordered)))))
-    return runs
 
 
 def _slot_occupancy(in_flight: set[str], runs_by_key: dict[str, RunView], max_active: int) -> dict[int, int]:
@@ -347,51 +312,6 @@ def _readiness(
                 continue
         ready.append(cell)
     return ready, blocked
-
-
-def _pending_groups(graph: AssetGraph, cells: list[Cell], batch_size: int) -> list[tuple[list[Cell], bool]]:
-    """Groups of pending cells, each submitted as one or more runs, with whether it is a batch group.
-
-    One interval per run: every pending asset of a partition, in request order. Batched (K > 1): first one
-    group of every batchable asset's pending cells (cut into runs of consecutive days, all their assets
-    together), then the depends-on-past and side-effect cells one interval at a time.
-    """
-    pending = [c for c in sorted(cells, key=lambda c: c.ordinal) if c.decision == M.PENDING]
-    if batch_size > 1:
-        batchable_assets = graph.batchable_assets
-        batchable = [c for c in pending if c.asset in batchable_assets]
-        singles = _by_partition([c for c in pending if c.asset not in batchable_assets])
-        return ([(batchable, True)] if batchable else []) + [(g, False) for g in singles]
-    return [(g, False) for g in _by_partition(pending)]
-
-
-def _by_partition(cells: list[Cell]) -> list[list[Cell]]:
-    by_partition: dict[str, list[Cell]] = {}
-    for cell in cells:
-        by_partition.setdefault(cell.partition_key, []).append(cell)
-    return list(by_partition.values())
-
-
-def _contiguous_chunks(cells: list[Cell], size: int) -> list[list[Cell]]:
-    """Cut into runs of at most ``size`` consecutive days (in request order), each with all its cells."""
-    if not cells:
-        return []
-    days: dict[str, list[Cell]] = {}
-    for cell in sorted(cells, key=lambda c: c.ordinal):
-        days.setdefault(cell.partition_key, []).append(cell)
-    chunks: list[list[str]] = []
-    for day in days:
-        if chunks and len(chunks[-1]) < size and _adjacent(chunks[-1][-1], day):
-            chunks[-1].append(day)
-        else:
-            chunks.append([day])
-    return [[c for day in chunk for c in days[day]] for chunk in chunks]
-
-
-def _adjacent(a: str, b: str) -> bool:
-    from datetime import date
-
-    return abs((date.fromisoformat(a) - date.fromisoformat(b)).days) == 1
 
 
 def _submission(spec: M.RequestSpec, cells: list[Cell], key: str) -> Submission:

@@ -4,7 +4,7 @@ Publish and rollback are compare-and-swap updates of ``pointers`` in one transac
 changes and a ``publish_log`` row. Both take the single ``log_head`` row lock last, which orders them and makes
 ``publish_log.seq`` gapless and in commit order while holding the lock only for the log row and the commit.
 On PostgreSQL a publish is one call of the function ``publish_pg`` creates (same steps, one round trip).
-The row types live in ``catalog_records``, the read queries in ``catalog_queries``.
+The row types live in ``catalog_records``, the read queries in ``catalog_queries``, rollback in ``rollbacks``.
 """
 
 from __future__ import annotations
@@ -15,15 +15,12 @@ from typing import Any, NoReturn
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from backfill_assets.engine.model.errors import InvalidInput, NotFound, PublishConflict
+from backfill_assets.engine.model.errors import PublishConflict
 from backfill_assets.engine.model.identity import (
     RunIdentity,
     canonical_json,
     make_version_id,
     parse_version_id,
-    validate_asset_name,
-    validate_partition_key,
-    validate_text,
 )
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.request_model import RequestStatus
@@ -34,6 +31,7 @@ from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, 
 from backfill_assets.engine.store.db import engine_for, reader_for, retry_transient
 from backfill_assets.engine.store.overrides import OverrideLog
 from backfill_assets.engine.store.read_log import ReadLog
+from backfill_assets.engine.store.rollbacks import Rollbacks
 from backfill_assets.engine.store.schema import log_head, pointers, publish_log, requests, versions
 from backfill_assets.engine.wap.faults import IN_PUBLISH_TRANSACTION, fault_point
 
@@ -41,8 +39,9 @@ __all__ = ["ACTION_PUBLISH", "ACTION_REPAIR", "ACTION_ROLLBACK", "Catalog", "Con
 
 
 
-class Catalog(ReadLog, OverrideLog, CatalogQueries):
-    """Writes; the reads it inherits from ``CatalogQueries``; an operator's overrides from ``OverrideLog``."""
+class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
+    """Writes; the reads it inherits from ``CatalogQueries``; rollbacks from ``Rollbacks``; an operator's overrides
+    from ``OverrideLog``."""
 
     def __init__(self, url: str):
         self.url = url
@@ -253,54 +252,6 @@ class Catalog(ReadLog, OverrideLog, CatalogQueries):
         winner_id = winner.version_id if winner else None
         raise PublishConflict(f"lost the publish race to {winner_id} (expected current none)", winner_id) from exc
 
-    def rollback(
-        self, asset: str, partition_key: str, reason: str, to_version_id: str | None = None
-    ) -> PointerMove:
-        validate_asset_name(asset)
-        validate_partition_key(partition_key)
-        if not reason or not reason.strip():
-            raise InvalidInput("rollback needs --reason")
-        validate_text(reason, "--reason", 2000, line_breaks=True)
-        with self.engine.begin() as conn:
-            return self._roll_back(conn, asset, partition_key, reason, to_version_id)
-
-    def _roll_back(
-        self,
-        conn: Connection,
-        asset: str,
-        partition_key: str,
-        reason: str,
-        to_version_id: str | None,
-        *,
-        bad_version_id: str | None = None,
-        bad_state: VersionState = VersionState.ROLLED_BACK,
-        now: str | None = None,
-        **bad_values: Any,
-    ) -> PointerMove:
-        """The rollback inside the caller's transaction. ``bad_version_id``: the version the caller judged current
-        (refused if the pointer moved since). ``bad_state``: REJECTED for an operator's reject (an override edge:
-        the bad version is then no rollback target ever again), with ``bad_values`` stored on it."""
-        ptr = self._pointer(conn, asset, partition_key)
-        if ptr is None:
-            raise NotFound(f"{asset} {partition_key} has no published version to roll back")
-        bad = ptr["version_id"]
-        if bad_version_id is not None and bad != bad_version_id:
-            raise PublishConflict(f"{asset} {partition_key}: the pointer moved to {bad} meanwhile; nothing changed",
-                                  bad)
-        target = self._rollback_target(conn, asset, partition_key, bad, to_version_id)
-        now = now or iso(utc_now())
-        self._swap_pointer(conn, asset, partition_key, bad, target.version_id, now)
-        override = bad_state is not VersionState.ROLLED_BACK
-        self._transition(conn, bad, bad_state, override=override, **bad_values)
-        # published_at stays the original publish time: a version keeps its history, and the restore is
-        # its own publish_log row (action rollback) with its own time.
-        self._transition(conn, target.version_id, VersionState.PUBLISHED)
-        # Lock order as in publish: pointer row first, log_head last (no deadlock between the two).
-        seq = self._next_seq(conn)
-        self._log(conn, seq, target, bad, ACTION_ROLLBACK, now, None, None, reason=reason)
-        consumers = self._consumers(conn, bad)
-        return PointerMove(seq, asset, partition_key, target.version_id, bad, ACTION_ROLLBACK, consumers)
-
     def record_repair(self, version_id: str, reason: str) -> int:
         """Log that a crash gap of a published version was repaired (the pointer does not move)."""
         with self.engine.begin() as conn:
@@ -308,17 +259,6 @@ class Catalog(ReadLog, OverrideLog, CatalogQueries):
             version = self._get(conn, version_id)
             self._log(conn, seq, version, None, ACTION_REPAIR, iso(utc_now()), version.request_id, version.lane, reason)
             return seq
-
-    def rollback_target(self, asset: str, partition_key: str) -> Version | None:
-        """The version a rollback of the current pointer would restore (gc must never purge it)."""
-        with self.reader.connect() as conn:
-            ptr = self._pointer(conn, asset, partition_key)
-            if ptr is None:
-                return None
-            try:
-                return self._rollback_target(conn, asset, partition_key, ptr["version_id"], None)
-            except NotFound:
-                return None
 
     # ---- internals --------------------------------------------------------------------------------------------
 
