@@ -74,15 +74,14 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
     history = catalog.history(asset, partition)
     rows = [v.as_dict() for v in catalog.versions_of(asset, partition)]
     current = catalog.current(asset, partition)
-    # Who asked for each version and why: the same query as `request show --cell`, so the two agree.
+    # Who asked for each version and why, and a person's accept / reject of it: the same query as `request show
+    # --cell`, so the two agree. The cell's skip mark is the cell's own (backfill-assets skip).
     asked = {t["version_id"]: t for t in cell_tries(catalog, asset, partition) if t["version_written"]}
-    # A person's accept / reject of a version, and the cell's skip mark (backfill-assets accept / reject / skip).
-    overrides = catalog.overrides_of_cell(asset, partition)
     skip_mark = catalog.skip_marks([(asset, partition)]).get((asset, partition))
     for row in rows:
-        row["overrides"] = [o.as_dict() for o in overrides if o.version_id == row["version_id"]]
         who = asked[row["version_id"]]  # read after the versions: every one of them is there
         row["requested_by"], row["request_reason"] = who["requested_by"], who["request_reason"]
+        row["overrides"] = who["overrides"]
         row["current"] = current is not None and row["version_id"] == current.version_id
         row["timezone"] = calendar.tz_name
         row["interval_start_local"] = in_zone(row["interval_start"], tz)
