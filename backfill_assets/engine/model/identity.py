@@ -42,6 +42,17 @@ def _validate(value: object, pattern: re.Pattern[str], what: str) -> str:
     return value  # type: ignore[return-value]
 
 
+_PERSON_NAME_RE = re.compile(r"^[\w .@:+-]{1,120}$")
+
+
+def validate_person_name(value: object, what: str, blank_ok: bool = True) -> str:
+    """Who asked, approved or overrode: 1-120 letters, digits, spaces or ``. @ : + -`` (one line, safe to store and
+    print); ``blank_ok`` False also refuses a name of spaces only."""
+    if not isinstance(value, str) or not _PERSON_NAME_RE.match(value) or (not blank_ok and not value.strip()):
+        raise InvalidInput(f"{what} {value!r} must be 1-120 letters, digits, spaces or . @ : + -")
+    return value
+
+
 def validate_text(value: object, what: str, limit: int, line_breaks: bool = False) -> str:
     """Free text that is stored (a reason, a reader's label): bounded, and storable in every catalog backend —
     no NUL or other control characters (PostgreSQL refuses NUL), no lone surrogates (not encodable as UTF-8)."""

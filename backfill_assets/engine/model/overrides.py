@@ -3,13 +3,12 @@ skipped): the actions, who may be named as deciding, and how a skip mark reads i
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Mapping
 
 from backfill_assets.engine.model.errors import InvalidInput
-from backfill_assets.engine.model.identity import validate_text
+from backfill_assets.engine.model.identity import validate_person_name, validate_text
 
 
 class OverrideAction(StrEnum):
@@ -26,7 +25,6 @@ SKIP_MARKS = (OverrideAction.SKIP, OverrideAction.UNSKIP)
 MARKED_SKIPPED = "marked skipped by "
 MAX_REASON = 2000
 # Who decided: the same shape as a request's --requested-by / --approved-by.
-_PERSON_RE = re.compile(r"^[\w .@:+-]{1,120}$")
 
 
 @dataclass(frozen=True)
@@ -87,9 +85,7 @@ def skip_mark_reason(mark: Override) -> str:
 
 
 def validate_person(value: object, what: str) -> str:
-    if not isinstance(value, str) or not _PERSON_RE.match(value) or not value.strip():
-        raise InvalidInput(f"{what} {value!r} must be 1-120 letters, digits, spaces or . @ : + -")
-    return value
+    return validate_person_name(value, what, blank_ok=False)
 
 
 def validate_reason(value: object, what: str = "--reason") -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -13,7 +12,7 @@ from typing import Any
 
 from backfill_assets.engine.model.errors import InvalidInput, PlanError
 from backfill_assets.engine.model.graph import AssetGraph
-from backfill_assets.engine.model.identity import validate_text
+from backfill_assets.engine.model.identity import validate_person_name, validate_text
 from backfill_assets.engine.model.intervals import parse_day
 from backfill_assets.engine.model.run_conf import validate_asset_sections
 from backfill_assets.engine.wap.defects import validate_defect
@@ -114,7 +113,6 @@ EXPLICIT = "explicit"
 # saving is at most 2 start-ups a slot, and a handful of days keep what a run per interval gives: one Dagster run
 # per partition to open, cancel or re-run, and one slot that a slow day does not hold for its neighbours.
 AUTO_MIN_INTERVALS_PER_SLOT = 3
-_NAME_RE = re.compile(r"^[\w .@:+-]{1,120}$")
 
 
 def new_request_id(now: datetime) -> str:
@@ -309,9 +307,7 @@ def resolve_partitions_per_run(
 def _clean_name(value: str | None, what: str) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not _NAME_RE.match(value):
-        raise InvalidInput(f"{what} {value!r} must be 1-120 letters, digits, spaces or . @ : + -")
-    return value
+    return validate_person_name(value, what)
 
 
 def build_spec(
