@@ -18,15 +18,15 @@ def dagster_bin(name: str) -> str:
 
 @contextmanager
 def running_daemon(home: Path, module: str) -> Iterator[subprocess.Popen]:
-    """A dagster-daemon on ``home`` serving the code location ``module``; stopped with SIGTERM (its own PID, not
-    a wrapper shell's) on exit."""
+    """A ``backfill-assets-daemon`` (dagster-daemon, woken by new work) on ``home`` serving the code location
+    ``module``; stopped with SIGTERM (its own PID, not a wrapper shell's) on exit."""
     # Not $DAGSTER_HOME/logs: dagster-daemon clears that folder when it starts.
     log_dir = home / "backfill_logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log = (log_dir / "daemon.log").open("ab")
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     proc = subprocess.Popen(
-        [dagster_bin("dagster-daemon"), "run", "-m", module],
+        [dagster_bin("backfill-assets-daemon"), "run", "-m", module],
         stdout=log,
         stderr=subprocess.STDOUT,
         env=env,

@@ -14,6 +14,7 @@ from backfill_assets.engine.plan.gc import collect_garbage
 from backfill_assets.engine.store.catalog import Catalog, PointerMove
 from backfill_assets.engine.store.handoffs import ACCEPTED, DECLINED, Handoffs
 from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.store.wakeup import wake_daemon
 
 from .app import AppContext, cli, default_user, emit, json_option
 from .data_commands import validate_cell
@@ -96,6 +97,7 @@ def cascade_request_for_consumers(
     excluded = {**spec.excluded_cells(graph), **not_consumers}
     loaded = code_version(location_files=graph.code_files())
     record = Ledger(app.catalog()).create(M.new_request_id(utc_now()), spec, loaded, excluded)
+    wake_daemon(app.home)
     return record.request_id
 
 

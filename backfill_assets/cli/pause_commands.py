@@ -7,6 +7,7 @@ import click
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.pauses import Pauses, pause_message
+from backfill_assets.engine.store.wakeup import wake_daemon
 
 from .app import AppContext, default_user, emit, json_option
 from .request_commands import request
@@ -48,6 +49,7 @@ def resume(app: AppContext, request_id: str, by: str | None, as_json: bool) -> N
     Example: backfill-assets request resume req-20221101-1a2b3c4d
     """
     resumed = Pauses(app.catalog()).resume(request_id, by or default_user())
+    wake_daemon(app.home)
     status = Ledger(app.catalog()).get(request_id).status
     payload = {"request_id": request_id, "status": status, "pause": resumed}
     emit(payload, as_json,

@@ -26,6 +26,7 @@ from backfill_assets.engine.plan.creation import (
 from backfill_assets.engine.plan.reconcile import count_decisions, decisions_now
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
 from backfill_assets.engine.store.pauses import Pauses, status_text
+from backfill_assets.engine.store.wakeup import wake_daemon
 
 from .app import AppContext, cli, default_user, emit, json_option
 from .cell_tries import show_cell_tries
@@ -126,6 +127,7 @@ def make_request(
         )
         return
     record = create_request(graph, catalog, spec, loaded, M.RequestSource.CLI)
+    wake_daemon(app.home)
     emit(
         record.as_dict() | stated,
         as_json,
@@ -304,6 +306,7 @@ def confirm(app: AppContext, request_id: str, as_json: bool) -> None:
     if record.status in M.CLOSED_STATUSES:
         raise InvalidInput(f"request {request_id} is {record.status}")
     ledger.confirm(request_id)
+    wake_daemon(app.home)
     emit({"request_id": request_id, "confirmed": True}, as_json, f"confirmed {request_id}")
 
 

@@ -26,6 +26,7 @@ from backfill_assets.engine.plan.creation import (
     describe_chunking,
 )
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
+from backfill_assets.engine.store.wakeup import wake_daemon
 from backfill_assets.integration.request_planning import dry_run
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.dagster_adapter import run_queue_limits
@@ -110,6 +111,7 @@ def build_request_job(graph: AssetGraph) -> dg.JobDefinition:
                 metadata = {"dry_run": True}
             else:
                 record = create_request(graph, catalog, spec, loaded, M.RequestSource.LAUNCHPAD)
+                wake_daemon(context.instance.root_directory)
                 context.instance.add_run_tags(context.run_id, {T.REPORT_OF: record.request_id})
                 title = f"Created {record.request_id} ({record.status}), code version {loaded}"
                 message = record.row["message"]

@@ -289,13 +289,22 @@ def prepare_home(
     SourceSystem(Settings.from_env().source_url).seed(calendar, seed_from, seed_to, ORDERS_PER_DAY)
 
 
-def start_daemon(instance: dg.DagsterInstance, home: Path, *workspace_args: str) -> tuple[subprocess.Popen, Path]:
-    """A ready ``dagster-daemon run`` (in its own session) on ``home``; ``workspace_args`` says where its code is
-    (default: the package as a python module). Returns the process and its log."""
+# The product's daemon (dagster-daemon run, its loops woken by new work); tests of Dagster's own timer pass
+# DAGSTER_DAEMON.
+PRODUCT_DAEMON = "backfill-assets-daemon"
+DAGSTER_DAEMON = "dagster-daemon"
+
+
+def start_daemon(
+    instance: dg.DagsterInstance, home: Path, *workspace_args: str, command: str = PRODUCT_DAEMON
+) -> tuple[subprocess.Popen, Path]:
+    """A ready ``backfill-assets-daemon run`` (or ``command run``, in its own session) on ``home``;
+    ``workspace_args`` says where its code is (default: the package as a python module). Returns the process and
+    its log."""
     log_path = home / "daemon.log"
     with log_path.open("ab") as log:
         proc = subprocess.Popen(
-            [dagster_bin("dagster-daemon"), "run", *(workspace_args or ("-m", CODE_LOCATION_MODULE))],
+            [dagster_bin(command), "run", *(workspace_args or ("-m", CODE_LOCATION_MODULE))],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=dagster_env(),

@@ -87,7 +87,15 @@ def test_only_the_adapter_module_imports_private_dagster_modules():
         "dagster._core.events",
         "dagster._core.execution.backfill",
         "dagster._core.launcher",
+        # backfill-assets-daemon: dagster-daemon run with its loops woken by new work.
+        "dagster._daemon",
+        "dagster._daemon.backfill",
+        "dagster._daemon.controller",
+        "dagster._daemon.daemon",
+        "dagster._daemon.run_coordinator.queued_run_coordinator_daemon",
+        "dagster._daemon.sensor",
         "dagster._grpc.types",
+        "dagster._utils.error",
         "dagster._utils.hosted_user_process",
         "dagster._utils.interrupts",
     ]

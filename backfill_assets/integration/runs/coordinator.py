@@ -33,6 +33,7 @@ from backfill_assets.engine.plan.admission import (
 )
 from backfill_assets.engine.plan.pacing import paced_order, pacing_tags, released_partitions
 from backfill_assets.integration.runs.dagster_adapter import backfill_partitions, workspace_asset_tags
+from backfill_assets.integration.runs.waker import current_waker
 
 DEFAULT_MAX_ACTIVE_FIELD = "default_max_active"
 # A backfill's target never changes: remembered for the next runs it submits (a few backfills at a time).
@@ -80,6 +81,14 @@ class BackfillRunCoordinator(dg.QueuedRunCoordinator):
         return coordinator
 
     def submit_run(self, context: dg.SubmitRunContext) -> dg.DagsterRun:
+        try:
+            return self._submit(context)
+        finally:
+            waker = current_waker()
+            if waker is not None:  # in backfill-assets-daemon: the run queue dequeues it now, not at its next pass
+                waker.notify()
+
+    def _submit(self, context: dg.SubmitRunContext) -> dg.DagsterRun:
         run = context.dagster_run
         self._prewarm(run)
         if run.status != dg.DagsterRunStatus.NOT_STARTED or not is_launched_from_dagster(run.tags):

@@ -279,3 +279,114 @@ def storage_modules_of(instance_ref) -> list[str]:
     return sorted(
         {data.module_name for data in instance_ref if getattr(data, "module_name", None)}
     )
+
+
+# --- the daemon's loops ------------------------------------------------------------------------------------------
+# Dagster's daemon sleeps a fixed time between passes (sensors 5 s, backfills 30 s, the run queue its
+# dequeue_interval_seconds) and exports no way to shorten a sleep when work arrives. ``backfill-assets-daemon``
+# is ``dagster-daemon run`` itself (same options, daemons, heartbeats) with one change: those three loops wait on
+# a ``Waker`` (``integration/runs/waker.py``) instead of the shutdown event alone, so a pass starts as soon as the
+# waker sees new work. tests/e2e/test_woken_daemon.py runs real daemons through it.
+
+
+class WokenEvent:
+    """What a daemon loop waits on between passes: ``wait`` returns at shutdown (True), when the waker fires for
+    ``channel`` or at ``timeout`` (False); ``is_set`` is the shutdown event's."""
+
+    def __init__(self, shutdown, waker, channel: str):
+        self._shutdown, self._waker, self._channel = shutdown, waker, channel
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._waker.wait(self._shutdown, timeout, self._channel)
+
+    def is_set(self) -> bool:
+        return self._shutdown.is_set()
+
+
+def woken_daemons(instance: dg.DagsterInstance, waker) -> list:
+    """The daemons ``dagster-daemon run`` would start on ``instance``, with the sensor, backfill and run queue
+    loops waiting on ``waker``; the others are Dagster's own."""
+    import sys
+
+    from dagster._daemon.backfill import execute_backfill_iteration_loop
+    from dagster._daemon.controller import create_daemon_of_type
+    from dagster._daemon.daemon import BackfillDaemon, SensorDaemon, SpanMarker
+    from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import QueuedRunCoordinatorDaemon
+    from dagster._daemon.sensor import execute_sensor_iteration_loop
+    from dagster._utils.error import serializable_error_info_from_exc_info
+
+    class WokenSensorDaemon(SensorDaemon):
+        def core_loop(self, workspace_process_context, shutdown_event):
+            yield from execute_sensor_iteration_loop(
+                workspace_process_context, self._logger, WokenEvent(shutdown_event, waker, "sensor"),
+                threadpool_executor=self._threadpool_executor,
+                submit_threadpool_executor=self._submit_threadpool_executor,
+                instrument_elapsed=self.instrument_elapsed,
+            )
+
+    class WokenBackfillDaemon(BackfillDaemon):
+        def core_loop(self, workspace_process_context, shutdown_event):
+            yield from execute_backfill_iteration_loop(
+                workspace_process_context, self._logger, WokenEvent(shutdown_event, waker, "backfill"),
+                threadpool_executor=self._threadpool_executor,
+                submit_threadpool_executor=self._submit_threadpool_executor,
+            )
+
+    class WokenQueueDaemon(QueuedRunCoordinatorDaemon):
+        def core_loop(self, workspace_process_context, shutdown_event):
+            waker.daemon_started(workspace_process_context)
+            woken = WokenEvent(shutdown_event, waker, "queue")
+            while True:  # IntervalDaemon.core_loop, its sleep made wakeable
+                yield SpanMarker.START_SPAN
+                try:
+                    yield from self.run_iteration(workspace_process_context)
+                except Exception:
+                    error_info = serializable_error_info_from_exc_info(sys.exc_info())
+                    self._logger.error("Caught error:\n%s", error_info)
+                    yield error_info
+                yield SpanMarker.END_SPAN
+                woken.wait(self.interval_seconds)
+                yield None
+
+    woken = {
+        SensorDaemon.daemon_type(): lambda: WokenSensorDaemon(settings=instance.get_sensor_settings()),
+        BackfillDaemon.daemon_type(): lambda: WokenBackfillDaemon(settings=instance.get_backfill_settings()),
+        QueuedRunCoordinatorDaemon.daemon_type(): lambda: WokenQueueDaemon(
+            interval_seconds=instance.run_coordinator.dequeue_interval_seconds
+        ),
+    }
+    return [
+        woken[kind]() if kind in woken else create_daemon_of_type(kind, instance)
+        for kind in instance.get_required_daemon_types()
+    ]
+
+
+def run_dagster_daemon(make_daemons, args: list[str]) -> None:
+    """Run ``dagster-daemon run ARGS`` in this process with the daemons ``make_daemons(instance)`` returns."""
+    import functools
+
+    from dagster._daemon import cli as daemon_cli
+
+    controller = daemon_cli.daemon_controller_from_instance
+    daemon_cli.daemon_controller_from_instance = functools.partial(controller, gen_daemons=make_daemons)
+    daemon_cli.run_command.main(args=args, prog_name="backfill-assets-daemon run")
+
+
+def active_backfill_count(instance: dg.DagsterInstance) -> int:
+    """How many Dagster backfills are being carried out (REQUESTED or CANCELING)."""
+    from dagster._core.execution.backfill import BulkActionsFilter
+
+    return instance.get_backfills_count(BulkActionsFilter(statuses=sorted(ACTIVE, key=lambda s: s.value)))
+
+
+def code_location_origins(workspace_process_context) -> list:
+    """The repository origins of the workspace's loaded code locations (what a run's ``job_code_origin``
+    names), to start their warm run workers before any run is queued."""
+    origins = []
+    entries = workspace_process_context.create_request_context().get_code_location_entries()
+    for entry in entries.values():
+        if entry.code_location is None:
+            continue
+        for repository in entry.code_location.get_repositories().values():
+            origins.append(repository.get_python_origin())
+    return origins

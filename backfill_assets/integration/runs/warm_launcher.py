@@ -224,11 +224,15 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
         """Start the warm worker of ``run``'s code location now, without waiting for it (a run was just queued:
         by the time the queue launches it, the import is done or under way)."""
         origin = run.job_code_origin
-        if origin is None:
-            return
+        if origin is not None:
+            self.prewarm_origin(origin.repository_origin)
+
+    def prewarm_origin(self, repository_origin: Any) -> None:
+        """Start the warm worker of a code location (a ``RepositoryPythonOrigin``) now, without waiting for it:
+        ``backfill-assets-daemon`` does it when it starts, so even its first runs fork at once."""
         with self._lock:
             try:
-                self._worker(origin.repository_origin)
+                self._worker(repository_origin)
             except WarmWorkerUnavailable as error:
                 logger.warning("prewarm: %s", error)
 

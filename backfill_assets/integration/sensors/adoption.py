@@ -20,6 +20,7 @@ from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.coordinator import paced_max_active, release_stale_holds
 from backfill_assets.integration.runs.dagster_adapter import list_backfills, run_queue_limits
 from backfill_assets.integration.runs.runs import run_assets, run_view, runs_of_request
+from backfill_assets.integration.sensors import SENSOR_INTERVAL_SECONDS
 
 ADOPTION_SENSOR = "backfill_adoption"
 
@@ -87,7 +88,7 @@ def build_adoption_sensor(graph: AssetGraph, report_job: dg.JobDefinition) -> dg
     @dg.sensor(
         jobs=[report_job],
         name=ADOPTION_SENSOR,
-        minimum_interval_seconds=5,
+        minimum_interval_seconds=SENSOR_INTERVAL_SECONDS,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Adopts backfills launched from the Dagster UI or CLI into the request ledger as dg-<id>.",
     )

@@ -23,11 +23,10 @@ from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.cell_facts import cell_facts_source
 from backfill_assets.integration.runs.dagster_adapter import enforces_one_run_per_tag_value
 from backfill_assets.integration.runs.runs import run_views_by_key, runs_of_request
+from backfill_assets.integration.sensors import SENSOR_INTERVAL_SECONDS
 
 DRIVER_SENSOR = "backfill_driver"
-# dagster-daemon's sensor loop sleeps at least 5 s between passes (1.13), so the driver effectively ticks every
-# 5 s; asking for 2 s costs nothing and takes effect wherever the daemon loops faster.
-DRIVER_INTERVAL_SECONDS = 2
+DRIVER_INTERVAL_SECONDS = SENSOR_INTERVAL_SECONDS
 # The cells whose facts a tick reads at once when it first decides one (doubling if it decides more).
 FACTS_WINDOW = 32
 

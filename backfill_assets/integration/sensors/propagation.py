@@ -13,7 +13,9 @@ from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.cursors import read_cursor, write_cursor
 from backfill_assets.engine.store.handoffs import DEFAULT_WINDOW, Handoffs
 from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.store.wakeup import wake_daemon
 from backfill_assets.integration.resources import BackfillResource
+from backfill_assets.integration.sensors import SENSOR_INTERVAL_SECONDS
 
 PROPAGATION_SENSOR = "backfill_propagation"
 # Rows per evaluation: a 30-day cascade over five assets is a few hundred; 10,000 drains a large burst in one.
@@ -59,12 +61,14 @@ def propagate_once(graph: AssetGraph, catalog: Catalog) -> dict[str, int]:
 def build_propagation_sensor(graph: AssetGraph) -> dg.SensorDefinition:
     @dg.sensor(
         name=PROPAGATION_SENSOR,
-        minimum_interval_seconds=2,
+        minimum_interval_seconds=SENSOR_INTERVAL_SECONDS,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Applies each request's downstream policy (none | cascade | handoff) to its publishes.",
     )
     def backfill_propagation(context: dg.SensorEvaluationContext, backfill: BackfillResource):
         stats = propagate_once(graph, backfill.catalog())
+        if stats["cascaded"]:  # the driver submits the cascaded cells at once, not at its next timer pass
+            wake_daemon(context.instance.root_directory)
         return dg.SkipReason(
             f"read {stats['rows']} publish(es); cascaded {stats['cascaded']} cell(s); "
             f"{stats['handoffs']} handoff(s) offered; {stats['expired']} expired"

@@ -1,0 +1,153 @@
+"""What wakes ``backfill-assets-daemon``'s loops: new work, seen as it happens instead of at the next timer pass.
+
+Dagster's daemon passes over sensors every 5 s and over backfills every 30 s, whatever is waiting. The waker
+watches, every ``poll_seconds``, three cheap signals and wakes the loops when one changes:
+
+- the wake-up file (``engine/store/wakeup.py``), touched when a request is made, resumed or confirmed, or a
+  cascade is queued: the driver sensor submits its first runs at once;
+- the newest finished run in Dagster's run storage (any launcher, any host): the driver settles it and submits the
+  next day of a depends-on-past chain, the run queue fills the freed slot, Dagster's backfill daemon requests the
+  next partition of a backfill launched from the UI;
+- the number of active Dagster backfills: a backfill launched from the UI starts at once.
+
+A run submitted in this process (a sensor's, a backfill's) wakes the run queue directly (``notify``). Each loop
+still passes on its own timer when nothing happens (the backstop), and never more often than its minimum spacing,
+so a burst of finished runs costs one pass, not one per run.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import dagster as dg
+
+from backfill_assets.engine.store.wakeup import wakeup_stamp
+from backfill_assets.integration.runs.dagster_adapter import active_backfill_count, code_location_origins
+
+logger = logging.getLogger("backfill_assets.waker")
+
+FINISHED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
+# How often the signals are read: a request's first run waits at most this long for the daemon to notice it.
+DEFAULT_POLL_SECONDS = 0.05
+# The least time between two passes of a loop woken by the waker (a loop's own timer is not shortened).
+MIN_SPACING_SECONDS = {"sensor": 0.2, "backfill": 0.5, "queue": 0.0}
+# After a woken pass, the next pass comes at most this long after it: a sensor evaluated less than its minimum
+# interval (1 s, Dagster's smallest) before a woken pass is skipped by it, and evaluated by this one.
+FOLLOW_UP_SECONDS = {"sensor": 1.05}
+
+_current: Waker | None = None
+
+
+def current_waker() -> Waker | None:
+    """The waker of this process's daemon, if this process is ``backfill-assets-daemon``."""
+    return _current
+
+
+@dataclass
+class Channel:
+    """One loop's view: the wake-up generation it last consumed and when it last woke."""
+
+    seen: int = 0
+    woke_at: float = 0.0
+    follow_up_at: float | None = None
+
+
+@dataclass
+class Waker:
+    instance: dg.DagsterInstance
+    home: Path
+    poll_seconds: float = DEFAULT_POLL_SECONDS
+    min_spacing: dict[str, float] = field(default_factory=lambda: dict(MIN_SPACING_SECONDS))
+    follow_up: dict[str, float] = field(default_factory=lambda: dict(FOLLOW_UP_SECONDS))
+
+    def __post_init__(self) -> None:
+        self._condition = threading.Condition()
+        self._generation = 0
+        self._channels: dict[str, Channel] = {}
+        self._stop = threading.Event()
+        self._finished_after = datetime.now(timezone.utc)
+        self._signals = (wakeup_stamp(self.home), self._active_backfills())
+
+    # --- the loops' side ------------------------------------------------------------------------------------------
+
+    def wait(self, shutdown: threading.Event, timeout: float | None, channel: str) -> bool:
+        """Wait up to ``timeout`` s, less if woken (after the channel's minimum spacing); True at shutdown."""
+        deadline = time.monotonic() + (timeout if timeout is not None else 3600.0)
+        with self._condition:
+            state = self._channels.setdefault(channel, Channel(seen=self._generation))
+            if state.follow_up_at is not None:
+                deadline, state.follow_up_at = min(deadline, state.follow_up_at), None
+            while not shutdown.is_set():
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                earliest = state.woke_at + self.min_spacing.get(channel, 0.0)
+                if self._generation != state.seen and now >= earliest:
+                    state.seen, state.woke_at = self._generation, now
+                    if channel in self.follow_up:
+                        state.follow_up_at = now + self.follow_up[channel]
+                    return False
+                pause = min(deadline, earliest) - now if self._generation != state.seen else deadline - now
+                self._condition.wait(max(0.0, min(pause, 0.5)))
+            state.seen = self._generation  # a pass is starting anyway: what woke before it is covered
+            state.woke_at = time.monotonic()
+        return shutdown.is_set()
+
+    def notify(self) -> None:
+        """New work this process made (a run submitted): wake every loop."""
+        with self._condition:
+            self._generation += 1
+            self._condition.notify_all()
+
+    def daemon_started(self, workspace_process_context) -> None:
+        """Start each code location's warm run worker now, so the first run after the daemon starts does not wait
+        for its import."""
+        prewarm = getattr(self.instance.run_launcher, "prewarm_origin", None)
+        if prewarm is None:
+            return
+        try:
+            for origin in code_location_origins(workspace_process_context):
+                prewarm(origin)
+        except Exception:  # an optimisation: the first launch starts the worker itself
+            logger.exception("could not prewarm the run workers")
+
+    # --- the poller -----------------------------------------------------------------------------------------------
+
+    def start(self) -> Waker:
+        global _current
+        _current = self
+        threading.Thread(target=self._poll_loop, name="backfill-assets-waker", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _poll_loop(self) -> None:
+        while not self._stop.wait(self.poll_seconds):
+            try:
+                if self._changed():
+                    self.notify()
+            except Exception:  # a storage hiccup: the timers still run; try again next poll
+                logger.debug("waker poll failed", exc_info=True)
+
+    def _changed(self) -> bool:
+        signals = (wakeup_stamp(self.home), self._active_backfills())
+        changed = signals != self._signals
+        self._signals = signals
+        records = self.instance.get_run_records(
+            dg.RunsFilter(statuses=FINISHED, updated_after=self._finished_after),
+            limit=1,
+            order_by="update_timestamp",
+        )
+        if records:
+            self._finished_after = records[0].update_timestamp
+            changed = True
+        return changed
+
+    def _active_backfills(self) -> int:
+        return active_backfill_count(self.instance)
