@@ -5,34 +5,51 @@ Every option, daemon and heartbeat is Dagster's own (``backfill-assets-daemon ru
 (``integration/runs/waker.py``), and each code location's warm run worker starts with the daemon. A deployment
 that keeps ``dagster-daemon run`` keeps every promise, at Dagster's pace (sensors every 5 s, backfills every
 30 s).
+
+Example: backfill-assets-daemon run -m my_project.definitions
+         backfill-assets-daemon --backstop-seconds 60 run -w workspace.yaml
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-USAGE = "usage: backfill-assets-daemon run [the options of dagster-daemon run, e.g. -m MODULE or -w workspace.yaml]"
+from backfill_assets.integration.runs.waker import DEFAULT_POLL_SECONDS
 
 
-def _woken_daemons(instance):
-    from backfill_assets.integration.runs.dagster_adapter import woken_daemons
+@click.group(help=__doc__)
+@click.option("--backstop-seconds", type=click.FloatRange(min=1.0), default=None,
+              help="Seconds between the sensor and backfill passes nothing woke (default: Dagster's, 5 and 30).")
+@click.option("--poll-seconds", type=click.FloatRange(min=0.01, max=5.0), default=DEFAULT_POLL_SECONDS,
+              show_default=True, help="How often new work is looked for.")
+@click.pass_context
+def main(ctx: click.Context, backstop_seconds: float | None, poll_seconds: float) -> None:
+    ctx.obj = {"backstop_seconds": backstop_seconds, "poll_seconds": poll_seconds}
+
+
+@main.command(
+    "run",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
+    add_help_option=False,
+)
+@click.pass_context
+def run(ctx: click.Context) -> None:
+    """Run the instance's daemons (the arguments of dagster-daemon run, --help included)."""
+    from backfill_assets.integration.runs.dagster_adapter import run_dagster_daemon, woken_daemons
     from backfill_assets.integration.runs.waker import Waker
 
-    waker = Waker(instance, Path(instance.root_directory)).start()
-    return woken_daemons(instance, waker)
+    options = ctx.obj
 
+    def make_daemons(instance):
+        waker = Waker(
+            instance, Path(instance.root_directory),
+            poll_seconds=options["poll_seconds"], backstop_seconds=options["backstop_seconds"],
+        ).start()
+        return woken_daemons(instance, waker)
 
-def main(argv: list[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] != "run":
-        click.echo(USAGE, err=True)
-        sys.exit(2)
-    from backfill_assets.integration.runs.dagster_adapter import run_dagster_daemon
-
-    run_dagster_daemon(_woken_daemons, args[1:])
+    run_dagster_daemon(make_daemons, list(ctx.args))
 
 
 if __name__ == "__main__":

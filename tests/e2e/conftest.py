@@ -296,15 +296,16 @@ DAGSTER_DAEMON = "dagster-daemon"
 
 
 def start_daemon(
-    instance: dg.DagsterInstance, home: Path, *workspace_args: str, command: str = PRODUCT_DAEMON
+    instance: dg.DagsterInstance, home: Path, *workspace_args: str, command: str = PRODUCT_DAEMON,
+    daemon_options: tuple[str, ...] = (),
 ) -> tuple[subprocess.Popen, Path]:
-    """A ready ``backfill-assets-daemon run`` (or ``command run``, in its own session) on ``home``;
-    ``workspace_args`` says where its code is (default: the package as a python module). Returns the process and
-    its log."""
+    """A ready ``backfill-assets-daemon [daemon_options] run`` (or ``command run``, in its own session) on
+    ``home``; ``workspace_args`` says where its code is (default: the package as a python module). Returns the
+    process and its log."""
     log_path = home / "daemon.log"
     with log_path.open("ab") as log:
         proc = subprocess.Popen(
-            [dagster_bin(command), "run", *(workspace_args or ("-m", CODE_LOCATION_MODULE))],
+            [dagster_bin(command), *daemon_options, "run", *(workspace_args or ("-m", CODE_LOCATION_MODULE))],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=dagster_env(),

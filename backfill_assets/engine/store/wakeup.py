@@ -4,7 +4,8 @@ The daemon (``backfill-assets-daemon``) watches this file's modification time be
 runs its sensor loop at once when it changes, instead of at the next 5 s pass. It is only a hint: a lost or
 late one costs one timer period, never a decision (the ledger is the truth, the sensor tick stays the backstop).
 The file lives in the Dagster home, which the daemon and every process of one machine share; a process on
-another host that cannot reach it waits for the timer.
+another host that cannot reach it waits for the timer. The daemon creates it when it starts; the other processes
+only touch it, so a command run where no daemon ever ran leaves no file behind.
 """
 
 from __future__ import annotations
@@ -20,13 +21,20 @@ def wakeup_path(home: Path | str) -> Path:
 
 
 def wake_daemon(home: Path | str | None) -> None:
-    """Touch the wake-up file of ``home`` (a missing or read-only home is ignored: the timer still runs)."""
+    """Touch the wake-up file of ``home`` if a daemon made one (otherwise, or on a read-only home, nothing: a daemon
+    started later passes over everything when it starts, and the timer still runs)."""
     if home is None:
         return
-    path = wakeup_path(home)
     try:
-        path.touch(exist_ok=True)
-        os.utime(path)
+        os.utime(wakeup_path(home))
+    except OSError:
+        pass
+
+
+def create_wakeup_file(home: Path | str) -> None:
+    """The daemon's side: make the file the other processes touch."""
+    try:
+        wakeup_path(home).touch(exist_ok=True)
     except OSError:
         pass
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from backfill_assets.engine.store.wakeup import wakeup_stamp
+from backfill_assets.engine.store.wakeup import create_wakeup_file, wakeup_stamp
 from backfill_assets.integration.runs.dagster_adapter import active_backfill_count, code_location_origins
 
 logger = logging.getLogger("backfill_assets.waker")
@@ -39,6 +39,8 @@ MIN_SPACING_SECONDS = {"sensor": 0.2, "backfill": 0.5, "queue": 0.0}
 # After a woken pass, the next pass comes at most this long after it: a sensor evaluated less than its minimum
 # interval (1 s, Dagster's smallest) before a woken pass is skipped by it, and evaluated by this one.
 FOLLOW_UP_SECONDS = {"sensor": 1.05}
+# The loops whose timer ``backstop_seconds`` replaces (the run queue keeps its dequeue_interval_seconds).
+BACKSTOPPED = ("sensor", "backfill")
 
 _current: Waker | None = None
 
@@ -64,6 +66,8 @@ class Waker:
     poll_seconds: float = DEFAULT_POLL_SECONDS
     min_spacing: dict[str, float] = field(default_factory=lambda: dict(MIN_SPACING_SECONDS))
     follow_up: dict[str, float] = field(default_factory=lambda: dict(FOLLOW_UP_SECONDS))
+    # Replaces the timer of the sensor and backfill loops (Dagster's 5 s and 30 s) when set: the pass nothing woke.
+    backstop_seconds: float | None = None
 
     def __post_init__(self) -> None:
         self._condition = threading.Condition()
@@ -71,12 +75,15 @@ class Waker:
         self._channels: dict[str, Channel] = {}
         self._stop = threading.Event()
         self._finished_after = datetime.now(timezone.utc)
+        create_wakeup_file(self.home)
         self._signals = (wakeup_stamp(self.home), self._active_backfills())
 
     # --- the loops' side ------------------------------------------------------------------------------------------
 
     def wait(self, shutdown: threading.Event, timeout: float | None, channel: str) -> bool:
         """Wait up to ``timeout`` s, less if woken (after the channel's minimum spacing); True at shutdown."""
+        if self.backstop_seconds is not None and channel in BACKSTOPPED:
+            timeout = self.backstop_seconds
         deadline = time.monotonic() + (timeout if timeout is not None else 3600.0)
         with self._condition:
             state = self._channels.setdefault(channel, Channel(seen=self._generation))

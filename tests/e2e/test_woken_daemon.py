@@ -1,0 +1,129 @@
+"""backfill-assets-daemon: requests, depends-on-past chains and UI backfills move when work arrives, not on a timer.
+
+The daemon here passes over sensors and backfills only when woken: its timer (``--backstop-seconds``) is ten
+minutes, longer than any of these tests may take. Each test therefore fails if the path it names waits for a
+timer pass instead of being woken (dagster-daemon would take 5 s per driver step and 30 s per UI backfill step;
+with no wake-up at all, nothing would move for ten minutes).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import dagster as dg
+import pytest
+
+from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.store import db
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.integration.runs.warm_launcher import RunWorker
+from tests.orders import CALENDAR
+
+from .conftest import E2E, FINISHED, Webserver, poll, prepare_home, start_daemon, stop_process
+from .test_ui_adoption import LAUNCH
+
+pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("e2e/test_woken_daemon")]
+
+SEED_FROM, SEED_TO = "2022-09-01", "2022-09-16"
+BACKSTOP_SECONDS = "600"
+TIMEOUT = 120.0
+BATCHABLE = f"{RAW_ORDERS},{ORDER_FACTS},{DAILY_REVENUE}"
+
+
+@pytest.fixture(scope="module")
+def woken(tmp_path_factory: pytest.TempPathFactory):
+    """A backfill-assets-daemon whose timers pass every ten minutes, and a webserver for GraphQL launches."""
+    home = tmp_path_factory.mktemp("woken") / "dagster_home"
+    with pytest.MonkeyPatch.context() as mp:
+        prepare_home(mp, home, seed_from=SEED_FROM, seed_to=SEED_TO)
+        instance = dg.DagsterInstance.get()
+        webserver = Webserver(home)
+        daemon, log = start_daemon(instance, home, daemon_options=("--backstop-seconds", BACKSTOP_SECONDS))
+        try:
+            webserver.wait_ready()
+            yield E2E(home, instance, daemon, log), webserver
+        finally:
+            stop_process(daemon)
+            stop_process(webserver.proc)
+            instance.dispose()
+            db.dispose_all()
+
+
+def runs_per_cell(e2e: E2E, request_id: str) -> Counter:
+    cells = Counter()
+    for record in e2e.run_records(request_id):
+        run = record.dagster_run
+        for asset in run.asset_selection or ():
+            cells[(asset.to_user_string(), run.tags.get(T.DAGSTER_PARTITION))] += 1
+    return cells
+
+
+def test_requests_made_back_to_back_start_at_once_and_submit_each_cell_once(woken):
+    e2e, _ = woken
+    days = ["2022-09-01", "2022-09-02", "2022-09-03"]
+    made: list[str] = []
+
+    def create(day: str) -> None:
+        made.append(e2e.create("--assets", BATCHABLE, "--from", day, "--to", day, "--reprocess", "completed",
+                               "--partitions-per-run", "1")["request_id"])
+
+    for day in days:  # each create wakes the daemon while the previous request's runs are being submitted
+        create(day)
+    for request_id in made:
+        # Closing the request needs a driver pass after its last run ended: the finished run woke it.
+        e2e.wait(request_id, timeout=str(TIMEOUT))
+        cells = runs_per_cell(e2e, request_id)
+        assert set(cells.values()) == {1}, cells  # one run per cell: no tick submitted a cell twice
+        # Forked by the warm worker the daemon started with it: no run waited for a new interpreter.
+        assert all(RunWorker.from_tags(r.dagster_run.tags) for r in e2e.run_records(request_id))
+
+
+def days_between(first: str, last: str) -> list[str]:
+    return CALENDAR.keys_between(first, last)
+
+
+def snapshots_published_through(e2e: E2E, day: str) -> None:
+    """customer_snapshot (and its upstream) published for every day from the calendar's first through ``day``:
+    a depends-on-past day needs its previous one."""
+    days = days_between(CALENDAR.first_day.isoformat(), day)
+    missing = [d for d in days if e2e.catalog.current(CUSTOMER_SNAPSHOT, d) is None]
+    e2e.prepare(missing, [RAW_ORDERS, ORDER_FACTS, CUSTOMER_SNAPSHOT])
+
+
+def test_a_depends_on_past_chain_advances_as_each_day_finishes(woken):
+    e2e, _ = woken
+    chain = ["2022-09-05", "2022-09-06", "2022-09-07", "2022-09-08"]
+    snapshots_published_through(e2e, "2022-09-04")
+    e2e.prepare(chain, [RAW_ORDERS, ORDER_FACTS])
+    request_id = e2e.create("--assets", CUSTOMER_SNAPSHOT, "--from", chain[0], "--to", chain[-1],
+                            "--reprocess", "completed")["request_id"]
+    e2e.wait(request_id, timeout=str(TIMEOUT))
+    runs = e2e.run_records(request_id)
+    assert [r.dagster_run.tags[T.DAGSTER_PARTITION] for r in runs] == chain  # one day after the other
+    starts = [r.start_time for r in runs]
+    ends = [r.end_time for r in runs]
+    assert all(start >= end for start, end in zip(starts[1:], ends[:-1], strict=True))  # serial: each after the previous ended
+
+
+def test_a_ui_backfill_of_a_depends_on_past_asset_does_not_wait_for_the_backfill_loop(woken):
+    e2e, webserver = woken
+    days = ["2022-09-11", "2022-09-12", "2022-09-13", "2022-09-14"]
+    snapshots_published_through(e2e, "2022-09-10")
+    e2e.prepare(days, [RAW_ORDERS, ORDER_FACTS])
+    launched = webserver.graphql(
+        LAUNCH,
+        {"params": {"assetSelection": [{"path": [CUSTOMER_SNAPSHOT]}], "partitionNames": days,
+                    "tags": [{"key": T.REPROCESS, "value": "completed"}], "title": "woken ui backfill"}},
+    )["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    backfill_id = launched["backfillId"]
+
+    def runs_done() -> list[dg.DagsterRun] | None:
+        runs = e2e.instance.get_runs(dg.RunsFilter(tags={T.DAGSTER_BACKFILL: backfill_id}))
+        done = [r for r in runs if r.status in FINISHED]
+        return done if len(done) == len(days) else None
+
+    runs = poll(runs_done, TIMEOUT, lambda: f"the {len(days)} runs of backfill {backfill_id}\n{e2e.log_tail()}")
+    assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
+    published = {day: e2e.catalog.current(CUSTOMER_SNAPSHOT, day) for day in days}
+    assert all(published.values()), published

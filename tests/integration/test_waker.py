@@ -1,0 +1,149 @@
+"""What wakes backfill-assets-daemon's loops (``integration/runs/waker.py``), on a real instance: the wake-up file,
+a run that finishes, a run submitted in the daemon's process; the spacing, follow-up and backstop rules; and a
+request created while driver ticks run back to back submits each cell once."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+
+import dagster as dg
+import pytest
+
+from backfill_assets import graph_of
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.plan.creation import build_request, create_request
+from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.store.wakeup import wake_daemon, wakeup_stamp
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, RAW_ORDERS
+from backfill_assets.integration.resources import BackfillResource
+from backfill_assets.integration.runs.waker import Waker
+from backfill_assets.integration.sensors.driver import DRIVER_SENSOR
+from tests.orders import DEFS, run_partitions
+
+# A wait's timeout: a loop that was not woken waits this long, which no wake-up below may take.
+LONG = 60.0
+# How soon after the event a loop must have woken (the waker reads its signals every 0.02 s here).
+WOKEN_WITHIN = 10.0
+
+
+@pytest.fixture
+def waker(env):
+    made = Waker(env.instance, env.home, poll_seconds=0.02).start()
+    yield made
+    made.stop()
+
+
+def timed_wait(waker: Waker, channel: str, timeout: float = LONG, shutdown: threading.Event | None = None):
+    started = time.monotonic()
+    stopped = waker.wait(shutdown or threading.Event(), timeout, channel)
+    return stopped, time.monotonic() - started
+
+
+def later(seconds: float, action) -> threading.Thread:
+    thread = threading.Thread(target=lambda: (time.sleep(seconds), action()))
+    thread.start()
+    return thread
+
+
+def test_touching_the_wakeup_file_wakes_a_waiting_loop(env, waker):
+    before = wakeup_stamp(env.home)
+    thread = later(0.3, lambda: wake_daemon(env.home))
+    stopped, waited = timed_wait(waker, "sensor")
+    thread.join()
+    assert not stopped and waited < WOKEN_WITHIN
+    assert wakeup_stamp(env.home) != before
+
+
+def test_a_run_that_finishes_wakes_a_waiting_loop(env, waker):
+    woke: list[float] = []
+    waiter = threading.Thread(target=lambda: (waker.wait(threading.Event(), LONG, "backfill"),
+                                               woke.append(time.monotonic())))
+    waiter.start()
+    # A run of the orders code location on this instance, as any launcher on any host would record it.
+    [run] = run_partitions(env.instance, ["2022-09-01"], assets=[RAW_ORDERS])
+    finished = time.monotonic()
+    waiter.join()
+    assert run.success
+    assert woke[0] - finished < WOKEN_WITHIN  # woken by the run's end, not by the timeout
+
+
+def test_a_run_submitted_in_the_daemon_process_wakes_the_run_queue_at_once(env, waker):
+    thread = later(0.3, waker.notify)
+    stopped, waited = timed_wait(waker, "queue")
+    thread.join()
+    assert not stopped and waited < WOKEN_WITHIN
+
+
+def test_nothing_new_means_the_loop_waits_its_whole_timeout(env, waker):
+    stopped, waited = timed_wait(waker, "sensor", timeout=1.0)
+    assert not stopped and waited >= 1.0
+
+
+def test_shutdown_ends_the_wait(env, waker):
+    shutdown = threading.Event()
+    thread = later(0.3, shutdown.set)
+    stopped, waited = timed_wait(waker, "sensor", shutdown=shutdown)
+    thread.join()
+    assert stopped and waited < WOKEN_WITHIN
+
+
+def test_a_woken_loop_passes_again_no_sooner_than_its_spacing_and_no_later_than_its_follow_up(env, waker):
+    waker.min_spacing["sensor"] = 1.0
+    timed_wait(waker, "sensor", timeout=0.01)  # the loop's first pass: from now on it waits to be woken
+    waker.notify()
+    assert timed_wait(waker, "sensor")[1] < WOKEN_WITHIN  # the first wake: at once
+    waker.notify()
+    _, waited = timed_wait(waker, "sensor")
+    assert waited >= 0.9  # a second wake right after is held until the spacing passed
+    _, waited = timed_wait(waker, "sensor")  # nothing new: the follow-up pass a second later, not the timeout
+    assert waited < LONG / 2
+
+
+def test_the_backstop_replaces_the_sensor_and_backfill_timers_but_not_the_queue_interval(env):
+    waker = Waker(env.instance, env.home, backstop_seconds=1.0)
+    assert timed_wait(waker, "sensor", timeout=LONG)[1] < LONG / 2
+    assert timed_wait(waker, "backfill", timeout=LONG)[1] < LONG / 2
+    assert timed_wait(waker, "queue", timeout=0.2)[1] < 1.0
+
+
+def test_a_request_created_while_driver_ticks_race_submits_each_cell_once(env):
+    """Four requests made one after another while the driver sensor is evaluated back to back in another thread:
+    every cell is requested under one run key, and every cell of every request gets one."""
+    graph = graph_of(DEFS)
+    sensor = DEFS.resolve_sensor_def(DRIVER_SENSOR)
+    keys_by_cell: dict[tuple[str, str], set[str]] = defaultdict(set)
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def tick() -> None:
+        context = dg.build_sensor_context(instance=env.instance, resources={"backfill": BackfillResource()})
+        for run_request in sensor(context):
+            keys_by_cell[(run_request.tags["backfill/request_id"], run_request.partition_key)].add(run_request.run_key)
+
+    def ticking() -> None:
+        try:
+            while not done.is_set():
+                tick()
+        except BaseException as error:  # noqa: BLE001 - reported by the main thread
+            errors.append(error)
+
+    ticker = threading.Thread(target=ticking)
+    ticker.start()
+    made = []
+    try:
+        for day in ("2022-09-01", "2022-09-02", "2022-09-03", "2022-09-04"):
+            spec = build_request(graph, assets=DAILY_REVENUE, first=day, last=day, reprocess="completed",
+                                 partitions_per_run="1", requested_by="race-test")
+            made.append(create_request(graph, env.catalog, spec, "test-code-1", M.RequestSource.CLI).request_id)
+    finally:
+        done.set()
+        ticker.join(timeout=120)
+    assert not errors, errors
+    tick()  # the backstop tick: whatever the racing ticks missed is requested now
+    ledger = Ledger(env.catalog)
+    for request_id in made:
+        [cell] = ledger.cells(request_id)
+        assert cell.decision == M.SUBMITTED
+        assert keys_by_cell[(request_id, cell.partition_key)] == {cell.run_key}
