@@ -102,7 +102,8 @@ def test_a_depends_on_past_chain_advances_as_each_day_finishes(woken):
     assert [r.dagster_run.tags[T.DAGSTER_PARTITION] for r in runs] == chain  # one day after the other
     starts = [r.start_time for r in runs]
     ends = [r.end_time for r in runs]
-    assert all(start >= end for start, end in zip(starts[1:], ends[:-1], strict=True))  # serial: each after the previous ended
+    # Serial: each day's run started after the previous one ended.
+    assert all(start >= end for start, end in zip(starts[1:], ends[:-1], strict=True))
 
 
 def test_a_ui_backfill_of_a_depends_on_past_asset_does_not_wait_for_the_backfill_loop(woken):
