@@ -1,4 +1,5 @@
-"""A real dagster-daemon on the project's own instance config, on SQLite and on PostgreSQL storage.
+"""A real daemon on the project's own instance config: on PostgreSQL storage ``backfill-assets-daemon``, on SQLite
+Dagster's own ``dagster-daemon`` (the timers every wake-up falls back to).
 
 Unlike tests/e2e (which lifts the run limits so only the driver paces a request), these tests run with the
 limits a team runs with: deploy's dagster.yaml on PostgreSQL, the top-level dagster.yaml on SQLite.
@@ -76,8 +77,11 @@ def prod(request, tmp_path_factory) -> Iterable[Prod]:
         instance = dg.DagsterInstance.get()
         log_path = home / "daemon.log"
         with log_path.open("ab") as log:
+            # PostgreSQL storage under the product's daemon; SQLite under Dagster's own, whose timers (sensors every
+            # 5 s, backfills every 30 s) are the backstop every promise must also hold on.
+            command = "backfill-assets-daemon" if request.param == "postgres" else "dagster-daemon"
             proc = subprocess.Popen(
-                [dagster_bin("dagster-daemon"), "run", "-m", CODE_LOCATION_MODULE],
+                [dagster_bin(command), "run", "-m", CODE_LOCATION_MODULE],
                 stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ), cwd=str(home), start_new_session=True,
             )
         try:

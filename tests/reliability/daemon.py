@@ -44,7 +44,7 @@ class Daemon:
         started = time.time()
         with self.log.open("ab") as log:
             self.procs.append(subprocess.Popen(
-                [dagster_bin("dagster-daemon"), "run", "-m", CODE_LOCATION_MODULE],
+                [dagster_bin("backfill-assets-daemon"), "run", "-m", CODE_LOCATION_MODULE],
                 stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ), cwd=str(self.home),
                 start_new_session=True,
             ))
