@@ -1,4 +1,5 @@
-"""The correctness cross-check: every contender must end with the same daily_revenue over the same days."""
+"""The correctness cross-checks: every contender must end with the same daily_revenue over the same days, and the
+depends-on-past measurements with the same customer_snapshot (its lifetime orders: every order of the days so far)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from backfill_assets.engine.store.catalog import Catalog
-from backfill_assets.examples.orders.domain import DAILY_REVENUE
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE
 
 from .plain import partition_file
 
@@ -39,3 +40,21 @@ def agree(checks: dict[str, dict]) -> bool:
     """All contenders saw every day and the same orders and revenue (to the cent)."""
     values = {(c["days"], c["missing_days"], c["orders"], c["revenue_cny"]) for c in checks.values()}
     return len(values) == 1 and next(iter(values))[1] == 0
+
+
+def _snapshot_totals(frame: pd.DataFrame | None, day: str) -> dict:
+    if frame is None:
+        return {"as_of": day, "customers": 0, "lifetime_orders": 0, "lifetime_revenue_cny": 0.0}
+    return {"as_of": day, "customers": int(len(frame)), "lifetime_orders": int(frame["lifetime_orders"].sum()),
+            "lifetime_revenue_cny": round(float(frame["lifetime_revenue_cny"].sum()), 2)}
+
+
+def snapshot_from_catalog(catalog_url: str, day: str) -> dict:
+    """customer_snapshot's published version of ``day``: customers, lifetime orders and revenue."""
+    current = Catalog(catalog_url).current_many(CUSTOMER_SNAPSHOT, [day]).get(day)
+    return _snapshot_totals(pq.read_table(current.path).to_pandas() if current else None, day)
+
+
+def snapshot_from_files(root: Path, day: str) -> dict:
+    path = partition_file(root, CUSTOMER_SNAPSHOT, day)
+    return _snapshot_totals(pq.read_table(path).to_pandas() if path.exists() else None, day)

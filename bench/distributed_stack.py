@@ -4,8 +4,9 @@ Shared by every trial: moto_server (one S3 server, a new prefix per trial) and t
 once (seeding is deterministic per day; 40 days at 20,000 orders take longer than a trial's whole stack). New for
 each trial, so that no trial inherits another's state: the Dagster storage and the catalog (two new PostgreSQL
 databases), a RabbitMQ virtual host (the queue is always named ``dagster``: a message left behind would be run
-by the next trial's workers), ``dagster-daemon`` serving ``orders.on_celery`` on its own DAGSTER_HOME, and the
-workers (``tests/celery_stack.py``: ``dagster-celery worker start ... --pool=solo``, each with its own home).
+by the next trial's workers), ``backfill-assets-daemon`` (dagster-daemon woken by new work) serving
+``orders.on_celery`` on its own DAGSTER_HOME, and the workers (``tests/celery_stack.py``: ``dagster-celery worker
+start ... --pool=solo``, each with its own home).
 
 ``tests/celery_stack.py`` is the one piece of the test suite the benchmark reuses (elsewhere bench code starts its
 own services): it is the worker command line and vhost handling that the distributed tests already prove, and a
@@ -27,7 +28,6 @@ import dagster as dg
 import psutil
 import sqlalchemy as sa
 
-from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model.settings import ENV_CATALOG_URL, ENV_SOURCE_URL, ENV_WAREHOUSE
 from backfill_assets.engine.store.db import dispose_all
 from backfill_assets.examples.orders.source import SourceSystem
@@ -35,6 +35,7 @@ from backfill_assets.integration.sensors.driver import DRIVER_SENSOR
 from tests.celery_stack import CELERY_DEPLOY_DIR, CODE_LOCATION_MODULE, ENV_BROKER, CeleryWorker, rabbitmq_vhost
 from tests.celery_stack import start_worker as start_celery_worker
 
+from .daemons import OURS_DAEMON, daemon_argv
 from .dagster_facts import sensor_ticks
 from .environ import environment
 from .pg import temporary_database
@@ -162,8 +163,8 @@ def trial_stack(shared: Shared, root: Path, workers: int) -> Iterator[Stack]:
         stack.enter_context(environment({"DAGSTER_PG_URL": dagster_url}))
         # Dagster's tables exist before the daemon opens them: two processes migrating one fresh database race.
         instance = stack.enter_context(dg.DagsterInstance.from_config(str(home)))
-        argv = [dagster_bin("dagster-daemon"), "run", "-m", CODE_LOCATION_MODULE]
-        daemon = stack.enter_context(service("dagster-daemon", argv, env, root / "logs", home))
+        argv = daemon_argv(CODE_LOCATION_MODULE)
+        daemon = stack.enter_context(service(OURS_DAEMON, argv, env, root / "logs", home))
         # Ready = the driver sensor has ticked once: the daemon has loaded the code location.
         wait_until(lambda: bool(sensor_ticks(instance, DRIVER_SENSOR)), "driver sensor", DAEMON_READY_TIMEOUT_S,
                    [daemon])

@@ -1,8 +1,9 @@
 """What a contender costs while it works: wall time, CPU seconds and peak memory of every process involved.
 
 A sampler thread polls, every ``interval`` seconds, the processes of the contender: the roots it started, their
-descendants, anything still in one of their sessions (a worker that re-parented itself), and optionally the
-PostgreSQL backends serving one database (Airflow's metadata DB, so its queries are not free). CPU is the sum
+descendants, anything still in one of their sessions (a worker that re-parented itself; never the benchmark's own
+session), and optionally the PostgreSQL backends serving one database (Airflow's metadata DB, so its queries are
+not free). CPU is the sum
 over those processes of user+system time used inside the measured window (a process alive at the start counts
 only what it used after it). A process that lives and dies between two samples is missed, and the last
 ``interval`` of a process that exits is lost: with run processes of seconds this under-counts by a few percent.
@@ -18,6 +19,9 @@ from dataclasses import asdict, dataclass, field
 import psutil
 
 SAMPLE_SECONDS = 0.2
+# A root started without a session of its own (the floor loop, a CLI command) shares the benchmark's: following that
+# session would count the benchmark's own process, first seen inside the window, with all its CPU since it started.
+OWN_SESSION = os.getsid(0)
 
 
 @dataclass
@@ -88,7 +92,8 @@ class ProcessSampler:
         for pid in self.roots:
             try:
                 root = psutil.Process(pid)
-                sessions.add(os.getsid(pid))
+                if os.getsid(pid) != OWN_SESSION:
+                    sessions.add(os.getsid(pid))
                 procs[pid] = root
                 for child in root.children(recursive=True):
                     procs[child.pid] = child

@@ -9,33 +9,19 @@ import json
 import sys
 from pathlib import Path
 
-from .dagster_facts import RUN_START_PHASE
 from .distributed_report import KEY as CELERY_KEY
 from .distributed_report import celery_section
-from .scale import NAIVE_SCALE_MAX_DAYS, on_the_curve, scale_section, scale_target_rows
+from .past_plan import KEY as PAST_KEY
+from .past_report import chain_breakdown, past_section
+from .repetitions import spread_text
+from .scale import SCALE_MAX_DAYS
+from .scale_report import on_the_curve, scale_section
 from .storage_report import KEY as WAREHOUSE_S3_VS_LOCAL
 from .storage_report import storage_section
 from .tables import table as _table
-from .tables import verdict as _verdict
+from .targets import first_run, ratios, targets_table
 
-# (numerator, denominator, target): wall-time ratios measured in one run. The first four are issue 13's targets;
-# O/N is issue 6's, still tracked.
-RATIOS = (("O", "A", 0.6), ("B", "A", 0.25), ("B", "F", 3.0), ("B", "N", 0.1), ("O", "N", 0.5))
-FIRST_RUN_LIMIT_S = 3.0  # issue 13: the first run of a request starts after at most this, and no later than A's
-RUN_START_LIMIT_S = 0.5  # issue 13: median RUN_STARTING -> first STEP_START of ours
-CAS_P99_RATIO_LIMIT = 2.0  # issue 13: publish CAS p99 / baseline UPDATE+INSERT p99
-# Issue 13's "now" column: the figures of 20261130T033304Z the targets were set against.
-ISSUE13_BASELINE = {
-    "O/A": "1.18", "B/A": "0.31–0.40", "B/F": "4.4", "B/N": "0.13", "first_run": "8.9 s (A 5.4 s)",
-    "cas_ratio": "3.3", "run_start": "~4.3 s",
-}
-RATIO_FIGURES = {
-    "O/A": "O/A (one interval per run vs Airflow 3)",
-    "B/A": "default request path (auto chunks) / A",
-    "B/F": "B/F (default path vs the plain loop)",
-    "B/N": "B/N (default path vs naive Dagster)",
-    "O/N": "O/N (one interval per run vs naive Dagster)",
-}
+__all__ = ["ratios", "write_report"]
 ANALYSIS = Path(__file__).resolve().parent / "where_the_time_goes.md"
 RESULTS = Path(__file__).resolve().parent / "results"
 REPORTED_ELSEWHERE = [
@@ -47,77 +33,45 @@ REPORTED_ELSEWHERE = [
 ]
 
 
-def ratios(contenders: dict) -> dict:
-    """Wall-time ratios of contenders measured in the same run (None when one side was not run)."""
-    out = {}
-    for a, b, _target in RATIOS:
-        if a in contenders and b in contenders and contenders[b]["wall_s"]:
-            out[f"{a}/{b}"] = round(contenders[a]["wall_s"] / contenders[b]["wall_s"], 3)
-        else:
-            out[f"{a}/{b}"] = None
-    return out
+def _spread(c: dict, key: str, digits: int = 1) -> str:
+    return spread_text(c.get(key), (c.get("reps") or {}).get(key), digits)
+
+
+def _first_text(c: dict) -> str:
+    """The first run's start after the command returned (after it was invoked; the command's seconds)."""
+    d = c["details"]
+    if "first_task_start_s" in d:  # Airflow: its first task
+        after, invoked, command = d.get("first_task_after_return_s"), d["first_task_start_s"], d.get("create_command_s")
+    else:
+        after, invoked = first_run(d)
+        command = d.get("create_command_s", d.get("launch_s"))
+    dash = lambda v: "-" if v is None else v  # noqa: E731
+    return f"{dash(after)} ({dash(invoked)}; {dash(command)})" if invoked is not None else ""
 
 
 def _macro(results: dict) -> list[str]:
     rows = []
     for name, c in results["contenders"].items():
-        d, chk = c["details"], c["check"]
-        first = d.get("first_run_start_s", d.get("first_task_start_s"))
-        rows.append([f"**{name}** {c['title']}", round(c["wall_s"], 1), round(c["cpu_s"], 1), round(c["peak_rss_mb"]),
-                     round(c["peak_process_rss_mb"]), c["runs"], first,
+        chk = c["check"]
+        rows.append([f"**{name}** {c['title']}", _spread(c, "wall_s"), _spread(c, "cpu_s"),
+                     _spread(c, "peak_rss_mb", 0), _spread(c, "peak_process_rss_mb", 0), c["runs"], _first_text(c),
                      f"{chk['days']} d, {chk['orders']:,} orders, {chk['revenue_cny']:,.2f} CNY"])
     return _table(["contender", "wall s", "CPU s", "peak RSS MB (all processes)", "largest process MB", "runs",
-                   "first run/task started after s", "cross-check (daily_revenue)"], rows)
+                   "first run/task started after the command returned s (after it was invoked; the command s)",
+                   "cross-check (daily_revenue)"], rows)
 
 
-def _first_run_row(c: dict, name: str) -> list:
-    measured = c.get(name, {}).get("details", {}).get("first_run_start_s")
-    a_first = c.get("A", {}).get("details", {}).get("first_task_start_s")
-    limit = FIRST_RUN_LIMIT_S if a_first is None else min(FIRST_RUN_LIMIT_S, a_first)
-    verdict = _verdict(measured, limit)
-    if measured is not None and a_first is None:
-        verdict += " (A not run: against 3 s only)"
-    a_text = "A not run" if a_first is None else f"{a_first} s"
-    return [f"first run of a request starts after s ({name})", 13, ISSUE13_BASELINE["first_run"], measured,
-            f"≤ A's first task ({a_text}) and ≤ {FIRST_RUN_LIMIT_S:g}", verdict]
-
-
-def _run_start_row(c: dict, name: str) -> list:
-    phase = c.get(name, {}).get("details", {}).get("breakdown", {}).get(RUN_START_PHASE, {})
-    median = phase.get("median_s")
-    return [f"run start (RUN_STARTING -> first step) median s ({name})", 13, ISSUE13_BASELINE["run_start"], median,
-            f"≤ {RUN_START_LIMIT_S}", _verdict(median, RUN_START_LIMIT_S)]
-
-
-def _targets(results: dict) -> list[str]:
-    c, m, r = results["contenders"], results.get("micro") or {}, results["ratios"]
-    rows = []
-    for key in ("O/A", "B/A", "B/F", "B/N"):
-        limit = next(t for a, b, t in RATIOS if f"{a}/{b}" == key)
-        value = r.get(key)
-        rows.append([RATIO_FIGURES[key], 13, ISSUE13_BASELINE[key], value, f"≤ {limit}", _verdict(value, limit)])
-    rows += [_first_run_row(c, "O"), _first_run_row(c, "B")]
-    cas_ratio = m.get("publish_cas", {}).get("p99_ratio") if m else None
-    rows.append(["publish CAS p99 / baseline p99 (PostgreSQL, 8 publishers)", 13, ISSUE13_BASELINE["cas_ratio"],
-                 cas_ratio, f"≤ {CAS_P99_RATIO_LIMIT}", _verdict(cas_ratio, CAS_P99_RATIO_LIMIT)])
-    rows += [_run_start_row(c, "O"), _run_start_row(c, "B")]
-    rows += scale_target_rows(results)
-    rows.append([RATIO_FIGURES["O/N"], 6, "", r.get("O/N"), "≤ 0.5", _verdict(r.get("O/N"), 0.5)])
-    if "O" in c and "B" in c:
-        rss = round(c["B"]["peak_process_rss_mb"] / c["O"]["peak_process_rss_mb"], 2)
-        rows.append(["largest process RSS, B / O", 6, "", rss, "≤ 1.5", _verdict(rss, 1.5)])
-    if m:
-        p99 = m["publish_cas"]["cas"]["p99_ms"]
-        rows.append(["publish CAS p99 ms (PostgreSQL, 8 publishers)", 6, "", p99, "< 20", _verdict(p99, 20)])
-        plan = m["plan_10y"]["dry_run_total_s"]
-        rows.append(["10-year x 5-asset create + dry run s", 6, "", plan, "< 1", _verdict(plan, 1)])
-        for backend in ("sqlite", "postgresql"):
-            rec = m["reconcile_10k"][backend]["seconds"]
-            rows.append([f"reconcile 10,000 versions s ({backend})", 6, "", rec, "< 2", _verdict(rec, 2)])
-            prop = m["propagation_10k"][backend]
-            rows.append([f"propagation over 10,000 events s ({backend}, {prop['evaluations']} evaluations)", 6, "",
-                         prop["all_events_s"], "< 2", _verdict(prop["all_events_s"], 2)])
-    return _table(["figure", "issue", "at issue 13", "measured", "target", "verdict"], rows)
+def _each_rep(results: dict) -> list[str]:
+    """Every repetition's wall, in the order run."""
+    reps = results.get("repetitions") or {}
+    if not reps or results.get("reps", 1) < 2:
+        return []
+    rows = [[f"**{name}**", *[round(o["wall_s"], 1) for o in outcomes]] for name, outcomes in reps.items()]
+    width = max(len(r) for r in rows) - 1
+    return ["", "Each repetition's wall s (repetition 0 ran the contenders in the order above, 1 in the reverse "
+            "order, and so on):", "",
+            *_table(["contender", *[f"rep {i}" for i in range(width)]], [r + [""] * (width + 1 - len(r))
+                                                                         for r in rows])]
 
 
 def _micro(m: dict) -> list[str]:
@@ -169,10 +123,13 @@ def _breakdown(results: dict) -> list[str]:
             s = results["contenders"][n]["details"]["breakdown"].get(phase, {})
             row.append(f"{s['median_s']} / {s['total_s']} (n={s['n']})" if s.get("n") else "-")
         rows.append(row)
-    lines += ["Per-run phases from the Dagster event log (median s / total s over all runs):", ""]
+    reps = results.get("reps", 1)
+    lines += ["Per-run phases from the Dagster event log (median s / total s over all runs"
+              + (f"; the median over the {reps} repetitions of each one's median, the total and n of the "
+                 "repetition whose wall was the median one" if reps > 1 else "") + "):", ""]
     lines += _table(["phase", *[f"{n}" for n in names]], rows)
-    lines += ["", "Driver reaction is measured for a steady stream of runs (O); B's few runs wait for each other "
-              "(finding 3), and N has no driver (its backfill daemon queues every run at once)."]
+    lines += ["", "Driver reaction is measured for a steady stream of runs (O); B's few runs wait for each other, "
+              "and N has no driver (its backfill daemon queues every run at once)."]
     for n in ("O", "B"):
         ticks = results["contenders"].get(n, {}).get("details", {}).get("sensor_ticks")
         if not ticks:
@@ -181,6 +138,8 @@ def _breakdown(results: dict) -> list[str]:
         lines += _table(["sensor", "ticks", "duration median s", "duration max s", "spacing median s"], [
             [name, t["ticks"], t["duration"].get("median_s"), t["duration"].get("max_s"), t["spacing"].get("median_s")]
             for name, t in ticks.items()])
+    if chain := chain_breakdown(results.get(PAST_KEY) or {}):
+        lines += ["", *chain]
     return lines
 
 
@@ -188,7 +147,8 @@ def _instance_text(results: dict, name: str) -> str:
     d = results["contenders"].get(name, {}).get("details", {})
     if "run_coordinator" not in d:
         return f"{name} not run" if name not in results["contenders"] else "classes not recorded"
-    return f"`{d['run_coordinator']}`, `{d['run_launcher']}`"
+    daemon = d.get("daemon_command")
+    return f"`{d['run_coordinator']}`, `{d['run_launcher']}`" + (f"; daemon: `{daemon}`" if daemon else "")
 
 
 def _b_k(results: dict):
@@ -217,88 +177,104 @@ def _celery(results: dict) -> list[str]:
                                    "measures it again.")
 
 
-def write_report(results: dict, path: Path) -> None:
-    m, s = results["machine"], results["sizes"]
-    pkgs = ", ".join(f"{k} {v}" for k, v in m["packages"].items() if v)
-    lines = [
-        "# Benchmarks",
-        "",
-        "Generated by `make bench` (`python -m bench.run`) from "
-        f"`bench/results/{results['timestamp']}.json`; do not edit by hand (the analysis at the end comes from "
-        "`bench/where_the_time_goes.md`).",
-        "",
-        "The same backfill done five ways, one after the other on one machine, each on a fresh DAGSTER_HOME / "
-        "AIRFLOW_HOME / output folder under a temporary directory, all reading one seeded SQLite source "
-        "(`SourceSystem.seed`) by interval and writing one Parquet file per asset and day with the project's "
-        "transform functions. Graph: `raw_orders -> order_facts -> daily_revenue`. Left out: `customer_snapshot` "
-        "(depends on the past, so it can neither run days in parallel nor batch) and `revenue_alert` (a side "
-        "effect). At most "
-        f"{s['max_active']} runs at once everywhere.",
-        "",
+def _generated_by(results: dict) -> str:
+    return (f"Generated by `{results['command']}` from `bench/results/{results['timestamp']}.json` (committed with "
+            "it; `python -m bench.report bench/results/<stamp>.json` renders it again); do not edit by hand (the "
+            "analysis at the end comes from `bench/where_the_time_goes.md`).")
+
+
+def _contenders(results: dict) -> list[str]:
+    s = results["sizes"]
+    return [
         "- **F** floor: the transforms in a plain Python loop (own process); no orchestration, checks or catalog.",
         "- **N** naive Dagster: `bench/naive/definitions.py`, an IO manager overwriting each partition in place, "
-        "Dagster's own asset backfill (GraphQL `launchPartitionBackfill`) run by dagster-daemon; what a Dagster "
-        "user has today: Dagster's stock run coordinator and launcher "
-        f"({_instance_text(results, 'N')}, the product's `run_coordinator` and `run_launcher` removed), the queue "
+        "Dagster's own asset backfill (GraphQL `launchPartitionBackfill`) run by stock `dagster-daemon run`; what a "
+        "Dagster user has today: Dagster's stock run coordinator and launcher "
+        f"({_instance_text(results, 'N')}; the product's `run_coordinator` and `run_launcher` removed), the queue "
         "polled every second, the same run limits and pools as ours with `max_concurrent_runs: 2`.",
         "- **A** Airflow 3: `bench/airflow/dags/bench_orders.py`, `airflow backfill create --max-active-runs 2`, "
         "LocalExecutor (parallelism 2), metadata on PostgreSQL, api-server on 127.0.0.1, scheduler "
         "`--skip-serve-logs`, cron runs off (`use_job_schedule=False`) so only the backfill runs.",
         "- **O** ours, one interval per run: `backfill-assets request create --reprocess completed --max-active 2 "
-        "--partitions-per-run 1` on an empty catalog, "
-        "carried out by the driver sensor in dagster-daemon, one interval (3 assets) per run, every asset-day "
-        "written, audited by 5 blocking checks and published by CAS; queue-ahead (one run queued behind each "
-        f"running one, `backfill/slot`); the product's `dagster.yaml` as it is ({_instance_text(results, 'O')}) "
-        "with `max_concurrent_runs: 2`.",
+        "--partitions-per-run 1` on an empty catalog, carried out by the driver sensor in `backfill-assets-daemon "
+        "run` (dagster-daemon whose sensor, backfill and run-queue loops are woken by new work, warm run workers "
+        "started with it), one interval (3 assets) per run, every asset-day written, audited by 5 blocking checks "
+        "and published by CAS; queue-ahead (one run queued behind each running one, `backfill/slot`); the "
+        f"product's `dagster.yaml` as it is ({_instance_text(results, 'O')}) with `max_concurrent_runs: 2`.",
         "- **B** ours, the default request path: the same request as a user types it, without "
         f"`--partitions-per-run` ({_b_flag_text(results)}): chunk runs (job `backfill_chunk`) of K consecutive "
         "days covering all three assets, K resolved when the request is created, the days spread over the "
-        f"{s['max_active']} run slots; still one version, 5 checks and one CAS per asset-day.",
-        "",
-        "`make bench` measures the side by side below and the micro-benchmarks; `make bench-scale` (or "
-        "`BENCH_ARGS=\"--with-airflow --scale 10,40,120\"`) adds the scale curve, O, B and A at 10, 40 and 120 days "
-        f"and N up to {NAIVE_SCALE_MAX_DAYS}, in the same run (about an hour on 2 cores): "
+        f"{s['max_active']} run slots; still one version, 5 checks and one CAS per asset-day; the same daemon "
+        f"({_instance_text(results, 'B')}).",
+    ]
+
+
+def _intro(results: dict) -> list[str]:
+    s, reps = results["sizes"], results.get("reps", 1)
+    caps = ", ".join(f"{n} up to {d}" for n, d in SCALE_MAX_DAYS.items())
+    return [
+        "# Benchmarks", "", _generated_by(results), "",
+        "The same backfill done five ways on one machine, each on a fresh DAGSTER_HOME / AIRFLOW_HOME / output "
+        "folder under a temporary directory, all reading one seeded SQLite source (`SourceSystem.seed`) by interval "
+        "and writing one Parquet file per asset and day with the project's transform functions. Graph: "
+        "`raw_orders -> order_facts -> daily_revenue`; `customer_snapshot` (depends on the past: its days run one "
+        "after another) has its own measurements (\"Depends on the past\" below); `revenue_alert` (a side effect) "
+        f"is left out. At most {s['max_active']} runs at once everywhere.", "",
+        *_contenders(results), "",
+        f"Side by side: every contender ran {reps} time(s), interleaved (F, N, A, O, B, then in the reverse order, "
+        "and so on), each time on fresh homes; a figure is the median over its repetitions, the range (min–max) "
+        "beside it, and every ratio is a ratio of medians. `make bench` measures the side by side, the "
+        "depends-on-past measurements and the micro-benchmarks; `make bench-scale` adds the scale curve (one "
+        f"repetition per size: F and B at every size, {caps} days) in the same run: "
         + ("this run has it (\"Scale curve\" below)." if results.get("scale") else "this run does not.")
-        + " Every target is judged on figures of this one run.",
-        "",
+        + " Every target is judged on figures of this one run.", "",
         "Wall time runs from the submission (the CLI command, the GraphQL launch) to the last day being done "
         "(request closed, backfill COMPLETED, every DAG run finished); services are started and ready before. CPU "
         "and memory: every process of the contender (services, their workers, the submitting CLI; for Airflow also "
-        "the PostgreSQL backends of its database), sampled every 0.2 s (`bench/measure.py`).",
-        "",
-        "## Machine and sizes",
-        "",
+        "the PostgreSQL backends of its database), sampled every 0.2 s (`bench/measure.py`).", "",
+    ]
+
+
+def _machine(results: dict) -> list[str]:
+    m, s = results["machine"], results["sizes"]
+    pkgs = ", ".join(f"{k} {v}" for k, v in m["packages"].items() if v)
+    seed = results.get("seed") or {}
+    return [
+        "## Machine and sizes", "",
         f"- {m['nproc']} cores, {m['ram_gb']} GB RAM, {m['os']}, Python {m['python']}, PostgreSQL {m['postgresql']}",
         f"- {pkgs}",
         f"- {s['days']} days ({s['first_day']}..{s['last_day']}) x {s['orders_per_day']:,} orders/day; "
-        f"max {s['max_active']} runs at once; B: K = {_b_k(results)} days per run",
+        f"max {s['max_active']} runs at once; B: K = {_b_k(results)} days per run; "
+        f"{results.get('reps', 1)} repetition(s) of the side by side",
         f"- command: `{results['command']}`; whole benchmark {results['total_s']} s; source seeded in "
-        f"{(results.get('seed') or {}).get('seconds')} s ({(results.get('seed') or {}).get('rows')} rows)",
-        "",
-        "## Backfill, side by side",
-        "",
-        *_macro(results),
-        "",
-        f"Cross-check: every contender ended with the same days, orders and revenue: **{results['checks_agree']}**.",
-        "",
-        "## Ratios and targets",
-        "",
-        "Issue 13's targets, then issue 6's still tracked. Ratios are wall-time ratios of contenders measured in "
-        "this same run; the scale rows compare growth over the scale curve of this same run (below).",
-        "",
-        *_targets(results),
-        "",
+        f"{seed.get('seconds')} s ({seed.get('rows')} rows)", "",
     ]
+
+
+def _measured(results: dict) -> list[str]:
+    lines = ["## Backfill, side by side", "", *_macro(results), *_each_rep(results), "",
+             "Cross-check: every repetition of every contender ended with the same days, orders and revenue: "
+             f"**{results['checks_agree']}**.", "",
+             "## Ratios and targets", "",
+             "Issue \"Nothing waits on a timer\"'s targets (issue column: timer), then earlier issues' rows still "
+             "tracked. Ratios are of the side by side's medians; the scale rows come from the scale curve of this "
+             "same run (below); \"earlier\" is issue 13's last run (one repetition, `dagster-daemon`).", "",
+             *targets_table(results), ""]
+    if results.get(PAST_KEY):
+        lines += ["## Depends on the past", "", *past_section(results[PAST_KEY]), ""]
     if results.get("scale"):
-        sc = results["scale"]
+        sc, s = results["scale"], results["sizes"]
         lines += ["## Scale curve", "",
                   f"The same backfill at {', '.join(str(d) for d in sc['sizes'])} days (x {s['orders_per_day']:,} "
-                  f"orders/day), measured after the side-by-side run above: {on_the_curve(sc)} at every size, N "
-                  f"only up to {NAIVE_SCALE_MAX_DAYS} days (~12 s of wall per day). Each size has fresh homes and "
-                  "output folders; "
-                  "all read one source seeded for the largest size. \"s/day since the previous size\" is the marginal "
-                  "cost of one more day; the slope is fitted over all sizes of the contender.", "",
-                  *scale_section(sc), ""]
+                  f"orders/day), one repetition per size, measured after the side by side: {on_the_curve(sc)}. "
+                  "Each size has fresh homes and output folders; all read one source seeded for the largest size. "
+                  "\"s/day since the previous size\" is the marginal cost of one more day; the slope is fitted over "
+                  "all sizes of the contender.", "", *scale_section(sc), ""]
+    return lines
+
+
+def write_report(results: dict, path: Path) -> None:
+    lines = [*_intro(results), *_machine(results), *_measured(results)]
     if results.get("micro"):
         lines += ["## Micro-benchmarks", "", *_micro(results["micro"]), ""]
     if celery := _celery(results):
@@ -314,8 +290,10 @@ def write_report(results: dict, path: Path) -> None:
 
 
 if __name__ == "__main__":
-    # Re-render the document from a stored results file: python -m bench.report bench/results/<stamp>.json
+    # Re-render the document from a stored results file: python -m bench.report bench/results/<stamp>.json [OUT]
+    # (OUT defaults to docs/BENCHMARKS.md).
     source = Path(sys.argv[1])
-    target = Path(__file__).resolve().parent.parent / "docs" / "BENCHMARKS.md"
+    default = Path(__file__).resolve().parent.parent / "docs" / "BENCHMARKS.md"
+    target = Path(sys.argv[2]) if len(sys.argv) > 2 else default
     write_report(json.loads(source.read_text()), target)
     print(f"wrote {target}")

@@ -1,18 +1,22 @@
 """``python -m bench.run`` (``make bench``): every contender on the same data, the micro-benchmarks, the report.
 
-With ``--scale 10,40,120`` (``make bench-scale``) the same run then measures the scale curve: O, B and A (with
-``--with-airflow``) at each size, N at the sizes up to 40 days, each size on its own folders and the same source.
+Every contender of the side by side runs ``--reps`` times (default 3), interleaved (F,N,A,O,B then B,O,A,N,F, ...),
+each time on fresh homes; its figures are the medians, with the spread beside them (``bench/repetitions.py``).
+Then the depends-on-past measurements (``bench/past.py``; ``--no-past`` skips them). With ``--scale 10,40,120,365``
+(``make bench-scale``) the same run then measures the scale curve, one repetition per size: F and B at every size,
+O and A (with ``--with-airflow``) up to 120 days, N up to 40, each size on its own folders and the same source.
 With ``--celery`` (``make bench BENCH_ARGS=--celery``) it also measures issue 14's throughput of a 40-day request
 with 1 and with 2 Celery workers (``bench/distributed.py``, ~25 min on 2 cores: not part of the default run).
 
 Example: python -m bench.run --days 10 --orders-per-day 2000 --only F,O
-Example: python -m bench.run --days 3 --orders-per-day 500 --only O,B --scale 2,4 --no-micro --no-doc
+Example: python -m bench.run --days 3 --orders-per-day 500 --only F,B --reps 1 --scale 2,4 --no-past --no-micro --no-doc
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import warnings
@@ -24,15 +28,18 @@ from .checks import agree
 from .distributed_report import KEY as CELERY_KEY
 from .machine import describe_machine
 from .outcome import Outcome
+from .past_plan import CHAIN_DAYS, UI_DAYS, PastPlan
+from .past_plan import KEY as PAST_KEY
+from .repetitions import interleaved, summarize
 from .report import ratios, write_report
-from .scale import NAIVE_SCALE_MAX_DAYS, scale_growth
+from .scale import SCALE_CONTENDERS, SCALE_MAX_DAYS, on_curve_at, scale_growth
 from .workspace import REPO, Sizes, Workspace
 
 RESULTS = REPO / "bench" / "results"
 DOC = REPO / "docs" / "BENCHMARKS.md"
 CONTENDERS = ("F", "N", "A", "O", "B")
 DEFAULT = ("F", "N", "O", "B")  # A (Airflow) only with --with-airflow: it installs its own virtualenv
-SCALE_CONTENDERS = ("N", "A", "O", "B")  # the floor is not on the curve
+INVOKED_AS = "BENCH_INVOKED_AS"  # set by the Makefile's targets: the doc names the make command too
 
 
 def day_counts(text: str) -> list[int]:
@@ -55,8 +62,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="K of contender B only when `request create` knows no `auto` (B takes the default path)")
     p.add_argument("--with-airflow", action="store_true", help="also run A (creates bench/airflow/.venv if missing)")
     p.add_argument("--only", default=None, help=f"comma-separated subset of {','.join(CONTENDERS)}")
+    p.add_argument("--reps", type=int, default=3, help="repetitions of each contender in the side by side")
     p.add_argument("--scale", type=day_counts, default=[], metavar="DAYS,DAYS,...",
-                   help=f"also the scale curve: O, B (and A) at each size, N up to {NAIVE_SCALE_MAX_DAYS} days")
+                   help="also the scale curve (one repetition per size): F and B at each size, "
+                        + ", ".join(f"{n} up to {d} days" for n, d in SCALE_MAX_DAYS.items()))
+    p.add_argument("--no-past", action="store_true", help="skip the depends-on-past measurements")
+    p.add_argument("--ui-days", type=int, default=UI_DAYS, help="days of the depends-on-past UI backfill")
+    p.add_argument("--chain-days", type=int, default=CHAIN_DAYS, help="days of the depends-on-past chain")
     p.add_argument("--celery", action="store_true",
                    help="also a 40-day request on 1 and on 2 Celery workers, 3 trials each (needs PostgreSQL and "
                         "RabbitMQ; ~25 min; alone: python -m bench.distributed)")
@@ -87,12 +99,17 @@ def scale_contenders(args: argparse.Namespace, days: int) -> list[str]:
     """The contenders of the scale curve at ``days`` (``--only`` narrows them, ``--with-airflow`` adds A)."""
     if args.micro_only:
         return []
-    wanted = {n.strip().upper() for n in args.only.split(",")} if args.only else {"N", "O", "B"}
+    wanted = {n.strip().upper() for n in args.only.split(",")} if args.only else {"F", "N", "O", "B"}
     if args.with_airflow and not args.only:
         wanted.add("A")
-    if days > NAIVE_SCALE_MAX_DAYS:
-        wanted.discard("N")
-    return [n for n in SCALE_CONTENDERS if n in wanted]
+    return [n for n in SCALE_CONTENDERS if n in wanted and on_curve_at(n, days)]
+
+
+def past_parts(args: argparse.Namespace, names: list[str]) -> tuple[str, ...]:
+    """The depends-on-past measurements this run makes: ours' with O or B, N's with N."""
+    if args.no_past or args.micro_only:
+        return ()
+    return tuple(part for part, who in (("ours", {"O", "B"}), ("naive", {"N"})) if who & set(names))
 
 
 def run_contender(name: str, ws: Workspace, sizes: Sizes, args: argparse.Namespace) -> Outcome:
@@ -136,6 +153,71 @@ def run_scale(ws: Workspace, sizes: Sizes, args: argparse.Namespace) -> dict:
     return {"sizes": list(args.scale), "points": points, "growth": scale_growth(points)}
 
 
+def run_side_by_side(ws: Workspace, sizes: Sizes, names: list[str], args: argparse.Namespace) -> dict:
+    """Every contender ``--reps`` times, interleaved, each repetition on folders of its own; per contender the
+    outcomes in the order run."""
+    runs: dict[str, list[dict]] = {name: [] for name in names}
+    for rep, name in interleaved(names, max(1, args.reps)):
+        part = ws.part(f"rep-{rep}")
+        try:
+            outcome = run_contender(name, part, sizes, args)
+        finally:
+            part.close()
+        runs[name].append({**outcome.as_dict(), "rep": rep})
+        u = outcome.usage
+        print(f"  rep {rep}, {name} {outcome.title}: {u.wall_s:.1f} s wall, {u.cpu_s:.1f} s CPU, peak RSS "
+              f"{u.peak_rss_mb:.0f} MB, {outcome.runs} run(s), check {outcome.check}")
+    return runs
+
+
+def command_line(argv: list[str] | None) -> str:
+    """The exact command, as the Makefile invoked it when it did (``make bench-scale: python -m bench.run ...``)."""
+    command = " ".join(["python -m bench.run", *(argv if argv is not None else sys.argv[1:])])
+    invoked_as = os.environ.get(INVOKED_AS)
+    return f"{invoked_as}: {command}" if invoked_as else command
+
+
+def measure(ws: Workspace, sizes: Sizes, names: list[str], args: argparse.Namespace, results: dict) -> None:
+    """Everything this run measures, into ``results``."""
+    scale, past = (args.scale if not args.micro_only else []), past_parts(args, names)
+    plan = PastPlan(args.ui_days, args.chain_days)
+    if names or scale or past:
+        # One source for every size (seeding is deterministic per day): the smaller sizes read a prefix of it.
+        most = max([sizes.days, *scale, plan.ui_days + plan.chain_days if past else 0])
+        results["seed"] = ws.seed(replace(sizes, days=most))
+        print(f"  seeded the source: {results['seed']}")
+    runs = run_side_by_side(ws, sizes, names, args)
+    results["repetitions"] = runs
+    results["contenders"] = {name: summarize(outcomes) for name, outcomes in runs.items()}
+    if past:
+        from . import past as past_measurement
+
+        part = ws.part("past")
+        try:
+            results[PAST_KEY] = past_measurement.run(part, plan, sizes.max_active, args.timeout, past)
+        finally:
+            part.close()
+    if scale:
+        results["scale"] = run_scale(ws, sizes, args)
+    if not args.no_micro:
+        from .micro import run_all
+
+        results["micro"] = run_all(args.pg_url, ws, log=print)
+    if args.celery:
+        from . import distributed
+
+        # The benchmark's orders per day; its own 40 days (issue 14's request), whatever --days says.
+        results[CELERY_KEY] = distributed.run(ws, args.pg_url, orders_per_day=sizes.orders_per_day,
+                                              timeout=args.timeout, log=print)
+
+
+def all_checks_agree(results: dict) -> bool | None:
+    """Every repetition of every contender ended with the same days, orders and revenue (None: nothing ran)."""
+    checks = {f"{name}#{i}": o["check"] for name, outcomes in results.get("repetitions", {}).items()
+              for i, o in enumerate(outcomes)}
+    return agree(checks) if checks else None
+
+
 def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=".*is currently in (preview|beta).*")
     args = parse_args(argv)
@@ -144,52 +226,31 @@ def main(argv: list[str] | None = None) -> int:
     began = time.monotonic()
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     results: dict = {"timestamp": stamp, "machine": describe_machine(), "sizes": sizes.as_dict(),
-                     "command": " ".join(["python -m bench.run", *(argv if argv is not None else sys.argv[1:])]),
-                     "contenders": {}, "micro": {}}
-    scale = args.scale if not args.micro_only else []
+                     "command": command_line(argv), "reps": max(1, args.reps), "contenders": {}, "micro": {}}
     ws = Workspace(keep=args.keep)
-    print(f"bench: {names or 'micro only'} on {sizes.days} days x {sizes.orders_per_day} orders/day in {ws.root}"
-          + (f"; scale curve at {scale} days" if scale else ""))
+    print(f"bench: {names or 'micro only'} x {results['reps']} on {sizes.days} days x {sizes.orders_per_day} "
+          f"orders/day in {ws.root}" + (f"; scale curve at {args.scale} days" if args.scale else ""))
     try:
-        if names or scale:
-            # One source for every size (seeding is deterministic per day): the smaller sizes read a prefix of it.
-            results["seed"] = ws.seed(replace(sizes, days=max([sizes.days, *scale])))
-            print(f"  seeded the source: {results['seed']}")
-        for name in names:
-            outcome = run_contender(name, ws, sizes, args)
-            results["contenders"][name] = outcome.as_dict()
-            u = outcome.usage
-            print(f"  {name} {outcome.title}: {u.wall_s:.1f} s wall, {u.cpu_s:.1f} s CPU, peak RSS "
-                  f"{u.peak_rss_mb:.0f} MB, {outcome.runs} run(s), check {outcome.check}")
-        if scale:
-            results["scale"] = run_scale(ws, sizes, args)
-        if not args.no_micro:
-            from .micro import run_all
-
-            results["micro"] = run_all(args.pg_url, ws, log=print)
-        if args.celery:
-            from . import distributed
-
-            # The benchmark's orders per day; its own 40 days (issue 14's request), whatever --days says.
-            results[CELERY_KEY] = distributed.run(ws, args.pg_url, orders_per_day=sizes.orders_per_day,
-                                                  timeout=args.timeout, log=print)
+        measure(ws, sizes, names, args, results)
     finally:
         ws.close()
-    checks = {n: c["check"] for n, c in results["contenders"].items()}
-    results["checks_agree"] = agree(checks) if checks else None
+    results["checks_agree"] = all_checks_agree(results)
     results["ratios"] = ratios(results["contenders"])
     results["total_s"] = round(time.monotonic() - began, 1)
     args.results_dir.mkdir(parents=True, exist_ok=True)
     path = args.results_dir / f"{stamp}.json"
     path.write_text(json.dumps(results, indent=2, default=str))
     scale_agree = [p["checks_agree"] for p in (results.get("scale") or {}).get("points", [])]
-    print(f"bench: {results['total_s']} s in all; results in {path}; checks agree: "
-          f"{results['checks_agree']}" + (f", at each scale size: {scale_agree}" if scale_agree else ""))
+    past_agree = list(((results.get(PAST_KEY) or {}).get("checks") or {}).values())
+    print(f"bench: {results['total_s']} s in all; results in {path}; checks agree: {results['checks_agree']}"
+          + (f", at each scale size: {scale_agree}" if scale_agree else "")
+          + (f", depends-on-past: {past_agree}" if past_agree else ""))
     if not args.no_doc:
         write_report(results, DOC)
-        print(f"bench: wrote {DOC.relative_to(REPO)}")
+        print(f"bench: wrote {DOC.relative_to(REPO)} from {path}")
     celery_ok = [results[CELERY_KEY]["all_ok"] and results[CELERY_KEY]["revenue_agrees"]] if args.celery else []
-    return 0 if all(a in (True, None) for a in (results["checks_agree"], *scale_agree, *celery_ok)) else 1
+    verdicts = (results["checks_agree"], *scale_agree, *past_agree, *celery_ok)
+    return 0 if all(a in (True, None) for a in verdicts) else 1
 
 
 if __name__ == "__main__":

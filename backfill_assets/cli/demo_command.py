@@ -106,10 +106,10 @@ def demo(
         f"max_active={max_active}, defect injected on {DEFECT_DAY} through --conf; up to "
         f"{spec.partitions_per_run} day(s) per run ({spec.partitions_per_run_mode})"
     )
-    say("4. started dagster-daemon; the backfill_driver sensor submits the runs")
+    say("4. started backfill-assets-daemon; the backfill_driver sensor submits the runs")
     with running_daemon(app.home, app.module):
         record, counts, summary = watch(ledger, request_id, timeout, show_progress=not as_json)
-    say("   dagster-daemon stopped")
+    say("   backfill-assets-daemon stopped")
     workers = days_by_worker(catalog, request_id)
     say(f"   which worker ran which day ({executor}):")
     for worker, days in workers.items():

@@ -97,21 +97,22 @@ def run(ws: Workspace, sizes: Sizes, timeout: float, pg_url: str) -> Outcome:
                 database = sa.engine.make_url(db_url).database
                 with ProcessSampler([api.pid, scheduler.pid], pg_database=database) as sampler:
                     started = time.time()
-                    _backfill_create(env, home, logs, sizes, sampler)
+                    returned = _backfill_create(env, home, logs, sizes, sampler)
 
                     def done() -> bool:
                         runs = _dag_runs(engine)
                         return len(runs) >= sizes.days and all(r.state in FINISHED for r in runs)
 
                     wait_until(done, "airflow backfill", timeout, [api, scheduler], poll=1.0)
-                details = _details(engine, started, sizes)
+                details = _details(engine, started, returned)
         finally:
             engine.dispose()
     check = revenue_from_files(out, sizes.keys)
     return Outcome("A", "Airflow 3 backfill create", sampler.usage, details["dag_runs"], check, details)
 
 
-def _backfill_create(env: dict, home: Path, logs: Path, sizes: Sizes, sampler: ProcessSampler) -> None:
+def _backfill_create(env: dict, home: Path, logs: Path, sizes: Sizes, sampler: ProcessSampler) -> float:
+    """``airflow backfill create`` (measured with ``sampler``); when it returned (epoch s)."""
     argv = [str(airflow_bin()), "backfill", "create", "--dag-id", DAG_ID,
             "--from-date", f"{sizes.first}T00:00:00{OFFSET}", "--to-date", f"{sizes.last}T00:00:00{OFFSET}",
             "--max-active-runs", str(sizes.max_active)]
@@ -120,9 +121,10 @@ def _backfill_create(env: dict, home: Path, logs: Path, sizes: Sizes, sampler: P
         sampler.add_root(create.pid)
         if create.wait() != 0:
             raise RuntimeError(f"airflow backfill create exited {create.returncode}; see {logs}")
+    return time.time()
 
 
-def _details(engine: sa.Engine, started: float, sizes: Sizes) -> dict:
+def _details(engine: sa.Engine, started: float, returned: float) -> dict:
     runs = _dag_runs(engine)
     with engine.connect() as conn:
         tasks = conn.execute(sa.text(
@@ -137,6 +139,8 @@ def _details(engine: sa.Engine, started: float, sizes: Sizes) -> dict:
         "run_states": states,
         "task_instances": tasks[0],
         "first_task_start_s": round(tasks[1].timestamp() - started, 2) if tasks[1] else None,
+        "first_task_after_return_s": round(tasks[1].timestamp() - returned, 2) if tasks[1] else None,
+        "create_command_s": round(returned - started, 2),
         "last_task_end_s": round(tasks[2].timestamp() - started, 2) if tasks[2] else None,
     }
 

@@ -1,4 +1,5 @@
-"""O and B, ours: a backfill request created with the CLI and carried out by the driver sensor in dagster-daemon.
+"""O and B, ours: a backfill request created with the CLI and carried out by the driver sensor in
+``backfill-assets-daemon run`` (dagster-daemon with its loops woken by new work).
 
 O is one interval per run (``--partitions-per-run 1``); B is the default request path, what a user gets by typing
 ``request create`` without ``--partitions-per-run``: chunk runs of K consecutive days, K resolved when the request
@@ -13,6 +14,12 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import dagster as dg
 
 from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import request_model as M
@@ -25,6 +32,7 @@ from backfill_assets.integration.sensors.driver import DRIVER_INTERVAL_SECONDS, 
 from backfill_assets.integration.sensors.propagation import PROPAGATION_SENSOR
 
 from ..checks import revenue_from_catalog
+from ..daemons import OURS_DAEMON, command_text, daemon_argv
 from ..dagster_facts import first_start, last_end, run_breakdown, runs_tagged, sensor_ticks, tick_breakdown
 from ..dagster_home import dagster_env, instance_classes, make_home, open_instance
 from ..measure import ProcessSampler
@@ -77,62 +85,114 @@ def partitions_argv(mode: str, fixed_k: int) -> list[str]:
     return [PARTITIONS_OPTION, str(fixed_k)]
 
 
-def create_request(env: dict, sizes: Sizes, partitions: list[str], sampler: ProcessSampler) -> tuple[str, float]:
-    """``backfill-assets request create`` as a user would type it; returns the request id and its seconds."""
-    argv = [
-        dagster_bin("backfill-assets"), "request", "create", "--assets", ",".join(ASSETS),
-        "--from", sizes.first, "--to", sizes.last, "--reprocess", "completed",
-        "--max-active", str(sizes.max_active), *partitions,
-        "--reason", "benchmark", "--requested-by", "bench", "--json",
-    ]
-    started = time.monotonic()
+@dataclass(frozen=True)
+class Created:
+    """A request made with the CLI: its id, and when the command was invoked and when it returned (epoch s)."""
+
+    request_id: str
+    invoked: float
+    returned: float
+
+    @property
+    def command_s(self) -> float:
+        return round(self.returned - self.invoked, 2)
+
+
+def request_argv(assets: Sequence[str], first: str, last: str, *options: str) -> list[str]:
+    """``backfill-assets request create`` as a user would type it (``options``: anything beyond the range)."""
+    return [dagster_bin("backfill-assets"), "request", "create", "--assets", ",".join(assets), "--from", first,
+            "--to", last, *options, "--reason", "benchmark", "--requested-by", "bench", "--json"]
+
+
+def create_request(env: dict, argv: list[str], sampler: ProcessSampler | None = None) -> Created:
+    """Run ``request create`` (its process measured with ``sampler``); its id and the command's invoke/return."""
+    invoked = time.time()
     proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    sampler.add_root(proc.pid)
+    if sampler is not None:
+        sampler.add_root(proc.pid)
     out, err = proc.communicate()
+    returned = time.time()
     if proc.returncode != 0:
         raise RuntimeError(f"request create failed ({proc.returncode}): {err.decode()[-2000:]}")
-    return json.loads(out)["request_id"], time.monotonic() - started
+    return Created(json.loads(out)["request_id"], invoked, returned)
+
+
+@dataclass
+class OursStack:
+    """A fresh DAGSTER_HOME with the product's dagster.yaml and ``backfill-assets-daemon`` serving the orders
+    location, ready (the driver sensor has ticked once)."""
+
+    base: Path
+    env: dict
+    instance: dg.DagsterInstance
+    daemon: subprocess.Popen
+    catalog_url: str
+    daemon_command: str
+
+    @property
+    def ledger(self) -> Ledger:
+        return Ledger(Catalog(self.catalog_url))
+
+    def wait_closed(self, request_id: str, timeout: float) -> None:
+        """Polled once a second, like `request wait` (each read is a short catalog transaction)."""
+        ledger = self.ledger
+        wait_until(lambda: ledger.get(request_id).status in DONE, f"request {request_id}", timeout, [self.daemon],
+                   1.0)
+
+
+@contextmanager
+def ours_stack(base: Path, source_url: str, max_active: int) -> Iterator[OursStack]:
+    home = make_home(base / "home", max_active)
+    env = dagster_env(home, source_url)
+    argv = daemon_argv(CODE_LOCATION_MODULE)
+    # Create the instance's SQLite storage before the daemon opens it: two processes migrating a fresh home at
+    # once leave two alembic heads and one of them fails (seen in the bench smoke test under `make test`).
+    instance = open_instance(home)
+    with service(OURS_DAEMON, argv, env, base / "logs", REPO) as daemon:
+        # Ready = the driver sensor has ticked once (the daemon has loaded the code location).
+        wait_until(lambda: bool(sensor_ticks(instance, DRIVER_SENSOR)), "driver sensor", 180, [daemon])
+        yield OursStack(base, env, instance, daemon, Settings.from_env(env).catalog_url, command_text(argv))
+
+
+def first_run_figures(records: list, created: Created) -> dict:
+    """The first run's RUN_START counted from `request create` returning (the figure judged) and from its
+    invocation, and the command's own seconds."""
+    return {
+        "create_command_s": created.command_s,
+        "first_run_start_s": first_start(records, created.returned),
+        "first_run_after_invocation_s": first_start(records, created.invoked),
+    }
 
 
 def run(ws: Workspace, sizes: Sizes, contender: str, timeout: float) -> Outcome:
     """O (one interval per run) or B (the default request path, chunk runs)."""
     base = ws.dir(contender)
-    home = make_home(base / "home", sizes.max_active)
-    env = dagster_env(home, ws.source_url)
-    mode = FIXED_K if contender == "O" else cli_batching_mode(env)
-    partitions = partitions_argv(mode, 1 if contender == "O" else sizes.partitions_per_run)
-    catalog_url = Settings.from_env(env).catalog_url
-    argv = [dagster_bin("dagster-daemon"), "run", "-m", CODE_LOCATION_MODULE]
-    # Create the instance's SQLite storage before the daemon opens it: two processes migrating a fresh home at
-    # once leave two alembic heads and one of them fails (seen in the bench smoke test under `make test`).
-    instance = open_instance(home)
-    with service("dagster-daemon", argv, env, base / "logs", REPO) as daemon:
-        # Ready = the driver sensor has ticked once (the daemon has loaded the code location).
-        wait_until(lambda: bool(sensor_ticks(instance, DRIVER_SENSOR)), "driver sensor", 180, [daemon])
-        ledger = Ledger(Catalog(catalog_url))
-        with ProcessSampler([daemon.pid]) as sampler:
-            started = time.time()
-            request_id, create_s = create_request(env, sizes, partitions, sampler)
-            # Polled once a second, like `request wait` (each read is a short catalog transaction).
-            wait_until(lambda: ledger.get(request_id).status in DONE, f"request {request_id}", timeout, [daemon], 1.0)
-        record = ledger.get(request_id)
-        counts = ledger.counts(request_id)
-        records = runs_tagged(instance, T.REQUEST_ID, request_id)
+    with ours_stack(base, ws.source_url, sizes.max_active) as stack:
+        mode = FIXED_K if contender == "O" else cli_batching_mode(stack.env)
+        partitions = partitions_argv(mode, 1 if contender == "O" else sizes.partitions_per_run)
+        argv = request_argv(ASSETS, sizes.first, sizes.last, "--reprocess", "completed", "--max-active",
+                            str(sizes.max_active), *partitions)
+        with ProcessSampler([stack.daemon.pid]) as sampler:
+            created = create_request(stack.env, argv, sampler)
+            stack.wait_closed(created.request_id, timeout)
+        record = stack.ledger.get(created.request_id)
+        records = runs_tagged(stack.instance, T.REQUEST_ID, created.request_id)
         details = {
-            "request_id": request_id,
+            "request_id": created.request_id,
             "status": record.status,
-            "cells": counts,
+            "cells": stack.ledger.counts(created.request_id),
             "partitions_per_run": record.spec.partitions_per_run,  # K as the request resolved it
             "partitions_flag": " ".join(partitions) or "(none: the default path)",
-            "create_command_s": round(create_s, 2),
-            "first_run_start_s": first_start(records, started),
-            "last_run_end_s": last_end(records, started),
+            **first_run_figures(records, created),
+            "last_run_end_s": last_end(records, created.invoked),
             "driver_interval_s": DRIVER_INTERVAL_SECONDS,
-            **instance_classes(instance),
-            "breakdown": run_breakdown(instance, records, sizes.max_active),
-            "sensor_ticks": tick_breakdown(instance, (DRIVER_SENSOR, PROPAGATION_SENSOR, ADOPTION_SENSOR), started),
+            "daemon_command": stack.daemon_command,
+            **instance_classes(stack.instance),
+            "breakdown": run_breakdown(stack.instance, records, sizes.max_active),
+            "sensor_ticks": tick_breakdown(stack.instance, (DRIVER_SENSOR, PROPAGATION_SENSOR, ADOPTION_SENSOR),
+                                           created.invoked),
         }
     k = record.spec.partitions_per_run
     title = "ours, one interval per run" if contender == "O" else f"ours, default request path (K={k}, {mode})"
-    check = revenue_from_catalog(catalog_url, sizes.keys)
+    check = revenue_from_catalog(stack.catalog_url, sizes.keys)
     return Outcome(contender, title, sampler.usage, len(records), check, details)

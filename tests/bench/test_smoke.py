@@ -1,4 +1,5 @@
-"""The benchmark at tiny sizes, so it cannot rot: the floor and our batched path run and agree."""
+"""The benchmark at tiny sizes, so it cannot rot: the floor and our batched path run, repeated, and agree; the
+depends-on-past measurement of ours runs and its snapshot counts every order."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_benchmark_runs_at_tiny_sizes_and_contenders_agree(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.run", "--days", "2", "--orders-per-day", "30", "--only", "F,B",
-         "--no-micro", "--no-doc", "--results-dir", str(tmp_path)],
+        [sys.executable, "-m", "bench.run", "--days", "2", "--orders-per-day", "30", "--only", "F,B", "--reps", "2",
+         "--no-past", "--no-micro", "--no-doc", "--results-dir", str(tmp_path)],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -22,3 +23,26 @@ def test_benchmark_runs_at_tiny_sizes_and_contenders_agree(tmp_path):
     assert results["checks_agree"] is True
     assert set(results["contenders"]) == {"F", "B"}
     assert results["contenders"]["B"]["check"]["days"] == 2 and results["contenders"]["B"]["runs"] >= 1
+    # Two repetitions each, interleaved (F, B, then B, F); the figure is the median of the two.
+    assert [o["rep"] for o in results["repetitions"]["F"]] == [0, 1]
+    assert results["contenders"]["B"]["reps"]["n"] == 2
+    assert results["contenders"]["B"]["details"]["daemon_command"].startswith("backfill-assets-daemon run -m ")
+
+
+def test_the_depends_on_past_measurement_of_ours_runs_at_tiny_sizes(tmp_path):
+    from bench.past import run
+    from bench.past_plan import PastPlan
+    from bench.workspace import Sizes, Workspace
+
+    ws = Workspace(root=tmp_path / "ws")
+    plan = PastPlan(ui_days=2, chain_days=2)
+    try:
+        ws.seed(Sizes(days=4, orders_per_day=30))
+        result = run(ws, plan, max_active=2, timeout=240, which=("ours",), log=lambda _: None)
+    finally:
+        ws.close()
+    chain, ui = result["ours"]["chain"], result["ours"]["ui"]
+    assert result["checks"] == {"chain_counts_every_order": True}
+    assert (chain["status"], chain["chain"]["days"], chain["chain"]["beyond_step"]["n"]) == ("completed", 2, 1)
+    assert chain["first_run_start_s"] < chain["first_run_after_invocation_s"]
+    assert ui["status"] == "COMPLETED_SUCCESS" and ui["days"] == 2 and ui["runs"] == 2
