@@ -59,10 +59,11 @@ def request_options(command):
                      help="Runs of this request executing at once (the run queue may allow fewer: create says)."),
         click.option("--order", default=M.Order.FORWARD.value, show_default=True, help=" | ".join(M.ORDERS)),
         click.option("--partitions-per-run", default=M.AUTO, show_default=True, metavar="auto|K",
-                     help="The most consecutive days of a batchable asset one run takes (1 to "
-                          f"{M.MAX_PARTITIONS_PER_RUN}); auto: 1 with a depends-on-past asset or at most "
-                          f"{M.AUTO_MIN_INTERVALS_PER_SLOT} days per --max-active slot, else enough to fill every "
-                          "slot."),
+                     help="The most consecutive days of an asset one run takes (1 to "
+                          f"{M.MAX_PARTITIONS_PER_RUN}; a depends-on-past asset's days run in order, one run at a "
+                          "time); auto: every day with a depends-on-past asset (its chain in as few runs as "
+                          f"possible), 1 with at most {M.AUTO_MIN_INTERVALS_PER_SLOT} days per --max-active slot, "
+                          "else enough to fill every slot."),
         click.option("--downstream", default=M.DownstreamPolicy.NONE.value, show_default=True,
                      help=" | ".join(M.DOWNSTREAM_POLICIES)),
         click.option("--confirm-cascade", is_flag=True, help="Cascade only after `request confirm ID`."),

@@ -95,11 +95,13 @@ def test_a_depends_on_past_chain_advances_as_each_day_finishes(woken):
     chain = ["2022-09-05", "2022-09-06", "2022-09-07", "2022-09-08"]
     snapshots_published_through(e2e, "2022-09-04")
     e2e.prepare(chain, [RAW_ORDERS, ORDER_FACTS])
+    # Two days per run: the chain's second run can only start once its first has finished.
     request_id = e2e.create("--assets", CUSTOMER_SNAPSHOT, "--from", chain[0], "--to", chain[-1],
-                            "--reprocess", "completed")["request_id"]
+                            "--reprocess", "completed", "--partitions-per-run", "2")["request_id"]
     e2e.wait(request_id, timeout=str(TIMEOUT))
     runs = e2e.run_records(request_id)
-    assert [r.dagster_run.tags[T.DAGSTER_PARTITION] for r in runs] == chain  # one day after the other
+    assert [(r.dagster_run.tags[T.CHUNK_FIRST], r.dagster_run.tags[T.CHUNK_LAST]) for r in runs] == [
+        (chain[0], chain[1]), (chain[2], chain[3])]  # two days, then the next two
     starts = [r.start_time for r in runs]
     ends = [r.end_time for r in runs]
     # Serial: each day's run started after the previous one ended.

@@ -72,13 +72,19 @@ def test_auto_fills_every_slot_with_one_chunk_run_capped_at_the_max():
     assert k == M.MAX_PARTITIONS_PER_RUN and why.endswith("(the cap)")
 
 
-def test_auto_runs_one_interval_per_run_when_an_asset_the_request_may_run_depends_on_the_past():
+def test_auto_runs_a_depends_on_past_chain_in_as_few_runs_as_the_cap_allows():
     assert _resolve(100, 2, assets=(ORDER_FACTS, CUSTOMER_SNAPSHOT)) == (
-        1, f"auto: {CUSTOMER_SNAPSHOT} depends on the past, so one interval per run")
+        100, f"auto: {CUSTOMER_SNAPSHOT} depends on the past, so its 100 interval(s) run in order in as few runs "
+             "as possible, up to 100 per run")
+    # A chain gains nothing from splitting over slots, and a short one still saves a launch per day.
+    assert _resolve(2, 2, assets=(CUSTOMER_SNAPSHOT,))[0] == 2
+    assert _resolve(1, 2, assets=(CUSTOMER_SNAPSHOT,))[0] == 1
+    k, why = _resolve(800, 2, assets=(CUSTOMER_SNAPSHOT,))
+    assert k == M.MAX_PARTITIONS_PER_RUN and why.endswith("(the cap)")
     # Cascading from order_facts reaches customer_snapshot: the request may hold its cells too (so may an
     # accepted handoff); without a downstream policy it holds only order_facts.
-    assert _resolve(100, 2, assets=(ORDER_FACTS,), downstream="cascade")[0] == 1
-    assert _resolve(100, 2, assets=(ORDER_FACTS,), downstream="handoff")[0] == 1
+    assert _resolve(100, 2, assets=(ORDER_FACTS,), downstream="cascade")[0] == 100
+    assert _resolve(100, 2, assets=(ORDER_FACTS,), downstream="handoff")[0] == 100
     assert _resolve(100, 2, assets=(ORDER_FACTS,), downstream="none")[0] == 50
     # daily_revenue's cascade reaches only the side effect, which never batches but does not stop the rest.
     assert _resolve(100, 2, assets=(DAILY_REVENUE,), downstream="cascade")[0] == 50
@@ -119,12 +125,18 @@ def test_auto_on_120_days_over_2_slots_makes_2_runs_of_at_most_the_max():
     assert all(len(r.partitions) <= M.MAX_PARTITIONS_PER_RUN for r in runs)
 
 
-def test_one_per_run_and_depends_on_past_cells_plan_one_run_per_interval():
+def test_one_per_run_plans_one_run_per_interval_and_a_chain_plans_runs_of_k_consecutive_days():
     assert _runs(_spec(8, partitions_per_run=1)) == GRAPH.calendar.keys_between(FIRST, "2022-09-08")
-    # Batched, the depends-on-past asset still follows one interval per run after the chunk runs.
-    spec = _spec(8, assets=f"{RAW_ORDERS},{CUSTOMER_SNAPSHOT}", max_active=2, partitions_per_run=4)
-    assert _runs(spec) == ["2022-09-01..2022-09-04", "2022-09-05..2022-09-08",
-                           *GRAPH.calendar.keys_between(FIRST, "2022-09-08")]
+    assert _runs(_spec(8, assets=CUSTOMER_SNAPSHOT, partitions_per_run=1)) == GRAPH.calendar.keys_between(
+        FIRST, "2022-09-08")
+    # Batched, the depends-on-past asset follows the chunk runs in runs of up to K days of its own, in order.
+    spec = _spec(8, assets=f"{RAW_ORDERS},{CUSTOMER_SNAPSHOT}", max_active=2, partitions_per_run=3)
+    assert _runs(spec) == ["2022-09-01..2022-09-03", "2022-09-04..2022-09-06", "2022-09-07..2022-09-08",
+                           "2022-09-01..2022-09-03", "2022-09-04..2022-09-06", "2022-09-07..2022-09-08"]
+    # auto: a 42-day chain is one run.
+    chain = planned_runs(GRAPH, _spec(42, assets=CUSTOMER_SNAPSHOT),
+                         [(CUSTOMER_SNAPSHOT, p) for p in GRAPH.calendar.keys_between(FIRST, "2022-10-12")])
+    assert [(r.label, r.assets) for r in chain] == [("2022-09-01..2022-10-12", (CUSTOMER_SNAPSHOT,))]
 
 
 def test_the_driver_submits_the_runs_the_dry_run_plans(tmp_path):

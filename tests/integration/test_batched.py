@@ -84,13 +84,14 @@ def test_a_rejected_upstream_day_stops_its_downstream_cells_only(env):
     rid = _create("--assets", assets, "--from", DAYS[0], "--to", DAYS[-1], "--partitions-per-run", "5",
                   "--max-active", "1", "--conf", conf)
     submitted = drive(env, rid)
-    # One chunk for the batchable assets, then the depends-on-past asset one day at a time, in order.
+    # One chunk for the batchable assets, then the depends-on-past asset's days it can run, in one run, in order.
     assert [(p, a) for p, a, _ in submitted] == [
         (DAYS[0], (RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE)),
         (DAYS[0], (CUSTOMER_SNAPSHOT,)),
-        (DAYS[1], (CUSTOMER_SNAPSHOT,)),
     ]
-    [chunk] = env.instance.get_runs(filters=dg.RunsFilter(tags={"backfill/request_id": rid}, job_name=CHUNK_JOB))
+    assert submitted[1][2] == f"{rid}/{DAYS[0]}..{DAYS[1]}/1"
+    runs = env.instance.get_runs(filters=dg.RunsFilter(tags={"backfill/request_id": rid}, job_name=CHUNK_JOB))
+    [chunk] = [r for r in runs if r.tags["dagster/run_key"] == submitted[0][2]]
     assert chunk.status == dg.DagsterRunStatus.FAILURE
     decisions = {(c.asset, c.partition_key): (c.decision, c.reason) for c in Ledger(env.catalog).cells(rid)}
     assert decisions[(RAW_ORDERS, DAYS[2])][0] == M.REJECTED

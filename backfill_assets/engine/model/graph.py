@@ -100,9 +100,21 @@ class AssetGraph:
 
     @property
     def batchable_assets(self) -> tuple[str, ...]:
-        """Assets whose days may be computed together in one batched run: a depends-on-past asset needs its
-        previous day published first, and a side effect runs alone under its own authorization."""
+        """Assets whose days may be computed side by side, spread over several batched runs at once: a
+        depends-on-past asset needs its previous day published first (``chain_assets``), and a side effect runs
+        alone under its own authorization."""
         return tuple(n for n in self.data_assets if not self._specs[n].depends_on_past)
+
+    @property
+    def chain_assets(self) -> tuple[str, ...]:
+        """Depends-on-past data assets: their consecutive days may share one run, walked in order, one run of
+        the asset at a time (the next run's first day reads the previous run's last day)."""
+        return tuple(n for n in self.data_assets if self._specs[n].depends_on_past)
+
+    @property
+    def chunk_assets(self) -> tuple[str, ...]:
+        """The assets a batched (chunk) run can write, in topological order: every data asset."""
+        return self.data_assets
 
     def order_of(self, name: str) -> int:
         return self._index[name]

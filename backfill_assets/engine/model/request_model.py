@@ -279,10 +279,12 @@ def resolve_partitions_per_run(
 ) -> tuple[int, str]:
     """The K a request freezes (the most consecutive intervals one run may take) and how it was chosen.
 
-    An explicit K is kept. ``auto``: 1 when an asset the request may run depends on the past (its intervals are
-    serial), when it has no batchable asset, or when there are at most AUTO_MIN_INTERVALS_PER_SLOT intervals per
-    run slot; otherwise ceil(intervals / max_active), capped at MAX_PARTITIONS_PER_RUN, so that every slot gets
-    one chunk run (the driver spreads the pending days over the free slots, K being the most one run takes).
+    An explicit K is kept. ``auto``: every interval when an asset the request may run depends on the past
+    (capped at MAX_PARTITIONS_PER_RUN): its intervals run one after the other whatever K, so a chain gains
+    nothing from splitting over slots and each run it saves is a launch and a driver pass; the batchable assets
+    are still spread over the free slots, K being the most one run takes. Otherwise 1 when it has no batchable
+    asset, or when there are at most AUTO_MIN_INTERVALS_PER_SLOT intervals per run slot; otherwise
+    ceil(intervals / max_active), capped, so that every slot gets one chunk run.
     """
     requested = parse_partitions_per_run(requested)
     if requested != AUTO:
@@ -290,7 +292,10 @@ def resolve_partitions_per_run(
     reach = cascade_reach(graph, assets, downstream)
     past = [a for a in reach if graph[a].depends_on_past]
     if past:
-        return 1, f"{AUTO}: {', '.join(past)} depends on the past, so one interval per run"
+        k = max(1, min(intervals, MAX_PARTITIONS_PER_RUN))
+        capped = " (the cap)" if intervals > k else ""
+        return k, (f"{AUTO}: {', '.join(past)} depends on the past, so its {intervals} interval(s) run in order "
+                   f"in as few runs as possible, up to {k} per run{capped}")
     if not any(a in graph.batchable_assets for a in reach):
         return 1, f"{AUTO}: no asset of the request can be batched, so one interval per run"
     per_slot = intervals / max_active

@@ -13,7 +13,14 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell, CellOrigin, CellUpdate
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.states import VERIFIED, VersionState
-from backfill_assets.engine.plan.chunking import chunk_size, contiguous_chunks, pending_groups
+from backfill_assets.engine.plan.chunking import (
+    BATCH,
+    CHAIN,
+    chain_chunks,
+    chunk_size,
+    contiguous_chunks,
+    pending_groups,
+)
 from backfill_assets.engine.plan.planning import CREATE, CellFacts, decide, run_key
 from backfill_assets.engine.store.ledger import RequestRecord
 
@@ -130,25 +137,7 @@ def tick(
     cells = [replace(c) for c in cells]  # copies: the tick changes them as it decides
 
     # 1. Settle submitted cells whose runs have finished.
-    relaunch: set[tuple[str, str]] = set()
-    for cell in cells:
-        if cell.decision != M.SUBMITTED:
-            continue
-        run = runs_by_key.get(cell.run_key)
-        if run is not None and not cell.dagster_run_id:
-            result.cell_updates.append(cell.change(dagster_run_id=run.run_id))
-        state = version_state_of(cell.asset, cell.partition_key, run.run_id) if run else None
-        side_effect = graph[cell.asset].side_effect
-        settled = settle(run, state, side_effect)
-        if settled and record.status in RELAUNCHING and not side_effect and _failed_before_writing(cell, run, state):
-            # Nothing of this cell was written (e.g. Dagster could not launch the run while its storage was
-            # restarting): resubmit it under the next round's run key, decided afresh on the next tick (for a
-            # paused request, the first tick after its resume).
-            settled = {"decision": M.PENDING, "reason": f"run {run.run_id[:8]} failed before writing; resubmitting",
-                       "dagster_run_id": None}
-            relaunch.add(cell.key)
-        if settled:
-            result.cell_updates.append(cell.change(**settled))
+    relaunch = _settle_finished(graph, record, cells, runs_by_key, version_state_of, result)
 
     in_flight = {c.run_key for c in cells if c.decision == M.SUBMITTED}
     # Submitted cells whose run does not exist yet are re-requested under the same run key: Dagster launches
@@ -170,60 +159,11 @@ def tick(
         return result  # waiting, blocked or paused: nothing new is submitted, and the request does not close
 
     # 3. Submit pending cells in order, up to max_active runs in flight (twice that when queuing ahead).
-    max_active = int(record.row["max_active"])
-    per_slot = QUEUED_PER_SLOT + 1 if queue_ahead else 1
-    slots = max_active * per_slot - len(in_flight)
-    occupancy = _slot_occupancy(in_flight, runs_by_key, max_active) if queue_ahead else None
-    # Every key a run was ever created under (a cell keeps only its latest): a resubmitted or reopened cell
-    # must get a fresh round, or Dagster would skip the run request as a duplicate of an old run.
-    used_keys = {c.run_key for c in cells if c.run_key} | set(runs_by_key)
-    by_cell = {c.key: c for c in cells}
-    awaiting_confirmation = 0
-    batch_size = int(record.row.get("partitions_per_run") or 1)
+    slots = _Slots.of(record, cells, runs_by_key, in_flight, queue_ahead)
     eligible = [c for c in cells if c.key not in relaunch]
-    for group, batch in pending_groups(graph, eligible, batch_size):
-        if spec.confirm_cascade and not cascade_confirmed:
-            held = [c for c in group if c.origin == CellOrigin.CASCADE]
-            awaiting_confirmation += len(held)
-            group = [c for c in group if c.origin != CellOrigin.CASCADE]
-        ready, blocked = _readiness(graph, group, cells, by_cell, batch=batch)
-        for cell, reason in blocked:
-            result.cell_updates.append(cell.change(decision=M.SKIPPED, reason=reason))
-        if ready is None:
-            break  # a depends-on-past cell waits for its previous interval: keep strict order
-        if not ready:
-            continue
-        if slots <= 0:
-            break
-        creates = []
-        for cell in ready:
-            decision = decide(spec, graph[cell.asset], facts_of(cell.asset, cell.partition_key))
-            if decision.action == CREATE:
-                creates.append(cell)
-            else:
-                result.cell_updates.append(cell.change(decision=M.SKIPPED, reason=decision.reason))
-        days = len({c.partition_key for c in creates})
-        size = chunk_size(batch_size, days, slots, max_active) if batch else 1
-        for chunk in contiguous_chunks(creates, size):
-            if slots <= 0:
-                break
-            partitions = sorted({c.partition_key for c in chunk})
-            label = partitions[0] if len(partitions) == 1 else f"{partitions[0]}..{partitions[-1]}"
-            round_no = 1
-            while run_key(record.request_id, label, round_no) in used_keys:
-                round_no += 1
-            key = run_key(record.request_id, label, round_no)
-            used_keys.add(key)
-            for cell in chunk:
-                result.cell_updates.append(cell.change(decision=M.SUBMITTED, run_key=key, reason=None))
-            submission = _submission(spec, chunk, key)
-            if occupancy is not None:
-                slot = min(range(max_active), key=lambda n: (occupancy[n], n))
-                occupancy[slot] += 1
-                submission = replace(submission, slot=slot)
-            result.submissions.append(submission)
-            slots -= 1
-        # Ready cells left unsubmitted for lack of slots stay pending for the next tick.
+    awaiting_confirmation = _submit_pending(
+        graph, record, cells, eligible, facts_of, cascade_confirmed, slots, result
+    )
 
     # 4. Close the request when every cell is terminal and nothing downstream is still to be decided.
     if awaiting_confirmation:
@@ -240,6 +180,237 @@ def tick(
             summary = ", ".join(f"{n} {d}" for d, n in sorted(counts.items()))
             result.status = (M.COMPLETED, summary)
     return result
+
+
+def _settle_finished(
+    graph: AssetGraph,
+    record: RequestRecord,
+    cells: list[Cell],
+    runs_by_key: dict[str, RunView],
+    version_state_of: Callable[[str, str, str], str | None],
+    result: TickResult,
+) -> set[tuple[str, str]]:
+    """Settle the submitted cells whose runs have finished; returns the cells going back to pending to be
+    resubmitted (their run failed before writing them).
+
+    A depends-on-past asset's run stops at its first day that does not publish: the later days it did not
+    attempt are skipped naming their previous day, never resubmitted in this request (Airflow's depends_on_past).
+    Days are visited in order so that the first day that did not publish is known before the later ones."""
+    relaunch: set[tuple[str, str]] = set()
+    cut_short: set[tuple[str | None, str]] = set()  # (run key, asset) of chains a day did not publish in
+    submitted = sorted((c for c in cells if c.decision == M.SUBMITTED), key=lambda c: (c.asset, c.partition_key))
+    for cell in submitted:
+        run = runs_by_key.get(cell.run_key)
+        if run is not None and not cell.dagster_run_id:
+            result.cell_updates.append(cell.change(dagster_run_id=run.run_id))
+        state = version_state_of(cell.asset, cell.partition_key, run.run_id) if run else None
+        side_effect = graph[cell.asset].side_effect
+        settled = settle(run, state, side_effect)
+        chain = (cell.run_key, cell.asset)
+        if settled and chain in cut_short and state is None and run.status == "FAILURE":
+            previous = graph.calendar.previous_key(cell.partition_key)
+            settled = {"decision": M.SKIPPED, "reason": PREVIOUS_NOT_PUBLISHED.format(previous),
+                       "dagster_run_id": run.run_id}
+        elif settled and record.status in RELAUNCHING and not side_effect and _failed_before_writing(cell, run, state):
+            # Nothing of this cell was written (e.g. Dagster could not launch the run while its storage was
+            # restarting): resubmit it under the next round's run key, decided afresh on the next tick (for a
+            # paused request, the first tick after its resume).
+            settled = {"decision": M.PENDING, "reason": f"run {run.run_id[:8]} failed before writing; resubmitting",
+                       "dagster_run_id": None}
+            relaunch.add(cell.key)
+        if settled and graph[cell.asset].depends_on_past and settled["decision"] not in M.SUCCESS_CELLS + (M.PENDING,):
+            cut_short.add(chain)
+        if settled:
+            result.cell_updates.append(cell.change(**settled))
+    return relaunch
+
+
+@dataclass
+class _Slots:
+    """The run slots a tick may still fill, and the run keys already taken (a resubmitted or reopened cell must
+    get a fresh round, or Dagster would skip the run request as a duplicate of an old run)."""
+
+    free: int
+    max_active: int
+    used_keys: set[str]
+    occupancy: dict[int, int] | None  # runs per slot when queuing ahead
+
+    @classmethod
+    def of(cls, record: RequestRecord, cells: list[Cell], runs_by_key: dict[str, RunView], in_flight: set[str],
+           queue_ahead: bool) -> "_Slots":
+        max_active = int(record.row["max_active"])
+        per_slot = QUEUED_PER_SLOT + 1 if queue_ahead else 1
+        occupancy = _slot_occupancy(in_flight, runs_by_key, max_active) if queue_ahead else None
+        # Every key a run was ever created under (a cell keeps only its latest).
+        used = {c.run_key for c in cells if c.run_key} | set(runs_by_key)
+        return cls(max_active * per_slot - len(in_flight), max_active, used, occupancy)
+
+    def take(self, record: RequestRecord, chunk: list[Cell], result: TickResult) -> None:
+        """Submit ``chunk`` as one run in a free slot, marking its cells submitted."""
+        partitions = sorted({c.partition_key for c in chunk})
+        label = partitions[0] if len(partitions) == 1 else f"{partitions[0]}..{partitions[-1]}"
+        round_no = 1
+        while run_key(record.request_id, label, round_no) in self.used_keys:
+            round_no += 1
+        key = run_key(record.request_id, label, round_no)
+        self.used_keys.add(key)
+        for cell in chunk:
+            result.cell_updates.append(cell.change(decision=M.SUBMITTED, run_key=key, reason=None))
+        submission = _submission(record.spec, chunk, key)
+        if self.occupancy is not None:
+            slot = min(range(self.max_active), key=lambda n: (self.occupancy[n], n))
+            self.occupancy[slot] += 1
+            submission = replace(submission, slot=slot)
+        result.submissions.append(submission)
+        self.free -= 1
+
+
+def _submit_pending(
+    graph: AssetGraph,
+    record: RequestRecord,
+    cells: list[Cell],
+    eligible: list[Cell],
+    facts_of: Callable[[str, str], CellFacts],
+    cascade_confirmed: bool,
+    slots: _Slots,
+    result: TickResult,
+) -> int:
+    """Decide and submit the pending cells that may run now, group by group; returns how many cascaded cells wait
+    for ``request confirm``. Ready cells left unsubmitted for lack of slots stay pending for the next tick."""
+    spec = record.spec
+    by_cell = {c.key: c for c in cells}
+    awaiting_confirmation = 0
+    batch_size = int(record.row.get("partitions_per_run") or 1)
+    for group, kind in pending_groups(graph, eligible, batch_size):
+        if spec.confirm_cascade and not cascade_confirmed:
+            held = [c for c in group if c.origin == CellOrigin.CASCADE]
+            awaiting_confirmation += len(held)
+            group = [c for c in group if c.origin != CellOrigin.CASCADE]
+        if kind == CHAIN:
+            _submit_chain(graph, record, group, cells, by_cell, facts_of, batch_size, slots, result)
+            continue
+        ready, blocked = _readiness(graph, group, cells, by_cell, batch=kind == BATCH)
+        for cell, reason in blocked:
+            result.cell_updates.append(cell.change(decision=M.SKIPPED, reason=reason))
+        if ready is None:
+            break  # a depends-on-past cell waits for its previous interval: keep strict order
+        if not ready:
+            continue
+        if slots.free <= 0:
+            break
+        creates = _decided(spec, graph, ready, facts_of, result)
+        if kind == BATCH:
+            days = len({c.partition_key for c in creates})
+            chunks = contiguous_chunks(creates, chunk_size(batch_size, days, slots.free, slots.max_active))
+        else:
+            chunks = [creates] if creates else []  # one interval, one run
+        for chunk in chunks:
+            if slots.free <= 0:
+                break
+            slots.take(record, chunk, result)
+    return awaiting_confirmation
+
+
+def _decided(spec: M.RequestSpec, graph: AssetGraph, ready: list[Cell], facts_of: Callable[[str, str], CellFacts],
+             result: TickResult) -> list[Cell]:
+    """The ready cells the reprocess policy runs now; the others are skipped with its reason."""
+    creates = []
+    for cell in ready:
+        decision = decide(spec, graph[cell.asset], facts_of(cell.asset, cell.partition_key))
+        if decision.action == CREATE:
+            creates.append(cell)
+        else:
+            result.cell_updates.append(cell.change(decision=M.SKIPPED, reason=decision.reason))
+    return creates
+
+
+def _submit_chain(
+    graph: AssetGraph,
+    record: RequestRecord,
+    group: list[Cell],
+    cells: list[Cell],
+    by_cell: dict[tuple[str, str], Cell],
+    facts_of: Callable[[str, str], CellFacts],
+    batch_size: int,
+    slots: _Slots,
+    result: TickResult,
+) -> None:
+    """Submit the next run of one depends-on-past asset: its next consecutive days that may run now, up to K, in
+    order. Cells are decided one by one until the run is full or one is not to run; a day the policy skips before
+    the run's first day is skipped, one after it waits for the next run (decided when that run is submitted)."""
+    ready, blocked = _chain_readiness(graph, group, cells, by_cell)
+    for cell, reason in blocked:
+        result.cell_updates.append(cell.change(decision=M.SKIPPED, reason=reason))
+    if not ready or slots.free <= 0:
+        return
+    chunk: list[Cell] = []
+    for cell in ready:
+        if len(chunk) >= batch_size:
+            break
+        decision = decide(record.spec, graph[cell.asset], facts_of(cell.asset, cell.partition_key))
+        if decision.action == CREATE:
+            chunk.append(cell)
+        elif chunk:
+            break
+        else:
+            result.cell_updates.append(cell.change(decision=M.SKIPPED, reason=decision.reason))
+    if chunk:
+        slots.take(record, chain_chunks(chunk, batch_size)[0], result)
+
+
+def _chain_readiness(
+    graph: AssetGraph, group: list[Cell], cells: list[Cell], by_cell: dict[tuple[str, str], Cell]
+) -> tuple[list[Cell], list[tuple[Cell, str]]]:
+    """A depends-on-past asset's pending days that may run now (consecutive, forward), and the days to skip.
+
+    Nothing while a run of the asset is in flight: the next run's first day reads that run's last. Walking its
+    days forward: a day after one that did not publish is skipped (``previous interval … not published``), and
+    so is a day whose upstream this request failed to publish; the run ends before a day whose upstream cell of
+    this request has not published yet, or before a day held back (a relaunch, a cascade to confirm)."""
+    if not group:
+        return [], []
+    asset = group[0].asset
+    in_group = {c.key for c in group}
+    own = sorted((c for c in cells if c.asset == asset), key=lambda c: c.partition_key)
+    if any(c.decision == M.SUBMITTED for c in own):
+        return [], []
+    ready: list[Cell] = []
+    blocked: list[tuple[Cell, str]] = []
+    unpublished: str | None = None  # the latest earlier day that did not publish
+    for cell in own:
+        if cell.key not in in_group:
+            if cell.decision == M.PENDING or ready:
+                break  # held back, or the end of this run's consecutive days
+            if cell.decision not in M.SUCCESS_CELLS or _left_unpublished(cell):
+                unpublished = cell.partition_key
+            continue
+        upstream = _upstream_status(graph, cell, by_cell, in_group)
+        if unpublished is not None or upstream == _NOT_PUBLISHED:
+            reason = PREVIOUS_NOT_PUBLISHED.format(unpublished) if unpublished else UPSTREAM_NOT_PUBLISHED
+            blocked.append((cell, reason))
+            unpublished = cell.partition_key
+            continue
+        if upstream == _WAITING:
+            break
+        ready.append(cell)
+    return ready, blocked
+
+
+_NOT_PUBLISHED, _WAITING = "not published", "waiting"
+
+
+def _upstream_status(
+    graph: AssetGraph, cell: Cell, by_cell: dict[tuple[str, str], Cell], in_group: set[tuple[str, str]]
+) -> str | None:
+    """Whether the cell's upstream cells of this request (same partition) failed to publish, are still to
+    publish (pending outside ``in_group``, or submitted), or neither (published, skipped, or not in the request)."""
+    upstream = [by_cell.get((u, cell.partition_key)) for u in graph[cell.asset].upstream]
+    found = [u for u in upstream if u is not None]
+    if any(u.decision in (M.REJECTED, M.FAILED) or _left_unpublished(u) for u in found):
+        return _NOT_PUBLISHED
+    if any(u.decision == M.SUBMITTED or (u.decision == M.PENDING and u.key not in in_group) for u in found):
+        return _WAITING
+    return None
 
 
 def _slot_occupancy(in_flight: set[str], runs_by_key: dict[str, RunView], max_active: int) -> dict[int, int]:

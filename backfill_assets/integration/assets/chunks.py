@@ -1,4 +1,5 @@
-"""Batched backfill runs (``--partitions-per-run K``): one run writes K consecutive days of every batchable asset.
+"""Batched backfill runs (``--partitions-per-run K``): one run writes K consecutive days of every batchable asset,
+or of one depends-on-past asset (walked in order, stopping at its first day that does not publish).
 
 An op job, not an asset job: in an asset job a downstream step is skipped when its upstream step yields no
 output, and a range step yielding its output would record a materialization for every day of the range,
@@ -72,7 +73,7 @@ def planned_days(run_config: Mapping[str, Any], graph: AssetGraph) -> dict[str, 
     ops = (run_config or {}).get("ops", {})
     return {
         asset: list(ops.get(op_name(asset), {}).get("config", {}).get("partitions", []))
-        for asset in graph.batchable_assets
+        for asset in graph.chunk_assets
     }
 
 
@@ -97,7 +98,8 @@ def build_chunk_op(
     spec: AssetSpec, graph: AssetGraph, config_class: type[dg.Config] | None = None
 ) -> dg.OpDefinition:
     op_config = with_user_fields(ChunkAssetConfig, config_class, spec.name)
-    upstream_in_chunk = [u for u in spec.upstream if u in graph.batchable_assets]
+    upstream_in_chunk = [u for u in spec.upstream if u in graph.chunk_assets]
+    walk = "in order, stopping at the first day that does not publish" if spec.depends_on_past else "day by day"
 
     @dg.op(
         name=op_name(spec.name),
@@ -105,7 +107,7 @@ def build_chunk_op(
         out=dg.Out(dg.Nothing),
         pool=SOURCE_POOL if not spec.upstream else None,
         retry_policy=dg.RetryPolicy(max_retries=2, delay=1),
-        description=f"Write, audit and publish {spec.name}, day by day, for the days of this chunk.",
+        description=f"Write, audit and publish {spec.name}, {walk}, for the days of this chunk.",
         required_resource_keys={BACKFILL_RESOURCE, *spec.resources},
     )
     def _chunk_op(context: dg.OpExecutionContext, config: op_config):  # type: ignore[valid-type]
@@ -116,38 +118,67 @@ def build_chunk_op(
             defects = {d: validate_defect(x) for d, x in config.inject_defect_by_partition.items()}
         except BackfillError as exc:
             raise dg.Failure(description=f"{spec.name}: {exc}", allow_retries=False) from exc
+        if spec.depends_on_past:
+            days = sorted(days)  # each day reads the one before it, published a moment earlier in this run
         catalog = backfill.catalog()
         run_id = _logical_run_id(context)
         planned = planned_days(context.run.run_config, graph)
-        for key in days:
-            if _concluded(catalog, spec.name, key, run_id) is not None:
-                context.log.info(f"{spec.name} {key}: already concluded by an earlier attempt of this run")
-                continue
-            missing = [u for u in upstream_in_chunk if key in planned[u] and not _published_by(catalog, u, key, run_id)]
-            if missing:
-                # Computing from the version still serving would silently mix old upstream into this request.
-                context.log.warning(f"{spec.name} {key}: not written — upstream {', '.join(missing)} of this run "
-                                    "was not published")
-                continue
-            # An op job plans no materialization: without this, Dagster would never show a day this run rejects
-            # as Failed (nor the day in progress while it computes).
-            report_materialization_planned(
-                context.instance, context.run.run_id, context.run.job_name, str(context.op_handle), spec.name, key
-            )
-            outcome = gate_one(context, graph, spec, backfill, key, defects.get(key), user_config)
-            if outcome is None:
-                continue
-            # Not blocking in Dagster's sense here: a failed blocking evaluation would fail the op, and the op must
-            # complete so that the days its upstream did publish flow on (the verdict op fails the run).
-            yield from day_events(context.instance, spec.name, key, outcome, context.run.run_id, blocking=None)
+        for n, key in enumerate(days):
+            published = yield from _gate_day(context, graph, spec, backfill, catalog, run_id, planned, key,
+                                             defects.get(key), user_config, upstream_in_chunk)
+            if spec.depends_on_past and not published and days[n + 1:]:
+                # Airflow's depends_on_past: a later day would read a previous day this request did not publish.
+                later = days[n + 1:]
+                context.log.warning(f"{spec.name} {later[0]}..{later[-1]}: not attempted — previous day {key} not "
+                                    "published (depends on past)")
+                return
 
     return _chunk_op
+
+
+def _gate_day(
+    context: dg.OpExecutionContext,
+    graph: AssetGraph,
+    spec: AssetSpec,
+    backfill: Any,
+    catalog: Catalog,
+    run_id: str,
+    planned: Mapping[str, list[str]],
+    key: str,
+    defect: str | None,
+    user_config: Any,
+    upstream_in_chunk: list[str],
+):
+    """Gate one day of the chunk, yielding its events; returns whether the day is published (by this attempt, an
+    earlier one of this run, or left alone because it needs nothing)."""
+    concluded = _concluded(catalog, spec.name, key, run_id)
+    if concluded is not None:
+        context.log.info(f"{spec.name} {key}: already concluded by an earlier attempt of this run")
+        return concluded in VERIFIED
+    missing = [u for u in upstream_in_chunk if key in planned[u] and not _published_by(catalog, u, key, run_id)]
+    if missing:
+        # Computing from the version still serving would silently mix old upstream into this request.
+        context.log.warning(f"{spec.name} {key}: not written — upstream {', '.join(missing)} of this run "
+                            "was not published")
+        return False
+    # An op job plans no materialization: without this, Dagster would never show a day this run rejects
+    # as Failed (nor the day in progress while it computes).
+    report_materialization_planned(
+        context.instance, context.run.run_id, context.run.job_name, str(context.op_handle), spec.name, key
+    )
+    outcome = gate_one(context, graph, spec, backfill, key, defect, user_config)
+    if outcome is None:
+        return True  # left alone by the admission check: what serves stands
+    # Not blocking in Dagster's sense here: a failed blocking evaluation would fail the op, and the op must
+    # complete so that the days its upstream did publish flow on (the verdict op fails the run).
+    yield from day_events(context.instance, spec.name, key, outcome, context.run.run_id, blocking=None)
+    return bool(outcome.published)
 
 
 def build_verdict_op(graph: AssetGraph) -> dg.OpDefinition:
     @dg.op(
         name=VERDICT_OP,
-        ins={f"after_{a}": dg.In(dg.Nothing) for a in graph.batchable_assets},
+        ins={f"after_{a}": dg.In(dg.Nothing) for a in graph.chunk_assets},
         description="Fails the run, naming them, when any planned day of the chunk was not published.",
         required_resource_keys={BACKFILL_RESOURCE},
     )
@@ -160,15 +191,19 @@ def build_verdict_op(graph: AssetGraph) -> dg.OpDefinition:
         problems: list[str] = []
         total = 0
         for asset, days in planned_days(context.run.run_config, graph).items():
-            for key in days:
+            unpublished: str | None = None  # a depends-on-past asset's first day of this chunk not published
+            for key in sorted(days) if graph[asset].depends_on_past else days:
                 total += 1
                 state, version_id, error = reached.get((asset, key), (None, None, None))
                 if state is not None and VersionState(state) in VERIFIED:
                     continue
                 if state == VersionState.REJECTED.value:
                     problems.append(f"{asset} {key} REJECTED ({version_id}: {error})")
+                elif unpublished is not None:
+                    problems.append(f"{asset} {key} not attempted (previous day {unpublished} not published)")
                 else:
                     problems.append(f"{asset} {key} not written (upstream not published)")
+                unpublished = unpublished or (key if graph[asset].depends_on_past else None)
         if problems:
             raise dg.Failure(
                 description=f"{len(problems)} of {total} cell(s) of this chunk not published, the rest published; "
@@ -185,21 +220,23 @@ def build_chunk_job(
     executor: dg.ExecutorDefinition,
     config_classes: Mapping[str, type[dg.Config]] | None = None,
 ) -> dg.JobDefinition:
-    """``config_classes``: asset → its ``gated_asset(config=...)`` class, whose fields its chunk op takes too."""
-    batchable = graph.batchable_assets
-    ops = {asset: build_chunk_op(graph[asset], graph, (config_classes or {}).get(asset)) for asset in batchable}
+    """``config_classes``: asset → its ``gated_asset(config=...)`` class, whose fields its chunk op takes too.
+    One op per data asset (side effects run alone, under their own authorization); a run gives days to some."""
+    assets = graph.chunk_assets
+    ops = {asset: build_chunk_op(graph[asset], graph, (config_classes or {}).get(asset)) for asset in assets}
     verdict = build_verdict_op(graph)
 
     @dg.job(
         name=CHUNK_JOB,
         executor_def=executor,
-        description="A batched backfill run: consecutive days of every batchable asset, each day gated alone.",
+        description="A batched backfill run: consecutive days of every batchable asset, or of one depends-on-past "
+        "asset in order, each day gated alone.",
     )
     def backfill_chunk():
         done: dict[str, Any] = {}
-        for asset in batchable:  # the graph's order is topological
-            upstream = [u for u in graph[asset].upstream if u in batchable]
+        for asset in assets:  # the graph's order is topological
+            upstream = [u for u in graph[asset].upstream if u in assets]
             done[asset] = ops[asset](**{f"after_{u}": done[u] for u in upstream})
-        verdict(**{f"after_{a}": done[a] for a in batchable})
+        verdict(**{f"after_{a}": done[a] for a in assets})
 
     return backfill_chunk
