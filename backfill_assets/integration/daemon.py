@@ -19,7 +19,9 @@ import click
 from backfill_assets.integration.runs.waker import DEFAULT_POLL_SECONDS
 
 
-@click.group(help=__doc__)
+@click.group(help="dagster-daemon run, its sensor, backfill and run-queue loops woken by new work instead of "
+                  "waiting 5 s / 30 s (README, 'The daemon').\n\nExample: backfill-assets-daemon run -m "
+                  "my_project.definitions")
 @click.option("--backstop-seconds", type=click.FloatRange(min=1.0), default=None,
               help="Seconds between the sensor and backfill passes nothing woke (default: Dagster's, 5 and 30).")
 @click.option("--poll-seconds", type=click.FloatRange(min=0.01, max=5.0), default=DEFAULT_POLL_SECONDS,
