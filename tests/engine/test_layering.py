@@ -87,6 +87,8 @@ def test_only_the_adapter_module_imports_private_dagster_modules():
         "dagster._core.events",
         "dagster._core.execution.backfill",
         "dagster._core.launcher",
+        "dagster._core.scheduler.instigation",
+        "dagster._core.workspace.workspace",
         # backfill-assets-daemon: dagster-daemon run with its loops woken by new work.
         "dagster._daemon",
         "dagster._daemon.backfill",

@@ -1,9 +1,10 @@
 """What wakes backfill-assets-daemon's loops (``integration/runs/waker.py``), on a real instance: the wake-up file,
-a run that finishes, a run submitted in the daemon's process; the spacing, follow-up and backstop rules; and a
+a run that finishes, a run submitted in the daemon's process; the spacing, retry-until-served and backstop rules; and a
 request created while driver ticks run back to back submits each cell once."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import defaultdict
@@ -18,9 +19,10 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.wakeup import wake_daemon, wakeup_stamp
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, RAW_ORDERS
 from backfill_assets.integration.resources import BackfillResource
+from backfill_assets.integration.runs.dagster_adapter import sensors_ticked_since
 from backfill_assets.integration.runs.waker import Waker
 from backfill_assets.integration.sensors.driver import DRIVER_SENSOR
-from tests.orders import DEFS, run_partitions
+from tests.orders import DEFS, MODULE, run_partitions
 
 # A wait's timeout: a loop that was not woken waits this long, which no wake-up below may take.
 LONG = 60.0
@@ -89,7 +91,7 @@ def test_shutdown_ends_the_wait(env, waker):
     assert stopped and waited < WOKEN_WITHIN
 
 
-def test_a_woken_loop_passes_again_no_sooner_than_its_spacing_and_no_later_than_its_follow_up(env, waker):
+def test_a_woken_loop_passes_again_no_sooner_than_its_spacing(env, waker):
     waker.min_spacing["sensor"] = 1.0
     timed_wait(waker, "sensor", timeout=0.01)  # the loop's first pass: from now on it waits to be woken
     waker.notify()
@@ -97,8 +99,24 @@ def test_a_woken_loop_passes_again_no_sooner_than_its_spacing_and_no_later_than_
     waker.notify()
     _, waited = timed_wait(waker, "sensor")
     assert waited >= 0.9  # a second wake right after is held until the spacing passed
-    _, waited = timed_wait(waker, "sensor")  # nothing new: the follow-up pass a second later, not the timeout
-    assert waited < LONG / 2
+
+
+def test_a_wake_is_followed_by_passes_until_every_sensor_started_after_it(env, waker):
+    """A woken pass skips a sensor evaluated less than its minimum interval before: the wake stays owed, and the
+    loop passes again soon (not at its timer) until every sensor has started after the wake."""
+    waker.retry_seconds = 0.1
+    timed_wait(waker, "sensor", timeout=0.01)
+    before = time.time()
+    waker.notify()
+    timed_wait(waker, "sensor")
+    waker.pass_finished("sensor", lambda since: False)  # a sensor was skipped by that pass
+    assert timed_wait(waker, "sensor")[1] < LONG / 2  # the retry pass, not the timeout
+    asked: list[float] = []
+    waker.pass_finished("sensor", lambda since: asked.append(since) or True)  # every sensor started after it
+    assert asked and asked[0] >= before
+    _, waited = timed_wait(waker, "sensor", timeout=1.0)
+    assert waited >= 1.0  # served: nothing owed, the loop is back on its timer
+    waker.pass_finished("sensor", lambda since: pytest.fail("nothing is owed"))
 
 
 def test_the_backstop_replaces_the_sensor_and_backfill_timers_but_not_the_queue_interval(env):
@@ -147,3 +165,29 @@ def test_a_request_created_while_driver_ticks_race_submits_each_cell_once(env):
         [cell] = ledger.cells(request_id)
         assert cell.decision == M.SUBMITTED
         assert keys_by_cell[(request_id, cell.partition_key)] == {cell.run_key}
+
+
+def test_a_wake_is_served_once_every_fast_sensor_finished_a_tick_that_started_after_it(env):
+    """What the daemon's sensor loop asks after each pass (``sensors_ticked_since``), on the orders code location
+    loaded as the daemon loads it: not served before any tick, served by a pass that evaluated every sensor, not
+    served by a pass that skipped them (evaluated less than their 1 s minimum interval before)."""
+    from dagster._core.test_utils import create_test_daemon_workspace_context
+    from dagster._core.workspace.load_target import ModuleTarget
+    from dagster._daemon.sensor import execute_sensor_iteration
+
+    def sensor_pass() -> None:
+        list(execute_sensor_iteration(context, logging.getLogger("test"), threadpool_executor=None,
+                                      submit_threadpool_executor=None))
+
+    target = ModuleTarget(module_name=MODULE, attribute=None, working_directory=None, location_name=None)
+    with create_test_daemon_workspace_context(target, env.instance) as context:
+        woken = time.time()
+        assert not sensors_ticked_since(context, woken)
+        sensor_pass()
+        assert sensors_ticked_since(context, woken)
+        woken = time.time()
+        sensor_pass()  # within the minimum interval: every sensor skipped
+        assert not sensors_ticked_since(context, woken)
+        time.sleep(1.05)
+        sensor_pass()
+        assert sensors_ticked_since(context, woken)

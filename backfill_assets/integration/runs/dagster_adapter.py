@@ -23,6 +23,7 @@ fails loudly.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -312,17 +313,30 @@ def woken_daemons(instance: dg.DagsterInstance, waker) -> list:
     from dagster._daemon.controller import create_daemon_of_type
     from dagster._daemon.daemon import BackfillDaemon, SensorDaemon, SpanMarker
     from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import QueuedRunCoordinatorDaemon
-    from dagster._daemon.sensor import execute_sensor_iteration_loop
+    from dagster._daemon.sensor import MIN_INTERVAL_LOOP_TIME, execute_sensor_iteration
     from dagster._utils.error import serializable_error_info_from_exc_info
 
     class WokenSensorDaemon(SensorDaemon):
         def core_loop(self, workspace_process_context, shutdown_event):
-            yield from execute_sensor_iteration_loop(
-                workspace_process_context, self._logger, WokenEvent(shutdown_event, waker, "sensor"),
-                threadpool_executor=self._threadpool_executor,
-                submit_threadpool_executor=self._submit_threadpool_executor,
-                instrument_elapsed=self.instrument_elapsed,
-            )
+            woken, futures = WokenEvent(shutdown_event, waker, "sensor"), {}
+            while True:  # execute_sensor_iteration_loop, its sleep made wakeable and each wake followed to the end
+                started = time.monotonic()
+                yield SpanMarker.START_SPAN
+                try:
+                    yield from execute_sensor_iteration(
+                        workspace_process_context, self._logger,
+                        threadpool_executor=self._threadpool_executor,
+                        submit_threadpool_executor=self._submit_threadpool_executor,
+                        sensor_tick_futures=futures, instrument_elapsed=self.instrument_elapsed,
+                    )
+                except Exception:
+                    error_info = serializable_error_info_from_exc_info(sys.exc_info())
+                    self._logger.error("SensorDaemon caught an error:\n%s", error_info)
+                    yield error_info
+                yield SpanMarker.END_SPAN
+                waker.pass_finished("sensor", lambda since: sensors_ticked_since(workspace_process_context, since))
+                woken.wait(max(0.0, MIN_INTERVAL_LOOP_TIME - (time.monotonic() - started)))
+                yield None
 
     class WokenBackfillDaemon(BackfillDaemon):
         def core_loop(self, workspace_process_context, shutdown_event):
@@ -361,6 +375,34 @@ def woken_daemons(instance: dg.DagsterInstance, waker) -> list:
     ]
 
 
+def sensors_ticked_since(workspace_process_context, since: float, max_interval: float = 5.0) -> bool:
+    """Whether every running sensor that the sensor daemon evaluates at least every ``max_interval`` s finished a
+    tick without error that started at or after ``since`` (a wall-clock timestamp), i.e. acted on whatever was
+    committed before it. False while a code location is still loading. A sensor that asks to be evaluated less
+    often keeps its own cadence."""
+    from dagster._core.scheduler.instigation import InstigatorType
+    from dagster._core.workspace.workspace import CodeLocationLoadStatus
+
+    entries = workspace_process_context.create_request_context().get_code_location_entries().values()
+    if any(entry.load_status == CodeLocationLoadStatus.LOADING for entry in entries):
+        return False
+    instance = workspace_process_context.instance
+    states = {
+        state.selector_id: state for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
+    }
+    for repository in _loaded_repositories(workspace_process_context):
+        for sensor in repository.get_sensors():
+            state = sensor.get_current_instigator_state(states.get(sensor.selector_id))
+            if (sensor.sensor_type.is_handled_by_asset_daemon or not state.is_running
+                    or (sensor.min_interval_seconds or 0) > max_interval):
+                continue
+            data = state.instigator_data
+            # last_tick_timestamp: when the last finished tick started; no success stamp: that tick failed.
+            if data is None or data.last_tick_success_timestamp is None or (data.last_tick_timestamp or 0) < since:
+                return False
+    return True
+
+
 def run_dagster_daemon(make_daemons, args: list[str]) -> None:
     """Run ``dagster-daemon run ARGS`` in this process with the daemons ``make_daemons(instance)`` returns."""
     import functools
@@ -382,11 +424,15 @@ def active_backfill_count(instance: dg.DagsterInstance) -> int:
 def code_location_origins(workspace_process_context) -> list:
     """The repository origins of the workspace's loaded code locations (what a run's ``job_code_origin``
     names), to start their warm run workers before any run is queued."""
-    origins = []
+    return [repository.get_python_origin() for repository in _loaded_repositories(workspace_process_context)]
+
+
+def _loaded_repositories(workspace_process_context) -> list:
+    """The repositories of the workspace's code locations that loaded."""
     entries = workspace_process_context.create_request_context().get_code_location_entries()
-    for entry in entries.values():
-        if entry.code_location is None:
-            continue
-        for repository in entry.code_location.get_repositories().values():
-            origins.append(repository.get_python_origin())
-    return origins
+    return [
+        repository
+        for entry in entries.values()
+        if entry.code_location is not None
+        for repository in entry.code_location.get_repositories().values()
+    ]

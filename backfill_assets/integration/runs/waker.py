@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,9 +41,12 @@ RUNS_EVERY_POLLS = 4
 BACKFILLS_EVERY_POLLS = 20
 # The least time between two passes of a loop woken by the waker (a loop's own timer is not shortened).
 MIN_SPACING_SECONDS = {"sensor": 0.2, "backfill": 0.5, "queue": 0.0}
-# After a woken pass, the next pass comes at most this long after it: a sensor evaluated less than its minimum
-# interval (1 s, Dagster's smallest) before a woken pass is skipped by it, and evaluated by this one.
-FOLLOW_UP_SECONDS = {"sensor": 1.05}
+# A woken sensor pass skips a sensor evaluated less than its minimum interval (1 s, Dagster's smallest) before it,
+# a tick can fail, a code location can still be loading: a wake is only served once every sensor has finished a
+# tick that started after it. Until then the loop passes again every RETRY_SECONDS, for at most GIVE_UP_SECONDS
+# (then its timer is the backstop, as for a lost hint).
+RETRY_SECONDS = 0.25
+GIVE_UP_SECONDS = 30.0
 # The loops whose timer ``backstop_seconds`` replaces (the run queue keeps its dequeue_interval_seconds).
 BACKSTOPPED = ("sensor", "backfill")
 
@@ -56,11 +60,13 @@ def current_waker() -> Waker | None:
 
 @dataclass
 class Channel:
-    """One loop's view: the wake-up generation it last consumed and when it last woke."""
+    """One loop's view: the wake-up generation it last consumed, when it last woke, and the wall-clock time of the
+    latest wake it consumed but has not served yet (``owed_since``)."""
 
     seen: int = 0
     woke_at: float = 0.0
-    follow_up_at: float | None = None
+    retry_at: float | None = None
+    owed_since: float | None = None
 
 
 @dataclass
@@ -69,13 +75,14 @@ class Waker:
     home: Path
     poll_seconds: float = DEFAULT_POLL_SECONDS
     min_spacing: dict[str, float] = field(default_factory=lambda: dict(MIN_SPACING_SECONDS))
-    follow_up: dict[str, float] = field(default_factory=lambda: dict(FOLLOW_UP_SECONDS))
+    retry_seconds: float = RETRY_SECONDS
     # Replaces the timer of the sensor and backfill loops (Dagster's 5 s and 30 s) when set: the pass nothing woke.
     backstop_seconds: float | None = None
 
     def __post_init__(self) -> None:
         self._condition = threading.Condition()
         self._generation = 0
+        self._notified_at = time.time()  # wall clock, as Dagster's sensor timestamps
         self._channels: dict[str, Channel] = {}
         self._stop = threading.Event()
         self._finished_after = datetime.now(timezone.utc)
@@ -91,28 +98,51 @@ class Waker:
         deadline = time.monotonic() + (timeout if timeout is not None else 3600.0)
         with self._condition:
             state = self._channels.setdefault(channel, Channel(seen=self._generation))
-            if state.follow_up_at is not None:
-                deadline, state.follow_up_at = min(deadline, state.follow_up_at), None
+            if state.retry_at is not None:
+                deadline, state.retry_at = min(deadline, state.retry_at), None
             while not shutdown.is_set():
                 now = time.monotonic()
-                if now >= deadline:
-                    break
                 earliest = state.woke_at + self.min_spacing.get(channel, 0.0)
-                if self._generation != state.seen and now >= earliest:
-                    state.seen, state.woke_at = self._generation, now
-                    if channel in self.follow_up:
-                        state.follow_up_at = now + self.follow_up[channel]
-                    return False
+                if now >= deadline or (self._generation != state.seen and now >= earliest):
+                    break
                 pause = min(deadline, earliest) - now if self._generation != state.seen else deadline - now
                 self._condition.wait(max(0.0, min(pause, 0.5)))
-            state.seen = self._generation  # a pass is starting anyway: what woke before it is covered
-            state.woke_at = time.monotonic()
+            self._consume(state)
         return shutdown.is_set()
+
+    def _consume(self, state: Channel) -> None:
+        """A pass is starting (woken or on its timer): the wakes before it are owed to it until it serves them."""
+        if self._generation != state.seen:
+            state.owed_since = self._notified_at
+        state.seen, state.woke_at = self._generation, time.monotonic()
+
+    def pass_finished(self, channel: str, served: Callable[[float], bool]) -> None:
+        """After a pass of ``channel``: ``served(since)`` says whether every instigator of the loop finished an
+        evaluation that started at or after the wall-clock time ``since`` (so acted on what woke it); a wake not
+        served yet (an instigator skipped for its minimum interval, a failed tick, a code location still loading)
+        brings the next pass forward to ``retry_seconds`` from now."""
+        with self._condition:
+            owed = self._channels.setdefault(channel, Channel(seen=self._generation)).owed_since
+        if owed is None:
+            return
+        done = time.time() - owed > GIVE_UP_SECONDS
+        if not done:
+            try:
+                done = served(owed)
+            except Exception:  # a storage hiccup: ask again after the next pass
+                logger.debug("could not tell whether a wake was served", exc_info=True)
+        with self._condition:
+            state = self._channels[channel]
+            if done:
+                state.owed_since = None
+            else:
+                state.retry_at = time.monotonic() + self.retry_seconds
 
     def notify(self) -> None:
         """New work this process made (a run submitted): wake every loop."""
         with self._condition:
             self._generation += 1
+            self._notified_at = time.time()
             self._condition.notify_all()
 
     def daemon_started(self, workspace_process_context) -> None:
