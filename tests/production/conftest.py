@@ -23,6 +23,7 @@ from backfill_assets.cli import cli
 from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model.settings import PACKAGE_DIR, Settings
 from backfill_assets.engine.store import db
+from backfill_assets.engine.wap.faults import AFTER_DATA_FILE, ENV_HOLD
 from backfill_assets.examples.orders.source import SourceSystem
 from tests.e2e.conftest import _wait_until_daemon_ready, stop_process, tail
 from tests.orders import CALENDAR as calendar
@@ -39,6 +40,9 @@ class Prod:
     home: Path
     instance: dg.DagsterInstance
     daemon_log: Path
+    # While this file exists, every run of the package's daemon waits after writing its data file
+    # (``BACKFILL_HOLD``): a test keeps runs in flight, and the queue behind them, for as long as it needs.
+    hold: Path
 
     def cli_json(self, *args: str, expect_exit: int = 0):
         result = CliRunner().invoke(cli, [*args, "--json"], catch_exceptions=False)
@@ -75,18 +79,19 @@ def prod(request, tmp_path_factory) -> Iterable[Prod]:
             shutil.copyfile(PACKAGE_DIR.parent / "dagster.yaml", home / "dagster.yaml")
         SourceSystem(Settings.from_env().source_url).seed(calendar, SEED_FROM, SEED_TO, ORDERS_PER_DAY)
         instance = dg.DagsterInstance.get()
-        log_path = home / "daemon.log"
+        log_path, hold = home / "daemon.log", home.parent / "hold-runs"
         with log_path.open("ab") as log:
             # PostgreSQL storage under the product's daemon; SQLite under Dagster's own, whose timers (sensors every
             # 5 s, backfills every 30 s) are the backstop every promise must also hold on.
             command = "backfill-assets-daemon" if request.param == "postgres" else "dagster-daemon"
             proc = subprocess.Popen(
                 [dagster_bin(command), "run", "-m", CODE_LOCATION_MODULE],
-                stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ), cwd=str(home), start_new_session=True,
+                stdout=log, stderr=subprocess.STDOUT, env={**os.environ, ENV_HOLD: f"{AFTER_DATA_FILE}={hold}"},
+                cwd=str(home), start_new_session=True,
             )
         try:
             _wait_until_daemon_ready(instance, proc, log_path)
-            yield Prod(request.param, home, instance, log_path)
+            yield Prod(request.param, home, instance, log_path, hold)
         finally:
             stop_process(proc)
             instance.dispose()

@@ -101,20 +101,24 @@ BACKFILL_LANE_LIMIT = 2  # dagster.yaml: backfill/lane=backfill
 
 
 def test_production_run_starts_before_queued_backfill_runs(prod):
-    # Thirteen backfill runs queued at once (--max-active 8 with queue-ahead; the lane limit lets two run), and
-    # production for another day submitted while they wait. (Runs forked from the warm launcher take ~1 s: eight
-    # of them could drain before `dagster job launch` had even imported Dagster.)
-    rid = prod.create("--assets", RAW_ORDERS, "--from", "2022-09-10", "--to", "2022-09-22",
-                      "--reprocess", "completed", "--max-active", "8", "--partitions-per-run", "1")
-    deadline = time.monotonic() + 60
-    while len(prod.instance.get_runs(dg.RunsFilter(tags={T.REQUEST_ID: rid}))) < 6:
-        assert time.monotonic() < deadline, "the driver did not submit its runs"
-        time.sleep(0.2)
-    subprocess.run(
-        [dagster_bin("dagster"), "job", "launch", "-m", CODE_LOCATION_MODULE, "-j", PRODUCTION_JOB,
-         "--tags", '{"dagster/partition": "2022-09-23"}'],
-        env=dict(os.environ), check=True, capture_output=True, timeout=120,
-    )
+    # Thirteen backfill runs queued at once (--max-active 8 with queue-ahead; the lane limit lets two run), held
+    # after writing their data until production for another day has joined the queue: `dagster job launch` takes
+    # seconds to import Dagster, and forked backfill runs take about one each.
+    prod.hold.touch()
+    try:
+        rid = prod.create("--assets", RAW_ORDERS, "--from", "2022-09-10", "--to", "2022-09-22",
+                          "--reprocess", "completed", "--max-active", "8", "--partitions-per-run", "1")
+        deadline = time.monotonic() + 60
+        while len(prod.instance.get_runs(dg.RunsFilter(tags={T.REQUEST_ID: rid}))) < 6:
+            assert time.monotonic() < deadline, "the driver did not submit its runs"
+            time.sleep(0.2)
+        subprocess.run(
+            [dagster_bin("dagster"), "job", "launch", "-m", CODE_LOCATION_MODULE, "-j", PRODUCTION_JOB,
+             "--tags", '{"dagster/partition": "2022-09-23"}'],
+            env=dict(os.environ), check=True, capture_output=True, timeout=120,
+        )
+    finally:
+        prod.hold.unlink(missing_ok=True)
     [production] = prod.instance.get_run_records(
         dg.RunsFilter(job_name=PRODUCTION_JOB, tags={T.DAGSTER_PARTITION: "2022-09-23"})
     )
