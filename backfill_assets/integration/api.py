@@ -202,8 +202,9 @@ def backfill_definitions(
     config_classes = {item.name: item.config_class for item in declared if item.config_class is not None}
     if clock is not None and not callable(clock):
         raise InvalidInput(f"clock must be a callable returning the current time, not {type(clock).__name__}")
+    backfill = backfill or BackfillResource()
     production_sensor = build_production_sensor(
-        graph, CatchupSettings(catchup, production_start), clock or utc_now
+        graph, CatchupSettings(catchup, production_start), clock or utc_now, backfill
     )
     resources = dict(resources or {})
     if BACKFILL_RESOURCE in resources:
@@ -234,11 +235,11 @@ def backfill_definitions(
         jobs=[production_job, backfill_job, chunk_job, request_job, report_job],
         sensors=[
             production_sensor,
-            build_driver_sensor(graph, [backfill_job, chunk_job, report_job]),
-            build_propagation_sensor(graph),
-            build_adoption_sensor(graph, report_job),
+            build_driver_sensor(graph, [backfill_job, chunk_job, report_job], backfill),
+            build_propagation_sensor(graph, backfill),
+            build_adoption_sensor(graph, report_job, backfill),
         ],
-        resources={BACKFILL_RESOURCE: backfill or BackfillResource(), **resources},
+        resources={BACKFILL_RESOURCE: backfill, **resources},
         executor=executor,
     )
     for asset_def in built:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import gc
 import json
 import subprocess
 import sys
@@ -14,9 +15,20 @@ ENGINE_DIR = Path(backfill_assets.engine.__file__).resolve().parent
 ENGINE_MODULES = sorted(ENGINE_DIR.rglob("*.py"))
 
 
+def _parse(source: str) -> ast.Module:
+    # CPython 3.11: a garbage collection during the AST's conversion can run finalizers of objects an
+    # earlier test left behind (connections, instances), and ast.parse then fails with "AST constructor recursion
+    # depth mismatch". No collection, no finalizers mid-parse.
+    gc.disable()
+    try:
+        return ast.parse(source)
+    finally:
+        gc.enable()
+
+
 def _imported_modules(source: str) -> set[str]:
     names: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(_parse(source)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -118,7 +130,7 @@ def _package_import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         home = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 base = home.split(".")[: len(home.split(".")) - node.level + 1] if node.level else []
                 target = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module

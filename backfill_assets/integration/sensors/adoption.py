@@ -21,6 +21,7 @@ from backfill_assets.integration.runs.coordinator import paced_max_active, relea
 from backfill_assets.integration.runs.dagster_adapter import list_backfills, run_queue_limits
 from backfill_assets.integration.runs.runs import run_assets, run_view, runs_of_request
 from backfill_assets.integration.sensors import SENSOR_INTERVAL_SECONDS
+from backfill_assets.integration.sensors.evaluation import SensorResource, evaluation_instance
 
 ADOPTION_SENSOR = "backfill_adoption"
 
@@ -84,7 +85,11 @@ def adopt_and_track(
     return adopted, closed
 
 
-def build_adoption_sensor(graph: AssetGraph, report_job: dg.JobDefinition) -> dg.SensorDefinition:
+def build_adoption_sensor(
+    graph: AssetGraph, report_job: dg.JobDefinition, backfill: BackfillResource | None = None
+) -> dg.SensorDefinition:
+    resource = SensorResource(backfill)
+
     @dg.sensor(
         jobs=[report_job],
         name=ADOPTION_SENSOR,
@@ -92,8 +97,10 @@ def build_adoption_sensor(graph: AssetGraph, report_job: dg.JobDefinition) -> dg
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Adopts backfills launched from the Dagster UI or CLI into the request ledger as dg-<id>.",
     )
-    def backfill_adoption(context: dg.SensorEvaluationContext, backfill: BackfillResource):
-        adopted, closed = adopt_and_track(graph, context.instance, context.repository_def, backfill.catalog())
+    def backfill_adoption(context: dg.SensorEvaluationContext):
+        adopted, closed = adopt_and_track(
+            graph, evaluation_instance(context), context.repository_def, resource.get().catalog()
+        )
         if adopted:
             context.log.info(f"adopted {', '.join(adopted)}")
         # Launched in the UI: its effective policy and, once the backfill is done, its reconcile report are read

@@ -24,6 +24,7 @@ from backfill_assets.integration.runs.cell_facts import cell_facts_source
 from backfill_assets.integration.runs.dagster_adapter import enforces_one_run_per_tag_value
 from backfill_assets.integration.runs.runs import run_views_by_key, runs_of_request
 from backfill_assets.integration.sensors import SENSOR_INTERVAL_SECONDS
+from backfill_assets.integration.sensors.evaluation import SensorResource, evaluation_instance
 
 DRIVER_SENSOR = "backfill_driver"
 DRIVER_INTERVAL_SECONDS = SENSOR_INTERVAL_SECONDS
@@ -141,7 +142,11 @@ def drive_request(
     return result.submissions
 
 
-def build_driver_sensor(graph: AssetGraph, jobs: list[dg.JobDefinition]) -> dg.SensorDefinition:
+def build_driver_sensor(
+    graph: AssetGraph, jobs: list[dg.JobDefinition], backfill: BackfillResource | None = None
+) -> dg.SensorDefinition:
+    resource = SensorResource(backfill)
+
     @dg.sensor(
         name=DRIVER_SENSOR,
         minimum_interval_seconds=DRIVER_INTERVAL_SECONDS,
@@ -149,16 +154,14 @@ def build_driver_sensor(graph: AssetGraph, jobs: list[dg.JobDefinition]) -> dg.S
         jobs=jobs,
         description="Submits runs for open backfill requests: order, max_active, reprocess decided at submit time.",
     )
-    def backfill_driver(
-        context: dg.SensorEvaluationContext, backfill: BackfillResource
-    ) -> Iterator[dg.RunRequest]:
-        catalog = backfill.catalog()
+    def backfill_driver(context: dg.SensorEvaluationContext) -> Iterator[dg.RunRequest]:
+        catalog, instance = resource.get().catalog(), evaluation_instance(context)
         loaded = code_version(location_files=graph.code_files())
         ledger = Ledger(catalog)
         for record in ledger.list(statuses=M.ACTIVE_STATUSES):
             if record.source not in M.DRIVEN_SOURCES:
                 continue  # adopted backfills are driven by Dagster's own backfill daemon
-            for submission in drive_request(graph, context.instance, catalog, record, loaded):
+            for submission in drive_request(graph, instance, catalog, record, loaded):
                 yield run_request_for(graph, record, submission)
             if record.source == M.RequestSource.LAUNCHPAD and ledger.get(record.request_id).status in M.CLOSED_STATUSES:
                 # Made in the UI: its report is read in the UI too.

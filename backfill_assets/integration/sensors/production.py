@@ -24,6 +24,7 @@ from backfill_assets.engine.plan.catchup import (
 from backfill_assets.integration.jobs import PRODUCTION_JOB, production_job
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.cell_facts import production_facts
+from backfill_assets.integration.sensors.evaluation import SensorResource, evaluation_instance
 
 PRODUCTION_SENSOR = "production_trigger"
 # Nothing is due for most of a day, and then an evaluation reads no facts at all: once a minute is plenty.
@@ -47,9 +48,11 @@ def production_run_request(graph: AssetGraph, decision: IntervalDecision) -> dg.
 
 
 def build_production_sensor(
-    graph: AssetGraph, settings: CatchupSettings, clock: Callable[[], datetime] = utc_now
+    graph: AssetGraph, settings: CatchupSettings, clock: Callable[[], datetime] = utc_now,
+    backfill: BackfillResource | None = None,
 ) -> dg.SensorDefinition:
     """The production trigger for ``graph``; ``clock`` is its "now" (tests move a fake one)."""
+    resource = SensorResource(backfill)
     settings.check(graph.calendar)
     catchup = "every missed interval in order" if settings.catchup else "only the newest"
     start = f", never before {settings.start.isoformat()}" if settings.start else ""
@@ -64,11 +67,11 @@ def build_production_sensor(
         description=f"Production: every complete business day, one hour after it ends, in the production lane; "
                     f"after downtime, catchup={settings.catchup}: {catchup}{start}. Cursor: the last day handled.",
     )
-    def production_trigger(context: dg.SensorEvaluationContext, backfill: BackfillResource) -> dg.SensorResult:
+    def production_trigger(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         now = clock()
         due = due_intervals(graph.calendar, now, context.cursor, settings)
         cells = cells_to_read(graph, due)
-        facts = production_facts(graph, backfill.catalog(), context.instance, cells) if cells else {}
+        facts = production_facts(graph, resource.get().catalog(), evaluation_instance(context), cells) if cells else {}
         plan = plan_production(graph, now=now, cursor=context.cursor, settings=settings,
                                facts_of=lambda asset, partition: facts.get((asset, partition), CellNow()))
         for line in [*plan.notes, *(d.label for d in plan.decisions[:LOGGED_DECISIONS])]:

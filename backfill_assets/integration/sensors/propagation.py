@@ -16,6 +16,7 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.wakeup import wake_daemon
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.sensors import SENSOR_INTERVAL_SECONDS
+from backfill_assets.integration.sensors.evaluation import SensorResource, evaluation_instance
 
 PROPAGATION_SENSOR = "backfill_propagation"
 # Rows per evaluation: a 30-day cascade over five assets is a few hundred; 10,000 drains a large burst in one.
@@ -58,17 +59,19 @@ def propagate_once(graph: AssetGraph, catalog: Catalog) -> dict[str, int]:
     return {"rows": len(rows), "cascaded": added, "handoffs": len(plan.handoffs), "expired": len(expired)}
 
 
-def build_propagation_sensor(graph: AssetGraph) -> dg.SensorDefinition:
+def build_propagation_sensor(graph: AssetGraph, backfill: BackfillResource | None = None) -> dg.SensorDefinition:
+    resource = SensorResource(backfill)
+
     @dg.sensor(
         name=PROPAGATION_SENSOR,
         minimum_interval_seconds=SENSOR_INTERVAL_SECONDS,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Applies each request's downstream policy (none | cascade | handoff) to its publishes.",
     )
-    def backfill_propagation(context: dg.SensorEvaluationContext, backfill: BackfillResource):
-        stats = propagate_once(graph, backfill.catalog())
+    def backfill_propagation(context: dg.SensorEvaluationContext):
+        stats = propagate_once(graph, resource.get().catalog())
         if stats["cascaded"]:  # the driver submits the cascaded cells at once, not at its next timer pass
-            wake_daemon(context.instance.root_directory)
+            wake_daemon(evaluation_instance(context).root_directory)
         return dg.SkipReason(
             f"read {stats['rows']} publish(es); cascaded {stats['cascaded']} cell(s); "
             f"{stats['handoffs']} handoff(s) offered; {stats['expired']} expired"
