@@ -19,7 +19,7 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.wakeup import wake_daemon, wakeup_stamp
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, RAW_ORDERS
 from backfill_assets.integration.resources import BackfillResource
-from backfill_assets.integration.runs.dagster_adapter import sensors_ticked_since
+from backfill_assets.integration.runs.dagster_adapter import sensors_pending_since
 from backfill_assets.integration.runs.waker import Waker
 from backfill_assets.integration.sensors.driver import DRIVER_SENSOR
 from tests.orders import DEFS, MODULE, run_partitions
@@ -109,10 +109,10 @@ def test_a_wake_is_followed_by_passes_until_every_sensor_started_after_it(env, w
     before = time.time()
     waker.notify()
     timed_wait(waker, "sensor")
-    waker.pass_finished("sensor", lambda since: False)  # a sensor was skipped by that pass
+    waker.pass_finished("sensor", lambda since: 0.0)  # a sensor was skipped by that pass: pass again now
     assert timed_wait(waker, "sensor")[1] < LONG / 2  # the retry pass, not the timeout
     asked: list[float] = []
-    waker.pass_finished("sensor", lambda since: asked.append(since) or True)  # every sensor started after it
+    waker.pass_finished("sensor", lambda since: asked.append(since))  # None: every sensor ticked since
     assert asked and asked[0] >= before
     _, waited = timed_wait(waker, "sensor", timeout=1.0)
     assert waited >= 1.0  # served: nothing owed, the loop is back on its timer
@@ -168,7 +168,7 @@ def test_a_request_created_while_driver_ticks_race_submits_each_cell_once(env):
 
 
 def test_a_wake_is_served_once_every_fast_sensor_finished_a_tick_that_started_after_it(env):
-    """What the daemon's sensor loop asks after each pass (``sensors_ticked_since``), on the orders code location
+    """What the daemon's sensor loop asks after each pass (``sensors_pending_since``), on the orders code location
     loaded as the daemon loads it: not served before any tick, served by a pass that evaluated every sensor, not
     served by ticks that started before the wake."""
     from dagster._core.test_utils import create_test_daemon_workspace_context
@@ -182,11 +182,11 @@ def test_a_wake_is_served_once_every_fast_sensor_finished_a_tick_that_started_af
     target = ModuleTarget(module_name=MODULE, attribute=None, working_directory=None, location_name=None)
     with create_test_daemon_workspace_context(target, env.instance) as context:
         woken = time.time()
-        assert not sensors_ticked_since(context, woken)
+        assert sensors_pending_since(context, woken) is not None
         sensor_pass()
-        assert sensors_ticked_since(context, woken)
-        woken = time.time()  # a wake after those ticks (a pass within their 1 s interval would skip them all)
-        assert not sensors_ticked_since(context, woken)
+        assert sensors_pending_since(context, woken) is None
+        woken = time.time()  # a wake after those ticks: a pass is worth it once their 1 s interval has passed
+        assert 0.0 <= sensors_pending_since(context, woken) <= 1.05
         time.sleep(1.05)
         sensor_pass()
-        assert sensors_ticked_since(context, woken)
+        assert sensors_pending_since(context, woken) is None

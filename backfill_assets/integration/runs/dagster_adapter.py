@@ -290,6 +290,12 @@ def storage_modules_of(instance_ref) -> list[str]:
 # waker sees new work. tests/e2e/test_woken_daemon.py runs real daemons through it.
 
 
+# While a code location loads, how often the sensor loop looks again.
+LOADING_RETRY_SECONDS = 0.25
+# A pass scheduled for when a sensor's minimum interval ends comes this much later, so it is not still "under".
+INTERVAL_MARGIN_SECONDS = 0.02
+
+
 class WokenEvent:
     """What a daemon loop waits on between passes: ``wait`` returns at shutdown (True), when the waker fires for
     ``channel`` or at ``timeout`` (False); ``is_set`` is the shutdown event's."""
@@ -334,7 +340,7 @@ def woken_daemons(instance: dg.DagsterInstance, waker) -> list:
                     self._logger.error("SensorDaemon caught an error:\n%s", error_info)
                     yield error_info
                 yield SpanMarker.END_SPAN
-                waker.pass_finished("sensor", lambda since: sensors_ticked_since(workspace_process_context, since))
+                waker.pass_finished("sensor", lambda since: sensors_pending_since(workspace_process_context, since))
                 woken.wait(max(0.0, MIN_INTERVAL_LOOP_TIME - (time.monotonic() - started)))
                 yield None
 
@@ -375,32 +381,35 @@ def woken_daemons(instance: dg.DagsterInstance, waker) -> list:
     ]
 
 
-def sensors_ticked_since(workspace_process_context, since: float, max_interval: float = 5.0) -> bool:
-    """Whether every running sensor that the sensor daemon evaluates at least every ``max_interval`` s finished a
+def sensors_pending_since(workspace_process_context, since: float, max_interval: float = 5.0) -> float | None:
+    """None when every running sensor that the sensor daemon evaluates at least every ``max_interval`` s finished a
     tick without error that started at or after ``since`` (a wall-clock timestamp), i.e. acted on whatever was
-    committed before it. False while a code location is still loading. A sensor that asks to be evaluated less
-    often keeps its own cadence."""
+    committed before it; otherwise the seconds until the next sensor pass can evaluate one that has not (its
+    minimum interval since its last tick; ``LOADING_RETRY_SECONDS`` while a code location is still loading). A
+    sensor that asks to be evaluated less often keeps its own cadence."""
     from dagster._core.scheduler.instigation import InstigatorType
     from dagster._core.workspace.workspace import CodeLocationLoadStatus
 
     entries = workspace_process_context.create_request_context().get_code_location_entries().values()
     if any(entry.load_status == CodeLocationLoadStatus.LOADING for entry in entries):
-        return False
+        return LOADING_RETRY_SECONDS
     instance = workspace_process_context.instance
     states = {
         state.selector_id: state for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
     }
+    now, waits = time.time(), []
     for repository in _loaded_repositories(workspace_process_context):
         for sensor in repository.get_sensors():
             state = sensor.get_current_instigator_state(states.get(sensor.selector_id))
-            if (sensor.sensor_type.is_handled_by_asset_daemon or not state.is_running
-                    or (sensor.min_interval_seconds or 0) > max_interval):
+            interval = sensor.min_interval_seconds or 0
+            if sensor.sensor_type.is_handled_by_asset_daemon or not state.is_running or interval > max_interval:
                 continue
             data = state.instigator_data
             # last_tick_timestamp: when the last finished tick started; no success stamp: that tick failed.
             if data is None or data.last_tick_success_timestamp is None or (data.last_tick_timestamp or 0) < since:
-                return False
-    return True
+                last_start = max(data.last_tick_start_timestamp or 0, data.last_tick_timestamp or 0) if data else 0.0
+                waits.append(last_start + interval + INTERVAL_MARGIN_SECONDS - now)
+    return max(0.0, min(waits)) if waits else None
 
 
 def run_dagster_daemon(make_daemons, args: list[str]) -> None:

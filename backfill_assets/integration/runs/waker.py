@@ -43,9 +43,9 @@ BACKFILLS_EVERY_POLLS = 20
 MIN_SPACING_SECONDS = {"sensor": 0.2, "backfill": 0.5, "queue": 0.0}
 # A woken sensor pass skips a sensor evaluated less than its minimum interval (1 s, Dagster's smallest) before it,
 # a tick can fail, a code location can still be loading: a wake is only served once every sensor has finished a
-# tick that started after it. Until then the loop passes again every RETRY_SECONDS, for at most GIVE_UP_SECONDS
-# (then its timer is the backstop, as for a lost hint).
-RETRY_SECONDS = 0.25
+# tick that started after it. Until then the loop passes again as soon as one can be evaluated (at least
+# RETRY_SECONDS apart), for at most GIVE_UP_SECONDS (then its timer is the backstop, as for a lost hint).
+RETRY_SECONDS = 0.1
 GIVE_UP_SECONDS = 30.0
 # The loops whose timer ``backstop_seconds`` replaces (the run queue keeps its dequeue_interval_seconds).
 BACKSTOPPED = ("sensor", "backfill")
@@ -116,27 +116,28 @@ class Waker:
             state.owed_since = self._notified_at
         state.seen, state.woke_at = self._generation, time.monotonic()
 
-    def pass_finished(self, channel: str, served: Callable[[float], bool]) -> None:
-        """After a pass of ``channel``: ``served(since)`` says whether every instigator of the loop finished an
-        evaluation that started at or after the wall-clock time ``since`` (so acted on what woke it); a wake not
-        served yet (an instigator skipped for its minimum interval, a failed tick, a code location still loading)
-        brings the next pass forward to ``retry_seconds`` from now."""
+    def pass_finished(self, channel: str, pending: Callable[[float], float | None]) -> None:
+        """After a pass of ``channel``: ``pending(since)`` is None once every instigator of the loop finished an
+        evaluation that started at or after the wall-clock time ``since`` (so acted on what woke it), otherwise the
+        seconds until a pass can evaluate one that has not (skipped for its minimum interval, a failed tick, a code
+        location still loading): the next pass comes then (at least ``retry_seconds`` on), not at the timer."""
         with self._condition:
             owed = self._channels.setdefault(channel, Channel(seen=self._generation)).owed_since
         if owed is None:
             return
-        done = time.time() - owed > GIVE_UP_SECONDS
-        if not done:
+        wait: float | None = None
+        if time.time() - owed <= GIVE_UP_SECONDS:
             try:
-                done = served(owed)
+                wait = pending(owed)
             except Exception:  # a storage hiccup: ask again after the next pass
                 logger.debug("could not tell whether a wake was served", exc_info=True)
+                wait = self.retry_seconds
         with self._condition:
             state = self._channels[channel]
-            if done:
+            if wait is None:
                 state.owed_since = None
             else:
-                state.retry_at = time.monotonic() + self.retry_seconds
+                state.retry_at = time.monotonic() + max(wait, self.retry_seconds)
 
     def notify(self) -> None:
         """New work this process made (a run submitted): wake every loop."""
