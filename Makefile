@@ -62,14 +62,15 @@ dev: $(STAMP)
 	$(BIN)/backfill-assets-daemon run -w workspace.yaml & daemon=$$!; trap "kill $$daemon" EXIT INT TERM; \
 	  $(BIN)/dagster-webserver -w workspace.yaml -h 127.0.0.1 -p 3000
 
-# Benchmarks of issues 6, 13 and "Nothing waits on a timer" (docs/BENCHMARKS.md); never part of `make test`.
+# Benchmarks: ours against a plain loop, naive Dagster and Airflow 3 (docs/BENCHMARKS.md); never part of `make test`.
 # Sizes and contenders as flags, e.g. make bench BENCH_ARGS="--with-airflow --reps 1" (python -m bench.run --help).
 # `make bench`: the 20-day side by side (F, N, O, B; A with --with-airflow), each contender 3 times interleaved,
 # the depends-on-past measurements (ours' chain and UI backfill, N's UI backfill) and the micro-benchmarks.
 # `make bench-scale`: all of it with Airflow, plus the scale curve (one run per size: F and B at 10, 40, 120 and
 # 365 days, O and A up to 120, N up to 40), in one run. Both rewrite docs/BENCHMARKS.md and leave the results file
 # it names in bench/results/ (committed with it). Duration on 2 cores, an ESTIMATE until measured: `make bench`
-# ~25 min; `make bench-scale` ~55-65 min (issue 13's bench-scale, one repetition, 10-120 days: 27.5 min).
+# ~25 min; `make bench-scale` ~55-65 min (the earlier bench-scale of `20261201T165151Z`, one repetition, 10-120
+# days: 27.5 min).
 BENCH_ARGS ?=
 SCALE_DAYS ?= 10,40,120,365
 BENCH_REPS ?= 3
@@ -81,8 +82,8 @@ bench-scale: $(STAMP)
 	BENCH_INVOKED_AS="make bench-scale" \
 	  $(BIN)/python -m bench.run --with-airflow --reps $(BENCH_REPS) --scale $(SCALE_DAYS) $(BENCH_ARGS)
 
-# Issue 7: every fault class at full strength (30 trials per class, large hypothesis runs; ~30-40 min on 2 cores;
-# issue 14's Celery worker kills: 10),
+# Every fault class at full strength (30 trials per class, large hypothesis runs; ~30-40 min on 2 cores;
+# Celery worker kills: 10),
 # then docs/RELIABILITY.md rendered from the counts it measured. `make test` runs the same suite with 3 trials.
 reliability: $(STAMP)
 	tmp=$$(mktemp -d); \

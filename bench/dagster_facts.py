@@ -12,7 +12,7 @@ from typing import Iterable
 import dagster as dg
 
 EV = dg.DagsterEventType
-# The run-start figure of issue 13: from the coordinator launching the run to its first step starting.
+# The run-start figure: from the coordinator launching the run to its first step starting.
 RUN_START_PHASE = "run start (RUN_STARTING -> first step)"
 
 

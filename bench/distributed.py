@@ -1,4 +1,4 @@
-"""Throughput of one backfill request with 1 and with 2 Celery workers (issue 14's figure).
+"""Throughput of one backfill request with 1 and with 2 Celery workers.
 
 The request is the benchmark's graph (``raw_orders,order_facts,daily_revenue``; ``customer_snapshot`` is left
 out: it depends on the past, which makes ``auto`` run one day per run, serially, and hides what a second worker

@@ -19,7 +19,7 @@ from .scale_report import on_the_curve, scale_section
 from .storage_report import KEY as WAREHOUSE_S3_VS_LOCAL
 from .storage_report import storage_section
 from .tables import table as _table
-from .targets import first_run, ratios, targets_table
+from .targets import CURRENT_GROUPS, EARLIER_RUN, EARLIER_TARGET, first_run, ratios, targets_table
 
 __all__ = ["ratios", "write_report"]
 ANALYSIS = Path(__file__).resolve().parent / "where_the_time_goes.md"
@@ -105,7 +105,7 @@ def _micro(m: dict) -> list[str]:
     lines += _table(["backend", "reconcile 10,000 versions s", "stale downstream cells listed",
                      "propagation: one evaluation (1,000 events) s", "evaluations for 10,000 events",
                      "propagation: all 10,000 events s"], rows)
-    if WAREHOUSE_S3_VS_LOCAL in m:  # results before issue 14 have no such measurement
+    if WAREHOUSE_S3_VS_LOCAL in m:  # older results files have no such measurement
         lines += ["", *storage_section(m[WAREHOUSE_S3_VS_LOCAL])]
     return lines
 
@@ -256,9 +256,11 @@ def _measured(results: dict) -> list[str]:
              "Cross-check: every repetition of every contender ended with the same days, orders and revenue: "
              f"**{results['checks_agree']}**.", "",
              "## Ratios and targets", "",
-             "Issue \"Nothing waits on a timer\"'s targets (issue column: timer), then earlier issues' rows still "
-             "tracked. Ratios are of the side by side's medians; the scale rows come from the scale curve of this "
-             "same run (below); \"earlier\" is issue 13's last run (one repetition, `dagster-daemon`).", "",
+             "The current targets first, each in the group of what it asks for (group column: "
+             f"{', '.join(CURRENT_GROUPS)}), then the earlier targets still tracked (group: {EARLIER_TARGET}). "
+             "Ratios are of the side by side's medians; the scale rows come from the scale curve of this same run "
+             f"(below); \"earlier\" is the previous full run (`{EARLIER_RUN}`, one repetition, `dagster-daemon`).",
+             "",
              *targets_table(results), ""]
     if results.get(PAST_KEY):
         lines += ["## Depends on the past", "", *past_section(results[PAST_KEY]), ""]
@@ -278,8 +280,8 @@ def write_report(results: dict, path: Path) -> None:
     if results.get("micro"):
         lines += ["## Micro-benchmarks", "", *_micro(results["micro"]), ""]
     if celery := _celery(results):
-        lines += ["## Steps on Celery workers (issue 14)", "", *celery, ""]
-    lines += ["## Reported elsewhere (issue 6, for reference; not measured here)", "",
+        lines += ["## Steps on Celery workers", "", *celery, ""]
+    lines += ["## Reported elsewhere (for reference; not measured here)", "",
               *_table(["system", "size", "wall"], [list(r) for r in REPORTED_ELSEWHERE]),
               "", "Those runs used a trivial task; the figures above run the real transforms on the sizes listed.", ""]
     lines += ["## Where the time goes", "", *_breakdown(results), ""]

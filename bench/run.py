@@ -5,7 +5,7 @@ each time on fresh homes; its figures are the medians, with the spread beside th
 Then the depends-on-past measurements (``bench/past.py``; ``--no-past`` skips them). With ``--scale 10,40,120,365``
 (``make bench-scale``) the same run then measures the scale curve, one repetition per size: F and B at every size,
 O and A (with ``--with-airflow``) up to 120 days, N up to 40, each size on its own folders and the same source.
-With ``--celery`` (``make bench BENCH_ARGS=--celery``) it also measures issue 14's throughput of a 40-day request
+With ``--celery`` (``make bench BENCH_ARGS=--celery``) it also measures the throughput of a 40-day request
 with 1 and with 2 Celery workers (``bench/distributed.py``, ~25 min on 2 cores: not part of the default run).
 
 Example: python -m bench.run --days 10 --orders-per-day 2000 --only F,O
@@ -206,7 +206,7 @@ def measure(ws: Workspace, sizes: Sizes, names: list[str], args: argparse.Namesp
     if args.celery:
         from . import distributed
 
-        # The benchmark's orders per day; its own 40 days (issue 14's request), whatever --days says.
+        # The benchmark's orders per day; its own 40 days (the Celery figure's request), whatever --days says.
         results[CELERY_KEY] = distributed.run(ws, args.pg_url, orders_per_day=sizes.orders_per_day,
                                               timeout=args.timeout, log=print)
 

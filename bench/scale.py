@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-# The largest size each contender runs on the curve; F and B run every size (365 days: issue "Nothing waits on a
-# timer"). N at ~4-12 s of wall per day on 2 cores would add ~25 min at 120 days; O (~1.4 s/day) and A (~3 s/day)
-# would add ~6 and ~13 min at 365.
+# The largest size each contender runs on the curve; F and B run every size (365 days: the target on B/F at the
+# largest size). N at ~4-12 s of wall per day on 2 cores would add ~25 min at 120 days; O (~1.4 s/day) and A
+# (~3 s/day) would add ~6 and ~13 min at 365.
 SCALE_MAX_DAYS = {"N": 40, "A": 120, "O": 120}
 NAIVE_SCALE_MAX_DAYS = SCALE_MAX_DAYS["N"]
 SCALE_CONTENDERS = ("F", "N", "A", "O", "B")

@@ -18,8 +18,8 @@ FIRST_DAY = "2022-09-01"  # the first partition of the project's (and the naive 
 
 @dataclass(frozen=True)
 class Sizes:
-    # Not the 90: at ~12 s (ours) and ~20 s (naive Dagster) of wall per day on 2 cores, 90 days would take
-    # ~50 min; 20 days keep the default run (no Airflow) near 12 min. See docs/BENCHMARKS.md.
+    # Not the 90 first asked for: at ~12 s (ours) and ~20 s (naive Dagster) of wall per day on 2 cores, 90 days
+    # would take ~50 min; 20 days keep the default run (no Airflow) near 12 min. See docs/BENCHMARKS.md.
     days: int = 20
     orders_per_day: int = 20_000
     max_active: int = 2

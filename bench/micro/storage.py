@@ -1,4 +1,4 @@
-"""The warehouse on S3 against the warehouse on a local folder, per asset-day (issue 14's overhead figure).
+"""The warehouse on S3 against the warehouse on a local folder, per asset-day (the overhead of S3 storage).
 
 Timed for one day of ``raw_orders`` at each size of ``ORDERS_PER_DAY`` (the frame the source extracts for it), on
 each backend:
