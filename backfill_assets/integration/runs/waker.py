@@ -39,8 +39,10 @@ DEFAULT_POLL_SECONDS = 0.05
 # core): finished runs every 0.2 s, the number of active backfills every second.
 RUNS_EVERY_POLLS = 4
 BACKFILLS_EVERY_POLLS = 20
-# The least time between two passes of a loop woken by the waker (a loop's own timer is not shortened).
-MIN_SPACING_SECONDS = {"sensor": 0.2, "backfill": 0.5, "queue": 0.0}
+# The least time between two passes of a loop woken by the waker (a loop's own timer is not shortened). The
+# sensors' is their minimum interval: a pass sooner would skip them all (and a wake it could not serve brings the
+# pass forward to when they can be evaluated, see pass_finished).
+MIN_SPACING_SECONDS = {"sensor": 1.0, "backfill": 0.5, "queue": 0.0}
 # A woken sensor pass skips a sensor evaluated less than its minimum interval (1 s, Dagster's smallest) before it,
 # a tick can fail, a code location can still be loading: a wake is only served once every sensor has finished a
 # tick that started after it. Until then the loop passes again as soon as one can be evaluated (at least
