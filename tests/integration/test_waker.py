@@ -91,6 +91,14 @@ def test_shutdown_ends_the_wait(env, waker):
     assert stopped and waited < WOKEN_WITHIN
 
 
+def test_a_wake_before_a_loop_first_waits_is_not_lost(env, waker):
+    """The daemon's first sensor pass can still be running (loading the code location) when the first request is
+    made: its wake is owed to the loop's first wait, which returns at once."""
+    waker.notify()
+    stopped, waited = timed_wait(waker, "sensor")
+    assert not stopped and waited < WOKEN_WITHIN
+
+
 def test_a_woken_loop_passes_again_no_sooner_than_its_spacing(env, waker):
     waker.min_spacing["sensor"] = 1.0
     timed_wait(waker, "sensor", timeout=0.01)  # the loop's first pass: from now on it waits to be woken

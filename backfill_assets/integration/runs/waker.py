@@ -39,10 +39,8 @@ DEFAULT_POLL_SECONDS = 0.05
 # core): finished runs every 0.2 s, the number of active backfills every second.
 RUNS_EVERY_POLLS = 4
 BACKFILLS_EVERY_POLLS = 20
-# The least time between two passes of a loop woken by the waker (a loop's own timer is not shortened). The
-# sensors' is their minimum interval: a pass sooner would skip them all (and a wake it could not serve brings the
-# pass forward to when they can be evaluated, see pass_finished).
-MIN_SPACING_SECONDS = {"sensor": 1.0, "backfill": 0.5, "queue": 0.0}
+# The least time between two passes of a loop woken by the waker (a loop's own timer is not shortened).
+MIN_SPACING_SECONDS = {"sensor": 0.2, "backfill": 0.5, "queue": 0.0}
 # A woken sensor pass skips a sensor evaluated less than its minimum interval (1 s, Dagster's smallest) before it,
 # a tick can fail, a code location can still be loading: a wake is only served once every sensor has finished a
 # tick that started after it. Until then the loop passes again as soon as one can be evaluated (at least
@@ -99,7 +97,7 @@ class Waker:
             timeout = self.backstop_seconds
         deadline = time.monotonic() + (timeout if timeout is not None else 3600.0)
         with self._condition:
-            state = self._channels.setdefault(channel, Channel(seen=self._generation))
+            state = self._channel(channel)
             if state.retry_at is not None:
                 deadline, state.retry_at = min(deadline, state.retry_at), None
             while not shutdown.is_set():
@@ -111,6 +109,11 @@ class Waker:
                 self._condition.wait(max(0.0, min(pause, 0.5)))
             self._consume(state)
         return shutdown.is_set()
+
+    def _channel(self, name: str) -> Channel:
+        """``name``'s view, made on first use as of the waker's start: a wake that came before a loop first waits
+        (e.g. while the daemon's first pass was still loading the code location) is still owed to it."""
+        return self._channels.setdefault(name, Channel())
 
     def _consume(self, state: Channel) -> None:
         """A pass is starting (woken or on its timer): the wakes before it are owed to it until it serves them."""
@@ -124,7 +127,7 @@ class Waker:
         seconds until a pass can evaluate one that has not (skipped for its minimum interval, a failed tick, a code
         location still loading): the next pass comes then (at least ``retry_seconds`` on), not at the timer."""
         with self._condition:
-            owed = self._channels.setdefault(channel, Channel(seen=self._generation)).owed_since
+            owed = self._channel(channel).owed_since
         if owed is None:
             return
         wait: float | None = None
