@@ -398,7 +398,7 @@ def sensors_pending_since(workspace_process_context, since: float, max_interval:
         state.selector_id: state for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
     }
     now, waits = time.time(), []
-    for repository in _loaded_repositories(workspace_process_context):
+    for repository in _loaded_repositories(entries):
         for sensor in repository.get_sensors():
             state = sensor.get_current_instigator_state(states.get(sensor.selector_id))
             interval = sensor.min_interval_seconds or 0
@@ -433,15 +433,15 @@ def active_backfill_count(instance: dg.DagsterInstance) -> int:
 def code_location_origins(workspace_process_context) -> list:
     """The repository origins of the workspace's loaded code locations (what a run's ``job_code_origin``
     names), to start their warm run workers before any run is queued."""
-    return [repository.get_python_origin() for repository in _loaded_repositories(workspace_process_context)]
+    entries = workspace_process_context.create_request_context().get_code_location_entries().values()
+    return [repository.get_python_origin() for repository in _loaded_repositories(entries)]
 
 
-def _loaded_repositories(workspace_process_context) -> list:
-    """The repositories of the workspace's code locations that loaded."""
-    entries = workspace_process_context.create_request_context().get_code_location_entries()
+def _loaded_repositories(entries) -> list:
+    """The repositories of the code locations (workspace entries) that loaded."""
     return [
         repository
-        for entry in entries.values()
+        for entry in entries
         if entry.code_location is not None
         for repository in entry.code_location.get_repositories().values()
     ]
