@@ -105,13 +105,18 @@ def stop_process(proc: subprocess.Popen, timeout: float = 30.0) -> None:
 KEPT_LIMITS = (T.SLOT, T.QUEUE_HOLD)
 
 
-def write_instance_yaml(home: Path, warm_launcher: bool = True) -> None:
+def write_instance_yaml(home: Path, warm_launcher: bool = True, monitoring_seconds: int | None = None) -> None:
     """The project's dagster.yaml with the run concurrency replaced: only the driver (and its run slots, which
     the driver relies on for queue-ahead) limits a request; no lane or per-request backstop. Without
-    ``warm_launcher`` the instance launches runs with Dagster's DefaultRunLauncher (through the code server)."""
+    ``warm_launcher`` the instance launches runs with Dagster's DefaultRunLauncher (through the code server).
+    ``monitoring_seconds`` replaces run monitoring's pass interval and the delay before a dead run's pool slots
+    are freed (5 s each), for tests about a run that dies."""
     config = yaml.safe_load((PACKAGE_DIR.parent / "dagster.yaml").read_text())
     if not warm_launcher:
         config.pop("run_launcher")
+    if monitoring_seconds is not None:
+        config["run_monitoring"]["poll_interval_seconds"] = monitoring_seconds
+        config["run_monitoring"]["free_slots_after_run_end_seconds"] = monitoring_seconds
     kept = [lim for lim in config["concurrency"]["runs"]["tag_concurrency_limits"] if lim["key"] in KEPT_LIMITS]
     config["concurrency"]["runs"] = {
         "max_concurrent_runs": 4,
@@ -276,12 +281,12 @@ def _wait_until_daemon_ready(instance: dg.DagsterInstance, proc: subprocess.Pope
 
 def prepare_home(
     mp: pytest.MonkeyPatch, home: Path, seed_from: str = SEED_FROM, seed_to: str = SEED_TO,
-    warm_launcher: bool = True,
+    warm_launcher: bool = True, monitoring_seconds: int | None = None,
 ) -> None:
     """Point this process (and the subprocesses it starts) at a fresh DAGSTER_HOME with the test instance yaml,
     the test code version and the default storage under the home; seed the source system for the given days."""
     home.mkdir(parents=True, exist_ok=True)
-    write_instance_yaml(home, warm_launcher)
+    write_instance_yaml(home, warm_launcher, monitoring_seconds)
     mp.setenv("DAGSTER_HOME", str(home))
     mp.setenv("BACKFILL_CODE_VERSION", CODE_VERSION)
     for var in ("BACKFILL_WAREHOUSE", "BACKFILL_CATALOG_URL", "BACKFILL_SOURCE_URL", "BACKFILL_SINK_PATH"):

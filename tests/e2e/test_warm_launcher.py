@@ -129,6 +129,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
     home = tmp_path_factory.mktemp("warm")
     config = yaml.safe_load((PACKAGE_DIR.parent / "dagster.yaml").read_text())
     assert config["run_launcher"]["class"] == "WarmRunLauncher"  # the product's default is what is tested
+    # Its knobs turned down so the tests do not wait on them: a wedged worker is given up after 1 s (a fork answers
+    # in milliseconds), and run monitoring looks every second.
+    config["run_launcher"]["config"] = {**(config["run_launcher"].get("config") or {}), "fork_timeout_seconds": 1}
+    config["run_monitoring"]["poll_interval_seconds"] = 1
     (home / "dagster.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     mp = pytest.MonkeyPatch()
     mp.setenv("DAGSTER_HOME", str(home))
@@ -243,12 +247,13 @@ KILL_DAY = "2022-09-03"
 
 @pytest.fixture(scope="module")
 def orders(tmp_path_factory: pytest.TempPathFactory):
-    """The orders code location on its own daemon (the product's dagster.yaml, warm launcher on), whose steps hold
-    at AFTER_VERIFYING (written and audited, not yet published) while the file ``hold`` exists."""
+    """The orders code location on its own daemon (the product's dagster.yaml, warm launcher on, run monitoring
+    every second), whose steps hold at AFTER_VERIFYING (written and audited, not yet published) while the file
+    ``hold`` exists."""
     home = tmp_path_factory.mktemp("warm_orders") / "dagster_home"
     hold = home.parent / "hold"
     with pytest.MonkeyPatch.context() as mp:
-        prepare_home(mp, home, seed_from=KILL_DAY, seed_to=KILL_DAY)
+        prepare_home(mp, home, seed_from=KILL_DAY, seed_to=KILL_DAY, monitoring_seconds=1)
         mp.setenv(ENV_HOLD, f"{AFTER_VERIFYING}={hold}")  # inherited by the daemon, its warm worker, its runs
         instance = dg.DagsterInstance.get()
         daemon, log = start_daemon(instance, home)

@@ -50,7 +50,15 @@ def test_the_run_worker_tag_round_trips_and_a_host_with_colons_survives():
     assert RunWorker.from_tags({}) is None
 
 
+@pytest.mark.parametrize("field", ["startup_timeout_seconds", "fork_timeout_seconds"])
 @pytest.mark.parametrize("timeout", [0, -5])
-def test_a_non_positive_startup_timeout_is_refused(timeout: float):
-    with pytest.raises(ValueError, match="startup_timeout_seconds"):
-        WarmRunLauncher.from_config_value(None, {"startup_timeout_seconds": timeout})
+def test_a_non_positive_timeout_is_refused(field: str, timeout: float):
+    with pytest.raises(ValueError, match=field):
+        WarmRunLauncher.from_config_value(None, {field: timeout})
+
+
+def test_the_timeouts_default_when_not_configured_and_are_kept_when_they_are():
+    default = WarmRunLauncher.from_config_value(None, {})
+    assert (default.startup_timeout_seconds, default.fork_timeout_seconds) == (60.0, 10.0)
+    tuned = WarmRunLauncher.from_config_value(None, {"startup_timeout_seconds": 30, "fork_timeout_seconds": 2})
+    assert (tuned.startup_timeout_seconds, tuned.fork_timeout_seconds) == (30.0, 2.0)

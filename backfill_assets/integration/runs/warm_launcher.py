@@ -51,8 +51,9 @@ from backfill_assets.integration.runs.dagster_adapter import execute_run_args, w
 WORKER_MODULE = "backfill_assets.integration.runs.warm_worker"
 STARTUP_TIMEOUT_FIELD = "startup_timeout_seconds"
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 60.0
+FORK_TIMEOUT_FIELD = "fork_timeout_seconds"
 # A fork answers in milliseconds; longer means the worker is wedged, and the run is better off on the fallback.
-FORK_TIMEOUT_SECONDS = 10.0
+DEFAULT_FORK_TIMEOUT_SECONDS = 10.0
 # Code locations kept warm at once (one worker each, about one interpreter's memory); the least recently used goes.
 MAX_WARM_WORKERS = 4
 
@@ -116,6 +117,7 @@ class WarmWorker:
             cwd=working_directory or None,
         )
         self.ready: dict[str, Any] | None = None
+        self.wedged = False  # it did not answer in time: it will not exit when asked either
         self._send({"origin": dg.serialize_value(repository_origin), "instance_ref": instance_ref_json})
 
     def _send(self, message: dict[str, Any]) -> None:
@@ -127,6 +129,7 @@ class WarmWorker:
         assert self.process.stdout is not None
         readable, _, _ = select.select([self.process.stdout], [], [], timeout)
         if not readable:
+            self.wedged = True
             raise WarmWorkerUnavailable(f"warm worker (pid {self.process.pid}) did not answer in {timeout:.0f} s")
         line = self.process.stdout.readline()
         if not line:
@@ -141,7 +144,7 @@ class WarmWorker:
             self.ready = answer
         return self.ready
 
-    def ask(self, message: dict[str, Any], timeout: float = FORK_TIMEOUT_SECONDS) -> dict[str, Any]:
+    def ask(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
         try:
             self._send(message)
         except (BrokenPipeError, OSError) as error:
@@ -152,7 +155,12 @@ class WarmWorker:
         return self.process.poll() is None
 
     def close(self) -> None:
-        """Close its stdin: the worker exits; runs it forked go on (orphans are reaped by the system)."""
+        """Close its stdin: the worker exits; runs it forked go on (orphans are reaped by the system). A wedged
+        worker is killed at once: the run that found it so is waiting for the fallback launcher."""
+        if self.wedged:
+            self.process.kill()
+            self.process.wait(timeout=5)
+            return
         try:
             if self.process.stdin:
                 self.process.stdin.close()
@@ -168,9 +176,15 @@ class WarmWorker:
 class WarmRunLauncher(dg.DefaultRunLauncher):
     """Launches each run by forking a warm worker of its code location; falls back to ``DefaultRunLauncher``."""
 
-    def __init__(self, inst_data=None, startup_timeout_seconds: float = DEFAULT_STARTUP_TIMEOUT_SECONDS):
+    def __init__(
+        self,
+        inst_data=None,
+        startup_timeout_seconds: float = DEFAULT_STARTUP_TIMEOUT_SECONDS,
+        fork_timeout_seconds: float = DEFAULT_FORK_TIMEOUT_SECONDS,
+    ):
         super().__init__(inst_data=inst_data)
         self.startup_timeout_seconds = float(startup_timeout_seconds)
+        self.fork_timeout_seconds = float(fork_timeout_seconds)
         self._workers: OrderedDict[str, WarmWorker] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -183,15 +197,29 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
                 default_value=DEFAULT_STARTUP_TIMEOUT_SECONDS,
                 description="Seconds a new warm worker may take to import the code location before the run "
                 "waiting for it goes to the default launcher.",
-            )
+            ),
+            FORK_TIMEOUT_FIELD: dg.Field(
+                float,
+                is_required=False,
+                default_value=DEFAULT_FORK_TIMEOUT_SECONDS,
+                description="Seconds a ready warm worker may take to fork a run (it answers in milliseconds) "
+                "before it is taken for wedged, replaced, and the run goes to the default launcher.",
+            ),
         }
 
     @classmethod
     def from_config_value(cls, inst_data, config_value: Mapping[str, Any]):
-        timeout = float(config_value.get(STARTUP_TIMEOUT_FIELD, DEFAULT_STARTUP_TIMEOUT_SECONDS))
-        if timeout <= 0:
-            raise ValueError(f"run_launcher {STARTUP_TIMEOUT_FIELD}: {timeout} must be positive")
-        return cls(inst_data=inst_data, startup_timeout_seconds=timeout)
+        timeouts = {
+            field: float(config_value.get(field, default))
+            for field, default in (
+                (STARTUP_TIMEOUT_FIELD, DEFAULT_STARTUP_TIMEOUT_SECONDS),
+                (FORK_TIMEOUT_FIELD, DEFAULT_FORK_TIMEOUT_SECONDS),
+            )
+        }
+        for field, timeout in timeouts.items():
+            if timeout <= 0:
+                raise ValueError(f"run_launcher {field}: {timeout} must be positive")
+        return cls(inst_data=inst_data, **timeouts)
 
     # --- warm workers -----------------------------------------------------------------------------------------
 
@@ -250,7 +278,8 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
                     ready = worker.wait_ready(self.startup_timeout_seconds)
                     waited = time.monotonic() - waited
                     answer = worker.ask(
-                        {"op": "run", "run_id": run.run_id, "execute_run_args": args, "instance_ref": instance_ref}
+                        {"op": "run", "run_id": run.run_id, "execute_run_args": args, "instance_ref": instance_ref},
+                        self.fork_timeout_seconds,
                     )
                 except WarmWorkerUnavailable:
                     self._drop(worker)
