@@ -41,7 +41,7 @@ demo-distributed: $(STAMP)
 
 # Three workers on the 2 cores: most test time is waiting on daemons, sensor ticks and Dagster's 30 s backfill loop
 # (two workers kept the cores about 45 % busy and took 13.5-15 min); the PostgreSQL server restart runs alone, last.
-# --durations: the slowest tests are listed at the end, to watch the 15-minute budget.
+# --durations: the slowest tests are listed at the end, to watch the 10-minute budget.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 3 --dist loadgroup -m "not server_restart" --durations=15
 	$(BIN)/python -m pytest -q -m server_restart

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import tempfile
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,11 +27,27 @@ from backfill_assets.engine.store import db
 from tests.s3 import set_environment, start_s3_server
 
 PG_URL_ENV = "BACKFILL_TEST_PG_URL"
+# A RAM filesystem for the tests' files when the machine has one (Linux's /dev/shm) with this much free.
+RAM_TMPDIR, RAM_TMPDIR_MIN_FREE = "/dev/shm", 2 * 1024**3
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
 # No example database: hypothesis would otherwise write .hypothesis/ into the repository.
 hypothesis_settings.register_profile("backfill", database=None, deadline=None)
 hypothesis_settings.load_profile("backfill")
+
+
+def pytest_configure(config):
+    """Every test's files (Dagster homes with their SQLite storage, catalogs, warehouses, sockets) go under a RAM
+    filesystem when there is one and TMPDIR does not say otherwise: SQLite commits there do not wait for the disk,
+    which takes a third off an in-process run and speeds every daemon and code server of the suite. Nothing else
+    changes: the same files, the same SQLite. Set before xdist starts its workers, so they and every process
+    the tests start inherit it."""
+    if os.environ.get("TMPDIR") or not os.path.isdir(RAM_TMPDIR) or not os.access(RAM_TMPDIR, os.W_OK):
+        return
+    if shutil.disk_usage(RAM_TMPDIR).free < RAM_TMPDIR_MIN_FREE:
+        return
+    os.environ["TMPDIR"] = RAM_TMPDIR
+    tempfile.tempdir = RAM_TMPDIR
 
 
 def _in_ci() -> bool:
