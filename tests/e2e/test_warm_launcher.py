@@ -24,6 +24,7 @@ from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.settings import PACKAGE_DIR
 from backfill_assets.engine.store import db
+from backfill_assets.engine.store.wakeup import wakeup_stamp
 from backfill_assets.engine.wap.faults import AFTER_VERIFYING, ENV_HOLD
 from backfill_assets.examples.orders.domain import RAW_ORDERS
 from backfill_assets.integration.runs.warm_launcher import RunWorker
@@ -184,6 +185,15 @@ def test_terminate_stops_the_forked_run_and_its_process(stack: Stack, tmp_path: 
     run = stack.wait_finished(run_id)
     assert run.status == dg.DagsterRunStatus.CANCELED
     poll(lambda: not worker.is_alive(), 30, f"process {worker.pid} to exit")
+
+
+def test_a_forked_run_touches_the_daemons_wakeup_file_when_it_ends(stack: Stack):
+    # The daemon learns of a finished run from this touch at once, not from its once-a-second storage query.
+    before = wakeup_stamp(stack.home)
+    assert before, "backfill-assets-daemon makes the wake-up file when it starts"
+    run = stack.wait_finished(stack.launch("mark_job"))
+    assert run.status == dg.DagsterRunStatus.SUCCESS and T.RUN_WORKER in run.tags
+    poll(lambda: wakeup_stamp(stack.home) != before, 10, "the forked run to touch the wake-up file")
 
 
 def test_a_sigkilled_run_worker_is_detected_by_run_monitoring_and_the_run_fails(stack: Stack, tmp_path: Path):

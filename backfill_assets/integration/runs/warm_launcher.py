@@ -278,7 +278,8 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
                     ready = worker.wait_ready(self.startup_timeout_seconds)
                     waited = time.monotonic() - waited
                     answer = worker.ask(
-                        {"op": "run", "run_id": run.run_id, "execute_run_args": args, "instance_ref": instance_ref},
+                        {"op": "run", "run_id": run.run_id, "execute_run_args": args, "instance_ref": instance_ref,
+                         "home": self._instance.root_directory},
                         self.fork_timeout_seconds,
                     )
                 except WarmWorkerUnavailable:

@@ -7,8 +7,12 @@ object per line:
     launcher → worker   {"origin": <serialized RepositoryPythonOrigin>, "instance_ref": <serialized InstanceRef>}
     worker → launcher   {"ready": true, "pid": …, "fingerprint": …}
                         or  {"ready": false, "error": …}
-    launcher → worker   {"op": "run", "run_id": …, "execute_run_args": <serialized ExecuteRunArgs>, "instance_ref": …}
+    launcher → worker   {"op": "run", "run_id": …, "execute_run_args": <serialized ExecuteRunArgs>, "instance_ref": …,
+                         "home": <the instance's root directory>}
     worker → launcher   {"pid": <child pid>, "start_ticks": …}  or  {"stale": <why>} (then the worker exits)
+
+When its run ends, a forked child touches the wake-up file of ``home`` (``engine/store/wakeup.py``): the daemon
+learns of the finished run within one stat of the file, without querying Dagster's run storage for it.
 
 Why a separate process rather than forking the daemon: the daemon holds gRPC channels, SQLAlchemy engines,
 threads and locks, none of which survive a fork. This process holds none of them: it imports, it never opens an
@@ -35,6 +39,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+
+from backfill_assets.engine.store.wakeup import wake_daemon
 
 
 def _interpreter_prefixes() -> tuple[str, ...]:
@@ -164,19 +170,26 @@ def _spare_child(read_fd: int, instance_ref_json: str, stdout_fd: int) -> None:
         line = _read_line(read_fd)
         if not line:
             raise SystemExit(0)
-        execute_run_on(instance, json.loads(line)["execute_run_args"])
+        message = json.loads(line)
+        try:
+            execute_run_on(instance, message["execute_run_args"])
+        finally:
+            wake_daemon(message.get("home"))
 
     _exit_child(run)
 
 
-def _run_child(execute_run_args_json: str, stdout_fd: int) -> None:
+def _run_child(execute_run_args_json: str, home: str | None, stdout_fd: int) -> None:
     """In a forked child: become a run worker exactly as ``dagster api execute_run`` would be, then exit."""
 
     def run() -> None:
         _become_run_worker(stdout_fd)
         from backfill_assets.integration.runs.dagster_adapter import execute_run
 
-        execute_run(execute_run_args_json)
+        try:
+            execute_run(execute_run_args_json)
+        finally:
+            wake_daemon(home)
 
     _exit_child(run)
 
@@ -231,7 +244,7 @@ def serve(lines, out) -> int:
                 else:  # another instance than the spare opened: a child of its own
                     child = os.fork()
                     if child == 0:
-                        _run_child(message["execute_run_args"], out.fileno())
+                        _run_child(message["execute_run_args"], message.get("home"), out.fileno())
                     spare.discard()
                     instance_ref = message["instance_ref"]
                 spare = _fork_spare(instance_ref, out.fileno())
