@@ -285,7 +285,12 @@ def cancel(app: AppContext, request_id: str, terminate_timeout: float | None, as
         "forced_runs": outcome.forced,
     }
     if record.source == M.RequestSource.DAGSTER:
-        payload["dagster_backfill_status"] = dagster_backfill
+        # Read again once its runs are stopped: the backfill daemon's iteration that sees them cancelled may have
+        # completed the backfill over our CANCELING (Dagster's completion does not check for a pending cancel);
+        # a backfill still active is asked again. Either way it launches nothing more.
+        payload["dagster_backfill_status"] = cancel_backfill(
+            instance, request_id.removeprefix(T.ADOPTED_PREFIX)
+        ) or dagster_backfill
     verb = "already cancelled" if already else "cancelled"
     human = f"{verb} {request_id}; terminated {len(outcome.terminated)} run(s)"
     if outcome.forced:

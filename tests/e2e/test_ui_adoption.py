@@ -76,8 +76,16 @@ def assert_reconciles_exactly(e2e, request_id: str, published: int, skipped: int
     ), totals
 
 
-@pytest.fixture
+# A cancelled backfill's statuses. Dagster's backfill daemon may complete the backfill in the iteration that sees
+# its runs cancelled, over the CANCELING status (its completion does not check for a pending cancel):
+# COMPLETED_FAILED then, which launches nothing more either. `request cancel` reports the status once its runs
+# are stopped.
+STOPPED = ("CANCELING", "CANCELED", "COMPLETED_FAILED")
+
+
+@pytest.fixture(scope="module")
 def webserver(e2e):
+    """One dagster-webserver for the module's tests (each launches its own backfill through it)."""
     server = Webserver(e2e.home)
     try:
         server.wait_ready()
@@ -118,15 +126,15 @@ def test_backfill_launched_from_the_dagster_ui_is_adopted_as_a_request_with_its_
 
         # `request cancel` on the adopted request cancels the Dagster backfill itself, not just the ledger row.
         cancelled = e2e.cli_json("request", "cancel", request_id)
-        assert cancelled["dagster_backfill_status"] in ("CANCELING", "CANCELED"), cancelled
-        assert e2e.instance.get_backfill(launched["backfillId"]).status.value in ("CANCELING", "CANCELED")
+        assert cancelled["dagster_backfill_status"] in STOPPED, cancelled
+        assert e2e.instance.get_backfill(launched["backfillId"]).status.value in STOPPED
         assert e2e.show(request_id)["status"] == "cancelled"
         # terminate_request_runs returned only once none of the backfill's runs was queued or running.
         in_flight = [r for r in e2e.instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": launched["backfillId"]}))
                      if not r.is_finished]
         assert in_flight == []
     finally:
-        if e2e.instance.get_backfill(launched["backfillId"]).status.value not in ("CANCELING", "CANCELED"):
+        if e2e.instance.get_backfill(launched["backfillId"]).status.value not in STOPPED:
             webserver.graphql(CANCEL, {"id": launched["backfillId"]})
 
 
