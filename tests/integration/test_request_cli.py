@@ -16,8 +16,16 @@ from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVE
 from tests.orders import CALENDAR as calendar
 
 FIRST, LAST = "2022-09-01", "2022-09-02"
-TOMORROW = (utc_now().astimezone(calendar.tz).date() + timedelta(days=1)).isoformat()
-TODAY = utc_now().astimezone(calendar.tz).date().isoformat()
+# Days relative to the business day when the test runs, not when it was collected: a suite collected before
+# midnight in the business time zone runs these cases after it (today would then be a complete interval).
+TODAY, TOMORROW = "<today>", "<tomorrow>"
+
+
+def business_days_from_now(args: list[str]) -> list[str]:
+    today = utc_now().astimezone(calendar.tz).date()
+    days = {TODAY: today.isoformat(), TOMORROW: (today + timedelta(days=1)).isoformat()}
+    return [days.get(arg, arg) for arg in args]
+
 DEEP = '{"inject_defect": ' + '{"a": ' * 12 + "1" + "}" * 12 + "}"
 VERY_DEEP = "[" * 100_000 + "]" * 100_000
 OUTSIDE = json.dumps({"inject_defect": {"2022-09-09": {DAILY_REVENUE: "drop_rows"}}})
@@ -116,7 +124,7 @@ def existing_request(env):
 def assert_refused_without_writing(env, args: list[str], message: str) -> None:
     before = request_tables(env)
     assert len(before["requests"]) == 1
-    result = CliRunner().invoke(cli, args)
+    result = CliRunner().invoke(cli, business_days_from_now(args))
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     lines = [line for line in result.output.splitlines() if line.strip()]

@@ -127,7 +127,8 @@ def expected_range(first: str, last: str) -> list[str] | None:
         a, b = date.fromisoformat(first), date.fromisoformat(last)
     except ValueError:
         return None
-    if a < FIRST_DAY or b < a or NEWEST is None or b > date.fromisoformat(NEWEST):
+    newest = calendar.newest_complete_key(utc_now())  # now, not at collection: midnight may have passed since
+    if a < FIRST_DAY or b < a or newest is None or b > date.fromisoformat(newest):
         return None
     return [(a + timedelta(days=i)).isoformat() for i in range((b - a).days + 1)]
 
