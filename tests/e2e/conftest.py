@@ -50,6 +50,7 @@ CODE_VERSION = "e2e-code"
 SEED_FROM, SEED_TO = "2022-09-01", "2022-10-16"
 ORDERS_PER_DAY = 60
 HOLD_TAG = "test/hold"
+HELD = "1"  # a run whose hold tag has this value is never dequeued; setting it to anything else releases it
 WAIT_TIMEOUT = "120"
 DAEMON_READY_TIMEOUT = 90.0
 WEBSERVER_READY_TIMEOUT = 90.0
@@ -120,7 +121,7 @@ def write_instance_yaml(home: Path, warm_launcher: bool = True, monitoring_secon
     kept = [lim for lim in config["concurrency"]["runs"]["tag_concurrency_limits"] if lim["key"] in KEPT_LIMITS]
     config["concurrency"]["runs"] = {
         "max_concurrent_runs": 4,
-        "tag_concurrency_limits": [{"key": HOLD_TAG, "limit": 0}, *kept],
+        "tag_concurrency_limits": [{"key": HOLD_TAG, "value": HELD, "limit": 0}, *kept],
     }
     (home / "dagster.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
@@ -238,11 +239,11 @@ def launch_held_run(e2e: E2E, day: str) -> dg.DagsterRun:
     """A real queued run of the whole asset job for ``day`` that the run queue never dequeues (test/hold)."""
     launched = subprocess.run(
         [dagster_bin("dagster"), "job", "launch", "-m", CODE_LOCATION_MODULE, "-j", "__ASSET_JOB",
-         "--tags", json.dumps({T.DAGSTER_PARTITION: day, HOLD_TAG: "1"})],
+         "--tags", json.dumps({T.DAGSTER_PARTITION: day, HOLD_TAG: HELD})],
         env=dagster_env(), capture_output=True, text=True, timeout=120,
     )
     assert launched.returncode == 0, launched.stdout + launched.stderr
-    [run] = e2e.instance.get_runs(dg.RunsFilter(tags={HOLD_TAG: "1", T.DAGSTER_PARTITION: day}))
+    [run] = e2e.instance.get_runs(dg.RunsFilter(tags={HOLD_TAG: HELD, T.DAGSTER_PARTITION: day}))
     assert run.status == dg.DagsterRunStatus.QUEUED
     return run
 

@@ -12,7 +12,7 @@ from backfill_assets.engine.store.outbox import deliveries
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from tests.orders import DAILY_PARTITIONS as CALENDAR_PARTITIONS
 
-from .conftest import Webserver, launch_held_run, poll, report_outputs, stop_process
+from .conftest import HELD, HOLD_TAG, Webserver, launch_held_run, poll, report_outputs, stop_process
 
 pytestmark = pytest.mark.daemon
 
@@ -234,12 +234,19 @@ SIDE_EFFECT_DAY = "2022-10-08"
 
 def test_a_ui_backfill_leaves_an_unapproved_side_effect_alone(e2e, webserver):
     e2e.prepare([SIDE_EFFECT_DAY], [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE])
-    _, request_id = launch_adopted(e2e, webserver, [REVENUE_ALERT], [SIDE_EFFECT_DAY], {T.MAX_ACTIVE: "6"})
+    # Its run is held in the queue until the note is read: a request's message becomes its close reason when it
+    # closes, and one skipped cell closes it in a second.
+    backfill_id, request_id = launch_adopted(
+        e2e, webserver, [REVENUE_ALERT], [SIDE_EFFECT_DAY], {T.MAX_ACTIVE: "6", HOLD_TAG: HELD}
+    )
     # As `request create` says it: the instance's queue (4 runs at once here) lets fewer runs execute.
     assert e2e.show(request_id)["message"] == (
         "max_active 6, but at most 4 run(s) of this request execute at once: the instance's run queue "
         "max_concurrent_runs 4, shared by every run of the instance"
     )
+    [held] = poll(lambda: e2e.instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill_id})), 60,
+                  f"the run of backfill {backfill_id}")
+    e2e.instance.add_run_tags(held.run_id, {HOLD_TAG: "released"})
     e2e.wait(request_id)
 
     [cell] = e2e.show(request_id)["cells"]
