@@ -107,6 +107,15 @@ def _micro(m: dict) -> list[str]:
                      "propagation: all 10,000 events s"], rows)
     if WAREHOUSE_S3_VS_LOCAL in m:  # older results files have no such measurement
         lines += ["", *storage_section(m[WAREHOUSE_S3_VS_LOCAL])]
+    if "chunk_step" in m:
+        c = m["chunk_step"]
+        lines += ["", f"**A chunk run's CPU per gated asset-day** (one in-process run of {c['days']} days x "
+                  f"{c['assets']} assets, a fresh interpreter and home each, {c['reps']} alternating repetitions, "
+                  "`python -m bench.micro.chunk_step`): Dagster's SQLite storage "
+                  f"{c['dagster']['cpu_ms_per_asset_day']} ms (range {c['dagster']['range'][0]}–"
+                  f"{c['dagster']['range'][1]}), the shipped storage reusing its engines "
+                  f"{c['shipped']['cpu_ms_per_asset_day']} ms ({c['shipped']['range'][0]}–{c['shipped']['range'][1]}):"
+                  f" ratio **{c['ratio']}**."]
     return lines
 
 

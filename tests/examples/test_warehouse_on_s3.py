@@ -15,7 +15,7 @@ from backfill_assets.engine.model.settings import ENV_WAREHOUSE
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.db import dispose_all
 from backfill_assets.examples import orders
-from tests.homes import fresh_home
+from tests.homes import fresh_home, shipped_storage
 
 from .conftest import DOMAINS, DomainEnv
 from .test_engine_on_both_domains import _defect, _with_ancestors
@@ -32,7 +32,7 @@ def s3env(s3_server, tmp_path, monkeypatch):
     settings = type(settings).from_env()
     assert settings.warehouse_root == root
     ORDERS.definitions.seed(ORDERS.days[0], ORDERS.days[-1], ORDERS.per_day)
-    with dg.instance_for_test(temp_dir=str(home)) as instance:
+    with dg.instance_for_test(temp_dir=str(home), overrides=shipped_storage()) as instance:
         yield DomainEnv(ORDERS, home, settings, instance), root
     dispose_all()
 

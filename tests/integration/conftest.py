@@ -13,7 +13,7 @@ import pytest
 from backfill_assets.engine.model.settings import Settings
 from backfill_assets.engine.store.db import dispose_all
 from backfill_assets.examples.orders.source import SourceSystem
-from tests.homes import HasStores, fresh_home
+from tests.homes import HasStores, fresh_home, shipped_storage
 from tests.orders import CALENDAR as calendar
 
 SEED_FROM, SEED_TO = "2022-09-01", "2022-09-05"
@@ -31,7 +31,7 @@ class Env(HasStores):
 def environment(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     settings = fresh_home(home, monkeypatch)
     SourceSystem(settings.source_url).seed(calendar, SEED_FROM, SEED_TO, ORDERS_PER_DAY)
-    with dg.instance_for_test(temp_dir=str(home)) as instance:
+    with dg.instance_for_test(temp_dir=str(home), overrides=shipped_storage()) as instance:
         yield Env(home, settings, instance)
     dispose_all()
 

@@ -17,6 +17,7 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import RAW_ORDERS
 from backfill_assets.integration.runs.dagster_adapter import enforces_one_run_per_tag_value
 from backfill_assets.integration.sensors.driver import drive_request, run_request_for
+from tests.homes import shipped_storage
 from tests.orders import GRAPH
 
 from .conftest import Env
@@ -29,6 +30,7 @@ def _queued_instance(env: Env, limits: list[dict]):
     return dg.instance_for_test(
         temp_dir=str(env.home),
         overrides={
+            **shipped_storage(),
             "run_coordinator": {
                 "module": "dagster.core.run_coordinator",
                 "class": "QueuedRunCoordinator",

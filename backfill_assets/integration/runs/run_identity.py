@@ -34,19 +34,27 @@ def lane_from_tags(run_tags: Mapping[str, str]) -> str:
     return T.LANE_MANUAL
 
 
+# run id → when the run was created. Immutable, and read for every cell a run writes (365 in a year's chunk).
+_CREATED_AT: dict[str, str] = {}
+_CREATED_AT_KEPT = 256
+
+
 def _requested_at(context: dg.AssetExecutionContext) -> str:
     run_tags = context.run.tags
     if run_tags.get(T.REQUESTED_AT):
         return run_tags[T.REQUESTED_AT]
     if run_tags.get("dagster/scheduled_execution_time"):
         return run_tags["dagster/scheduled_execution_time"]
-    record = context.instance.get_run_record_by_id(context.run.run_id)
-    if record is not None and record.create_timestamp is not None:
+    run_id = context.run.run_id
+    if run_id not in _CREATED_AT:
+        record = context.instance.get_run_record_by_id(run_id)
+        if record is None or record.create_timestamp is None:
+            return iso(utc_now()) or ""
         created = record.create_timestamp
-        if created.tzinfo is None:
-            created = created.replace(tzinfo=timezone.utc)
-        return iso(created) or ""
-    return iso(utc_now()) or ""
+        if len(_CREATED_AT) >= _CREATED_AT_KEPT:
+            _CREATED_AT.clear()
+        _CREATED_AT[run_id] = iso(created if created.tzinfo else created.replace(tzinfo=timezone.utc)) or ""
+    return _CREATED_AT[run_id]
 
 
 def identity_from_context(

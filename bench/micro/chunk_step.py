@@ -1,0 +1,107 @@
+"""One batched (chunk) run of the orders location in-process, on Dagster's own SQLite storage and on the storage the
+shipped dagster.yaml configures (Dagster's, its event log reusing engines): CPU per gated asset-day.
+
+Each measurement is a fresh interpreter on a fresh DAGSTER_HOME with the same seeded source: a two-day chunk run
+warms the process up, then one chunk run of ``DAYS`` days x 3 assets is timed. The variants alternate, ``REPS``
+times each; the figures are medians and the ratio is ours / Dagster's. ``python -m bench.micro.chunk_step`` runs it
+alone; ``PROFILE=1`` prints the timed run's profile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+import yaml
+
+DAYS = 30
+REPS = 3
+ORDERS_PER_DAY = 500
+FIRST = date(2022, 9, 1)
+VARIANTS = ("dagster", "shipped")
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
+def _measure(variant: str, days: int, home: Path) -> dict:
+    """In this process: seed, warm up, time one chunk run (``variant``: which storage the instance uses)."""
+    os.environ["DAGSTER_HOME"] = str(home)
+    os.environ["BACKFILL_CODE_VERSION"] = "bench"
+    config = yaml.safe_load((PROJECT_DIR / "dagster.yaml").read_text())
+    if variant == "dagster":
+        config.pop("event_log_storage")
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+
+    import dagster as dg
+
+    from backfill_assets.engine.model.settings import Settings
+    from backfill_assets.examples.orders.definitions import defs
+    from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+    from backfill_assets.examples.orders.source import SourceSystem
+    from backfill_assets.integration.runs.local_runs import run_chunk
+
+    from ..plain import CALENDAR
+
+    keys = [(FIRST + timedelta(n)).isoformat() for n in range(days + 2)]
+    SourceSystem(Settings.from_env().source_url).seed(CALENDAR, keys[0], keys[-1], ORDERS_PER_DAY)
+    assets = (RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert run_chunk(instance, {a: keys[:2] for a in assets}, defs=defs).success
+        profile = None
+        if os.environ.get("PROFILE"):
+            import cProfile
+
+            profile = cProfile.Profile()
+            profile.enable()
+        wall, cpu = time.perf_counter(), time.process_time()
+        run = run_chunk(instance, {a: keys[2:] for a in assets}, defs=defs)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        if profile is not None:
+            import pstats
+
+            profile.disable()
+            pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
+        storage = type(instance.event_log_storage).__name__
+    assert run.success, run.message
+    cells = days * len(assets)
+    return {"variant": variant, "storage": storage, "cells": cells, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+            "cpu_ms_per_asset_day": round(cpu / cells * 1000, 1)}
+
+
+def _one(variant: str, days: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="bench-chunk-") as tmp:
+        home = Path(tmp) / "home"
+        home.mkdir()
+        done = subprocess.run([sys.executable, "-m", "bench.micro.chunk_step", "--one", variant, str(days), str(home)],
+                              cwd=PROJECT_DIR, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"chunk_step {variant} failed:\n{done.stderr[-3000:]}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run(days: int = DAYS, reps: int = REPS) -> dict:
+    measured: dict[str, list[dict]] = {v: [] for v in VARIANTS}
+    for rep in range(reps):
+        for variant in (VARIANTS if rep % 2 == 0 else VARIANTS[::-1]):
+            measured[variant].append(_one(variant, days))
+    result: dict = {"days": days, "assets": 3, "reps": reps}
+    for variant, runs in measured.items():
+        per_day = [r["cpu_ms_per_asset_day"] for r in runs]
+        result[variant] = {"storage": runs[0]["storage"], "cpu_ms_per_asset_day": statistics.median(per_day),
+                           "range": [min(per_day), max(per_day)],
+                           "wall_s": statistics.median(r["wall_s"] for r in runs)}
+    result["ratio"] = round(result["shipped"]["cpu_ms_per_asset_day"] / result["dagster"]["cpu_ms_per_asset_day"], 3)
+    return result
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--one"]:
+        print(json.dumps(_measure(sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]))))
+    else:
+        print(json.dumps(run(*(int(a) for a in sys.argv[1:3])), indent=2))
