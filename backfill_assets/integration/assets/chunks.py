@@ -125,7 +125,7 @@ def build_chunk_op(
         planned = planned_days(context.run.run_config, graph)
         for n, key in enumerate(days):
             published = yield from _gate_day(context, graph, spec, backfill, catalog, run_id, planned, key,
-                                             defects.get(key), user_config, upstream_in_chunk)
+                                             defects.get(key), user_config, upstream_in_chunk, n == 0)
             if spec.depends_on_past and not published and days[n + 1:]:
                 # Airflow's depends_on_past: a later day would read a previous day this request did not publish.
                 later = days[n + 1:]
@@ -148,6 +148,7 @@ def _gate_day(
     defect: str | None,
     user_config: Any,
     upstream_in_chunk: list[str],
+    first_of_step: bool,
 ):
     """Gate one day of the chunk, yielding its events; returns whether the day is published (by this attempt, an
     earlier one of this run, or left alone because it needs nothing)."""
@@ -166,7 +167,7 @@ def _gate_day(
     report_materialization_planned(
         context.instance, context.run.run_id, context.run.job_name, str(context.op_handle), spec.name, key
     )
-    outcome = gate_one(context, graph, spec, backfill, key, defect, user_config)
+    outcome = gate_one(context, graph, spec, backfill, key, defect, user_config, first_of_step)
     if outcome is None:
         return True  # left alone by the admission check: what serves stands
     # Not blocking in Dagster's sense here: a failed blocking evaluation would fail the op, and the op must

@@ -111,14 +111,17 @@ def gate_one(
     key: str,
     defect: str | None,
     user_config: StepConfig | None = None,
+    first_of_step: bool = True,
 ) -> GateOutcome | None:
     """Write, audit and publish-or-reject one partition. Errors abandon the attempt; rejections do not raise.
     None: a backfill launched from Dagster whose policy leaves the cell alone (``admission_skip``).
-    ``user_config``: what a configurable asset's step was given; its values are part of the version's params."""
+    ``user_config``: what a configurable asset's step was given; its values are part of the version's params.
+    ``first_of_step``: False for the later days of a step writing several, whose run was found running before its
+    first day (each day's publish still reads it again)."""
     stopped = unless_run_stopped(
         context.instance, context.run.run_id, Ledger(backfill.catalog()), context.run.tags.get(T.REQUEST_ID)
     )
-    if reason := stopped():
+    if first_of_step and (reason := stopped()):
         # Dagster retries a step interrupted by a termination when it has a RetryPolicy (ours does): the new
         # attempt of a cancelled run stops here instead of computing, and its run can end CANCELED.
         raise dg.Failure(description=f"{spec.name} {key}: {reason}", allow_retries=False)
@@ -228,8 +231,8 @@ def _run_batch(
     materialization; the step fails at the end naming the rejected days (so Dagster shows them Failed).
     """
     rejected: list[str] = []
-    for key in context.partition_keys:
-        outcome = gate_one(context, graph, spec, backfill, key, _defect_for(config, key), user_config)
+    for n, key in enumerate(context.partition_keys):
+        outcome = gate_one(context, graph, spec, backfill, key, _defect_for(config, key), user_config, n == 0)
         if outcome is None:
             continue
         # The range run deselected the checks (a range step has no partition of its own): the step reports each
