@@ -397,3 +397,16 @@ def pytest_runtest_makereport(item, call):
         env = item.funcargs.get("e2e") if hasattr(item, "funcargs") else None
         if isinstance(env, E2E):
             report.sections.append(("dagster-daemon log (tail)", env.log_tail()))
+
+
+def release_held_run(e2e: E2E, run_id: str) -> None:
+    """Set the run's hold tag to another value, until it sticks: Dagster's add_run_tags rewrites the run's whole tag
+    set, so a release written while the run coordinator (or adoption) wrote its own tags was lost."""
+
+    def released() -> bool:
+        if e2e.instance.get_run_by_id(run_id).tags.get(HOLD_TAG) == HELD:
+            e2e.instance.add_run_tags(run_id, {HOLD_TAG: "released"})
+            return False
+        return True
+
+    poll(released, 30, f"the release of run {run_id}", interval=0.5)

@@ -12,7 +12,7 @@ from backfill_assets.engine.store.outbox import deliveries
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from tests.orders import DAILY_PARTITIONS as CALENDAR_PARTITIONS
 
-from .conftest import HELD, HOLD_TAG, Webserver, launch_held_run, poll, report_outputs, stop_process
+from .conftest import HELD, HOLD_TAG, Webserver, launch_held_run, poll, release_held_run, report_outputs, stop_process
 
 pytestmark = pytest.mark.daemon
 
@@ -246,7 +246,7 @@ def test_a_ui_backfill_leaves_an_unapproved_side_effect_alone(e2e, webserver):
     )
     [held] = poll(lambda: e2e.instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill_id})), 60,
                   f"the run of backfill {backfill_id}")
-    e2e.instance.add_run_tags(held.run_id, {HOLD_TAG: "released"})
+    release_held_run(e2e, held.run_id)
     e2e.wait(request_id)
 
     [cell] = e2e.show(request_id)["cells"]
