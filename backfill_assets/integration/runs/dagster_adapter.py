@@ -13,6 +13,8 @@ A run launcher (``warm_launcher.py``) must start a run worker as ``dagster api e
 ``DefaultRunLauncher`` but not ``ExecuteRunArgs``, the command's body, ``recon_repository_from_origin`` nor
 ``CheckRunHealthResult``/``WorkerStatus``, which run monitoring reads. tests/integration/test_warm_launcher.py
 runs real runs through them.
+The shipped dagster.yaml's event log is Dagster's ``SqliteEventLogStorage`` keeping its SQLAlchemy engines (no public
+hook reaches how a storage creates them); tests/integration/test_sqlite_storage.py pins it against Dagster's class.
 Everything else in the project goes through ``import dagster as dg`` (tests/engine/test_layering.py keeps the engine
 free of Dagster). tests/integration/test_dagster_adapter.py pins this module's behaviour against real backfills,
 tests/e2e/test_ui_adoption.py the UI path, and tests/integration/test_check_dashboards.py the two events (check
@@ -455,8 +457,8 @@ def _loaded_repositories(entries) -> list:
 # --- the embedded SQLite storage, reusing its engines -------------------------------------------------------------
 # Dagster's SQLite event log creates (and disposes) a SQLAlchemy engine for every connection. SQLAlchemy caches a
 # statement's compiled form per engine, so every event a step stores is compiled again: in a chunk run that is
-# a fifth to a third of a gated asset-day's CPU (``python -m bench.micro.chunk_step``). These classes keep one engine
-# per database file instead. The pool stays NullPool: a connection is still opened and closed per use, so nothing
+# a fifth to two fifths of a gated asset-day's CPU (``python -m bench.micro.chunk_step``). This class keeps one
+# engine per database file instead. The pool stays NullPool: a connection is still opened and closed per use, so nothing
 # is shared between threads or held across the warm launcher's forks; only the compiled statements are kept.
 
 # Engines kept per process: a run touches its own database and the index; a daemon or webserver reading many
