@@ -7,13 +7,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from backfill_assets.engine.model.settings import Settings
+from backfill_assets.engine.model.settings import PACKAGE_DIR, Settings
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.storage import Warehouse
 
 LOCATION_VARIABLES = ("BACKFILL_WAREHOUSE", "BACKFILL_CATALOG_URL", "BACKFILL_SOURCE_URL", "BACKFILL_SINK_PATH")
 TEST_CODE_VERSION = "test-code-1"
-PROJECT_DIR = Path(__file__).resolve().parent.parent
 
 
 def fresh_home(home: Path, monkeypatch: pytest.MonkeyPatch, code_version: str = TEST_CODE_VERSION) -> Settings:
@@ -43,4 +42,4 @@ class HasStores:
 def shipped_storage() -> dict:
     """The event log block of the project's dagster.yaml (Dagster's SQLite event log reusing its engines), as
     ``instance_for_test`` overrides: in-process test instances store events the way a deployed home does."""
-    return {"event_log_storage": yaml.safe_load((PROJECT_DIR / "dagster.yaml").read_text())["event_log_storage"]}
+    return {"event_log_storage": yaml.safe_load((PACKAGE_DIR.parent / "dagster.yaml").read_text())["event_log_storage"]}

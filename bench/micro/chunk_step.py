@@ -21,19 +21,21 @@ from pathlib import Path
 
 import yaml
 
+from ..dagster_home import PRODUCT_YAML
+from ..workspace import REPO
+
 DAYS = 30
 REPS = 3
 ORDERS_PER_DAY = 500
 FIRST = date(2022, 9, 1)
 VARIANTS = ("dagster", "shipped")
-PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
 def _measure(variant: str, days: int, home: Path) -> dict:
     """In this process: seed, warm up, time one chunk run (``variant``: which storage the instance uses)."""
     os.environ["DAGSTER_HOME"] = str(home)
     os.environ["BACKFILL_CODE_VERSION"] = "bench"
-    config = yaml.safe_load((PROJECT_DIR / "dagster.yaml").read_text())
+    config = yaml.safe_load(PRODUCT_YAML.read_text())
     if variant == "dagster":
         config.pop("event_log_storage")
     (home / "dagster.yaml").write_text(yaml.safe_dump(config))
@@ -79,7 +81,7 @@ def _one(variant: str, days: int) -> dict:
         home = Path(tmp) / "home"
         home.mkdir()
         done = subprocess.run([sys.executable, "-m", "bench.micro.chunk_step", "--one", variant, str(days), str(home)],
-                              cwd=PROJECT_DIR, capture_output=True, text=True, check=False)
+                              cwd=REPO, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"chunk_step {variant} failed:\n{done.stderr[-3000:]}")
         return json.loads(done.stdout.strip().splitlines()[-1])

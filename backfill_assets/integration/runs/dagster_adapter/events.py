@@ -1,0 +1,45 @@
+"""The two asset events the public API cannot build: a check evaluation pointed at the materialization it judged,
+and a planned materialization for an op job's day."""
+
+from __future__ import annotations
+
+import logging
+
+import dagster as dg
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
+from dagster._core.events import AssetMaterializationPlannedData, DagsterEvent
+
+
+def materialization_of_version(
+    instance: dg.DagsterInstance, asset: str, partition: str, version_id: str, look_back: int = 5
+) -> AssetCheckEvaluationTargetMaterializationData | None:
+    """The target of a check evaluation that judged ``version_id``: the day's materialization carrying that version
+    (among its latest ``look_back``; a concurrent publish may have landed after it), or None when there is none.
+
+    ``AssetCheckResult`` computes it only in a single-partition step; this is the same record, built from the public
+    ``fetch_materializations``, for the evaluations a multi-day step reports itself."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=look_back
+    ).records
+    for record in records:
+        value = record.asset_materialization.metadata.get("version_id") if record.asset_materialization else None
+        if value is not None and value.value == version_id:
+            return AssetCheckEvaluationTargetMaterializationData(
+                storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
+            )
+    return None
+
+
+def report_materialization_planned(
+    instance: dg.DagsterInstance, run_id: str, job_name: str, step_key: str, asset: str, partition: str
+) -> None:
+    """Record that run ``run_id`` is about to materialize one day of ``asset``, as an asset job's run does at launch.
+
+    Dagster derives a day's Failed status from a planned materialization whose run failed without materializing it
+    (and In progress while the run goes on); an op job plans none, so a chunk run records one per day it gates."""
+    event = DagsterEvent.build_asset_materialization_planned_event(
+        job_name, step_key, AssetMaterializationPlannedData(dg.AssetKey(asset), partition=partition)
+    )
+    instance.report_dagster_event(event, run_id=run_id, log_level=logging.DEBUG)
