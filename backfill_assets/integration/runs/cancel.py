@@ -18,7 +18,7 @@ import dagster as dg
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.model.errors import InvalidInput
-from backfill_assets.engine.plan.driver_tick import settle
+from backfill_assets.engine.plan.cancelling import StoppedRuns, cancelled_cell
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.integration.runs.runs import IN_FLIGHT_STATUSES, run_view, run_views_by_key, runs_of_request
@@ -83,8 +83,8 @@ def terminate_request_runs(
     """Stop every queued or running run of the (already cancelled) request (``side_effects``: the graph's
     side-effect assets, whose successful run is their delivery).
 
-    Each submitted cell then ends ``cancelled`` when its run was stopped (or never created), or with the outcome
-    of its run when that run finished before the cancel reached it.
+    Each submitted cell then ends as ``cancelled_cell`` decides: ``cancelled`` when its run was stopped (or never
+    created), or with the outcome of its run when that run finished before the cancel reached it.
     """
     deadline = time.monotonic() + appear_timeout
     wanted = {c.run_key for c in submitted if c.run_key}
@@ -93,6 +93,34 @@ def terminate_request_runs(
         time.sleep(POLL_SECONDS)
         runs = runs_of_request(instance, request_id)
 
+    stopped = _stop_runs(instance, request_id, stop_timeout, terminate_timeout)
+    runs = runs_of_request(instance, request_id)
+    views = run_views_by_key(runs)
+    by_id = {r.run_id: run_view(r) for r in runs}
+    states: dict[tuple[str, str, str], str] = {}
+    if runs:
+        for v in catalog.versions_of_dagster_runs([r.run_id for r in runs]):
+            states[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
+    updates = []
+    for cell in submitted:
+        # Adopted cells have no run key of ours, only the run Dagster's backfill daemon launched for them.
+        run = views.get(cell.run_key) or by_id.get(cell.dagster_run_id)
+        state = states.get((cell.asset, cell.partition_key, run.run_id)) if run else None
+        updates.append(cancelled_cell(cell, run, state, stopped, cell.asset in side_effects))
+    Ledger(catalog).update_cells(request_id, updates)
+    cancelled = {r.run_id for r in runs if r.status == dg.DagsterRunStatus.CANCELED}
+    return CancelOutcome(
+        terminated=[r.run_id for r in runs
+                    if r.run_id in stopped.asked and r.run_id not in stopped.forced and r.run_id in cancelled],
+        forced=[r.run_id for r in runs if r.run_id in stopped.forced],
+    )
+
+
+def _stop_runs(
+    instance: dg.DagsterInstance, request_id: str, stop_timeout: float, terminate_timeout: float
+) -> StoppedRuns:
+    """Keep stopping the request's queued and running runs until none is left (and stays so for QUIET_SECONDS)
+    or ``stop_timeout`` passes."""
     acted: set[str] = set()
     forced: dict[str, str] = {}  # run id -> why it was marked cancelled without its worker's confirmation
     # Runs this call asked to terminate. Once asked, a CANCELING run is waiting for its worker's confirmation:
@@ -139,33 +167,7 @@ def terminate_request_runs(
             # Answered False: nothing to cancel yet (a launch in progress); the next round gets it.
         acted.update(forced)
         time.sleep(POLL_SECONDS)
-
-    runs = runs_of_request(instance, request_id)
-    views = run_views_by_key(runs)
-    by_id = {r.run_id: run_view(r) for r in runs}
-    states: dict[tuple[str, str, str], str] = {}
-    if runs:
-        for v in catalog.versions_of_dagster_runs([r.run_id for r in runs]):
-            states[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
-    updates = []
-    for cell in submitted:
-        # Adopted cells have no run key of ours, only the run Dagster's backfill daemon launched for them.
-        run = views.get(cell.run_key) or by_id.get(cell.dagster_run_id)
-        state = states.get((cell.asset, cell.partition_key, run.run_id)) if run else None
-        outcome = settle(run, state, cell.asset in side_effects) if run else None
-        if outcome is None:
-            reason = "request cancelled before its run was created" if run is None else "run still stopping"
-            outcome = {"decision": M.CELL_CANCELLED, "reason": reason, "dagster_run_id": run.run_id if run else None}
-        elif outcome["decision"] == M.CELL_CANCELLED:
-            why = forced.get(run.run_id)
-            outcome["reason"] = f"run marked cancelled: {why}" if why else "run terminated: request cancelled"
-        updates.append(cell.change(**outcome))
-    Ledger(catalog).update_cells(request_id, updates)
-    cancelled = {r.run_id for r in runs if r.status == dg.DagsterRunStatus.CANCELED}
-    return CancelOutcome(
-        terminated=[r.run_id for r in runs if r.run_id in acted and r.run_id not in forced and r.run_id in cancelled],
-        forced=[r.run_id for r in runs if r.run_id in forced],
-    )
+    return StoppedRuns(asked=frozenset(acted), forced=forced)
 
 
 def _ask_to_cancel(
