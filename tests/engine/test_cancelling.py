@@ -37,7 +37,8 @@ def test_a_run_marked_cancelled_whose_worker_then_failed_is_a_cancelled_cell():
 
 def test_a_terminated_run_that_ended_failure_is_a_cancelled_cell():
     decision, reason = decide("FAILURE", asked=[RUN])
-    assert (decision, reason) == (M.CELL_CANCELLED, "run terminated: request cancelled (Dagster then ended the run FAILURE)")
+    assert decision == M.CELL_CANCELLED
+    assert reason == "run terminated: request cancelled (Dagster then ended the run FAILURE)"
 
 
 def test_a_run_that_failed_before_the_cancel_reached_it_stays_failed():
