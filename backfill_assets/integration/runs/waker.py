@@ -85,6 +85,7 @@ class Waker:
         self._condition = threading.Condition()
         self._generation = 0
         self._notified_at = time.time()  # wall clock, as Dagster's sensor timestamps
+        self._started_at = self._notified_at
         self._channels: dict[str, Channel] = {}
         self._stop = threading.Event()
         self._finished_after = datetime.now(timezone.utc)
@@ -155,13 +156,19 @@ class Waker:
 
     def daemon_started(self, workspace_process_context) -> None:
         """Start each code location's warm run worker now, so the first run after the daemon starts does not wait
-        for its import."""
-        prewarm = getattr(self.instance.run_launcher, "prewarm_origin", None)
-        if prewarm is None:
+        for its import; fail the runs a crashed daemon left STARTING, so their cells are re-run now."""
+        launcher = self.instance.run_launcher
+        try:
+            if hasattr(launcher, "fail_interrupted_launches"):
+                for run_id in launcher.fail_interrupted_launches(self._started_at):
+                    logger.warning("run %s was left STARTING by a daemon that stopped: failed", run_id)
+        except Exception:  # run monitoring's start timeout still fails them
+            logger.exception("could not fail the runs left STARTING")
+        if not hasattr(launcher, "prewarm_origin"):
             return
         try:
             for origin in code_location_origins(workspace_process_context):
-                prewarm(origin)
+                launcher.prewarm_origin(origin)
         except Exception:  # an optimisation: the first launch starts the worker itself
             logger.exception("could not prewarm the run workers")
 

@@ -56,6 +56,8 @@ FORK_TIMEOUT_FIELD = "fork_timeout_seconds"
 DEFAULT_FORK_TIMEOUT_SECONDS = 10.0
 # Code locations kept warm at once (one worker each, about one interpreter's memory); the least recently used goes.
 MAX_WARM_WORKERS = 4
+# How the engine event of a run sent to the default launcher starts (a run without a forked worker of ours).
+FALLBACK_MESSAGE_START = "Warm run worker unavailable"
 
 logger = logging.getLogger("backfill_assets.warm_launcher")
 
@@ -296,6 +298,47 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
                 return run_worker, ready, waited
         raise WarmWorkerUnavailable("the code location changed twice while starting its warm worker")
 
+    # --- after a daemon crash ------------------------------------------------------------------------------------
+
+    def fail_interrupted_launches(self, daemon_started_at: float) -> list[str]:
+        """Fail at once the runs a crashed daemon left STARTING with no run worker, so their cells are re-run
+        now rather than after run monitoring's ``start_timeout_seconds`` (Dagster's default 180 s). Called by
+        ``backfill-assets-daemon`` when it starts; ``daemon_started_at`` is its start (wall clock).
+
+        A STARTING run is left so when the daemon died between dequeuing it and forking its worker (no run worker
+        tag), or its forked worker died before the run started. Only a run whose launch began before this daemon
+        started is judged, and a run without a worker only when the queue is the sole launcher (the run coordinator
+        is queued: the webserver and the CLI enqueue, the daemon launches) and the default launcher did not take it
+        (its code server owns that process). Returns the run ids failed."""
+        failed = []
+        queued_only = isinstance(self._instance.run_coordinator, dg.QueuedRunCoordinator)
+        for record in self._instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTING])):
+            run = record.dagster_run
+            launched_at = self._instance.get_run_stats(run.run_id).launch_time
+            if launched_at is None or launched_at >= daemon_started_at:
+                continue
+            why = self._left_starting(run, queued_only)
+            if why:
+                self._instance.report_run_failed(
+                    run, f"{why}: failed when backfill-assets-daemon started, not after the start timeout."
+                )
+                failed.append(run.run_id)
+        return failed
+
+    def _left_starting(self, run: dg.DagsterRun, queued_only: bool) -> str | None:
+        """Why a STARTING run will never start, or None when it may still."""
+        run_worker = RunWorker.from_tags(run.tags)
+        if run_worker is not None:
+            if run_worker.is_local() and not run_worker.is_alive():
+                return f"Its run worker (pid {run_worker.pid}) exited before the run started"
+            return None
+        if not queued_only:
+            return None
+        for event in self._instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
+            if (event.message or "").startswith(FALLBACK_MESSAGE_START):
+                return None
+        return "The daemon launching it stopped before it forked the run's worker"
+
     # --- RunLauncher --------------------------------------------------------------------------------------------
 
     def launch_run(self, context) -> None:
@@ -305,7 +348,7 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
             run_worker, ready, waited = self._fork(run)
         except WarmWorkerUnavailable as error:
             self._instance.report_engine_event(
-                f"Warm run worker unavailable ({error}); launching with Dagster's default run launcher "
+                f"{FALLBACK_MESSAGE_START} ({error}); launching with Dagster's default run launcher "
                 "(a new process, which imports Dagster and the code location).",
                 run,
                 cls=self.__class__,

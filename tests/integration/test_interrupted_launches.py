@@ -1,0 +1,91 @@
+"""Runs a crashed daemon left STARTING are failed when ``backfill-assets-daemon`` starts again, not after run
+monitoring's start timeout; runs that may still start are left alone. On a real instance configured as the
+shipped dagster.yaml (the queued coordinator, the warm launcher)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+import dagster as dg
+import pytest
+
+from backfill_assets.engine.model import tags as T
+from backfill_assets.integration.runs.warm_launcher import FALLBACK_MESSAGE_START, RunWorker, WarmRunLauncher
+from backfill_assets.integration.runs.warm_worker import start_ticks
+from tests.homes import shipped_storage
+
+JOB = "backfill_partition"
+QUEUED = {"module": "backfill_assets.integration.runs.coordinator", "class": "BackfillRunCoordinator"}
+DEFAULT = {"module": "dagster._core.run_coordinator", "class": "DefaultRunCoordinator"}
+WARM = {"module": "backfill_assets.integration.runs.warm_launcher", "class": "WarmRunLauncher"}
+
+
+def instance_with(coordinator: dict, tmp_path):
+    return dg.instance_for_test(
+        temp_dir=str(tmp_path), overrides={**shipped_storage(), "run_coordinator": coordinator, "run_launcher": WARM}
+    )
+
+
+def starting_run(instance: dg.DagsterInstance, tags: dict[str, str] | None = None) -> dg.DagsterRun:
+    """A run as the queue leaves it when it begins to launch it: STARTING, with its launch time."""
+    run = dg.DagsterRun(job_name=JOB, run_id=str(uuid.uuid4()), status=dg.DagsterRunStatus.NOT_STARTED, tags=tags or {})
+    instance.add_run(run)
+    instance.report_dagster_event(
+        dg.DagsterEvent(event_type_value=dg.DagsterEventType.PIPELINE_STARTING.value, job_name=JOB), run.run_id
+    )
+    assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.STARTING
+    return run
+
+
+def status(instance: dg.DagsterInstance, run: dg.DagsterRun) -> dg.DagsterRunStatus:
+    return instance.get_run_by_id(run.run_id).status
+
+
+@pytest.fixture
+def dead_pid() -> RunWorker:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    ticks = start_ticks(child.pid)
+    child.wait()
+    return RunWorker(socket.gethostname(), child.pid, ticks)
+
+
+def test_runs_left_starting_by_a_crashed_daemon_fail_at_once_and_the_others_are_left_alone(tmp_path, dead_pid):
+    with instance_with(QUEUED, tmp_path) as instance:
+        launcher = instance.run_launcher
+        assert isinstance(launcher, WarmRunLauncher)
+        cut_off = starting_run(instance)  # dequeued, never forked
+        worker_died = starting_run(instance, {T.RUN_WORKER: dead_pid.tag()})
+        me = RunWorker(socket.gethostname(), os.getpid(), start_ticks(os.getpid()))
+        worker_alive = starting_run(instance, {T.RUN_WORKER: me.tag()})  # forked, still importing
+        elsewhere = starting_run(instance, {T.RUN_WORKER: RunWorker("another-host", 1, "1").tag()})
+        fallback = starting_run(instance)  # its code server owns the process
+        instance.report_engine_event(f"{FALLBACK_MESSAGE_START} (warm worker did not answer)", fallback)
+        started_at = time.time()
+        after_start = starting_run(instance)  # launched by the daemon that just started
+
+        assert sorted(launcher.fail_interrupted_launches(started_at)) == sorted([cut_off.run_id, worker_died.run_id])
+
+        assert status(instance, cut_off) == dg.DagsterRunStatus.FAILURE
+        assert status(instance, worker_died) == dg.DagsterRunStatus.FAILURE
+        for run in (worker_alive, elsewhere, fallback, after_start):
+            assert status(instance, run) == dg.DagsterRunStatus.STARTING, run.tags
+        [failure] = instance.all_logs(cut_off.run_id, of_type=dg.DagsterEventType.PIPELINE_FAILURE)
+        assert "daemon launching it stopped" in failure.message and "not after the start timeout" in failure.message
+        [failure] = instance.all_logs(worker_died.run_id, of_type=dg.DagsterEventType.PIPELINE_FAILURE)
+        assert f"run worker (pid {dead_pid.pid}) exited before the run started" in failure.message
+        # Once is enough: the failed runs are finished, the rest still may start.
+        assert launcher.fail_interrupted_launches(started_at) == []
+
+
+def test_without_the_queue_a_run_with_no_worker_may_be_launched_by_another_process_and_is_left_alone(tmp_path):
+    # With Dagster's default coordinator the webserver and the CLI launch runs themselves: a STARTING run with no
+    # worker yet may be one of theirs, waiting for its warm worker.
+    with instance_with(DEFAULT, tmp_path) as instance:
+        run = starting_run(instance)
+        assert instance.run_launcher.fail_interrupted_launches(time.time()) == []
+        assert status(instance, run) == dg.DagsterRunStatus.STARTING
