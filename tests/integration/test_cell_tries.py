@@ -19,7 +19,11 @@ from backfill_assets.integration.runs.runs import RUN_KEY_TAG
 from backfill_assets.integration.sensors.driver import drive_request, run_tags_for
 from tests.orders import GRAPH, run_partitions
 
+from .conftest import environment
 from .driver_harness import drive
+
+# One worker builds the module's tries once (xdist would otherwise build them on each worker its tests went to).
+pytestmark = pytest.mark.xdist_group("integration/test_cell_tries")
 
 DAY = "2022-09-02"
 CELL = f"{RAW_ORDERS}/{DAY}"
@@ -38,8 +42,16 @@ def _request(env, by: str, reason: str, *extra: str) -> str:
     return rid
 
 
-@pytest.fixture
-def tries(env) -> dict[str, str]:
+@pytest.fixture(scope="module")
+def tried(tmp_path_factory):
+    """One environment for the module's read-only tests, with one cell tried four times (``tries``): building the
+    tries is the module's cost, and no test below changes what it reads."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        with environment(tmp_path_factory.mktemp("tries") / "dagster_home", monkeypatch) as env:
+            yield env, tries_of(env)
+
+
+def tries_of(env) -> dict[str, str]:
     """One cell tried four times: a production run, a request that published, one whose check failed, and one
     whose run failed before writing anything."""
     [production] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS])
@@ -65,7 +77,8 @@ def tries(env) -> dict[str, str]:
             "never_wrote": never_wrote, "failed_runs": failed_runs}
 
 
-def test_show_cell_lists_every_try_across_requests_and_production_marking_this_requests(env, tries):
+def test_show_cell_lists_every_try_across_requests_and_production_marking_this_requests(tried):
+    env, tries = tried
     out = _json("request", "show", tries["rejected"], "--cell", CELL)
     assert (out["asset"], out["partition_key"], out["in_request"]) == (RAW_ORDERS, DAY, True)
     production, published, rejected, never_wrote = out["tries"]
@@ -99,7 +112,8 @@ def test_show_cell_lists_every_try_across_requests_and_production_marking_this_r
     assert rejected["version_id"] in marked and "by bob: check the checks" in marked
 
 
-def test_versions_shows_who_asked_for_each_version_and_agrees_with_show_cell(env, tries):
+def test_versions_shows_who_asked_for_each_version_and_agrees_with_show_cell(tried):
+    env, tries = tried
     versions = _json("versions", RAW_ORDERS, DAY)
     written = [t for t in _json("request", "show", tries["published"], "--cell", CELL)["tries"] if t["version_written"]]
     fields = ("version_id", "state", "dagster_run_id", "request_id", "requested_by", "request_reason", "lane")
@@ -108,7 +122,8 @@ def test_versions_shows_who_asked_for_each_version_and_agrees_with_show_cell(env
     assert f"request {tries['published']} by alice: FX fix" in human and "no request (lane production)" in human
 
 
-def test_a_cell_outside_the_request_is_listed_and_said_to_be_outside(env, tries):
+def test_a_cell_outside_the_request_is_listed_and_said_to_be_outside(tried):
+    env, tries = tried
     out = _json("request", "show", tries["published"], "--cell", f"{RAW_ORDERS}/2022-09-01")
     assert out["in_request"] is False and out["tries"] == []
 
