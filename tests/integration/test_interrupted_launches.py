@@ -1,6 +1,7 @@
-"""Runs a crashed daemon left STARTING are failed when ``backfill-assets-daemon`` starts again, not after run
-monitoring's start timeout; runs that may still start are left alone. On a real instance configured as the
-shipped dagster.yaml (the queued coordinator, the warm launcher)."""
+"""Runs between launch and start: those a crashed daemon left STARTING are failed when ``backfill-assets-daemon``
+starts again, not after run monitoring's start timeout, and runs that may still start are left alone; a terminate
+of a just-forked run waits for its start, so its cancel is not lost. On a real instance configured as the shipped
+dagster.yaml (the queued coordinator, the warm launcher)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -89,3 +91,31 @@ def test_without_the_queue_a_run_with_no_worker_may_be_launched_by_another_proce
         run = starting_run(instance)
         assert instance.run_launcher.fail_interrupted_launches(time.time()) == []
         assert status(instance, run) == dg.DagsterRunStatus.STARTING
+
+
+def test_terminate_waits_for_a_just_forked_run_to_start_so_its_cancel_is_not_lost(tmp_path):
+    # RUN_START sets a run STARTED whatever its status: a CANCELING written before it would be lost, and the
+    # interrupt that follows would end the run FAILURE. The launcher sends the termination once the run started.
+    worker = subprocess.Popen(
+        [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, lambda *_: None); time.sleep(60)"]
+    )
+    try:
+        with instance_with(QUEUED, tmp_path) as instance:
+            me = RunWorker(socket.gethostname(), worker.pid, start_ticks(worker.pid))
+            run = starting_run(instance, {T.RUN_WORKER: me.tag()})
+            answered: list[bool] = []
+            terminating = threading.Thread(target=lambda: answered.append(instance.run_launcher.terminate(run.run_id)))
+            terminating.start()
+            time.sleep(0.5)
+            assert status(instance, run) == dg.DagsterRunStatus.STARTING  # nothing written before the run starts
+            instance.report_dagster_event(
+                dg.DagsterEvent(event_type_value=dg.DagsterEventType.RUN_START.value, job_name=JOB), run.run_id
+            )
+            terminating.join(10)
+            assert answered == [True]
+            kinds = [e.dagster_event.event_type_value for e in instance.all_logs(run.run_id) if e.dagster_event]
+            assert kinds.index("PIPELINE_CANCELING") > kinds.index("PIPELINE_START"), kinds
+            assert status(instance, run) == dg.DagsterRunStatus.CANCELING
+    finally:
+        worker.kill()
+        worker.wait()

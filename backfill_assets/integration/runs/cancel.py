@@ -52,7 +52,7 @@ FORCED_MESSAGE = (
 
 @dataclass
 class CancelOutcome:
-    terminated: list[str]  # stopped by the queue or by their code server, which confirmed
+    terminated: list[str]  # stopped by the queue or by their launcher (code server, warm launcher), which confirmed
     forced: list[str]  # marked cancelled by us: no answer from their code server (or no confirmation)
 
 
@@ -108,10 +108,13 @@ def terminate_request_runs(
         state = states.get((cell.asset, cell.partition_key, run.run_id)) if run else None
         updates.append(cancelled_cell(cell, run, state, stopped, cell.asset in side_effects))
     Ledger(catalog).update_cells(request_id, updates)
-    cancelled = {r.run_id for r in runs if r.status == dg.DagsterRunStatus.CANCELED}
+    # Stopped: CANCELED, or FAILURE when the interrupt reached a worker that had not seen the termination request
+    # (``cancelled_cell``); a run that ended SUCCESS had finished on its own.
+    stopped_statuses = (dg.DagsterRunStatus.CANCELED, dg.DagsterRunStatus.FAILURE)
+    ended_stopped = {r.run_id for r in runs if r.status in stopped_statuses}
     return CancelOutcome(
         terminated=[r.run_id for r in runs
-                    if r.run_id in stopped.asked and r.run_id not in stopped.forced and r.run_id in cancelled],
+                    if r.run_id in stopped.asked and r.run_id not in stopped.forced and r.run_id in ended_stopped],
         forced=[r.run_id for r in runs if r.run_id in stopped.forced],
     )
 

@@ -56,6 +56,9 @@ FORK_TIMEOUT_FIELD = "fork_timeout_seconds"
 DEFAULT_FORK_TIMEOUT_SECONDS = 10.0
 # Code locations kept warm at once (one worker each, about one interpreter's memory); the least recently used goes.
 MAX_WARM_WORKERS = 4
+# How long a terminate waits for a just-forked run to write RUN_START (a fraction of a second), and how often it looks.
+STARTED_WAIT_SECONDS = 3.0
+STARTED_POLL_SECONDS = 0.05
 # How the engine event of a run sent to the default launcher starts (a run without a forked worker of ours).
 FALLBACK_MESSAGE_START = "Warm run worker unavailable"
 
@@ -374,6 +377,9 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
         run_worker = RunWorker.from_tags(run.tags)
         if run_worker is None:  # launched by the fallback: the code server owns its process
             return super().terminate(run_id)
+        run = self._past_starting(run)
+        if run.is_finished:
+            return False
         self._instance.report_run_canceling(run)
         if not run_worker.is_local():
             self._instance.report_engine_event(
@@ -387,6 +393,17 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
             return True
         os.kill(run_worker.pid, signal.SIGTERM)  # the run worker turns SIGTERM into an interrupt: run CANCELED
         return True
+
+    def _past_starting(self, run: dg.DagsterRun) -> dg.DagsterRun:
+        """The run once its worker has said it started (at most ``STARTED_WAIT_SECONDS``). A forked worker writes
+        RUN_START a fraction of a second after the fork, and that event sets the run STARTED whatever its status:
+        a CANCELING written before it is lost, and the interrupt that follows ends the run FAILURE ("no user
+        initiated termination request was found") instead of CANCELED."""
+        deadline = time.monotonic() + STARTED_WAIT_SECONDS
+        while run.status == dg.DagsterRunStatus.STARTING and time.monotonic() < deadline:
+            time.sleep(STARTED_POLL_SECONDS)
+            run = self._instance.get_run_by_id(run.run_id) or run
+        return run
 
     @property
     def supports_check_run_worker_health(self) -> bool:
