@@ -61,51 +61,15 @@ def demo(
 
     Example: backfill-assets demo
     """
-    from backfill_assets.integration.runs.local_runs import run_partitions
-
     say = (lambda msg: None) if as_json else click.echo
     started = time.monotonic()
     app.module = EXECUTOR_MODULES[executor]
     location = app.code_location()
-    graph = location.graph
-    location.module.seed(SEED_FROM, SEED_TO, orders_per_day)
-    say(f"1. seeded the source system {SEED_FROM}..{SEED_TO} ({orders_per_day} orders/day, UTC timestamps)")
-
     catalog = app.catalog()
-    todo = [k for k in DEMO_CALENDAR.keys_between(SEED_FROM, SEED_TO) if catalog.current(DAILY_REVENUE, k) is None]
-    say(f"2. production: {len(todo)} day(s) to run, one Dagster run per day, in order (lane=production)")
-    production = run_partitions(_instance(), todo, defs=location.module.defs)
-    failed = [r for r in production if not r.success]
-    if failed:
-        raise click.ClickException(f"production failed on {failed[0].partition_key}: {failed[0].failure}")
-
+    _seed_and_run_production(location, catalog, orders_per_day, say)
     before = catalog.current(DAILY_REVENUE, DEFECT_DAY)
-    conf = {"inject_defect": {DEFECT_DAY: {DAILY_REVENUE: "drop_rows"}}}
-    spec = M.build_spec(
-        graph,
-        DEMO_CALENDAR.newest_complete_key(utc_now()),
-        assets=DAILY_REVENUE,
-        first=BACKFILL_FROM,
-        last=BACKFILL_TO,
-        reprocess=M.ReprocessPolicy.COMPLETED,
-        max_active=max_active,
-        conf=json.dumps(conf),
-        reason="demo: recompute October after the revenue rounding fix",
-        requested_by="demo",
-        wait_for_overlap=True,
-    )
     ledger = Ledger(catalog)
-    # Pin the code version for the daemon we start, so an unrelated edit in a dev checkout during the demo
-    # does not block the request (outside the demo, that block is exactly the point).
-    frozen = code_version()
-    os.environ[ENV_CODE_VERSION] = frozen
-    record = ledger.create(M.new_request_id(utc_now()), spec, frozen, spec.excluded_cells(graph))
-    request_id = record.request_id
-    say(
-        f"3. created {request_id}: {DAILY_REVENUE} {BACKFILL_FROM}..{BACKFILL_TO}, reprocess=completed, "
-        f"max_active={max_active}, defect injected on {DEFECT_DAY} through --conf; up to "
-        f"{spec.partitions_per_run} day(s) per run ({spec.partitions_per_run_mode})"
-    )
+    request_id = _create_request(location.graph, ledger, max_active, say)
     say("4. started backfill-assets-daemon; the backfill_driver sensor submits the runs")
     with running_daemon(app.home, app.module):
         record, counts, summary = watch(ledger, request_id, timeout, show_progress=not as_json)
@@ -140,21 +104,65 @@ def demo(
         "seconds": round(time.monotonic() - started, 1),
         "dagster_home": str(app.home),
     }
+    emit(summary_data, as_json, lambda: _echo_summary(summary_data, record, rolled, app.home))
 
-    def human() -> None:
-        click.echo(f"\n{request_id}: {counts['published']} published, {counts['rejected'] + counts['failed']} rejected")
-        for line in describe_defect_day(defect):
-            click.echo(f"  {line}")
-        if record.status != M.COMPLETED:
-            click.echo(f"  request ended {record.status}: {record.row['message']}")
-        if rolled is not None:
-            click.echo(f"5. rolled back {DAILY_REVENUE} {ROLLBACK_DAY}: restored {rolled.version_id}")
-        click.echo(f"done in {summary_data['seconds']} s. Look closer:")
-        click.echo(f"  backfill-assets request show {request_id}")
-        click.echo(f"  backfill-assets versions {DAILY_REVENUE} {DEFECT_DAY}")
-        click.echo(f"  DAGSTER_HOME={app.home} dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
 
-    emit(summary_data, as_json, human)
+def _seed_and_run_production(location, catalog, orders_per_day: int, say) -> None:
+    """Steps 1 and 2: the source seeded, and every day production has not published yet run in order."""
+    from backfill_assets.integration.runs.local_runs import run_partitions
+
+    location.module.seed(SEED_FROM, SEED_TO, orders_per_day)
+    say(f"1. seeded the source system {SEED_FROM}..{SEED_TO} ({orders_per_day} orders/day, UTC timestamps)")
+    todo = [k for k in DEMO_CALENDAR.keys_between(SEED_FROM, SEED_TO) if catalog.current(DAILY_REVENUE, k) is None]
+    say(f"2. production: {len(todo)} day(s) to run, one Dagster run per day, in order (lane=production)")
+    production = run_partitions(_instance(), todo, defs=location.module.defs)
+    failed = [r for r in production if not r.success]
+    if failed:
+        raise click.ClickException(f"production failed on {failed[0].partition_key}: {failed[0].failure}")
+
+
+def _create_request(graph, ledger: Ledger, max_active: int, say) -> str:
+    """Step 3: the October backfill with its defective day, under a pinned code version; returns its id."""
+    conf = {"inject_defect": {DEFECT_DAY: {DAILY_REVENUE: "drop_rows"}}}
+    spec = M.build_spec(
+        graph,
+        DEMO_CALENDAR.newest_complete_key(utc_now()),
+        assets=DAILY_REVENUE,
+        first=BACKFILL_FROM,
+        last=BACKFILL_TO,
+        reprocess=M.ReprocessPolicy.COMPLETED,
+        max_active=max_active,
+        conf=json.dumps(conf),
+        reason="demo: recompute October after the revenue rounding fix",
+        requested_by="demo",
+        wait_for_overlap=True,
+    )
+    # Pin the code version for the daemon we start, so an unrelated edit in a dev checkout during the demo
+    # does not block the request (outside the demo, that block is exactly the point).
+    frozen = code_version()
+    os.environ[ENV_CODE_VERSION] = frozen
+    record = ledger.create(M.new_request_id(utc_now()), spec, frozen, spec.excluded_cells(graph))
+    say(
+        f"3. created {record.request_id}: {DAILY_REVENUE} {BACKFILL_FROM}..{BACKFILL_TO}, reprocess=completed, "
+        f"max_active={max_active}, defect injected on {DEFECT_DAY} through --conf; up to "
+        f"{spec.partitions_per_run} day(s) per run ({spec.partitions_per_run_mode})"
+    )
+    return record.request_id
+
+
+def _echo_summary(summary: dict, record, rolled, home) -> None:
+    request_id, counts = summary["request_id"], summary["counts"]
+    click.echo(f"\n{request_id}: {counts['published']} published, {counts['rejected'] + counts['failed']} rejected")
+    for line in describe_defect_day(summary["defect_day"]):
+        click.echo(f"  {line}")
+    if record.status != M.COMPLETED:
+        click.echo(f"  request ended {record.status}: {record.row['message']}")
+    if rolled is not None:
+        click.echo(f"5. rolled back {DAILY_REVENUE} {ROLLBACK_DAY}: restored {rolled.version_id}")
+    click.echo(f"done in {summary['seconds']} s. Look closer:")
+    click.echo(f"  backfill-assets request show {request_id}")
+    click.echo(f"  backfill-assets versions {DAILY_REVENUE} {DEFECT_DAY}")
+    click.echo(f"  DAGSTER_HOME={home} dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
 
 
 def days_by_worker(catalog, request_id: str) -> dict[str, list[str]]:

@@ -78,3 +78,4 @@ def test_it_uses_the_directory_of_the_instance_it_belongs_to_not_dagster_home(tm
     monkeypatch.delenv("DAGSTER_HOME")
     with dg.DagsterInstance.from_ref(ref) as again:  # what a run worker or a step process opens
         assert _logged(again, run_id) == ["hello"]
+

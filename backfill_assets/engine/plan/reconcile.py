@@ -187,66 +187,22 @@ def reconcile(
     overrides = catalog.overrides_of_cells(c.key for c in cells)
     gaps: list[dict[str, str]] = []
     cell_reports: list[CellReport] = []
-    duplicates = 0
-    retrying = 0
+    duplicates = retrying = 0
     for cell in cells:
         vs = per_cell.get(cell.key, [])
-        reports = [_version_report(v, by_id) for v in vs]
-        cell_overrides = overrides.get(cell.key, [])
-        for v, rep in zip(vs, reports, strict=True):
-            rep.overrides = [o.as_dict() for o in cell_overrides if o.version_id == v.version_id]
-            rep.gap = _gap(v, run_status_of, materialized_version_ids, warehouse)
-            if rep.gap:
-                gaps.append({"version_id": v.version_id, "state": v.state, "gap": rep.gap})
-        published = [v for v in vs if v.published_at]
-        duplicates += max(len(published) - 1, 0)
+        report, cell_gaps = _cell_report(
+            cell, vs, by_id, overrides.get(cell.key, []), run_status_of, materialized_version_ids, warehouse
+        )
+        cell_reports.append(report)
+        gaps += cell_gaps
+        duplicates += max(sum(1 for v in vs if v.published_at) - 1, 0)
         latest = vs[-1] if vs else None
-        if cell.decision == M.SUBMITTED and (
-            (latest is not None and VersionState(latest.state) in IN_PROGRESS)
-            or (latest is not None and latest.dagster_run_id != cell.dagster_run_id)
+        if cell.decision == M.SUBMITTED and latest is not None and (
+            VersionState(latest.state) in IN_PROGRESS or latest.dagster_run_id != cell.dagster_run_id
         ):
             retrying += 1
-        run_ids = sorted({v.dagster_run_id for v in vs} | ({cell.dagster_run_id} if cell.dagster_run_id else set()))
-        decision, reason, override = _decision_now(cell, published, cell_overrides)
-        cell_reports.append(
-            CellReport(
-                asset=cell.asset,
-                partition_key=cell.partition_key,
-                origin=str(cell.origin),
-                decision=decision,
-                reason=reason,
-                run_ids=run_ids,
-                versions=reports,
-                submitted_at=cell.submitted_at,
-                override=override.as_dict() if override else None,
-            )
-        )
-
-    counts = count_decisions(c.decision for c in cell_reports)
     run_ids = sorted({v.dagster_run_id for v in own} | {c.dagster_run_id for c in cells if c.dagster_run_id})
-    totals = {
-        "planned": sum(1 for c in cells if c.origin == CellOrigin.PLANNED),
-        "cascaded": sum(1 for c in cells if c.origin == CellOrigin.CASCADE),
-        "handed_off": sum(1 for c in cells if c.origin == CellOrigin.HANDOFF),
-        "cells": len(cells),
-        "runs_created": len(run_ids),
-        "attempts": len(own),
-        "published": counts[M.PUBLISHED],
-        "rolled_back": counts[CELL_ROLLED_BACK],
-        "rejected": counts[M.REJECTED],
-        "failed": counts[M.FAILED],
-        "skipped": counts[M.SKIPPED],
-        # Decided by a person (backfill-assets accept / reject / skip), also counted above by their decision.
-        "accepted": _decided_by(cell_reports, OverrideAction.ACCEPT),
-        "rejected_after_publish": _decided_by(cell_reports, OverrideAction.REJECT),
-        "marked_skipped": _decided_by(cell_reports, OverrideAction.SKIP),
-        "cancelled": counts[M.CELL_CANCELLED],
-        "pending": counts[M.PENDING],
-        "in_flight": counts[M.SUBMITTED],
-        "still_retrying": retrying,
-        "duplicate_publishes": duplicates,
-        "gaps": len(gaps),
-    }
+    totals = _totals(cells, cell_reports, len(run_ids), len(own), retrying, duplicates, len(gaps))
     complete = bool(cell_reports) and all(c.decision in M.SUCCESS_CELLS for c in cell_reports)
     stale, side_effects = affected_downstream_report(catalog, record.request_id, record.spec.downstream, graph)
     return Report(
@@ -261,6 +217,70 @@ def reconcile(
         runs=[{"run_id": r, "status": run_status_of(r) or "unknown"} for r in run_ids],
         side_effects=side_effects,
     )
+
+
+def _cell_report(
+    cell: Cell,
+    vs: list[Version],
+    by_id: dict[str, Version],
+    cell_overrides: list[Override],
+    run_status_of: Callable[[str], str | None],
+    materialized_version_ids: set[str] | None,
+    warehouse: Warehouse | None,
+) -> tuple[CellReport, list[dict[str, str]]]:
+    """One cell's report (its versions with their overrides and gaps) and the gaps found in it."""
+    reports = [_version_report(v, by_id) for v in vs]
+    gaps = []
+    for v, rep in zip(vs, reports, strict=True):
+        rep.overrides = [o.as_dict() for o in cell_overrides if o.version_id == v.version_id]
+        rep.gap = _gap(v, run_status_of, materialized_version_ids, warehouse)
+        if rep.gap:
+            gaps.append({"version_id": v.version_id, "state": v.state, "gap": rep.gap})
+    published = [v for v in vs if v.published_at]
+    run_ids = sorted({v.dagster_run_id for v in vs} | ({cell.dagster_run_id} if cell.dagster_run_id else set()))
+    decision, reason, override = _decision_now(cell, published, cell_overrides)
+    report = CellReport(
+        asset=cell.asset,
+        partition_key=cell.partition_key,
+        origin=str(cell.origin),
+        decision=decision,
+        reason=reason,
+        run_ids=run_ids,
+        versions=reports,
+        submitted_at=cell.submitted_at,
+        override=override.as_dict() if override else None,
+    )
+    return report, gaps
+
+
+def _totals(
+    cells: list[Cell], cell_reports: list[CellReport], runs: int, attempts: int, retrying: int, duplicates: int,
+    gaps: int,
+) -> dict[str, int]:
+    counts = count_decisions(c.decision for c in cell_reports)
+    return {
+        "planned": sum(1 for c in cells if c.origin == CellOrigin.PLANNED),
+        "cascaded": sum(1 for c in cells if c.origin == CellOrigin.CASCADE),
+        "handed_off": sum(1 for c in cells if c.origin == CellOrigin.HANDOFF),
+        "cells": len(cells),
+        "runs_created": runs,
+        "attempts": attempts,
+        "published": counts[M.PUBLISHED],
+        "rolled_back": counts[CELL_ROLLED_BACK],
+        "rejected": counts[M.REJECTED],
+        "failed": counts[M.FAILED],
+        "skipped": counts[M.SKIPPED],
+        # Decided by a person (backfill-assets accept / reject / skip), also counted above by their decision.
+        "accepted": _decided_by(cell_reports, OverrideAction.ACCEPT),
+        "rejected_after_publish": _decided_by(cell_reports, OverrideAction.REJECT),
+        "marked_skipped": _decided_by(cell_reports, OverrideAction.SKIP),
+        "cancelled": counts[M.CELL_CANCELLED],
+        "pending": counts[M.PENDING],
+        "in_flight": counts[M.SUBMITTED],
+        "still_retrying": retrying,
+        "duplicate_publishes": duplicates,
+        "gaps": gaps,
+    }
 
 
 def decisions_now(catalog: Catalog, request_id: str, cells: list[Cell]) -> list[Cell]:

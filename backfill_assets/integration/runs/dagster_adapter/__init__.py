@@ -2,7 +2,9 @@
 backfills for adoption and for pacing their runs, asset tags from a run coordinator's workspace, the run queue's
 tag limits, two asset events the public API cannot build, the four pieces of a run launcher Dagster does not export
 (the run worker's entry point, its arguments, reconstructing a code location from a run's origin, the worker health
-result), the woken daemon loops and the SQLite event log reusing its engines.
+result), the woken daemon loops, the SQLite event log reusing its engines, and the SQLite and PostgreSQL event
+logs giving a pool slot freed while a step registered for it to that step (``pool_claims.py``; PostgreSQL's in
+``postgres_event_log.py``, named by deploy/'s dagster.yaml files).
 
 Dagster 1.13 has no public API that lists backfills with their target partitions; ``DagsterInstance
 .get_backfills`` returns ``PartitionBackfill`` objects whose classes live in ``dagster._core.execution.backfill``.
@@ -50,6 +52,7 @@ from .events import (
     materialization_of_version,
     report_materialization_planned,
 )
+from .pool_claims import AssignsFreedPoolSlots
 from .run_worker import (
     RUN_WORKER_MODULES,
     WORKER_FAILED,
@@ -99,4 +102,5 @@ __all__ = [
     "code_location_origins",
     "KEPT_ENGINES",
     "SqliteEventLogReusingEngines",
+    "AssignsFreedPoolSlots",
 ]

@@ -9,6 +9,8 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import SQLITE_BUSY_
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
+from .pool_claims import AssignsFreedPoolSlots
+
 # --- the embedded SQLite storage, reusing its engines -------------------------------------------------------------
 # Dagster's SQLite event log creates (and disposes) a SQLAlchemy engine for every connection. SQLAlchemy caches a
 # statement's compiled form per engine, so every event a step stores is compiled again: in a chunk run that is
@@ -21,9 +23,10 @@ from sqlalchemy.pool import NullPool
 KEPT_ENGINES = 64
 
 
-class SqliteEventLogReusingEngines(SqliteEventLogStorage):
+class SqliteEventLogReusingEngines(AssignsFreedPoolSlots, SqliteEventLogStorage):
     """Dagster's ``SqliteEventLogStorage`` (same files in the same place, same schema) with one engine per shard,
-    kept. Configured with no directory: it takes the instance's own (``<instance>/history/runs``, where Dagster's
+    kept, and a pool slot freed while a step registers for it given to that step (``pool_claims.py``).
+    Configured with no directory: it takes the instance's own (``<instance>/history/runs``, where Dagster's
     default puts it) when the instance registers it, so a process opening an instance other than its
     DAGSTER_HOME's reads and writes that instance's files. dagster.yaml::
 
