@@ -119,3 +119,22 @@ def test_terminate_waits_for_a_just_forked_run_to_start_so_its_cancel_is_not_los
     finally:
         worker.kill()
         worker.wait()
+
+
+def test_a_run_whose_forked_worker_died_before_it_started_is_failed_while_the_daemon_runs(tmp_path, dead_pid):
+    # The database restarting under a just-forked run: its worker dies before RUN_START, and the run's tag may not
+    # have been written either (the same outage). The launcher remembers what it forked.
+    with instance_with(QUEUED, tmp_path) as instance:
+        launcher = instance.run_launcher
+        tagged = starting_run(instance, {T.RUN_WORKER: dead_pid.tag()})
+        untagged = starting_run(instance)
+        launcher._forked[untagged.run_id] = dead_pid  # what _fork records before the tag is written
+        me = RunWorker(socket.gethostname(), os.getpid(), start_ticks(os.getpid()))
+        alive = starting_run(instance, {T.RUN_WORKER: me.tag()})
+        not_forked = starting_run(instance)  # being launched (or by another process): not this check's to judge
+
+        assert sorted(launcher.fail_dead_starting_runs()) == sorted([tagged.run_id, untagged.run_id])
+        assert status(instance, tagged) == status(instance, untagged) == dg.DagsterRunStatus.FAILURE
+        assert status(instance, alive) == status(instance, not_forked) == dg.DagsterRunStatus.STARTING
+        [failure] = instance.all_logs(untagged.run_id, of_type=dg.DagsterEventType.PIPELINE_FAILURE)
+        assert f"run worker (pid {dead_pid.pid}) exited before the run started" in failure.message

@@ -49,6 +49,8 @@ MIN_SPACING_SECONDS = {"sensor": 0.2, "backfill": 0.5, "queue": 0.0}
 # RETRY_SECONDS apart), for at most GIVE_UP_SECONDS (then its timer is the backstop, as for a lost hint).
 RETRY_SECONDS = 0.1
 GIVE_UP_SECONDS = 30.0
+# How often the daemon looks for STARTING runs whose forked worker died (run monitoring's own pace).
+STARTING_CHECK_SECONDS = 5.0
 # The loops whose timer ``backstop_seconds`` replaces (the run queue keeps its dequeue_interval_seconds).
 BACKSTOPPED = ("sensor", "backfill")
 
@@ -86,6 +88,7 @@ class Waker:
         self._generation = 0
         self._notified_at = time.time()  # wall clock, as Dagster's sensor timestamps
         self._started_at = self._notified_at
+        self._starting_checked_at = time.monotonic()
         self._channels: dict[str, Channel] = {}
         self._stop = threading.Event()
         self._finished_after = datetime.now(timezone.utc)
@@ -171,6 +174,22 @@ class Waker:
                 launcher.prewarm_origin(origin)
         except Exception:  # an optimisation: the first launch starts the worker itself
             logger.exception("could not prewarm the run workers")
+
+    def check_starting_runs(self) -> None:
+        """After a run queue pass, at most every STARTING_CHECK_SECONDS: fail the STARTING runs whose forked worker
+        is gone (``WarmRunLauncher.fail_dead_starting_runs``) instead of waiting for the start timeout."""
+        now = time.monotonic()
+        if now - self._starting_checked_at < STARTING_CHECK_SECONDS:
+            return
+        self._starting_checked_at = now
+        check = getattr(self.instance.run_launcher, "fail_dead_starting_runs", None)
+        if check is None:
+            return
+        try:
+            for run_id in check():
+                logger.warning("run %s: its worker died before the run started: failed", run_id)
+        except Exception:  # a storage hiccup: run monitoring's start timeout is still the backstop
+            logger.debug("could not check the STARTING runs", exc_info=True)
 
     # --- the poller -----------------------------------------------------------------------------------------------
 

@@ -59,6 +59,8 @@ MAX_WARM_WORKERS = 4
 # How long a terminate waits for a just-forked run to write RUN_START (a fraction of a second), and how often it looks.
 STARTED_WAIT_SECONDS = 3.0
 STARTED_POLL_SECONDS = 0.05
+# Forked runs whose worker the launcher remembers (a run is STARTING for a fraction of a second after its fork).
+FORKS_REMEMBERED = 256
 # How the engine event of a run sent to the default launcher starts (a run without a forked worker of ours).
 FALLBACK_MESSAGE_START = "Warm run worker unavailable"
 
@@ -191,6 +193,8 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
         self.startup_timeout_seconds = float(startup_timeout_seconds)
         self.fork_timeout_seconds = float(fork_timeout_seconds)
         self._workers: OrderedDict[str, WarmWorker] = OrderedDict()
+        # The runs this launcher forked, newest last: their worker is known even if its tag could not be written.
+        self._forked: OrderedDict[str, RunWorker] = OrderedDict()
         self._lock = threading.Lock()
 
     @classmethod
@@ -298,6 +302,9 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
                     self._drop(worker)
                     raise WarmWorkerUnavailable(f"warm worker answered {answer}")
                 run_worker = RunWorker(socket.gethostname(), int(answer["pid"]), str(answer.get("start_ticks", "")))
+                self._forked[run.run_id] = run_worker
+                while len(self._forked) > FORKS_REMEMBERED:
+                    self._forked.popitem(last=False)
                 return run_worker, ready, waited
         raise WarmWorkerUnavailable("the code location changed twice while starting its warm worker")
 
@@ -324,6 +331,23 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
             if why:
                 self._instance.report_run_failed(
                     run, f"{why}: failed when backfill-assets-daemon started, not after the start timeout."
+                )
+                failed.append(run.run_id)
+        return failed
+
+    def fail_dead_starting_runs(self) -> list[str]:
+        """Fail the STARTING runs whose forked worker is gone (it died before it could write RUN_START, e.g. its
+        database restarting under it): run monitoring judges a worker's health only once the run started, and
+        would otherwise wait its start timeout. The worker is the run's tag, or this launcher's own record of the
+        fork when the tag could not be written. Called by ``backfill-assets-daemon`` every few seconds."""
+        failed = []
+        for record in self._instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTING])):
+            run = record.dagster_run
+            run_worker = RunWorker.from_tags(run.tags) or self._forked.get(run.run_id)
+            if run_worker is not None and run_worker.is_local() and not run_worker.is_alive():
+                self._instance.report_run_failed(
+                    run, f"Its run worker (pid {run_worker.pid}) exited before the run started: failed by "
+                    "backfill-assets-daemon, not after the start timeout."
                 )
                 failed.append(run.run_id)
         return failed

@@ -91,6 +91,7 @@ def woken_daemons(instance: dg.DagsterInstance, waker) -> list:
                     self._logger.error("Caught error:\n%s", error_info)
                     yield error_info
                 yield SpanMarker.END_SPAN
+                waker.check_starting_runs()
                 woken.wait(self.interval_seconds)
                 yield None
 
