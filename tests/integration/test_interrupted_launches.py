@@ -138,3 +138,20 @@ def test_a_run_whose_forked_worker_died_before_it_started_is_failed_while_the_da
         assert status(instance, alive) == status(instance, not_forked) == dg.DagsterRunStatus.STARTING
         [failure] = instance.all_logs(untagged.run_id, of_type=dg.DagsterEventType.PIPELINE_FAILURE)
         assert f"run worker (pid {dead_pid.pid}) exited before the run started" in failure.message
+
+
+def test_a_run_whose_launch_raised_before_any_fork_is_failed_while_the_daemon_runs(tmp_path):
+    # The run queue wrote STARTING, then its storage went away before the launcher was called (or while it was):
+    # the daemon's queue loop records the run as cut short, and no worker was ever forked for it.
+    with instance_with(QUEUED, tmp_path) as instance:
+        launcher = instance.run_launcher
+        cut_short = starting_run(instance)
+        fallback = starting_run(instance)  # cut short too, but on Dagster's default launcher: its code server's
+        instance.report_engine_event(f"{FALLBACK_MESSAGE_START} (warm worker did not answer)", fallback)
+        other = starting_run(instance)  # not cut short: being launched
+
+        assert launcher.fail_dead_starting_runs({cut_short.run_id, fallback.run_id}) == [cut_short.run_id]
+        assert status(instance, cut_short) == dg.DagsterRunStatus.FAILURE
+        assert status(instance, fallback) == status(instance, other) == dg.DagsterRunStatus.STARTING
+        [failure] = instance.all_logs(cut_short.run_id, of_type=dg.DagsterEventType.PIPELINE_FAILURE)
+        assert "launch failed before a run worker was forked" in failure.message

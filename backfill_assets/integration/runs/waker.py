@@ -89,6 +89,7 @@ class Waker:
         self._notified_at = time.time()  # wall clock, as Dagster's sensor timestamps
         self._started_at = self._notified_at
         self._starting_checked_at = time.monotonic()
+        self._cut_short: set[str] = set()  # runs whose launch by the run queue raised
         self._channels: dict[str, Channel] = {}
         self._stop = threading.Event()
         self._finished_after = datetime.now(timezone.utc)
@@ -175,9 +176,14 @@ class Waker:
         except Exception:  # an optimisation: the first launch starts the worker itself
             logger.exception("could not prewarm the run workers")
 
+    def launch_cut_short(self, run_id: str) -> None:
+        """The run queue's launch of ``run_id`` raised (its storage went away mid-launch)."""
+        with self._condition:
+            self._cut_short.add(run_id)
+
     def check_starting_runs(self) -> None:
-        """After a run queue pass, at most every STARTING_CHECK_SECONDS: fail the STARTING runs whose forked worker
-        is gone (``WarmRunLauncher.fail_dead_starting_runs``) instead of waiting for the start timeout."""
+        """After a run queue pass, at most every STARTING_CHECK_SECONDS: fail the STARTING runs that will never
+        start (``WarmRunLauncher.fail_dead_starting_runs``) instead of waiting for the start timeout."""
         now = time.monotonic()
         if now - self._starting_checked_at < STARTING_CHECK_SECONDS:
             return
@@ -185,10 +191,14 @@ class Waker:
         check = getattr(self.instance.run_launcher, "fail_dead_starting_runs", None)
         if check is None:
             return
+        with self._condition:
+            cut_short = set(self._cut_short)
         try:
-            for run_id in check():
-                logger.warning("run %s: its worker died before the run started: failed", run_id)
-        except Exception:  # a storage hiccup: run monitoring's start timeout is still the backstop
+            for run_id in check(cut_short):
+                logger.warning("run %s will never start (its launch or its worker died): failed", run_id)
+            with self._condition:
+                self._cut_short -= cut_short
+        except Exception:  # a storage hiccup: the next check, or run monitoring's start timeout, gets them
             logger.debug("could not check the STARTING runs", exc_info=True)
 
     # --- the poller -----------------------------------------------------------------------------------------------

@@ -335,21 +335,27 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
                 failed.append(run.run_id)
         return failed
 
-    def fail_dead_starting_runs(self) -> list[str]:
-        """Fail the STARTING runs whose forked worker is gone (it died before it could write RUN_START, e.g. its
-        database restarting under it): run monitoring judges a worker's health only once the run started, and
-        would otherwise wait its start timeout. The worker is the run's tag, or this launcher's own record of the
-        fork when the tag could not be written. Called by ``backfill-assets-daemon`` every few seconds."""
+    def fail_dead_starting_runs(self, cut_short: set[str] = frozenset()) -> list[str]:
+        """Fail the STARTING runs that will never start: run monitoring judges a worker's health only once the run
+        started, and would otherwise wait its start timeout. A run whose forked worker is gone (it died before it
+        could write RUN_START, e.g. its database restarting under it; the worker is the run's tag, or this
+        launcher's own record of the fork when the tag could not be written), and a run in ``cut_short`` (the run
+        queue's launch of it raised, e.g. on that same restart) that no worker was forked for. Called by
+        ``backfill-assets-daemon`` every few seconds; returns the run ids failed."""
         failed = []
         for record in self._instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTING])):
             run = record.dagster_run
             run_worker = RunWorker.from_tags(run.tags) or self._forked.get(run.run_id)
-            if run_worker is not None and run_worker.is_local() and not run_worker.is_alive():
-                self._instance.report_run_failed(
-                    run, f"Its run worker (pid {run_worker.pid}) exited before the run started: failed by "
-                    "backfill-assets-daemon, not after the start timeout."
-                )
-                failed.append(run.run_id)
+            if run_worker is None and run.run_id in cut_short and not self._sent_to_fallback(run):
+                why = "Its launch failed before a run worker was forked"
+            elif run_worker is not None and run_worker.is_local() and not run_worker.is_alive():
+                why = f"Its run worker (pid {run_worker.pid}) exited before the run started"
+            else:
+                continue
+            self._instance.report_run_failed(
+                run, f"{why}: failed by backfill-assets-daemon, not after the start timeout."
+            )
+            failed.append(run.run_id)
         return failed
 
     def _left_starting(self, run: dg.DagsterRun, queued_only: bool) -> str | None:
@@ -359,12 +365,16 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
             if run_worker.is_local() and not run_worker.is_alive():
                 return f"Its run worker (pid {run_worker.pid}) exited before the run started"
             return None
-        if not queued_only:
+        if not queued_only or self._sent_to_fallback(run):
             return None
-        for event in self._instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
-            if (event.message or "").startswith(FALLBACK_MESSAGE_START):
-                return None
         return "The daemon launching it stopped before it forked the run's worker"
+
+    def _sent_to_fallback(self, run: dg.DagsterRun) -> bool:
+        """Whether the run went to Dagster's default launcher (its code server owns the run's process)."""
+        return any(
+            (event.message or "").startswith(FALLBACK_MESSAGE_START)
+            for event in self._instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT)
+        )
 
     # --- RunLauncher --------------------------------------------------------------------------------------------
 

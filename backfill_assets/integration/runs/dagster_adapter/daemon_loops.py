@@ -79,6 +79,13 @@ def woken_daemons(instance: dg.DagsterInstance, waker) -> list:
             )
 
     class WokenQueueDaemon(QueuedRunCoordinatorDaemon):
+        def _dequeue_run(self, instance, workspace, run, *args, **kwargs):
+            try:
+                return super()._dequeue_run(instance, workspace, run, *args, **kwargs)
+            except Exception:  # the storage failed mid-launch: the run may be left STARTING with no worker
+                waker.launch_cut_short(run.run_id)
+                raise
+
         def core_loop(self, workspace_process_context, shutdown_event):
             waker.daemon_started(workspace_process_context)
             woken = WokenEvent(shutdown_event, waker, "queue")
