@@ -39,14 +39,18 @@ import subprocess
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping
 
 import dagster as dg
 
 from backfill_assets.engine.model import tags as T
 from backfill_assets.integration.runs.dagster_adapter import execute_run_args, worker_health
+from backfill_assets.integration.runs.forked_runs import (
+    FALLBACK_MESSAGE_START,
+    RunWorker,
+    fail_dead_starting_runs,
+    fail_interrupted_launches,
+)
 
 WORKER_MODULE = "backfill_assets.integration.runs.warm_worker"
 STARTUP_TIMEOUT_FIELD = "startup_timeout_seconds"
@@ -61,52 +65,12 @@ STARTED_WAIT_SECONDS = 3.0
 STARTED_POLL_SECONDS = 0.05
 # Forked runs whose worker the launcher remembers (a run is STARTING for a fraction of a second after its fork).
 FORKS_REMEMBERED = 256
-# How the engine event of a run sent to the default launcher starts (a run without a forked worker of ours).
-FALLBACK_MESSAGE_START = "Warm run worker unavailable"
 
 logger = logging.getLogger("backfill_assets.warm_launcher")
 
 
 class WarmWorkerUnavailable(Exception):
     """The warm worker could not start, answer or fork; the run goes to the default launcher."""
-
-
-@dataclass(frozen=True)
-class RunWorker:
-    """Where a run's process is: ``host:pid:start_ticks`` in the run's tags."""
-
-    host: str
-    pid: int
-    start_ticks: str
-
-    def tag(self) -> str:
-        return f"{self.host}:{self.pid}:{self.start_ticks}"
-
-    @classmethod
-    def from_tags(cls, tags: Mapping[str, str]) -> RunWorker | None:
-        value = tags.get(T.RUN_WORKER)
-        if not value:
-            return None
-        host, pid, ticks = value.rsplit(":", 2)
-        return cls(host, int(pid), ticks)
-
-    def is_local(self) -> bool:
-        return self.host == socket.gethostname()
-
-    def is_alive(self) -> bool:
-        """Whether this very process (not a later one with the same pid) still runs; a zombie counts as gone."""
-        try:
-            stat = Path(f"/proc/{self.pid}/stat").read_text()
-        except FileNotFoundError:
-            return False
-        except OSError:  # no /proc here: the pid alone must do
-            try:
-                os.kill(self.pid, 0)
-            except ProcessLookupError:
-                return False
-            return True
-        fields = stat.rsplit(")", 1)[1].split()
-        return fields[0] not in ("Z", "X") and (not self.start_ticks or fields[19] == self.start_ticks)
 
 
 class WarmWorker:
@@ -308,73 +272,15 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
                 return run_worker, ready, waited
         raise WarmWorkerUnavailable("the code location changed twice while starting its warm worker")
 
-    # --- after a daemon crash ------------------------------------------------------------------------------------
+    # --- after a crash or an outage (forked_runs.py) ----------------------------------------------------------
 
     def fail_interrupted_launches(self, daemon_started_at: float) -> list[str]:
-        """Fail at once the runs a crashed daemon left STARTING with no run worker, so their cells are re-run
-        now rather than after run monitoring's ``start_timeout_seconds`` (Dagster's default 180 s). Called by
-        ``backfill-assets-daemon`` when it starts; ``daemon_started_at`` is its start (wall clock).
-
-        A STARTING run is left so when the daemon died between dequeuing it and forking its worker (no run worker
-        tag), or its forked worker died before the run started. Only a run whose launch began before this daemon
-        started is judged, and a run without a worker only when the queue is the sole launcher (the run coordinator
-        is queued: the webserver and the CLI enqueue, the daemon launches) and the default launcher did not take it
-        (its code server owns that process). Returns the run ids failed."""
-        failed = []
-        queued_only = isinstance(self._instance.run_coordinator, dg.QueuedRunCoordinator)
-        for record in self._instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTING])):
-            run = record.dagster_run
-            launched_at = self._instance.get_run_stats(run.run_id).launch_time
-            if launched_at is None or launched_at >= daemon_started_at:
-                continue
-            why = self._left_starting(run, queued_only)
-            if why:
-                self._instance.report_run_failed(
-                    run, f"{why}: failed when backfill-assets-daemon started, not after the start timeout."
-                )
-                failed.append(run.run_id)
-        return failed
+        """``forked_runs.fail_interrupted_launches``: called by ``backfill-assets-daemon`` when it starts."""
+        return fail_interrupted_launches(self._instance, daemon_started_at)
 
     def fail_dead_starting_runs(self, cut_short: set[str] = frozenset()) -> list[str]:
-        """Fail the STARTING runs that will never start: run monitoring judges a worker's health only once the run
-        started, and would otherwise wait its start timeout. A run whose forked worker is gone (it died before it
-        could write RUN_START, e.g. its database restarting under it; the worker is the run's tag, or this
-        launcher's own record of the fork when the tag could not be written), and a run in ``cut_short`` (the run
-        queue's launch of it raised, e.g. on that same restart) that no worker was forked for. Called by
-        ``backfill-assets-daemon`` every few seconds; returns the run ids failed."""
-        failed = []
-        for record in self._instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTING])):
-            run = record.dagster_run
-            run_worker = RunWorker.from_tags(run.tags) or self._forked.get(run.run_id)
-            if run_worker is None and run.run_id in cut_short and not self._sent_to_fallback(run):
-                why = "Its launch failed before a run worker was forked"
-            elif run_worker is not None and run_worker.is_local() and not run_worker.is_alive():
-                why = f"Its run worker (pid {run_worker.pid}) exited before the run started"
-            else:
-                continue
-            self._instance.report_run_failed(
-                run, f"{why}: failed by backfill-assets-daemon, not after the start timeout."
-            )
-            failed.append(run.run_id)
-        return failed
-
-    def _left_starting(self, run: dg.DagsterRun, queued_only: bool) -> str | None:
-        """Why a STARTING run will never start, or None when it may still."""
-        run_worker = RunWorker.from_tags(run.tags)
-        if run_worker is not None:
-            if run_worker.is_local() and not run_worker.is_alive():
-                return f"Its run worker (pid {run_worker.pid}) exited before the run started"
-            return None
-        if not queued_only or self._sent_to_fallback(run):
-            return None
-        return "The daemon launching it stopped before it forked the run's worker"
-
-    def _sent_to_fallback(self, run: dg.DagsterRun) -> bool:
-        """Whether the run went to Dagster's default launcher (its code server owns the run's process)."""
-        return any(
-            (event.message or "").startswith(FALLBACK_MESSAGE_START)
-            for event in self._instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT)
-        )
+        """``forked_runs.fail_dead_starting_runs``: called by ``backfill-assets-daemon`` every few seconds."""
+        return fail_dead_starting_runs(self._instance, self._forked, cut_short)
 
     # --- RunLauncher --------------------------------------------------------------------------------------------
 
