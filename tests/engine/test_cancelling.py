@@ -21,7 +21,7 @@ def run(status: str) -> RunView:
 
 
 def decide(status: str | None, version_state: str | None = None, asked=(), forced=None):
-    stopped = StoppedRuns(asked=frozenset(asked), forced=forced or {})
+    stopped = StoppedRuns(ids=frozenset(asked), forced=forced or {})
     update = cancelled_cell(submitted(), run(status) if status else None, version_state, stopped)
     return update.values["decision"], update.values["reason"]
 

@@ -15,7 +15,7 @@ class StoppedRuns:
 
     # Run ids it stopped: queued runs it took out of the queue, running ones whose termination Dagster accepted,
     # and those it marked cancelled itself (``forced``).
-    asked: frozenset[str]
+    ids: frozenset[str]
     forced: dict[str, str]  # run id -> why it marked the run cancelled without its worker's confirmation
 
 
@@ -34,7 +34,7 @@ def cancelled_cell(
     if outcome is None:
         reason = "request cancelled before its run was created" if run is None else "run still stopping"
         return cell.change(decision=M.CELL_CANCELLED, reason=reason, dagster_run_id=run.run_id if run else None)
-    stopped_it = run.run_id in stopped.asked or run.run_id in stopped.forced
+    stopped_it = run.run_id in stopped.ids  # forced runs included
     if outcome["decision"] == M.CELL_CANCELLED or (outcome["decision"] == M.FAILED and stopped_it):
         why = stopped.forced.get(run.run_id)
         reason = f"run marked cancelled: {why}" if why else "run terminated: request cancelled"

@@ -114,7 +114,7 @@ def terminate_request_runs(
     ended_stopped = {r.run_id for r in runs if r.status in stopped_statuses}
     return CancelOutcome(
         terminated=[r.run_id for r in runs
-                    if r.run_id in stopped.asked and r.run_id not in stopped.forced and r.run_id in ended_stopped],
+                    if r.run_id in stopped.ids and r.run_id not in stopped.forced and r.run_id in ended_stopped],
         forced=[r.run_id for r in runs if r.run_id in stopped.forced],
     )
 
@@ -170,7 +170,7 @@ def _stop_runs(
             # Answered False: nothing to cancel yet (a launch in progress); the next round gets it.
         acted.update(forced)
         time.sleep(POLL_SECONDS)
-    return StoppedRuns(asked=frozenset(acted), forced=forced)
+    return StoppedRuns(ids=frozenset(acted), forced=forced)
 
 
 def _ask_to_cancel(
