@@ -36,7 +36,7 @@ _PUBLIC = {
     "gated_asset": "backfill_assets.integration.api",
     "side_effect_asset": "backfill_assets.integration.api",
     "backfill_definitions": "backfill_assets.integration.api",
-    "graph_of": "backfill_assets.integration.api",
+    "graph_of": "backfill_assets.integration.graphs",
     "BackfillResource": "backfill_assets.integration.resources",
 }
 

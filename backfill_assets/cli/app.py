@@ -10,17 +10,20 @@ import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from backfill_assets.engine.model.errors import BackfillError, StorageError
+from backfill_assets.engine.model.errors import BackfillError, FieldMessage, StorageError
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.settings import ENV_DAGSTER_HOME, PACKAGE_DIR, Settings
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.storage import Warehouse
 
 from .code_location import CodeLocation, load_code_location, resolve_module_name
+
+if TYPE_CHECKING:
+    from backfill_assets.service import Backfills
 
 DEFAULT_HOME = ".dagster_home"
 INSTANCE_YAML = "dagster.yaml"
@@ -50,6 +53,17 @@ class AppContext:
     def warehouse(self) -> Warehouse:
         return Warehouse(self.settings().warehouse_root)
 
+    def service(self) -> Backfills:
+        """The service every command calls, as the CLI (requests it creates record source ``cli``)."""
+        from backfill_assets.engine.model.request_model import RequestSource
+        from backfill_assets.engine.plan.creation import QueueLimits
+        from backfill_assets.service import home_service
+
+        from .instance_config import run_queue_limits
+
+        limits = QueueLimits(*run_queue_limits(self.home), f"{self.home}/{INSTANCE_YAML}")
+        return home_service(self.graph(), self.home, limits, RequestSource.CLI)
+
 
 def ensure_home(home: Path) -> Path:
     """Create the instance folder and give it the project's dagster.yaml (embedded SQLite default)."""
@@ -72,6 +86,14 @@ def default_user() -> str:
         return "unknown"
 
 
+# The service names its input's fields as Python does; the CLI words them as the flags that set them.
+FLAG_OF_FIELD = {"from_day": "--from", "to_day": "--to"}
+
+
+def flag_of(field: str) -> str:
+    return FLAG_OF_FIELD.get(field, "--" + field.replace("_", "-"))
+
+
 def _fail(message: str) -> NoReturn:
     click.echo("error: " + " ".join(message.splitlines()), err=True)  # one line, whatever the input held
     sys.exit(2)
@@ -90,6 +112,8 @@ class BackfillGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except FieldMessage as exc:
+            _fail(exc.worded(flag_of))
         except (BackfillError, StorageError) as exc:  # a storage outage is not the user's doing, but one line too
             _fail(str(exc))
         except click.UsageError as exc:

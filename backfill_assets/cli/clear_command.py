@@ -3,6 +3,8 @@ only-failed) as an ordinary frozen request, so reprocess, order, max-active, pro
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
 from backfill_assets.engine.model import request_model as M
@@ -10,7 +12,7 @@ from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.plan.clearing import clear_window
 
 from .app import AppContext, cli, json_option
-from .request_commands import make_request, request_options
+from .request_commands import make_request, request_input, request_options
 
 
 @cli.command("clear")
@@ -60,13 +62,13 @@ def clear(
         future=future, first=first, last=last,
     )
     reprocess = M.ReprocessPolicy.FAILED if only_failed else M.ReprocessPolicy.COMPLETED
-    options.update(assets=",".join(assets), first=window.first, last=window.last, reprocess=reprocess.value,
-                   only_failed=only_failed)
+    asked = replace(request_input({**options, "assets": "", "first": window.first, "last": window.last}),
+                    assets=list(assets), reprocess=reprocess, only_failed=only_failed)
     described = {"selection": selection, "selected_assets": list(assets), "days_asked": window.asked,
                  "first": window.first, "last": window.last}
     heading = (
         f"clear {selection!r} → {', '.join(assets)}; {window.first}..{window.last} ({window.asked}); "
         f"reprocess {reprocess.value}" + (" (only failed)" if only_failed else "")
     )
-    make_request(app, options, dry_run=not confirmed, as_json=as_json, described=described, heading=heading,
+    make_request(app, asked, dry_run=not confirmed, as_json=as_json, described=described, heading=heading,
                  hint="run again with --yes to create the request")

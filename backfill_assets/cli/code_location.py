@@ -58,7 +58,7 @@ def resolve_module_name(explicit: str | None, cwd: Path) -> str:
 def load_code_location(module_name: str, cwd: Path) -> CodeLocation:
     import dagster as dg  # only commands that need the graph pay for importing Dagster
 
-    from backfill_assets.integration.api import graph_of
+    from backfill_assets.integration.graphs import graph_of
 
     if str(cwd) not in sys.path:
         sys.path.insert(0, str(cwd))  # as `dagster -m` does: a project's module is importable from its folder

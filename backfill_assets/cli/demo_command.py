@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from datetime import date, timedelta
@@ -10,7 +9,7 @@ from datetime import date, timedelta
 import click
 
 from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.model.intervals import utc_now
+from backfill_assets.engine.model.request_input import RequestInput
 from backfill_assets.engine.model.settings import ENV_CODE_VERSION, code_version
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.ledger import Ledger
@@ -21,7 +20,7 @@ from backfill_assets.examples.orders.domain import DAILY_REVENUE, DEMO_CALENDAR
 from .app import AppContext, cli, emit, json_option
 from .daemon import running_daemon
 from .ops_commands import tell_dagster_of_rollback
-from .request_commands import is_complete, watch
+from .request_commands import watch
 
 
 def _instance():
@@ -69,10 +68,10 @@ def demo(
     _seed_and_run_production(location, catalog, orders_per_day, say)
     before = catalog.current(DAILY_REVENUE, DEFECT_DAY)
     ledger = Ledger(catalog)
-    request_id = _create_request(location.graph, ledger, max_active, say)
+    request_id = _create_request(app, max_active, say)
     say("4. started backfill-assets-daemon; the backfill_driver sensor submits the runs")
     with running_daemon(app.home, app.module):
-        record, counts, summary = watch(ledger, request_id, timeout, show_progress=not as_json)
+        now = watch(app.service(), request_id, timeout, show_progress=not as_json)
     say("   backfill-assets-daemon stopped")
     workers = days_by_worker(catalog, request_id)
     say(f"   which worker ran which day ({executor}):")
@@ -89,9 +88,9 @@ def demo(
     rejected_days = [c.partition_key for c in ledger.cells(request_id) if c.decision in (M.REJECTED, M.FAILED)]
     summary_data = {
         "request_id": request_id,
-        "status": record.status,
-        "counts": counts,
-        "complete": is_complete(record.status, counts),
+        "status": now.status,
+        "counts": dict(now.counts),
+        "complete": now.complete,
         "rejected_days": rejected_days,
         "defect_day": defect,
         "defect_day_serving": serving.version_id if serving else None,
@@ -104,7 +103,7 @@ def demo(
         "seconds": round(time.monotonic() - started, 1),
         "dagster_home": str(app.home),
     }
-    emit(summary_data, as_json, lambda: _echo_summary(summary_data, record, rolled, app.home))
+    emit(summary_data, as_json, lambda: _echo_summary(summary_data, now, rolled, app.home))
 
 
 def _seed_and_run_production(location, catalog, orders_per_day: int, say) -> None:
@@ -121,42 +120,32 @@ def _seed_and_run_production(location, catalog, orders_per_day: int, say) -> Non
         raise click.ClickException(f"production failed on {failed[0].partition_key}: {failed[0].failure}")
 
 
-def _create_request(graph, ledger: Ledger, max_active: int, say) -> str:
+def _create_request(app: AppContext, max_active: int, say) -> str:
     """Step 3: the October backfill with its defective day, under a pinned code version; returns its id."""
-    conf = {"inject_defect": {DEFECT_DAY: {DAILY_REVENUE: "drop_rows"}}}
-    spec = M.build_spec(
-        graph,
-        DEMO_CALENDAR.newest_complete_key(utc_now()),
-        assets=DAILY_REVENUE,
-        first=BACKFILL_FROM,
-        last=BACKFILL_TO,
-        reprocess=M.ReprocessPolicy.COMPLETED,
-        max_active=max_active,
-        conf=json.dumps(conf),
-        reason="demo: recompute October after the revenue rounding fix",
-        requested_by="demo",
-        wait_for_overlap=True,
-    )
     # Pin the code version for the daemon we start, so an unrelated edit in a dev checkout during the demo
     # does not block the request (outside the demo, that block is exactly the point).
-    frozen = code_version()
-    os.environ[ENV_CODE_VERSION] = frozen
-    record = ledger.create(M.new_request_id(utc_now()), spec, frozen, spec.excluded_cells(graph))
+    os.environ[ENV_CODE_VERSION] = code_version()
+    created = app.service().create(RequestInput(
+        assets=[DAILY_REVENUE], from_day=BACKFILL_FROM, to_day=BACKFILL_TO, reprocess=M.ReprocessPolicy.COMPLETED,
+        max_active=max_active, conf={"inject_defect": {DEFECT_DAY: {DAILY_REVENUE: "drop_rows"}}},
+        reason="demo: recompute October after the revenue rounding fix", requested_by="demo", wait_for_overlap=True,
+    ))
+    spec = created.request.spec
     say(
-        f"3. created {record.request_id}: {DAILY_REVENUE} {BACKFILL_FROM}..{BACKFILL_TO}, reprocess=completed, "
-        f"max_active={max_active}, defect injected on {DEFECT_DAY} through --conf; up to "
-        f"{spec.partitions_per_run} day(s) per run ({spec.partitions_per_run_mode})"
+        f"3. created {created.request.request_id}: {DAILY_REVENUE} {BACKFILL_FROM}..{BACKFILL_TO}, "
+        f"reprocess=completed, max_active={max_active}, defect injected on {DEFECT_DAY} through the request's conf; "
+        f"up to {spec.partitions_per_run} day(s) per run ({spec.partitions_per_run_mode})"
     )
-    return record.request_id
+    return created.request.request_id
 
 
-def _echo_summary(summary: dict, record, rolled, home) -> None:
+def _echo_summary(summary: dict, now, rolled, home) -> None:
     request_id, counts = summary["request_id"], summary["counts"]
     click.echo(f"\n{request_id}: {counts['published']} published, {counts['rejected'] + counts['failed']} rejected")
     for line in describe_defect_day(summary["defect_day"]):
         click.echo(f"  {line}")
-    if record.status != M.COMPLETED:
-        click.echo(f"  request ended {record.status}: {record.row['message']}")
+    if now.status != M.COMPLETED:
+        click.echo(f"  request ended {now.status}: {now.message}")
     if rolled is not None:
         click.echo(f"5. rolled back {DAILY_REVENUE} {ROLLBACK_DAY}: restored {rolled.version_id}")
     click.echo(f"done in {summary['seconds']} s. Look closer:")

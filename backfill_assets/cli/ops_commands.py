@@ -9,12 +9,10 @@ import click
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import CellOrigin
 from backfill_assets.engine.model.intervals import utc_now
-from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.plan.gc import collect_garbage
 from backfill_assets.engine.store.catalog import Catalog, PointerMove
 from backfill_assets.engine.store.handoffs import ACCEPTED, DECLINED, Handoffs
 from backfill_assets.engine.store.ledger import Ledger
-from backfill_assets.engine.store.wakeup import wake_daemon
 
 from .app import AppContext, cli, default_user, emit, json_option
 from .data_commands import validate_cell
@@ -94,11 +92,7 @@ def cascade_request_for_consumers(
     not_consumers = {
         (a, p): f"did not read {read}" for a in assets for p in partitions if (a, p) not in cells
     }
-    excluded = {**spec.excluded_cells(graph), **not_consumers}
-    loaded = code_version(location_files=graph.code_files())
-    record = Ledger(app.catalog()).create(M.new_request_id(utc_now()), spec, loaded, excluded)
-    wake_daemon(app.home)
-    return record.request_id
+    return app.service().freeze(spec, {**spec.excluded_cells(graph), **not_consumers}).request_id
 
 
 @cli.command()

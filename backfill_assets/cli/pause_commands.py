@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import click
 
-from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.store.ledger import Ledger
-from backfill_assets.engine.store.pauses import Pauses, pause_message
-from backfill_assets.engine.store.wakeup import wake_daemon
+from backfill_assets.engine.store.pauses import pause_message
 
 from .app import AppContext, default_user, emit, json_option
 from .request_commands import request
@@ -27,15 +24,11 @@ def pause(app: AppContext, request_id: str, reason: str, by: str | None, as_json
 
     Example: backfill-assets request pause req-20221101-1a2b3c4d --reason "warehouse maintenance"
     """
-    catalog = app.catalog()
-    paused, already = Pauses(catalog).pause(request_id, by or default_user(), reason)
-    in_flight = sum(1 for c in Ledger(catalog).cells(request_id) if c.decision == M.SUBMITTED)
-    payload = {"request_id": request_id, "status": M.PAUSED, "already_paused": already, "pause": paused,
-               "in_flight": in_flight}
-    verb = "already paused" if already else f"paused (was {paused['status_before']})"
-    emit(payload, as_json,
-         f"{request_id} {verb}: {pause_message(paused)}\n  {in_flight} cell(s) in flight finish and are recorded; "
-         f"`backfill-assets request resume {request_id}` goes on")
+    outcome = app.service().pause(request_id, by or default_user(), reason)
+    verb = "already paused" if outcome.already_paused else f"paused (was {outcome.pause['status_before']})"
+    emit(outcome.as_dict(), as_json,
+         f"{request_id} {verb}: {pause_message(outcome.pause)}\n  {outcome.in_flight} cell(s) in flight finish and "
+         f"are recorded; `backfill-assets request resume {request_id}` goes on")
 
 
 @request.command("resume")
@@ -48,10 +41,8 @@ def resume(app: AppContext, request_id: str, by: str | None, as_json: bool) -> N
 
     Example: backfill-assets request resume req-20221101-1a2b3c4d
     """
-    resumed = Pauses(app.catalog()).resume(request_id, by or default_user())
-    wake_daemon(app.home)
-    status = Ledger(app.catalog()).get(request_id).status
-    payload = {"request_id": request_id, "status": status, "pause": resumed}
-    emit(payload, as_json,
-         f"resumed {request_id} ({status}) by {resumed['resumed_by']} at {resumed['resumed_at']}; "
+    outcome = app.service().resume(request_id, by or default_user())
+    resumed = outcome.pause
+    emit(outcome.as_dict(), as_json,
+         f"resumed {request_id} ({outcome.status}) by {resumed['resumed_by']} at {resumed['resumed_at']}; "
          f"it was {pause_message(resumed)}")

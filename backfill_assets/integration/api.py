@@ -34,6 +34,7 @@ from backfill_assets.integration.assets.chunks import build_chunk_job
 from backfill_assets.integration.assets.gated import build_gated_asset
 from backfill_assets.integration.assets.side_effects import KEY_ARG, PAYLOAD_ARG, build_side_effect_asset
 from backfill_assets.integration.assets.user_config import declare_config
+from backfill_assets.integration.graphs import register_graph
 from backfill_assets.integration.jobs import backfill_job, production_job
 from backfill_assets.integration.request_jobs import build_report_job, build_request_job
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
@@ -242,8 +243,7 @@ def backfill_definitions(
         resources={BACKFILL_RESOURCE: backfill, **resources},
         executor=executor,
     )
-    for asset_def in built:
-        _GRAPH_OF_ASSET[id(asset_def)] = (asset_def, graph)
+    register_graph(built, graph)
     return defs
 
 
@@ -259,20 +259,6 @@ def asset_graph(assets: Iterable[BackfillAsset]) -> AssetGraph:
         raise InvalidInput("every asset of one code location must share one BusinessCalendar: "
                            + ", ".join(f"{c.tz_name} from {c.first_day}" for c in calendars))
     return AssetGraph(declared[0].calendar, [item.spec for item in declared])
-
-
-# Built asset → its graph, so the CLI can find the graph of a loaded code location (also after Definitions.merge).
-# The asset object is kept alongside: an id is only unique while its object lives.
-_GRAPH_OF_ASSET: dict[int, tuple[dg.AssetsDefinition, AssetGraph]] = {}
-
-
-def graph_of(defs: dg.Definitions) -> AssetGraph | None:
-    """The asset graph of a Definitions built with ``backfill_definitions``, or None."""
-    for asset_def in defs.assets or ():
-        found = _GRAPH_OF_ASSET.get(id(asset_def))
-        if found is not None and found[0] is asset_def:
-            return found[1]
-    return None
 
 
 def _dep_name(dep: Dep) -> str:

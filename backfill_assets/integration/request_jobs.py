@@ -1,7 +1,8 @@
 """Requests without a terminal: the ``backfill_request`` job (launched from the Launchpad, its typed config is a
 request) and the ``backfill_report`` job (a request's reconcile report as Markdown in the UI).
 
-``backfill_request`` validates exactly as ``request create`` does (``engine/plan/creation.py``): bad input fails
+``backfill_request`` is an adapter of the service (``backfill_assets.service.Backfills``), as ``request create``
+is: the same validation, dry run and create, its requests recorded as made from the Launchpad. Bad input fails
 the run with the same one-line message and writes nothing; ``dry_run: true`` shows the plan and writes nothing;
 otherwise the frozen request is created and the driver sensor carries it out. Both runs are tagged
 ``backfill/report_of=<request id>``; the request's own runs carry ``backfill/request_id=<request id>``.
@@ -17,21 +18,12 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanError
 from backfill_assets.engine.model.graph import AssetGraph
-from backfill_assets.engine.model.settings import code_version
-from backfill_assets.engine.plan.creation import (
-    QueueLimits,
-    build_request,
-    chunking,
-    create_request,
-    describe_chunking,
-)
+from backfill_assets.engine.model.request_input import RequestInput, parse_conf_text
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
-from backfill_assets.engine.store.wakeup import wake_daemon
-from backfill_assets.integration.request_planning import dry_run
 from backfill_assets.integration.resources import BackfillResource
-from backfill_assets.integration.runs.dagster_adapter import run_queue_limits
 from backfill_assets.integration.runs.reconcile_facts import request_report
 from backfill_assets.integration.ui_markdown import plan_markdown, report_markdown
+from backfill_assets.service import Backfills
 
 REQUEST_JOB = "backfill_request"
 REPORT_JOB = "backfill_report"
@@ -79,64 +71,36 @@ def build_request_job(graph: AssetGraph) -> dg.JobDefinition:
     def create_backfill_request(
         context: dg.OpExecutionContext, config: BackfillRequestConfig, backfill: BackfillResource
     ):
-        requested_by = config.requested_by or context.run.tags.get("dagster/user") or LAUNCHPAD_USER
+        backfills = Backfills.for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD)
         try:
-            spec = build_request(
-                graph,
-                assets=",".join(config.assets),
-                first=config.from_day,
-                last=config.to_day,
-                reprocess=config.reprocess,
-                max_active=config.max_active,
-                order=config.order,
-                partitions_per_run=config.partitions_per_run,
-                downstream=config.downstream,
-                confirm_cascade=config.confirm_cascade,
-                allow_side_effects=",".join(config.allow_side_effects) or None,
-                approved_by=config.approved_by,
-                conf=config.conf,
-                reason=config.reason,
-                requested_by=requested_by,
-                wait_for_overlap=config.wait_for_overlap,
-            )
-            catalog = backfill.catalog()
-            loaded = code_version(location_files=graph.code_files())
-            max_runs, limits = run_queue_limits(context.instance)
-            concurrency = QueueLimits(max_runs, limits, "the instance's run queue").concurrency(spec)
-            plan = dry_run(graph, catalog, context.instance, spec)
-            chunks = chunking(graph, spec, plan)
-            message = None
-            if config.dry_run:
-                title = f"Dry run: nothing was written (code version {loaded})"
-                metadata = {"dry_run": True}
-            else:
-                record = create_request(graph, catalog, spec, loaded, M.RequestSource.LAUNCHPAD)
-                wake_daemon(context.instance.root_directory)
-                context.instance.add_run_tags(context.run_id, {T.REPORT_OF: record.request_id})
-                title = f"Created {record.request_id} ({record.status}), code version {loaded}"
-                message = record.row["message"]
-                metadata = {
-                    "request_id": record.request_id,
-                    "status": record.status,
-                    "runs": dg.MetadataValue.url(runs_filter_url(record.request_id)),
-                }
+            asked = request_input(config, context.run.tags.get("dagster/user"))
+            plan = backfills.plan(asked)
+            metadata: dict[str, Any] = {"dry_run": True}
+            title, message = f"Dry run: nothing was written (code version {plan.code_version})", None
+            if not config.dry_run:
+                request = backfills.create(asked).request
+                context.instance.add_run_tags(context.run_id, {T.REPORT_OF: request.request_id})
+                title = f"Created {request.request_id} ({request.status}), code version {request.code_version}"
+                message = request.message
+                metadata = {"request_id": request.request_id, "status": str(request.status),
+                            "runs": dg.MetadataValue.url(runs_filter_url(request.request_id))}
         except (InvalidInput, PlanError) as exc:
-            # The same one-line message `request create` prints; nothing was written.
+            # The same one-line message the service gives every surface (its fields named as this config's keys,
+            # which are the service's own); nothing was written.
             raise dg.Failure(description=str(exc), allow_retries=False) from exc
-        notes = [f"at most {concurrency.effective} run(s) at once", *describe_chunking(chunks), concurrency.note,
-                 message]
         context.log.info(title)
+        spec = plan.spec
         yield dg.Output(
             None,
             metadata={
                 **metadata,
-                "cells": len(plan),
+                "cells": len(plan.cells),
                 "max_active": spec.effective_max_active,
                 "partitions_per_run": spec.partitions_per_run,
                 "partitions_per_run_mode": spec.partitions_per_run_mode,
-                "planned_runs": len(chunks["runs"]),
-                "effective_concurrency": concurrency.effective,
-                "plan": dg.MetadataValue.md(plan_markdown(title, plan, notes)),
+                "planned_runs": len(plan.runs),
+                "effective_concurrency": plan.concurrency.effective,
+                "plan": dg.MetadataValue.md(plan_markdown(title, plan, [*plan.notes(), message])),
             },
         )
 
@@ -147,6 +111,18 @@ def build_request_job(graph: AssetGraph) -> dg.JobDefinition:
         graph_def=dg.GraphDefinition(name=REQUEST_JOB, node_defs=[create_backfill_request]),
         description="Create a backfill request from the Launchpad (set dry_run: true to see the plan first).",
         tags={T.LANE: T.LANE_MANUAL},
+    )
+
+
+def request_input(config: BackfillRequestConfig, ui_user: str | None) -> RequestInput:
+    """The Launchpad's config as the service's input (its keys are the service's field names)."""
+    return RequestInput(
+        assets=config.assets, from_day=config.from_day, to_day=config.to_day, reprocess=config.reprocess,
+        max_active=config.max_active, order=config.order, partitions_per_run=config.partitions_per_run,
+        downstream=config.downstream, confirm_cascade=config.confirm_cascade,
+        allow_side_effects=config.allow_side_effects, approved_by=config.approved_by,
+        conf=parse_conf_text(config.conf), reason=config.reason,
+        requested_by=config.requested_by or ui_user or LAUNCHPAD_USER, wait_for_overlap=config.wait_for_overlap,
     )
 
 

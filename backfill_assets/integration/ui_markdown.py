@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from backfill_assets.engine.plan.reconcile import Report
+
+if TYPE_CHECKING:
+    from backfill_assets.service import RequestPlan
 
 # The UI renders every row; a year of five assets is 1,825 rows. Beyond this, the tail is counted, not listed.
 MAX_ROWS = 400
@@ -26,14 +29,15 @@ def table(header: Iterable[str], rows: list[list[object]]) -> str:
     return "\n".join(lines)
 
 
-def plan_markdown(title: str, plan: list[dict], notes: Iterable[str] = ()) -> str:
+def plan_markdown(title: str, plan: RequestPlan, notes: Iterable[str | None] = ()) -> str:
+    """A dry run (or the plan of a request just created) as the Launchpad run's Markdown."""
     counts: dict[str, int] = {}
-    for row in plan:
-        counts[row["action"]] = counts.get(row["action"], 0) + 1
+    for cell in plan.cells:
+        counts[cell.action] = counts.get(cell.action, 0) + 1
     summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items())) or "no cells"
-    parts = [f"### {title}", f"{len(plan)} cell(s): {summary}.", *[f"> {n}" for n in notes if n]]
+    parts = [f"### {title}", f"{len(plan.cells)} cell(s): {summary}.", *[f"> {n}" for n in notes if n]]
     parts.append(table(("day", "asset", "decision", "why"),
-                       [[r["partition_key"], r["asset"], r["action"], r["reason"]] for r in plan]))
+                       [[c.partition_key, c.asset, c.action, c.reason] for c in plan.cells]))
     return "\n\n".join(parts)
 
 

@@ -31,9 +31,9 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.identity import make_version_id
 from backfill_assets.engine.model.intervals import iso, utc_now
+from backfill_assets.engine.model.request_input import RequestInput, build_spec
 from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.model.states import VersionState
-from backfill_assets.engine.plan.creation import create_request
 from backfill_assets.engine.plan.planning import run_key
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.db import dispose_all
@@ -156,10 +156,12 @@ def _writers_of_open_days(instance: dg.DagsterInstance) -> dict[tuple[str, str],
 def _open_request(instance: dg.DagsterInstance, catalog: Catalog, loaded: str) -> str:
     """The open request: ``DONE`` days finished (runs SUCCESS, versions published), ``MAX_ACTIVE`` in flight."""
     keys = synth.days(DAYS, OPEN_FIRST)
-    spec = M.build_spec(GRAPH, keys[-1], assets=",".join(ASSETS), first=keys[0], last=keys[-1],
-                        reprocess="completed", max_active=MAX_ACTIVE, requested_by="bench", reason="tick bench",
-                        partitions_per_run=1)  # one run per interval, as contender O (the tick that cost 1.6 s)
-    record = create_request(GRAPH, catalog, spec, loaded, M.RequestSource.CLI)
+    spec = build_spec(GRAPH, keys[-1], RequestInput(
+        assets=list(ASSETS), from_day=keys[0], to_day=keys[-1], reprocess="completed", max_active=MAX_ACTIVE,
+        requested_by="bench", reason="tick bench",
+        partitions_per_run=1,  # one run per interval, as contender O (the tick that cost 1.6 s)
+    ))
+    record = Ledger(catalog).create(M.new_request_id(utc_now()), spec, loaded, spec.excluded_cells(GRAPH))
     request_id = record.request_id
     now = iso(utc_now())
     ledger = Ledger(catalog)

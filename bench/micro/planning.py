@@ -14,6 +14,7 @@ import dagster as dg
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.intervals import BusinessCalendar, utc_now
+from backfill_assets.engine.model.request_input import RequestInput, build_spec
 from backfill_assets.engine.plan.planning import decide
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
@@ -32,8 +33,8 @@ def run(ws: Workspace) -> dict:
     catalog = Catalog(f"sqlite:///{ws.dir('micro') / 'plan.db'}")
     instance = dg.DagsterInstance.ephemeral()
     began = time.perf_counter()
-    spec = M.build_spec(graph, LAST, assets=",".join(graph.names), first=FIRST, last=LAST, reprocess="failed",
-                        requested_by="bench", reason="ten years")
+    spec = build_spec(graph, LAST, RequestInput(assets=list(graph.names), from_day=FIRST, to_day=LAST,
+                                                reprocess="failed", requested_by="bench", reason="ten years"))
     built = time.perf_counter()
     cells = [(a, p) for p in spec.ordered_partitions() for a in spec.assets]
     facts_of = cell_facts_source(graph, catalog, instance, cells)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.errors import IllegalTransition, NotFound, PublishConflict
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.catalog import ACTION_PUBLISH, ACTION_ROLLBACK
 from backfill_assets.engine.store.ledger import Ledger
 from tests.orders import GRAPH
+from tests.specs import spec_of
 
 from .catalog_helpers import (
     ASSET,
@@ -203,7 +203,7 @@ def test_publishes_of_different_partitions_do_not_conflict(catalog):
 
 def test_a_version_of_a_cancelled_request_is_refused_inside_the_publish_transaction(catalog):
     serving = published(catalog, identity("run-prod"))
-    spec = M.build_spec(GRAPH, "2022-10-31", assets=ASSET, first=KEY, last=KEY, requested_by="tester")
+    spec = spec_of(GRAPH, "2022-10-31", assets=ASSET, first=KEY, last=KEY, requested_by="tester")
     ledger = Ledger(catalog)
     request_id = ledger.create("req-20221101-0c0c0c0c", spec, "git-abc123", spec.excluded_cells(GRAPH)).request_id
     late = begin_verified(catalog, identity("run-late", request_id=request_id))

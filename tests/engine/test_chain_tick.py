@@ -14,6 +14,7 @@ from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, ORDER_FACTS
 from tests.orders import GRAPH
+from tests.specs import spec_of
 
 CODE = "git-abc123"
 DAYS = GRAPH.calendar.keys_between("2022-10-01", "2022-10-10")
@@ -25,7 +26,7 @@ def ledger(tmp_path) -> Ledger:
 
 
 def _request(ledger: Ledger, assets: str = CUSTOMER_SNAPSHOT, **options) -> str:
-    spec = M.build_spec(GRAPH, "2022-10-31", assets=assets, first=DAYS[0], last=DAYS[-1], requested_by="tester",
+    spec = spec_of(GRAPH, "2022-10-31", assets=assets, first=DAYS[0], last=DAYS[-1], requested_by="tester",
                         **options)
     return ledger.create(M.new_request_id(utc_now()), spec, CODE, spec.excluded_cells(GRAPH)).request_id
 

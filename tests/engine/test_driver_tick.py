@@ -15,6 +15,7 @@ from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
 from tests.orders import GRAPH
+from tests.specs import spec_of
 
 CODE = "git-abc123"
 DAYS = ["2022-10-01", "2022-10-02", "2022-10-03", "2022-10-04", "2022-10-05"]
@@ -27,7 +28,7 @@ def ledger(tmp_path) -> Ledger:
 
 def _request(ledger: Ledger, assets: str = DAILY_REVENUE, **options) -> str:
     options.setdefault("partitions_per_run", 1)  # these pin the per-interval path; auto would batch max_active=1
-    spec = M.build_spec(GRAPH, "2022-10-31", assets=assets, first=DAYS[0], last=DAYS[-1], requested_by="tester",
+    spec = spec_of(GRAPH, "2022-10-31", assets=assets, first=DAYS[0], last=DAYS[-1], requested_by="tester",
                         **options)
     record = ledger.create(M.new_request_id(utc_now()), spec, CODE, spec.excluded_cells(GRAPH))
     return record.request_id

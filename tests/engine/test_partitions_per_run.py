@@ -8,6 +8,7 @@ import sqlalchemy as sa
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.intervals import utc_now
+from backfill_assets.engine.model.request_input import parse_partitions_per_run, resolve_partitions_per_run
 from backfill_assets.engine.plan.chunking import planned_runs
 from backfill_assets.engine.plan.driver_tick import tick
 from backfill_assets.engine.plan.planning import CellFacts
@@ -22,6 +23,7 @@ from backfill_assets.examples.orders.domain import (
     REVENUE_ALERT,
 )
 from tests.orders import GRAPH
+from tests.specs import spec_of
 
 NEWEST = "2023-12-31"
 FIRST = "2022-09-01"
@@ -29,11 +31,11 @@ FIRST = "2022-09-01"
 
 def _spec(days: int, assets: str = DAILY_REVENUE, **options) -> M.RequestSpec:
     last = GRAPH.calendar.keys_between(FIRST, NEWEST)[days - 1]
-    return M.build_spec(GRAPH, NEWEST, assets=assets, first=FIRST, last=last, **options)
+    return spec_of(GRAPH, NEWEST, assets=assets, first=FIRST, last=last, **options)
 
 
 def _resolve(intervals: int, max_active: int, assets=(DAILY_REVENUE,), downstream="none", requested=M.AUTO):
-    return M.resolve_partitions_per_run(GRAPH, tuple(assets), downstream, intervals, max_active, requested)
+    return resolve_partitions_per_run(GRAPH, tuple(assets), downstream, intervals, max_active, requested)
 
 
 def _runs(spec: M.RequestSpec) -> list[str]:
@@ -44,14 +46,14 @@ def _runs(spec: M.RequestSpec) -> list[str]:
 @pytest.mark.parametrize("value, parsed", [("auto", M.AUTO), (" AUTO ", M.AUTO), ("1", 1), ("5", 5), (7, 7),
                                            (M.MAX_PARTITIONS_PER_RUN, M.MAX_PARTITIONS_PER_RUN)])
 def test_partitions_per_run_takes_auto_or_an_integer_from_1_to_the_max(value, parsed):
-    assert M.parse_partitions_per_run(value) == parsed
+    assert parse_partitions_per_run(value) == parsed
 
 
 @pytest.mark.parametrize("value", [0, -1, "0", "-1", "abc", "", "2.5", 2.5, True, None, [3], "٣",
                                    M.MAX_PARTITIONS_PER_RUN + 1, str(M.MAX_PARTITIONS_PER_RUN + 1)])
 def test_partitions_per_run_refuses_anything_else_in_one_line(value):
-    with pytest.raises(InvalidInput, match=r"^--partitions-per-run .* must be auto or an integer from 1 to 366$"):
-        M.parse_partitions_per_run(value)
+    with pytest.raises(InvalidInput, match=r"^partitions_per_run .* must be auto or an integer from 1 to 366$"):
+        parse_partitions_per_run(value)
 
 
 def test_auto_runs_one_interval_per_run_up_to_the_threshold_per_slot_and_batches_above_it():

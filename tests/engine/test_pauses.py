@@ -17,13 +17,14 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.pauses import Pauses
 from backfill_assets.examples.orders.domain import RAW_ORDERS
 from tests.orders import GRAPH
+from tests.specs import spec_of
 
 CODE = "git-abc123"
 DAYS = ["2022-10-03", "2022-10-04", "2022-10-05"]
 
 
 def _request(ledger: Ledger, first: str = DAYS[0], last: str = DAYS[-1], **options) -> str:
-    spec = M.build_spec(GRAPH, "2022-10-31", assets=RAW_ORDERS, first=first, last=last, requested_by="tester",
+    spec = spec_of(GRAPH, "2022-10-31", assets=RAW_ORDERS, first=first, last=last, requested_by="tester",
                         partitions_per_run=1, **options)
     return ledger.create(M.new_request_id(utc_now()), spec, CODE, spec.excluded_cells(GRAPH)).request_id
 
@@ -152,7 +153,7 @@ def test_refusals_write_nothing(ledger):
     closed = _request(ledger, first=DAYS[0], last=DAYS[0])
     ledger.cancel(closed)
     adopted = "dg-abcdefgh"
-    spec = M.build_spec(GRAPH, "2022-10-31", assets=RAW_ORDERS, first=DAYS[1], last=DAYS[1], requested_by="ui")
+    spec = spec_of(GRAPH, "2022-10-31", assets=RAW_ORDERS, first=DAYS[1], last=DAYS[1], requested_by="ui")
     ledger.create(adopted, spec, CODE, {}, source=M.RequestSource.DAGSTER)
     open_one = _request(ledger, first=DAYS[2], last=DAYS[2])
     pauses = Pauses(ledger.catalog)
@@ -161,7 +162,7 @@ def test_refusals_write_nothing(ledger):
         (lambda: pauses.pause(closed, "alice"), "is cancelled; only a waiting, open or blocked request"),
         (lambda: pauses.pause(adopted, "alice"), "Dagster's backfill daemon launches its runs"),
         (lambda: pauses.resume(open_one, "alice"), "is not paused (it is open)"),
-        (lambda: pauses.pause(open_one, "  "), "--by must name someone"),
+        (lambda: pauses.pause(open_one, "  "), "by must name someone"),
         (lambda: pauses.pause(open_one, "alice", "bad\x00reason"), "control character"),
     ]:
         with pytest.raises(InvalidInput, match=message.replace("(", r"\(").replace(")", r"\)")):

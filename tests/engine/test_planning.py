@@ -9,6 +9,7 @@ from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.plan.planning import CREATE, SKIP, CellFacts, decide
 from backfill_assets.examples.orders.domain import ORDER_FACTS, REVENUE_ALERT
 from tests.orders import GRAPH
+from tests.specs import spec_of
 
 NEVER_RUN = CellFacts()
 FAILED_WITHOUT_VERSION = CellFacts(failed_run_without_version=True)
@@ -19,7 +20,7 @@ IN_FLIGHT = CellFacts("PUBLISHED", "v1", in_flight_run_id="0123456789abcdef")
 
 
 def _spec(reprocess: str, assets: str = ORDER_FACTS, **extra) -> M.RequestSpec:
-    return M.build_spec(GRAPH, "2022-10-31", assets=assets, first="2022-10-01", last="2022-10-02",
+    return spec_of(GRAPH, "2022-10-31", assets=assets, first="2022-10-01", last="2022-10-02",
                         reprocess=reprocess, requested_by="tester", **extra)
 
 
@@ -81,5 +82,5 @@ def test_only_failed_creates_exactly_the_cells_whose_latest_attempt_failed(facts
 
 @pytest.mark.parametrize("reprocess", ["none", "completed"])
 def test_only_failed_goes_with_reprocess_failed_only(reprocess):
-    with pytest.raises(InvalidInput, match="--only-failed"):
+    with pytest.raises(InvalidInput, match="only_failed re-runs failed cells only"):
         _spec(reprocess, only_failed=True)

@@ -9,12 +9,13 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.plan.planning import CREATE, SKIP, CellFacts, decide
 from backfill_assets.examples.orders.domain import ORDER_FACTS, REVENUE_ALERT
 from tests.orders import GRAPH
+from tests.specs import spec_of
 
 MARK = "marked skipped by ops: source outage, no data"
 
 
 def _spec(reprocess: str, assets: str = ORDER_FACTS, **extra) -> M.RequestSpec:
-    return M.build_spec(GRAPH, "2022-10-31", assets=assets, first="2022-10-01", last="2022-10-02",
+    return spec_of(GRAPH, "2022-10-31", assets=assets, first="2022-10-01", last="2022-10-02",
                         reprocess=reprocess, requested_by="tester", **extra)
 
 

@@ -21,6 +21,7 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.outbox import send_once
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from tests.orders import GRAPH
+from tests.specs import spec_of
 
 from .catalog_helpers import KEY, PASSED, identity
 
@@ -34,7 +35,7 @@ def catalog(tmp_path) -> Catalog:
 
 
 def _request(catalog: Catalog, asset: str, downstream: str = "none") -> Ledger:
-    spec = M.build_spec(GRAPH, NEWEST, assets=asset, first=KEY, last=KEY, reprocess="completed",
+    spec = spec_of(GRAPH, NEWEST, assets=asset, first=KEY, last=KEY, reprocess="completed",
                         downstream=downstream, requested_by="tester")
     ledger = Ledger(catalog)
     ledger.create(REQUEST_ID, spec, "git-abc123", spec.excluded_cells(GRAPH))

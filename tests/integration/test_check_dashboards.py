@@ -15,13 +15,13 @@ from click.testing import CliRunner
 from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql
 
 from backfill_assets.cli import cli
-from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.plan.planning import CREATE, decide
 from backfill_assets.engine.wap.audit import CHECK_BUSINESS_TOTALS, CHECK_PRIMARY_KEY, CHECK_ROW_COUNT
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.examples.orders.source import SourceSystem
 from backfill_assets.integration.sensors.driver import cell_facts_source
 from tests.orders import CALENDAR, DAILY_PARTITIONS, GRAPH, run_chunk, run_partitions
+from tests.specs import spec_of
 
 from .conftest import ORDERS_PER_DAY
 
@@ -67,7 +67,7 @@ def _statuses(instance: dg.DagsterInstance, asset: str, days: list[str]) -> dict
 
 def _failed_policy_reruns(env, asset: str, days: list[str]) -> set[str]:
     """The days ``--reprocess failed`` would re-run, decided on the driver's own facts."""
-    spec = M.build_spec(GRAPH, "2022-11-30", assets=asset, first=days[0], last=days[-1], reprocess="failed")
+    spec = spec_of(GRAPH, "2022-11-30", assets=asset, first=days[0], last=days[-1], reprocess="failed")
     facts = cell_facts_source(GRAPH, env.catalog, env.instance, [(asset, d) for d in days])
     return {d for d in days if decide(spec, GRAPH[asset], facts(asset, d)).action == CREATE}
 

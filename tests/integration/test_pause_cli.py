@@ -26,6 +26,7 @@ from backfill_assets.integration.runs.runs import RUN_KEY_TAG
 from backfill_assets.integration.sensors.driver import drive_request, run_tags_for
 from backfill_assets.integration.ui_markdown import report_markdown
 from tests.orders import GRAPH, MODULE
+from tests.specs import spec_of
 
 from .driver_harness import drive, execute_submission
 
@@ -177,7 +178,7 @@ def requests_of_every_kind(env) -> dict[str, str]:
     """An open request, a completed one and an adopted Dagster backfill."""
     done = _create(DAYS[0], DAYS[0])
     drive(env, done)
-    spec = M.build_spec(GRAPH, DAYS[-1], assets=RAW_ORDERS, first=DAYS[1], last=DAYS[1], requested_by="ui")
+    spec = spec_of(GRAPH, DAYS[-1], assets=RAW_ORDERS, first=DAYS[1], last=DAYS[1], requested_by="ui")
     adopted = Ledger(env.catalog).create("dg-abcdefgh", spec, code_version(), {}, source=M.RequestSource.DAGSTER)
     return {"open": _create(DAYS[2], DAYS[2]), "completed": done, "adopted": adopted.request_id}
 

@@ -16,6 +16,7 @@ from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.wap.faults import AFTER_VERIFYING, ENV_HOLD
 from backfill_assets.examples.orders.domain import RAW_ORDERS
 from tests.orders import GRAPH, run_partitions
+from tests.specs import spec_of
 
 DAY = "2022-09-02"
 HELD_TIMEOUT = 60.0
@@ -59,11 +60,10 @@ def test_a_run_marked_cancelled_while_its_step_computes_abandons_its_version(env
 
 
 def test_a_run_of_a_cancelled_request_publishes_nothing(env):
-    from backfill_assets.engine.model import request_model as M
     from backfill_assets.engine.model import tags as T
     from backfill_assets.engine.store.ledger import Ledger
 
-    spec = M.build_spec(GRAPH, "2022-09-05", assets=RAW_ORDERS, first=DAY, last=DAY, requested_by="tester")
+    spec = spec_of(GRAPH, "2022-09-05", assets=RAW_ORDERS, first=DAY, last=DAY, requested_by="tester")
     ledger = Ledger(env.catalog)
     request_id = ledger.create("req-20220905-0badc0de", spec, "test-code-1", spec.excluded_cells(GRAPH)).request_id
     ledger.cancel(request_id)

@@ -1,5 +1,6 @@
 """The Launchpad's backfill_request and backfill_report jobs on a real instance: the same validation, dry run and
-frozen request as `request create`, and the plan and report as Markdown metadata the UI shows."""
+frozen request as `request create` (both adapters of the service), and the plan and report as Markdown metadata
+the UI shows."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import pytest
 
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import InvalidInput
-from backfill_assets.engine.plan.creation import build_request
+from backfill_assets.engine.model.request_input import parse_conf_text
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.request_jobs import REPORT_JOB, REPORT_OP, REQUEST_JOB, REQUEST_OP
-from tests.orders import DEFS, GRAPH, run_partitions
+from backfill_assets.service import Backfills, RequestInput
+from tests.orders import DEFS, run_partitions
 
 DAYS = ["2022-09-02", "2022-09-03"]
 
@@ -86,20 +88,18 @@ def test_a_request_from_the_launchpad_is_frozen_like_a_cli_request(env):
         {"partitions_per_run": 367},
     ],
 )
-def test_bad_input_fails_the_run_with_the_cli_message_and_writes_nothing(env, config):
-    options = {"assets": ORDER_FACTS, "first": DAYS[0], "last": DAYS[1]}
-    renamed = {"assets": ",".join(config.get("assets", [ORDER_FACTS])), "first": config.get("from_day", DAYS[0]),
-               "last": config.get("to_day", DAYS[1])}
-    extra = {k: v for k, v in config.items() if k not in ("assets", "from_day", "to_day")}
-    if "allow_side_effects" in extra:
-        extra["allow_side_effects"] = ",".join(extra["allow_side_effects"])
-    with pytest.raises(InvalidInput) as cli_error:
-        build_request(GRAPH, **{**options, **renamed, **extra})
+def test_bad_input_fails_the_run_with_the_services_message_and_writes_nothing(env, config):
+    """The Launchpad's config keys are the service's field names: its failure is word for word what a Python
+    caller of the service gets."""
+    fields = {"assets": [ORDER_FACTS], "from_day": DAYS[0], "to_day": DAYS[1], **config}
+    with pytest.raises(InvalidInput) as service_error:
+        conf = parse_conf_text(fields.pop("conf", None))
+        Backfills.for_instance(DEFS, env.instance, env.catalog).spec(RequestInput(**fields, conf=conf))
 
     result = request(env, **config)
     assert not result.success
     [failure] = [e for e in result.all_events if e.is_step_failure]
-    assert failure.step_failure_data.user_failure_data.description == str(cli_error.value)
+    assert failure.step_failure_data.user_failure_data.description == str(service_error.value)
     assert Ledger(env.catalog).list() == []
 
 

@@ -12,9 +12,7 @@ from collections import defaultdict
 import dagster as dg
 import pytest
 
-from backfill_assets import graph_of
 from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.plan.creation import build_request, create_request
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.wakeup import wake_daemon, wakeup_stamp
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, RAW_ORDERS
@@ -22,6 +20,7 @@ from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.dagster_adapter import sensors_pending_since
 from backfill_assets.integration.runs.waker import Waker
 from backfill_assets.integration.sensors.driver import DRIVER_SENSOR
+from backfill_assets.service import Backfills, RequestInput
 from tests.orders import DEFS, MODULE, run_partitions
 
 # A wait's timeout: a loop that was not woken waits this long, which no wake-up below may take.
@@ -137,7 +136,7 @@ def test_the_backstop_replaces_the_sensor_and_backfill_timers_but_not_the_queue_
 def test_a_request_created_while_driver_ticks_race_submits_each_cell_once(env):
     """Four requests made one after another while the driver sensor is evaluated back to back in another thread:
     every cell is requested under one run key, and every cell of every request gets one."""
-    graph = graph_of(DEFS)
+    backfills = Backfills.for_instance(DEFS, env.instance, env.catalog)
     sensor = DEFS.resolve_sensor_def(DRIVER_SENSOR)
     keys_by_cell: dict[tuple[str, str], set[str]] = defaultdict(set)
     done = threading.Event()
@@ -160,9 +159,9 @@ def test_a_request_created_while_driver_ticks_race_submits_each_cell_once(env):
     made = []
     try:
         for day in ("2022-09-01", "2022-09-02", "2022-09-03", "2022-09-04"):
-            spec = build_request(graph, assets=DAILY_REVENUE, first=day, last=day, reprocess="completed",
-                                 partitions_per_run="1", requested_by="race-test")
-            made.append(create_request(graph, env.catalog, spec, "test-code-1", M.RequestSource.CLI).request_id)
+            asked = RequestInput(assets=[DAILY_REVENUE], from_day=day, to_day=day, reprocess="completed",
+                                 partitions_per_run=1, requested_by="race-test")
+            made.append(backfills.create(asked).request.request_id)
     finally:
         done.set()
         ticker.join(timeout=120)

@@ -16,6 +16,7 @@ import dagster as dg  # noqa: E402
 import backfill_assets.examples.orders.definitions  # noqa: E402,F401 - preload: the code location, once
 from backfill_assets.engine.wap.faults import ENV_FAULT  # noqa: E402
 from tests.orders import GRAPH  # noqa: E402
+from tests.specs import spec_of  # noqa: E402
 
 
 def _install_env(env: dict[str, str], fault: str | None = None) -> None:
@@ -65,7 +66,7 @@ def race_create(env: dict, how: str, args: dict, barrier, results) -> None:
             from backfill_assets.engine.store.ledger import Ledger
             from tests.orders import CALENDAR as calendar
 
-            spec = M.build_spec(GRAPH, calendar.newest_complete_key(utc_now()), assets=args["assets"],
+            spec = spec_of(GRAPH, calendar.newest_complete_key(utc_now()), assets=args["assets"],
                                 first=args["first"], last=args["last"], requested_by=args["who"])
             ledger = Ledger(Catalog(Settings.from_env().catalog_url))
             request_id = M.new_request_id(utc_now())

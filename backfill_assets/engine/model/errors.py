@@ -2,12 +2,16 @@
 
     BackfillError
     ├── InvalidInput            bad dates, names, keys, config — refused before anything is written
+    │   ├── InvalidField        ... in named input fields, which each surface words its own way (--to, to_day)
     │   └── UnsafeName          a name or partition key that could escape the warehouse root
     ├── IllegalTransition       a version state change the life cycle (docs/DESIGN.md §3) does not allow
     ├── PublishConflict         compare-and-swap on the current pointer lost (another version won)
     ├── IntegrityError          a file on disk does not match its manifest / catalog row
     ├── NotFound                an unknown asset, partition, version or request
     └── PlanError               a request that cannot be planned (overlap, depends-on-past order, ...)
+        └── RefusedField        ... because of named input fields
+
+    FieldMessage (a mixin of InvalidField and RefusedField): the message's template and the fields it names
 
     OSError
     └── StorageError            the warehouse's storage failed an operation (endpoint refused or reset the
@@ -16,6 +20,10 @@
 """
 
 from __future__ import annotations
+
+import string
+from collections.abc import Callable
+from typing import Any
 
 
 class BackfillError(Exception):
@@ -28,6 +36,35 @@ class InvalidInput(BackfillError):
 
 class UnsafeName(InvalidInput):
     pass
+
+
+class FieldMessage(BackfillError):
+    """An error about named fields of an operation's input (``to_day``, ``max_active``).
+
+    ``template`` is a ``str.format`` template: ``{name}`` placeholders without a value are field names, the rest
+    are ``values`` (user input goes there, never into the template, so its braces are safe). The message names
+    the fields as the Python API does; the CLI words them as its flags (``--to``), the Launchpad as its config
+    keys, with ``worded``: one validation, each surface's words.
+    """
+
+    def __init__(self, template: str, **values: Any):
+        self.template = template
+        self.values = values
+        self.fields = tuple(
+            name for _, name, _, _ in string.Formatter().parse(template) if name and name not in values
+        )
+        super().__init__(self.worded(str))
+
+    def worded(self, name_of: Callable[[str], str]) -> str:
+        """The message with each field named by ``name_of`` (a surface's word for it)."""
+        return self.template.format_map({**{f: name_of(f) for f in self.fields}, **self.values})
+
+    def __reduce__(self):  # picklable, as exceptions crossing processes must be
+        return (_rebuild, (type(self), self.template, self.values))
+
+
+def _rebuild(kind: type[FieldMessage], template: str, values: dict[str, Any]) -> FieldMessage:
+    return kind(template, **values)
 
 
 class IllegalTransition(BackfillError):
@@ -50,6 +87,14 @@ class NotFound(BackfillError):
 
 class PlanError(BackfillError):
     pass
+
+
+class InvalidField(FieldMessage, InvalidInput):
+    """Bad input in named fields, refused before anything is written."""
+
+
+class RefusedField(FieldMessage, PlanError):
+    """Valid fields that cannot be planned together (``order`` backward with a depends-on-past asset)."""
 
 
 class StorageError(OSError):

@@ -9,7 +9,7 @@ import unicodedata
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from backfill_assets.engine.model.errors import InvalidInput, UnsafeName
+from backfill_assets.engine.model.errors import InvalidField, UnsafeName
 from backfill_assets.engine.model.intervals import Interval, iso
 
 _ASSET_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
@@ -49,7 +49,7 @@ def validate_person_name(value: object, what: str, blank_ok: bool = True) -> str
     """Who asked, approved or overrode: 1-120 letters, digits, spaces or ``. @ : + -`` (one line, safe to store and
     print); ``blank_ok`` False also refuses a name of spaces only."""
     if not isinstance(value, str) or not _PERSON_NAME_RE.match(value) or (not blank_ok and not value.strip()):
-        raise InvalidInput(f"{what} {value!r} must be 1-120 letters, digits, spaces or . @ : + -")
+        raise InvalidField(what + " {value!r} must be 1-120 letters, digits, spaces or . @ : + -", value=value)
     return value
 
 
@@ -57,10 +57,10 @@ def validate_text(value: object, what: str, limit: int, line_breaks: bool = Fals
     """Free text that is stored (a reason, a reader's label): bounded, and storable in every catalog backend —
     no NUL or other control characters (PostgreSQL refuses NUL), no lone surrogates (not encodable as UTF-8)."""
     if not isinstance(value, str) or len(value) > limit:
-        raise InvalidInput(f"{what} must be text of at most {limit} characters")
+        raise InvalidField(what + " must be text of at most {limit} characters", limit=limit)
     allowed = "\t\n\r" if line_breaks else ""
     if any(unicodedata.category(ch) in ("Cc", "Cs") and ch not in allowed for ch in value):
-        raise InvalidInput(f"{what} {value[:80]!r} contains a control character")
+        raise InvalidField(what + " {value!r} contains a control character", value=value[:80])
     return value
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.errors import InvalidField, InvalidInput
 
 PARTITION_KEY_FORMAT = "%Y-%m-%d"
 _FIRST_SUPPORTED_DAY = date.min + timedelta(days=1)
@@ -29,13 +29,14 @@ def load_timezone(name: str) -> ZoneInfo:
 
 
 def parse_day(text: str, what: str = "date") -> date:
-    """Parse ``YYYY-MM-DD`` strictly (no times, no other formats)."""
+    """Parse ``YYYY-MM-DD`` strictly (no times, no other formats). ``what`` is plain text ("partition key") or an
+    input field's placeholder ("{from_day}", see ``InvalidField``)."""
     if not isinstance(text, str) or not _KEY_RE.match(text):
-        raise InvalidInput(f"{what} {text!r} is not a date of the form YYYY-MM-DD")
+        raise InvalidField(what + " {value!r} is not a date of the form YYYY-MM-DD", value=text)
     try:
         return datetime.strptime(text, PARTITION_KEY_FORMAT).date()
     except ValueError as exc:
-        raise InvalidInput(f"{what} {text!r} is not a valid calendar date") from exc
+        raise InvalidField(what + " {value!r} is not a valid calendar date", value=text) from exc
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
-"""A request's ``--conf`` sections per asset: checked against each asset's config schema when it is created.
+"""A request's ``conf`` sections per asset: checked against each asset's config schema when it is created.
 
-``--conf`` layout: the library's own keys (``inject_defect``, ``handoff_window_seconds``) and, per asset the request
-may run that declares a config (a selected one, or one its ``--downstream cascade`` / ``handoff`` reaches), that
+``conf`` layout: the library's own keys (``inject_defect``, ``handoff_window_seconds``) and, per asset the request
+may run that declares a config (a selected one, or one its ``downstream`` cascade or handoff reaches), that
 asset's fields::
 
     {"inject_defect": {...}, "order_facts": {"usd_to_cny": 7.3}}
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.errors import InvalidField, InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph
 
 
@@ -40,27 +40,28 @@ def validate_asset_sections(
                 if configurable
                 else " (no selected asset declares a config)"
             )
-            raise InvalidInput(f"--conf has unknown key {key!r}; allowed: {allowed}")
+            raise InvalidField("{conf} has unknown key {key!r}; allowed: {allowed}", key=key, allowed=allowed)
         if key not in chosen:
-            raise InvalidInput(
-                f"--conf names asset {key!r}, which this request does not run (--assets {','.join(selected_names)}"
-                + (f", cascading to {','.join(cascaded)})" if cascaded else ")")
+            raise InvalidField(
+                "{conf} names asset {key!r}, which this request does not run ({assets} {selected}{cascading})",
+                key=key, selected=",".join(selected_names),
+                cascading=f", cascading to {','.join(cascaded)}" if cascaded else "",
             )
         schema = graph[key].config
         if schema is None:
             others = f"; configurable: {', '.join(configurable)}" if configurable else ""
-            raise InvalidInput(f"--conf names asset {key!r}, which declares no config{others}")
+            raise InvalidField("{conf} names asset {key!r}, which declares no config{others}", key=key, others=others)
         fields = ", ".join(schema.fields)
         if not isinstance(section, dict):
-            raise InvalidInput(f"--conf {key} must be an object of its config fields ({fields})")
+            raise InvalidField("{conf} {key} must be an object of its config fields ({names})", key=key, names=fields)
         unknown = [name for name in section if name not in schema.fields]
         if unknown:
-            raise InvalidInput(
-                f"--conf {key} has unknown field(s) {', '.join(repr(u) for u in unknown)}; "
-                f"{schema.class_name} allows: {fields}"
+            raise InvalidField(
+                "{conf} {key} has unknown field(s) {unknown}; {schema} allows: {names}", key=key,
+                unknown=", ".join(repr(u) for u in unknown), schema=schema.class_name, names=fields,
             )
         try:
             checked[key] = schema.normalize(section)
         except InvalidInput as exc:
-            raise InvalidInput(f"--conf {exc}") from exc
+            raise InvalidField("{conf} {why}", why=str(exc)) from exc
     return checked

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 import sqlalchemy as sa
 
 from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanError
+from backfill_assets.engine.model.errors import InvalidField, InvalidInput, NotFound, PlanError
 from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
@@ -49,16 +49,16 @@ class Pauses:
         """Pause the request; returns its pause and whether it was already paused (then nothing is written and
         the first pause's who, when and why stand). Refuses, writing nothing, a closed or adopted request."""
         validate_request_id(request_id)
-        by = _name(by, "--by")
-        reason = validate_text((reason or "").strip(), "--reason", MAX_REASON, line_breaks=True)
+        by = _name(by, "{by}")
+        reason = validate_text((reason or "").strip(), "{reason}", MAX_REASON, line_breaks=True)
         for _ in range(_ATTEMPTS):
             with self.engine.begin() as conn:
                 row = _request_row(conn, request_id)
                 if row.source not in M.DRIVEN_SOURCES:
                     raise InvalidInput(
                         f"request {request_id} is a Dagster backfill (source {row.source}): Dagster's backfill "
-                        f"daemon launches its runs, so it cannot be paused; cancel it (`backfill-assets request "
-                        f"cancel {request_id}`) or use Dagster's UI"
+                        "daemon launches its runs, so it cannot be paused; cancel it instead (request cancel) or "
+                        "use Dagster's UI"
                     )
                 if row.status == M.PAUSED:
                     first = _open_pause(conn, request_id)
@@ -86,7 +86,7 @@ class Pauses:
         """Resume a paused request: it gets back the status (and message) it had when paused, and the driver goes
         on where it stopped. Returns the pause, now with ``resumed_at`` and ``resumed_by``."""
         validate_request_id(request_id)
-        by = _name(by, "--by")
+        by = _name(by, "{by}")
         with self.engine.begin() as conn:
             row = _request_row(conn, request_id)
             if row.status != M.PAUSED:
@@ -134,7 +134,7 @@ class Pauses:
 
 def _name(value: object, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(f"{what} must name someone")
+        raise InvalidField(what + " must name someone")
     return validate_text(value.strip(), what, MAX_NAME)
 
 

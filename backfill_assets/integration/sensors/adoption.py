@@ -7,7 +7,6 @@ import dagster as dg
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.graph import AssetGraph
-from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.plan.admission import adopted_request_id
 from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_spec, track_adopted
 from backfill_assets.engine.plan.creation import QueueLimits
@@ -22,6 +21,7 @@ from backfill_assets.integration.runs.dagster_adapter import list_backfills, run
 from backfill_assets.integration.runs.runs import run_assets, run_view, runs_of_request
 from backfill_assets.integration.sensors import SENSOR_INTERVAL_SECONDS
 from backfill_assets.integration.sensors.evaluation import SensorResource, evaluation_instance
+from backfill_assets.service import Backfills
 
 ADOPTION_SENSOR = "backfill_adoption"
 
@@ -33,7 +33,8 @@ def adopt_and_track(
     newly closed."""
     ledger = Ledger(catalog)
     adopted = []
-    loaded = code_version(location_files=graph.code_files())
+    adopting = Backfills.for_instance(graph, instance, catalog, M.RequestSource.DAGSTER)
+    loaded = adopting.code_version()
     closed = []
     for info in list_backfills(instance, repository_def):
         request_id = adopted_request_id(info.backfill_id)
@@ -43,7 +44,7 @@ def adopt_and_track(
             spec = adopted_spec(graph, info.cells, info.tags, info.user, paced_max_active(instance))
             # As `request create` says it: the run queue may let fewer of its runs execute than max_active.
             note = QueueLimits(*run_queue_limits(instance), "the instance's run queue").concurrency(spec).note
-            ledger.create(request_id, spec, loaded, excluded={}, source=M.RequestSource.DAGSTER, message=note)
+            adopting.freeze(spec, left_out={}, request_id=request_id, message=note)
             adopted.append(request_id)
         record = ledger.get(request_id)
         if record.status in M.CLOSED_STATUSES:

@@ -1,0 +1,293 @@
+"""What a user asks for (``RequestInput``: lists, enums, dates, parsed conf) and its validation into the frozen
+``RequestSpec``: one validation for every surface. Errors are ``InvalidField``s naming the input's fields
+(``to_day``, ``max_active``); the CLI words them as its flags, the Launchpad as its config keys."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from backfill_assets.engine.model.errors import InvalidField, RefusedField
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.identity import validate_person_name, validate_text
+from backfill_assets.engine.model.intervals import PARTITION_KEY_FORMAT, parse_day
+from backfill_assets.engine.model.request_model import (
+    AUTO,
+    AUTO_MIN_INTERVALS_PER_SLOT,
+    CONF_KEYS,
+    EXPLICIT,
+    MAX_ACTIVE_LIMIT,
+    MAX_CONF_BYTES,
+    MAX_CONF_DEPTH,
+    MAX_PARTITIONS,
+    MAX_PARTITIONS_PER_RUN,
+    DownstreamPolicy,
+    Order,
+    ReprocessPolicy,
+    RequestSpec,
+)
+from backfill_assets.engine.model.run_conf import validate_asset_sections
+from backfill_assets.engine.wap.defects import validate_defect
+
+MAX_REASON = 2000
+Choice = TypeVar("Choice", bound=StrEnum)
+
+
+@dataclass(frozen=True)
+class RequestInput:
+    """A backfill request as asked, before validation. Every surface builds one: the CLI from its flags, the
+    Launchpad from its config, a Python caller directly. Days are ``date``s or ``YYYY-MM-DD`` text; policies are
+    the enums or their values; ``conf`` is a parsed mapping (an asset's own config by asset name, and the
+    library's keys, e.g. ``handoff_window_seconds``)."""
+
+    assets: Sequence[str]
+    from_day: date | str
+    to_day: date | str
+    reprocess: ReprocessPolicy | str = ReprocessPolicy.FAILED
+    max_active: int = 2
+    order: Order | str = Order.FORWARD
+    partitions_per_run: int | str = AUTO
+    downstream: DownstreamPolicy | str = DownstreamPolicy.NONE
+    confirm_cascade: bool = False
+    allow_side_effects: Sequence[str] = ()
+    approved_by: str | None = None
+    conf: Mapping[str, Any] = field(default_factory=dict)
+    reason: str = ""
+    requested_by: str | None = None
+    wait_for_overlap: bool = False
+    # Only cells whose latest attempt failed are re-run (Airflow's clear --only-failed); needs reprocess failed.
+    only_failed: bool = False
+
+
+def build_spec(graph: AssetGraph, newest_complete: str | None, asked: RequestInput) -> RequestSpec:
+    """Validate ``asked`` into a frozen spec; raises ``InvalidField`` (or ``PlanError``) with one line."""
+    selected = parse_assets(graph, asked.assets)
+    reprocess = choice(ReprocessPolicy, asked.reprocess, "reprocess")
+    downstream = choice(DownstreamPolicy, asked.downstream, "downstream")
+    order = choice(Order, asked.order, "order")
+    max_active = asked.max_active
+    if not isinstance(max_active, int) or isinstance(max_active, bool) or not 1 <= max_active <= MAX_ACTIVE_LIMIT:
+        raise InvalidField("{max_active} {value!r} must be between 1 and {limit}", value=max_active,
+                           limit=MAX_ACTIVE_LIMIT)
+    if asked.only_failed and reprocess != ReprocessPolicy.FAILED:
+        raise InvalidField("{only_failed} re-runs failed cells only; it cannot go with {reprocess} {value}",
+                           value=reprocess.value)
+    requested_per_run = parse_partitions_per_run(asked.partitions_per_run)
+    first, last = day_text(asked.from_day, "from_day"), day_text(asked.to_day, "to_day")
+    # Before expanding the range: a far-future to_day would otherwise build millions of keys first.
+    if newest_complete is None or parse_day(last) > parse_day(newest_complete):
+        raise InvalidField("{to_day} {value} is past the newest complete interval ({newest})", value=last,
+                           newest=newest_complete or "none yet")
+    partitions = tuple(graph.calendar.keys_between(first, last))
+    if len(partitions) > MAX_PARTITIONS:
+        raise InvalidField("{from_day}..{to_day} has {count} partitions; at most {limit} per request",
+                           count=len(partitions), limit=MAX_PARTITIONS)
+    side_effects = _side_effects(graph, asked.allow_side_effects, asked.approved_by)
+    # An asset a cascade adds to the request runs with the same conf as a selected one.
+    reach = cascade_reach(graph, selected, downstream)
+    spec_conf = validate_asset_sections(graph, check_conf(asked.conf), selected, CONF_KEYS, reach=reach)
+    _validate_defects(graph, spec_conf, partitions, selected)
+    past = [a for a in selected if graph[a].depends_on_past]
+    if order == Order.BACKWARD and past:
+        raise RefusedField("{order} backward is refused: {assets} depends on the past and runs forward only",
+                           assets=", ".join(past))
+    per_run, per_run_mode = resolve_partitions_per_run(
+        graph, selected, downstream, len(partitions), max_active, requested_per_run
+    )
+    return RequestSpec(
+        assets=selected, partitions=partitions, reprocess=reprocess, max_active=max_active, order=order,
+        downstream=downstream, confirm_cascade=bool(asked.confirm_cascade), allow_side_effects=side_effects,
+        approved_by=_clean_name(asked.approved_by, "approved_by"), conf=spec_conf,
+        reason=validate_text((asked.reason or "").strip()[:MAX_REASON], "{reason}", MAX_REASON, line_breaks=True),
+        requested_by=_clean_name(asked.requested_by, "requested_by") or "unknown",
+        wait_for_overlap=bool(asked.wait_for_overlap), partitions_per_run=per_run,
+        partitions_per_run_mode=per_run_mode, serial=bool(past), only_failed=bool(asked.only_failed),
+    )
+
+
+def choice(kind: type[Choice], value: object, name: str) -> Choice:
+    """``value`` as the enum ``kind`` (a member or its value), or an error listing the allowed values."""
+    try:
+        return kind(value)
+    except ValueError:
+        raise InvalidField("{%s} {value!r} is not one of {allowed}" % name, value=value,
+                           allowed=", ".join(kind)) from None
+
+
+def day_text(value: object, name: str) -> str:
+    """A day given as a ``date`` or as ``YYYY-MM-DD`` text, checked, as its partition-key text."""
+    if isinstance(value, date):
+        return value.strftime(PARTITION_KEY_FORMAT)
+    parse_day(value, "{%s}" % name)  # type: ignore[arg-type]
+    return value  # type: ignore[return-value]
+
+
+def parse_assets(graph: AssetGraph, names: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise InvalidField("{assets} must be a list of asset names, not {value!r}", value=names)
+    names = [n.strip() for n in names if n.strip()]
+    if not names:
+        raise InvalidField("{assets} is empty; name one or more assets")
+    if len(set(names)) != len(names):
+        raise InvalidField("{assets} lists an asset twice: {value}", value=", ".join(names))
+    for name in names:
+        graph.require(name, data_only=False)
+    return tuple(graph.topological(names))
+
+
+def parse_asset_list(text: str | None) -> list[str]:
+    """Comma-separated names as a list (how the CLI takes ``--assets`` and ``--allow-side-effects``)."""
+    return [s.strip() for s in (text or "").split(",") if s.strip()]
+
+
+def parse_conf_text(raw: str | None) -> dict[str, Any]:
+    """Conf given as JSON text (``--conf``, the Launchpad's ``conf``): bounded size, an object, then
+    ``check_conf``."""
+    if raw is None or raw == "":
+        return {}
+    if len(raw.encode("utf-8", "surrogatepass")) > MAX_CONF_BYTES:
+        raise InvalidField("{conf} is larger than {limit} bytes", limit=MAX_CONF_BYTES)
+    try:
+        conf = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidField("{conf} is not valid JSON: {why}", why=str(exc).splitlines()[0][:120]) from exc
+    if not isinstance(conf, dict):
+        raise InvalidField("{conf} must be a JSON object")
+    return check_conf(conf)
+
+
+def check_conf(conf: object) -> dict[str, Any]:
+    """A request's conf: an object, bounded in depth (so it can be stored and logged safely). Its keys are checked
+    against the graph by ``validate_asset_sections``."""
+    if not isinstance(conf, Mapping):
+        raise InvalidField("{conf} must be an object (a mapping), not {kind}", kind=type(conf).__name__)
+    if _depth(conf) > MAX_CONF_DEPTH:
+        raise InvalidField("{conf} is nested deeper than {limit} levels", limit=MAX_CONF_DEPTH)
+    if len(json.dumps(conf, default=str).encode("utf-8", "surrogatepass")) > MAX_CONF_BYTES:
+        raise InvalidField("{conf} is larger than {limit} bytes", limit=MAX_CONF_BYTES)
+    window = conf.get("handoff_window_seconds")
+    if window is not None and (
+        not isinstance(window, int) or isinstance(window, bool) or not 1 <= window <= 30 * 86400
+    ):
+        raise InvalidField("{conf} handoff_window_seconds must be an integer from 1 to 2592000")
+    return dict(conf)
+
+
+def _depth(value: Any, level: int = 1) -> int:
+    if level > MAX_CONF_DEPTH + 1:
+        return level
+    if isinstance(value, Mapping):
+        return max([_depth(v, level + 1) for v in value.values()] or [level])
+    if isinstance(value, list | tuple):
+        return max([_depth(v, level + 1) for v in value] or [level])
+    return level
+
+
+def parse_partitions_per_run(value: object) -> int | str:
+    """``partitions_per_run`` as given (CLI text, Launchpad YAML, Python): ``auto``, or an integer from 1 to
+    MAX_PARTITIONS_PER_RUN (``"5"`` or ``5``); anything else is refused with one line."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() == AUTO:
+            return AUTO
+        if text.isascii() and text.isdigit():
+            value = int(text)
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_PARTITIONS_PER_RUN:
+        return value
+    raise InvalidField("{partitions_per_run} {value!r} must be {auto} or an integer from 1 to {limit}",
+                       value=value, auto=AUTO, limit=MAX_PARTITIONS_PER_RUN)
+
+
+def cascade_reach(graph: AssetGraph, assets: tuple[str, ...], downstream: str) -> tuple[str, ...]:
+    """The assets whose cells the request may hold: its selection, and with ``--downstream cascade`` or
+    ``handoff`` everything downstream of it (propagation, or an accepted handoff, adds their cells to the same
+    request)."""
+    reach = dict.fromkeys(assets)
+    if downstream in (DownstreamPolicy.CASCADE, DownstreamPolicy.HANDOFF):
+        todo = list(assets)
+        while todo:
+            for child in graph.downstream_of(todo.pop()):
+                if child not in reach:
+                    reach[child] = None
+                    todo.append(child)
+    return tuple(graph.topological(reach))
+
+
+def resolve_partitions_per_run(
+    graph: AssetGraph, assets: tuple[str, ...], downstream: str, intervals: int, max_active: int,
+    requested: int | str = AUTO,
+) -> tuple[int, str]:
+    """The K a request freezes (the most consecutive intervals one run may take) and how it was chosen.
+
+    An explicit K is kept. ``auto``: every interval when an asset the request may run depends on the past
+    (capped at MAX_PARTITIONS_PER_RUN): its intervals run one after the other whatever K, so a chain gains
+    nothing from splitting over slots and each run it saves is a launch and a driver pass; the batchable assets
+    are still spread over the free slots, K being the most one run takes. Otherwise 1 when it has no batchable
+    asset, or when there are at most AUTO_MIN_INTERVALS_PER_SLOT intervals per run slot; otherwise
+    ceil(intervals / max_active), capped, so that every slot gets one chunk run.
+    """
+    requested = parse_partitions_per_run(requested)
+    if requested != AUTO:
+        return int(requested), EXPLICIT
+    reach = cascade_reach(graph, assets, downstream)
+    past = [a for a in reach if graph[a].depends_on_past]
+    if past:
+        k = max(1, min(intervals, MAX_PARTITIONS_PER_RUN))
+        capped = " (the cap)" if intervals > k else ""
+        return k, (f"{AUTO}: {', '.join(past)} depends on the past, so its {intervals} interval(s) run in order "
+                   f"in as few runs as possible, up to {k} per run{capped}")
+    if not any(a in graph.batchable_assets for a in reach):
+        return 1, f"{AUTO}: no asset of the request can be batched, so one interval per run"
+    per_slot = intervals / max_active
+    if per_slot <= AUTO_MIN_INTERVALS_PER_SLOT:
+        return 1, (
+            f"{AUTO}: {intervals} interval(s) over {max_active} run slot(s) is at most "
+            f"{AUTO_MIN_INTERVALS_PER_SLOT} per slot, so one interval per run"
+        )
+    k = min(math.ceil(per_slot), MAX_PARTITIONS_PER_RUN)
+    capped = " (the cap)" if k == MAX_PARTITIONS_PER_RUN and math.ceil(per_slot) > k else ""
+    return k, f"{AUTO}: {intervals} intervals over {max_active} run slot(s), up to {k} per run{capped}"
+
+
+def _side_effects(graph: AssetGraph, names: Sequence[str], approved_by: str | None) -> tuple[str, ...]:
+    if isinstance(names, str):
+        raise InvalidField("{allow_side_effects} must be a list of asset names, not {value!r}", value=names)
+    chosen = tuple(n.strip() for n in names if isinstance(n, str) and n.strip())
+    for name in chosen:
+        if name not in graph or not graph[name].side_effect:
+            raise InvalidField("{allow_side_effects} {value!r} is not a side-effecting asset", value=name)
+    if chosen and not approved_by:
+        raise InvalidField("{allow_side_effects} needs {approved_by} (who approved the side effects)")
+    return chosen
+
+
+def _validate_defects(
+    graph: AssetGraph, conf: dict[str, Any], partitions: tuple[str, ...], assets: tuple[str, ...]
+) -> None:
+    defects = conf.get("inject_defect", {})
+    if not isinstance(defects, dict):
+        raise InvalidField("{conf} inject_defect must map partition -> {{asset: defect}}")
+    for key, per_asset in defects.items():
+        if key not in partitions:
+            raise InvalidField("{conf} inject_defect names partition {key!r}, which is not in the request", key=key)
+        if not isinstance(per_asset, dict):
+            raise InvalidField("{conf} inject_defect[{key!r}] must map asset -> defect", key=key)
+        for asset, defect in per_asset.items():
+            if asset not in assets:
+                raise InvalidField("{conf} inject_defect[{key!r}] names asset {asset!r}, which is not selected",
+                                   key=key, asset=asset)
+            if graph[asset].side_effect:
+                raise InvalidField("{conf} inject_defect: {asset} has no blocking checks to fail", asset=asset)
+            if not isinstance(defect, str):
+                raise InvalidField("{conf} inject_defect[{key!r}][{asset!r}] must be a string", key=key,
+                                   asset=asset)
+            validate_defect(defect)
+
+
+def _clean_name(value: str | None, name: str) -> str | None:
+    return None if value is None else validate_person_name(value, "{%s}" % name)

@@ -1,0 +1,55 @@
+"""The service layer: one typed API for every operation on backfill requests, under every door.
+
+    from backfill_assets.service import Backfills, RequestInput
+
+    backfills = Backfills.for_instance(defs, dg.DagsterInstance.get())
+    plan = backfills.plan(RequestInput(assets=["daily_revenue"], from_day="2022-10-01", to_day="2022-10-31"))
+    created = backfills.create(RequestInput(..., reason="FX fix", requested_by="ana"))
+
+Inputs are lists, enums, dates and parsed conf; outputs are frozen records (``records.py``); errors are the
+library's exceptions, ``InvalidField`` naming the input's fields (``to_day``) so each surface can word them its
+own way (``--to`` on the CLI).
+"""
+
+from backfill_assets.engine.model.errors import FieldMessage, InvalidField, RefusedField
+from backfill_assets.engine.model.request_input import RequestInput
+from backfill_assets.engine.model.request_model import DownstreamPolicy, Order, ReprocessPolicy, RequestSource
+
+from .backfills import Backfills, home_service
+from .records import (
+    Cancelled,
+    CreatedRequest,
+    Paused,
+    PlannedCell,
+    PlannedRun,
+    Progress,
+    Request,
+    RequestDetail,
+    RequestPlan,
+    RequestSummary,
+    Resumed,
+)
+
+__all__ = [
+    "Backfills",
+    "Cancelled",
+    "CreatedRequest",
+    "DownstreamPolicy",
+    "FieldMessage",
+    "InvalidField",
+    "Order",
+    "Paused",
+    "PlannedCell",
+    "PlannedRun",
+    "Progress",
+    "RefusedField",
+    "ReprocessPolicy",
+    "Request",
+    "RequestDetail",
+    "RequestInput",
+    "RequestPlan",
+    "RequestSource",
+    "RequestSummary",
+    "Resumed",
+    "home_service",
+]

@@ -1,0 +1,151 @@
+"""``Backfills``: the one typed API under every door (the CLI, the Launchpad's jobs, a Python caller).
+
+Each operation lives here once: the same validation, the same words and the same ledger rows whichever surface
+calls it. A surface builds a ``Backfills`` for its code location, instance and catalog, names itself (the
+``source`` a request records), and only parses its own input and renders the records it gets back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.errors import InvalidField
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.intervals import utc_now
+from backfill_assets.engine.model.request_input import RequestInput, build_spec
+from backfill_assets.engine.model.settings import Settings
+from backfill_assets.engine.plan.creation import QueueLimits
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.wakeup import wake_daemon
+
+from . import control, requests
+from .context import ServiceContext
+from .records import (
+    Cancelled,
+    CreatedRequest,
+    Paused,
+    Progress,
+    Request,
+    RequestDetail,
+    RequestPlan,
+    RequestSummary,
+    Resumed,
+)
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+
+class Backfills:
+    """The service: backfill requests and their life cycle on one code location, instance and catalog (see
+    ``ServiceContext``; ``for_instance`` builds one for a Dagster instance)."""
+
+    def __init__(self, context: ServiceContext):
+        self.context = context
+
+    @property
+    def graph(self) -> AssetGraph:
+        return self.context.graph
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.context.catalog
+
+    @classmethod
+    def for_instance(
+        cls, definitions: Any, instance: dg.DagsterInstance, catalog: Catalog | None = None,
+        source: M.RequestSource = M.RequestSource.PYTHON,
+    ) -> Backfills:
+        """The service for a code location (its ``dg.Definitions`` from ``backfill_definitions``, or its graph)
+        on a Dagster instance; the catalog is the one the settings name (``BACKFILL_CATALOG_URL``) unless given."""
+        from backfill_assets.integration.graphs import graph_of
+        from backfill_assets.integration.runs.dagster_adapter import run_queue_limits
+
+        graph = definitions if isinstance(definitions, AssetGraph) else graph_of(definitions)
+        if graph is None:
+            raise InvalidField("{definitions} were not built with backfill_definitions")
+        home = instance.root_directory
+        return cls(ServiceContext(
+            graph=graph,
+            catalog=catalog or Catalog(Settings.from_env().catalog_url),
+            instance_of=lambda: instance,
+            queue_limits_of=lambda: QueueLimits(*run_queue_limits(instance), "the instance's run queue"),
+            wake=lambda: wake_daemon(home),
+            source=source,
+        ))
+
+    # ---- requests ----------------------------------------------------------------------------------------------
+
+    def spec(self, asked: RequestInput) -> M.RequestSpec:
+        """``asked`` validated into the frozen spec a request would hold (nothing is written)."""
+        return build_spec(self.graph, self.graph.calendar.newest_complete_key(utc_now()), asked)
+
+    def code_version(self) -> str:
+        """The code version a request created now freezes (the package and the code location's files)."""
+        return self.context.code_version()
+
+    def plan(self, asked: RequestInput) -> RequestPlan:
+        """The dry run: each cell's decision as the driver would take it now, and the runs; writes nothing."""
+        return requests.plan(self.context, self.spec(asked))
+
+    def create(self, asked: RequestInput) -> CreatedRequest:
+        """Validate and freeze a request (its days, code version and policies); the driver carries it out."""
+        return requests.create(self.context, self.spec(asked))
+
+    def freeze(
+        self, spec: M.RequestSpec, left_out: Mapping[tuple[str, str], str] | None = None,
+        request_id: str | None = None, message: str | None = None,
+    ) -> Request:
+        """Freeze a spec the library built itself (a consumer cascade after a rollback, an adopted Dagster
+        backfill) as a request; ``create`` is the way for what a user asks."""
+        return requests.freeze(self.context, spec, left_out, request_id, message)
+
+    def list(self) -> list[RequestSummary]:
+        """Every request, newest first, with its pause (if paused) and its cells' counts now."""
+        return requests.list_requests(self.context)
+
+    def show(self, request_id: str) -> RequestDetail:
+        """A request, its pauses, counts and every cell's decision now (a rolled-back publish shows so)."""
+        return requests.show(self.context, request_id)
+
+    def progress(self, request_id: str) -> Progress:
+        """Where a request stands, cheaply (status, message, counts): what ``wait`` polls."""
+        return requests.progress(self.context, request_id)
+
+    def confirm(self, request_id: str) -> Request:
+        """Confirm a request made with ``confirm_cascade``, so its downstream cascade may launch."""
+        return requests.confirm(self.context, request_id)
+
+    # ---- life cycle --------------------------------------------------------------------------------------------
+
+    def cancel(self, request_id: str, terminate_timeout: float | None = None) -> Cancelled:
+        """Stop submitting and stop the request's queued and running runs; safe to repeat."""
+        return control.cancel(self.context, request_id, terminate_timeout)
+
+    def pause(self, request_id: str, by: str, reason: str = "") -> Paused:
+        """Submit nothing new; runs in flight finish and are recorded; the plan and claims stay."""
+        return control.pause(self.context, request_id, by, reason)
+
+    def resume(self, request_id: str, by: str) -> Resumed:
+        """Go on where a paused request stopped (it gets back the status it had)."""
+        return control.resume(self.context, request_id, by)
+
+
+def home_service(
+    graph: AssetGraph, home: Path, queue_limits: QueueLimits, source: M.RequestSource
+) -> Backfills:
+    """The service for a process that knows the instance by its home folder (the CLI): Dagster's instance is
+    opened only by the operations that need it."""
+
+    def instance() -> dg.DagsterInstance:
+        import dagster as dg
+
+        return dg.DagsterInstance.get()
+
+    return Backfills(ServiceContext(
+        graph=graph, catalog=Catalog(Settings.from_env().catalog_url), instance_of=instance,
+        queue_limits_of=lambda: queue_limits, wake=lambda: wake_daemon(home), source=source,
+    ))

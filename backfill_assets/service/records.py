@@ -1,0 +1,219 @@
+"""What the service's operations return: frozen records that every surface renders its own way (the CLI as text
+or ``--json``, the Launchpad as run metadata, a Python caller as attributes)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.cells import Cell
+from backfill_assets.engine.model.concurrency import Concurrency
+from backfill_assets.engine.store.ledger import RequestRecord
+
+
+@dataclass(frozen=True)
+class Request:
+    """A request as the ledger froze it, and where it stands."""
+
+    request_id: str
+    status: M.RequestStatus
+    source: str  # a RequestSource value: the surface it was made from
+    spec: M.RequestSpec
+    code_version: str
+    requested_at: datetime | str
+    message: str | None = None
+    confirmed_at: datetime | str | None = None
+    closed_at: datetime | str | None = None
+
+    @classmethod
+    def of(cls, record: RequestRecord) -> Request:
+        row = record.row
+        return cls(
+            request_id=record.request_id, status=M.RequestStatus(record.status), source=record.source,
+            spec=record.spec, code_version=row["code_version"], requested_at=row["requested_at"],
+            message=row.get("message"), confirmed_at=row.get("confirmed_at"), closed_at=row.get("closed_at"),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON shape every surface prints (``request show --json``): the spec's fields flattened."""
+        spec = self.spec
+        return {
+            "request_id": self.request_id, "status": str(self.status), "source": self.source,
+            "assets": list(spec.assets), "partitions": list(spec.partitions), "code_version": self.code_version,
+            "reprocess": str(spec.reprocess), "downstream": str(spec.downstream), "order": str(spec.order),
+            "confirm_cascade": spec.confirm_cascade, "max_active": spec.max_active,
+            "partitions_per_run": spec.partitions_per_run, "partitions_per_run_mode": spec.partitions_per_run_mode,
+            "only_failed": spec.only_failed, "conf": spec.conf, "allow_side_effects": list(spec.allow_side_effects),
+            "approved_by": spec.approved_by, "requested_by": spec.requested_by, "reason": spec.reason,
+            "requested_at": self.requested_at, "message": self.message, "confirmed_at": self.confirmed_at,
+            "closed_at": self.closed_at,
+        }
+
+
+@dataclass(frozen=True)
+class PlannedCell:
+    """A cell's decision in a dry run: what the driver would do now, and why."""
+
+    asset: str
+    partition_key: str
+    action: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run a request would launch: its first and last interval and its assets."""
+
+    first: str
+    last: str
+    intervals: int
+    assets: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return self.first if self.first == self.last else f"{self.first}..{self.last}"
+
+
+@dataclass(frozen=True)
+class RequestPlan:
+    """A dry run: the validated spec, the code version it would freeze, each cell's decision and the runs."""
+
+    spec: M.RequestSpec
+    code_version: str
+    concurrency: Concurrency
+    cells: tuple[PlannedCell, ...]
+    runs: tuple[PlannedRun, ...]
+
+    def notes(self, shown: int = 8) -> list[str]:
+        """Lines for people: runs at once, K and why, the runs, the queue's limit when it bites."""
+        labels = [r.label for r in self.runs]
+        listed = ", ".join(labels[:shown]) + (f", … and {len(labels) - shown} more" if len(labels) > shown else "")
+        lines = [
+            f"at most {self.concurrency.effective} run(s) at once",
+            f"partitions per run: {self.spec.partitions_per_run} ({self.spec.partitions_per_run_mode})",
+            f"{len(self.runs)} run(s): {listed}" if self.runs else "0 runs: nothing to create",
+        ]
+        return lines + ([self.concurrency.note] if self.concurrency.note else [])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": True, "code_version": self.code_version, "max_active": self.spec.effective_max_active,
+            "cells": [asdict(c) for c in self.cells], "partitions_per_run": self.spec.partitions_per_run,
+            "partitions_per_run_mode": self.spec.partitions_per_run_mode,
+            "runs": [{**asdict(r), "assets": list(r.assets)} for r in self.runs],
+            "effective_concurrency": self.concurrency.effective, "concurrency_note": self.concurrency.note,
+        }
+
+
+@dataclass(frozen=True)
+class CreatedRequest:
+    """A request just frozen in the ledger; the driver carries it out."""
+
+    request: Request
+    concurrency: Concurrency
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.request.as_dict(), "effective_concurrency": self.concurrency.effective,
+                "concurrency_note": self.concurrency.note}
+
+
+@dataclass(frozen=True)
+class RequestSummary:
+    """``list``: a request, its pause (if paused) and its cells' counts now."""
+
+    request: Request
+    pause: Mapping[str, Any] | None
+    counts: Mapping[str, int]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.request.as_dict(), "pause": self.pause, "counts": dict(self.counts)}
+
+
+@dataclass(frozen=True)
+class RequestDetail:
+    """``show``: the request, its pause (if paused) and pause history, counts, and every cell's decision now."""
+
+    request: Request
+    pause: Mapping[str, Any] | None
+    pauses: tuple[Mapping[str, Any], ...]
+    counts: Mapping[str, int]
+    cells: tuple[Cell, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.request.as_dict(), "pause": self.pause, "pauses": list(self.pauses),
+                "counts": dict(self.counts), "cells": [c.as_dict() for c in self.cells]}
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a request stands (``wait`` polls it): status, message and the cells' counts."""
+
+    request_id: str
+    status: M.RequestStatus
+    message: str | None
+    counts: Mapping[str, int]
+
+    @property
+    def waiting_on_nothing(self) -> bool:
+        """Closed or blocked: nothing more happens without someone acting."""
+        return self.status in (*M.CLOSED_STATUSES, M.BLOCKED)
+
+    @property
+    def complete(self) -> bool:
+        """Closed normally with every planned cell published or deliberately skipped."""
+        c = self.counts
+        return self.status == M.COMPLETED and c["published"] + c["skipped"] == c["planned"]
+
+    def summary(self) -> str:
+        c = self.counts
+        return (f"planned {c['planned']} | published {c['published']} | rejected {c['rejected'] + c['failed']} | "
+                f"skipped {c['skipped']} | in flight {c['submitted']} | {self.status}")
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    """``cancel``: the runs it stopped, those marked cancelled without their code server's answer (forced), and
+    an adopted Dagster backfill's status."""
+
+    request_id: str
+    already_cancelled: bool
+    terminated_runs: tuple[str, ...]
+    forced_runs: tuple[str, ...]
+    adopted: bool = False  # a Dagster backfill (the UI's dialog): Dagster's backfill was cancelled too
+    dagster_backfill_status: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {"request_id": self.request_id, "status": str(M.CANCELLED),
+               "already_cancelled": self.already_cancelled, "terminated_runs": list(self.terminated_runs),
+               "forced_runs": list(self.forced_runs)}
+        return out | ({"dagster_backfill_status": self.dagster_backfill_status} if self.adopted else {})
+
+
+@dataclass(frozen=True)
+class Paused:
+    """``pause``: the request's pause (the first one's who, when and why when it was already paused) and its cells
+    still in flight, which finish and are recorded."""
+
+    request_id: str
+    already_paused: bool
+    pause: Mapping[str, Any]
+    in_flight: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"request_id": self.request_id, "status": str(M.PAUSED), "already_paused": self.already_paused,
+                "pause": dict(self.pause), "in_flight": self.in_flight}
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """``resume``: the status the request went back to, and the pause it ended."""
+
+    request_id: str
+    status: M.RequestStatus
+    pause: Mapping[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"request_id": self.request_id, "status": str(self.status), "pause": dict(self.pause)}

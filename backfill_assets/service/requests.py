@@ -1,0 +1,101 @@
+"""Requests: the dry run, create, list, show, progress and confirm (``Backfills``' operations on requests)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.intervals import utc_now
+from backfill_assets.engine.plan.chunking import planned_runs
+from backfill_assets.engine.plan.planning import CREATE
+from backfill_assets.engine.plan.reconcile import count_decisions, decisions_now
+from backfill_assets.engine.store.ledger import Ledger, validate_request_id
+from backfill_assets.engine.store.pauses import Pauses
+
+from .context import ServiceContext
+from .records import (
+    CreatedRequest,
+    PlannedCell,
+    PlannedRun,
+    Progress,
+    Request,
+    RequestDetail,
+    RequestPlan,
+    RequestSummary,
+)
+
+
+def plan(service: ServiceContext, spec: M.RequestSpec) -> RequestPlan:
+    from backfill_assets.integration.request_planning import dry_run  # Dagster's view of the runs in flight
+
+    cells = tuple(PlannedCell(**row) for row in dry_run(service.graph, service.catalog, service.instance_of(), spec))
+    creates = [(c.asset, c.partition_key) for c in cells if c.action == CREATE]
+    runs = tuple(
+        PlannedRun(run.partitions[0], run.partitions[-1], len(run.partitions), tuple(run.assets))
+        for run in planned_runs(service.graph, spec, creates)
+    )
+    return RequestPlan(spec, service.code_version(), service.queue_limits_of().concurrency(spec), cells, runs)
+
+
+def create(service: ServiceContext, spec: M.RequestSpec) -> CreatedRequest:
+    concurrency = service.queue_limits_of().concurrency(spec)
+    return CreatedRequest(freeze(service, spec), concurrency)
+
+
+def freeze(
+    service: ServiceContext, spec: M.RequestSpec, left_out: Mapping[tuple[str, str], str] | None = None,
+    request_id: str | None = None, message: str | None = None,
+) -> Request:
+    """The one place a request enters the ledger: a spec (validated by ``create``, or built by the service for a
+    consumer cascade or an adopted Dagster backfill) frozen with the code version now, its claims and its cells.
+    ``left_out``: the cells held out, with their reason (by default the side effects the spec does not authorize;
+    an adopted backfill holds none out: Dagster launches them and admission decides)."""
+    excluded = spec.excluded_cells(service.graph) if left_out is None else dict(left_out)
+    record = Ledger(service.catalog).create(
+        request_id or M.new_request_id(utc_now()), spec, service.code_version(), excluded, source=service.source,
+        message=message,
+    )
+    service.wake()
+    return Request.of(record)
+
+
+def list_requests(service: ServiceContext) -> list[RequestSummary]:
+    ledger = Ledger(service.catalog)
+    paused = Pauses(service.catalog).current()
+    return [
+        RequestSummary(
+            Request.of(record), paused.get(record.request_id),
+            count_decisions(c.decision for c in decisions_now(
+                service.catalog, record.request_id, ledger.cells(record.request_id)
+            )),
+        )
+        for record in ledger.list()
+    ]
+
+
+def show(service: ServiceContext, request_id: str) -> RequestDetail:
+    ledger = Ledger(service.catalog)
+    record = ledger.get(validate_request_id(request_id))
+    cells = tuple(decisions_now(service.catalog, request_id, ledger.cells(request_id)))
+    pauses = Pauses(service.catalog)
+    return RequestDetail(
+        Request.of(record), pauses.current([request_id]).get(request_id), tuple(pauses.history(request_id)),
+        count_decisions(c.decision for c in cells), cells,
+    )
+
+
+def progress(service: ServiceContext, request_id: str) -> Progress:
+    ledger = Ledger(service.catalog)
+    record = ledger.get(validate_request_id(request_id))
+    return Progress(request_id, M.RequestStatus(record.status), record.row["message"], ledger.counts(request_id))
+
+
+def confirm(service: ServiceContext, request_id: str) -> Request:
+    ledger = Ledger(service.catalog)
+    record = ledger.get(validate_request_id(request_id))
+    if record.status in M.CLOSED_STATUSES:
+        raise InvalidInput(f"request {request_id} is {record.status}")
+    ledger.confirm(request_id)
+    service.wake()
+    return Request.of(ledger.get(request_id))
