@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
 import shutil
@@ -62,7 +61,7 @@ class AppContext:
         from .instance_config import run_queue_limits
 
         limits = QueueLimits(*run_queue_limits(self.home), f"{self.home}/{INSTANCE_YAML}")
-        return home_service(self.graph(), self.home, limits, RequestSource.CLI)
+        return home_service(self.graph(), self.home, limits, RequestSource.CLI, default_user())
 
 
 def ensure_home(home: Path) -> Path:
@@ -80,10 +79,9 @@ def ensure_home(home: Path) -> Path:
 
 def default_user() -> str:
     """Who is asking, when nobody said: the OS user."""
-    try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no passwd entry in some containers
-        return "unknown"
+    from backfill_assets.service.context import os_user
+
+    return os_user()
 
 
 # The service names its input's fields as Python does; the CLI words them as the flags that set them.

@@ -19,7 +19,6 @@ from backfill_assets.examples.orders.domain import DAILY_REVENUE, DEMO_CALENDAR
 
 from .app import AppContext, cli, emit, json_option
 from .daemon import running_daemon
-from .ops_commands import tell_dagster_of_rollback
 from .request_commands import watch
 
 
@@ -83,8 +82,7 @@ def demo(
     rolled = None
     if catalog.rollback_target(DAILY_REVENUE, ROLLBACK_DAY) is not None:
         reason = "demo: show a rollback to the production version"
-        rolled = catalog.rollback(DAILY_REVENUE, ROLLBACK_DAY, reason)
-        tell_dagster_of_rollback(catalog, rolled, reason)
+        rolled = app.service().rollback(DAILY_REVENUE, ROLLBACK_DAY, reason)
     rejected_days = [c.partition_key for c in ledger.cells(request_id) if c.decision in (M.REJECTED, M.FAILED)]
     summary_data = {
         "request_id": request_id,
@@ -97,7 +95,7 @@ def demo(
         "defect_day_old_version_kept": defect["old_version_kept"],
         "rollback": None
         if rolled is None
-        else {"day": ROLLBACK_DAY, "restored": rolled.version_id, "rolled_back": rolled.previous_version_id},
+        else {"day": ROLLBACK_DAY, "restored": rolled.serving, "rolled_back": rolled.taken_off},
         "executor": executor,
         "days_by_worker": workers,
         "seconds": round(time.monotonic() - started, 1),
@@ -147,7 +145,7 @@ def _echo_summary(summary: dict, now, rolled, home) -> None:
     if now.status != M.COMPLETED:
         click.echo(f"  request ended {now.status}: {now.message}")
     if rolled is not None:
-        click.echo(f"5. rolled back {DAILY_REVENUE} {ROLLBACK_DAY}: restored {rolled.version_id}")
+        click.echo(f"5. rolled back {DAILY_REVENUE} {ROLLBACK_DAY}: restored {rolled.serving}")
     click.echo(f"done in {summary['seconds']} s. Look closer:")
     click.echo(f"  backfill-assets request show {request_id}")
     click.echo(f"  backfill-assets versions {DAILY_REVENUE} {DEFECT_DAY}")

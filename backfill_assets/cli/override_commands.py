@@ -5,19 +5,8 @@ from __future__ import annotations
 
 import click
 
-from backfill_assets.engine.model.identity import parse_version_id
-from backfill_assets.engine.model.overrides import OverrideAction
-from backfill_assets.engine.plan import overrides as override_plan
-
 from .app import AppContext, cli, default_user, emit, json_option
-from .data_commands import validate_cell
-from .ops_commands import cascade_request_for_consumers, echo_consumers, tell_dagster
-
-
-def _report_override(catalog, move, record):
-    from backfill_assets.integration.assets.override_events import report_override
-
-    return lambda instance: report_override(instance, catalog, move, record)
+from .ops_commands import echo_consumers
 
 
 @cli.command()
@@ -37,31 +26,21 @@ def accept(app: AppContext, version_id: str, approved_by: str, reason: str, casc
 
     Example: backfill-assets accept daily_revenue/2022-10-17/<run id>/1 --approved-by ana --reason "holiday sales"
     """
-    asset, partition, _, _ = parse_version_id(version_id)
-    validate_cell(app, asset, partition)
-    catalog = app.catalog()
-    move, record = override_plan.accept(catalog, app.warehouse(), version_id, approved_by, reason)
-    dagster_event = tell_dagster(_report_override(catalog, move, record), move, "accept")
-    replaced_readers = catalog.consumers_of(move.previous_version_id) if move.previous_version_id else []
-    cascade_request = None
-    if cascade:
-        cascade_request = cascade_request_for_consumers(
-            app, replaced_readers, f"{version_id}: {record.reason}", "accept", "the replaced version"
-        )
+    change = app.service().accept(version_id, approved_by, reason, cascade)
     result = {
         "accepted": version_id,
-        "replaced": move.previous_version_id,
-        "seq": move.seq,
-        "override": record.as_dict(),
-        "consumers_of_replaced": [c.__dict__ for c in replaced_readers],
-        "cascade_request_id": cascade_request,
-        "dagster_event": dagster_event,
+        "replaced": change.taken_off,
+        "seq": change.seq,
+        "override": change.override.as_dict(),
+        "consumers_of_replaced": [c.__dict__ for c in change.consumers],
+        "cascade_request_id": change.cascade_request_id,
+        "dagster_event": change.dagster_event,
     }
 
     def human() -> None:
-        click.echo(f"accepted {version_id}\nreplaced {move.previous_version_id or 'nothing'} (publish #{move.seq})")
-        click.echo(f"override: {record.summary}\nDagster: {dagster_event}")
-        echo_consumers(result["consumers_of_replaced"], "the replaced version", cascade, cascade_request)
+        click.echo(f"accepted {version_id}\nreplaced {change.taken_off or 'nothing'} (publish #{change.seq})")
+        click.echo(f"override: {change.override.summary}\nDagster: {change.dagster_event}")
+        echo_consumers(result["consumers_of_replaced"], "the replaced version", cascade, change.cascade_request_id)
 
     emit(result, as_json, human)
 
@@ -83,33 +62,24 @@ def reject(app: AppContext, asset: str, partition: str, reason: str, by: str | N
 
     Example: backfill-assets reject daily_revenue 2022-10-17 --reason "FX table was stale" --cascade
     """
-    validate_cell(app, asset, partition)
-    catalog = app.catalog()
-    move, record = override_plan.reject(catalog, app.warehouse(), asset, partition, by or default_user(), reason)
-    dagster_event = tell_dagster(_report_override(catalog, move, record), move, "reject")
-    consumers = [c.__dict__ for c in move.consumers_of_previous]
-    cascade_request = None
-    if cascade:
-        cascade_request = cascade_request_for_consumers(
-            app, move.consumers_of_previous, f"{move.previous_version_id}: {record.reason}", "reject",
-            "the rejected version",
-        )
+    change = app.service().reject(asset, partition, by or default_user(), reason, cascade)
+    consumers = [c.__dict__ for c in change.consumers]
     result = {
         "asset": asset,
         "partition_key": partition,
-        "rejected": move.previous_version_id,
-        "restored": move.version_id,
-        "seq": move.seq,
-        "override": record.as_dict(),
+        "rejected": change.taken_off,
+        "restored": change.serving,
+        "seq": change.seq,
+        "override": change.override.as_dict(),
         "consumers": consumers,
-        "cascade_request_id": cascade_request,
-        "dagster_event": dagster_event,
+        "cascade_request_id": change.cascade_request_id,
+        "dagster_event": change.dagster_event,
     }
 
     def human() -> None:
-        click.echo(f"rejected {move.previous_version_id}\nrestored {move.version_id}\noverride: {record.summary}")
-        click.echo(f"Dagster: {dagster_event}")
-        echo_consumers(consumers, "the rejected version", cascade, cascade_request)
+        click.echo(f"rejected {change.taken_off}\nrestored {change.serving}\noverride: {change.override.summary}")
+        click.echo(f"Dagster: {change.dagster_event}")
+        echo_consumers(consumers, "the rejected version", cascade, change.cascade_request_id)
 
     emit(result, as_json, human)
 
@@ -131,10 +101,7 @@ def skip(app: AppContext, asset: str, partition: str | None, first: str | None, 
 
     Example: backfill-assets skip raw_orders --from 2022-10-01 --to 2022-10-07 --reason "source outage: no data"
     """
-    cells = override_plan.skip_cells(app.graph(), asset, partition, first, last)
-    rows = override_plan.skip(app.catalog(), cells, by or default_user(), reason, undo)
+    marks = app.service().skip(asset, by or default_user(), reason, partition, first, last, undo)
     verb = "withdrew the skip mark of" if undo else "marked skipped"
-    action = OverrideAction.UNSKIP if undo else OverrideAction.SKIP
-    result = {"action": str(action), "cells": [r.as_dict() for r in rows]}
-    emit(result, as_json, lambda: click.echo(
-        f"{verb} {len(rows)} cell(s) of {asset}: " + ", ".join(r.partition_key for r in rows)))
+    emit(marks.as_dict(), as_json, lambda: click.echo(
+        f"{verb} {len(marks.marks)} cell(s) of {asset}: " + ", ".join(m.partition_key for m in marks.marks)))

@@ -19,10 +19,12 @@ from backfill_assets.engine.model.request_input import RequestInput, build_spec
 from backfill_assets.engine.model.settings import Settings
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.store.wakeup import wake_daemon
 
-from . import control, requests
-from .context import ServiceContext
+from . import control, handoffs, requests, versions
+from .context import ServiceContext, os_user
+from .handoffs import Handoff, HandoffDecision
 from .records import (
     Cancelled,
     CreatedRequest,
@@ -34,6 +36,7 @@ from .records import (
     RequestSummary,
     Resumed,
 )
+from .versions import PointerChange, SkipMarks
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -57,10 +60,11 @@ class Backfills:
     @classmethod
     def for_instance(
         cls, definitions: Any, instance: dg.DagsterInstance, catalog: Catalog | None = None,
-        source: M.RequestSource = M.RequestSource.PYTHON,
+        source: M.RequestSource = M.RequestSource.PYTHON, user: str | None = None,
     ) -> Backfills:
         """The service for a code location (its ``dg.Definitions`` from ``backfill_definitions``, or its graph)
-        on a Dagster instance; the catalog is the one the settings name (``BACKFILL_CATALOG_URL``) unless given."""
+        on a Dagster instance; the catalog and warehouse are the ones the settings name (``BACKFILL_CATALOG_URL``,
+        ``BACKFILL_WAREHOUSE``) unless given. ``user``: who acts when an operation names nobody (the OS user)."""
         from backfill_assets.integration.graphs import graph_of
         from backfill_assets.integration.runs.dagster_adapter import run_queue_limits
 
@@ -74,7 +78,9 @@ class Backfills:
             instance_of=lambda: instance,
             queue_limits_of=lambda: QueueLimits(*run_queue_limits(instance), "the instance's run queue"),
             wake=lambda: wake_daemon(home),
+            warehouse_of=lambda: Warehouse(Settings.from_env().warehouse_root),
             source=source,
+            user=user or os_user(),
         ))
 
     # ---- requests ----------------------------------------------------------------------------------------------
@@ -133,9 +139,51 @@ class Backfills:
         """Go on where a paused request stopped (it gets back the status it had)."""
         return control.resume(self.context, request_id, by)
 
+    # ---- versions ----------------------------------------------------------------------------------------------
+
+    def rollback(
+        self, asset: str, partition_key: str, reason: str, to_version: str | None = None, cascade: bool = False
+    ) -> PointerChange:
+        """Move the day's pointer back to a verified version (the previous one by default) and list everyone who
+        read the one taken off; ``cascade`` creates a request re-running them."""
+        return versions.rollback(self.context, asset, partition_key, reason, to_version, cascade)
+
+    def accept(self, version_id: str, approved_by: str, reason: str, cascade: bool = False) -> PointerChange:
+        """Publish a REJECTED version on a person's word (Airflow's "mark success"), recorded as an override."""
+        return versions.accept(self.context, version_id, approved_by, reason, cascade)
+
+    def reject(self, asset: str, partition_key: str, by: str, reason: str, cascade: bool = False) -> PointerChange:
+        """Reject the current PUBLISHED version after the fact ("mark failed"): the previous verified one serves."""
+        return versions.reject(self.context, asset, partition_key, by, reason, cascade)
+
+    def skip(
+        self, asset: str, by: str, reason: str, partition_key: str | None = None, from_day: str | None = None,
+        to_day: str | None = None, undo: bool = False,
+    ) -> SkipMarks:
+        """Mark cells deliberately skipped (one day, or from_day..to_day), or withdraw the marks (``undo``)."""
+        return versions.skip(self.context, asset, partition_key, from_day, to_day, by, reason, undo)
+
+    def gc(self, older_than_days: int, dry_run: bool = False) -> list[dict[str, Any]]:
+        """Purge the files of non-current versions past retention (never a current version or its rollback
+        target); ``dry_run`` lists them."""
+        return versions.gc(self.context, older_than_days, dry_run)
+
+    # ---- handoffs ----------------------------------------------------------------------------------------------
+
+    def handoffs(self, request_id: str | None = None, status: str | None = None) -> list[Handoff]:
+        return handoffs.list_handoffs(self.context, request_id, status)
+
+    def accept_handoff(self, handoff_id: str, by: str) -> HandoffDecision:
+        """The downstream owner accepts: the driver re-runs the asset's affected days under the same request."""
+        return handoffs.decide(self.context, handoff_id, handoffs.ACCEPTED, by)
+
+    def decline_handoff(self, handoff_id: str, by: str) -> HandoffDecision:
+        """The downstream owner declines: nothing is re-run for the asset; reconcile shows the decision."""
+        return handoffs.decide(self.context, handoff_id, handoffs.DECLINED, by)
+
 
 def home_service(
-    graph: AssetGraph, home: Path, queue_limits: QueueLimits, source: M.RequestSource
+    graph: AssetGraph, home: Path, queue_limits: QueueLimits, source: M.RequestSource, user: str
 ) -> Backfills:
     """The service for a process that knows the instance by its home folder (the CLI): Dagster's instance is
     opened only by the operations that need it."""
@@ -147,5 +195,7 @@ def home_service(
 
     return Backfills(ServiceContext(
         graph=graph, catalog=Catalog(Settings.from_env().catalog_url), instance_of=instance,
-        queue_limits_of=lambda: queue_limits, wake=lambda: wake_daemon(home), source=source,
+        queue_limits_of=lambda: queue_limits, wake=lambda: wake_daemon(home),
+        warehouse_of=lambda: Warehouse(Settings.from_env().warehouse_root), source=source, user=user,
     ))
+

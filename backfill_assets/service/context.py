@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import getpass
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -12,6 +13,7 @@ from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.storage import Warehouse
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -21,15 +23,31 @@ if TYPE_CHECKING:
 class ServiceContext:
     """``source``: the surface calling (``python``, ``cli``, ``launchpad``); every request it creates records it.
     ``instance_of`` opens Dagster's instance (only dry runs and cancels talk to Dagster); ``queue_limits_of``
-    says what the run queue lets a request execute at once; ``wake`` hints the daemon that there is new work."""
+    says what the run queue lets a request execute at once; ``wake`` hints the daemon that there is new work;
+    ``warehouse_of`` opens the warehouse (only the operations that read or purge files use it)."""
 
     graph: AssetGraph
     catalog: Catalog
     instance_of: Callable[[], dg.DagsterInstance]
     queue_limits_of: Callable[[], QueueLimits]
     wake: Callable[[], None]
+    warehouse_of: Callable[[], Warehouse]
     source: M.RequestSource = M.RequestSource.PYTHON
+    # Who acts when an operation names nobody (the requester of a consumer cascade): the OS user, the UI's user.
+    user: str = "unknown"
+
+    @property
+    def warehouse(self) -> Warehouse:
+        return self.warehouse_of()
 
     def code_version(self) -> str:
         """The code version a request created now freezes (the package and the code location's files)."""
         return code_version(location_files=self.graph.code_files())
+
+
+def os_user() -> str:
+    """Who is acting, when nobody said: the OS user."""
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no passwd entry in some containers
+        return "unknown"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Mapping
 
-from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.engine.model.identity import validate_person_name, validate_text
 
 
@@ -88,8 +88,8 @@ def validate_person(value: object, what: str) -> str:
     return validate_person_name(value, what, blank_ok=False)
 
 
-def validate_reason(value: object, what: str = "--reason") -> str:
+def validate_reason(value: object, what: str = "{reason}") -> str:
     """An override is never silent: a reason is required, one that is not blank and fits the catalog."""
     if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(f"{what} is required and must not be blank: say why")
+        raise InvalidField(what + " is required and must not be blank: say why")
     return validate_text(value.strip(), what, MAX_REASON, line_breaks=True)

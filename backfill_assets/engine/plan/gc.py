@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.engine.model.intervals import iso
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.catalog import Catalog
@@ -24,7 +24,7 @@ def collect_garbage(
 ) -> list[dict[str, Any]]:
     """Never a current version, never the version a rollback of the current pointer would restore."""
     if not isinstance(older_than_days, int) or older_than_days < 0:
-        raise InvalidInput(f"--older-than {older_than_days!r} must be a whole number of days >= 0")
+        raise InvalidField("{older_than_days} {value!r} must be a whole number of days >= 0", value=older_than_days)
     try:
         cutoff = iso(now - timedelta(days=older_than_days))
     except OverflowError:

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from backfill_assets.engine.model.errors import IntegrityError, InvalidInput, NotFound, PlanError
+from backfill_assets.engine.model.errors import IntegrityError, InvalidField, InvalidInput, NotFound, PlanError
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import parse_version_id
 from backfill_assets.engine.model.overrides import Override, validate_person, validate_reason
@@ -40,7 +40,7 @@ def accept(
 ) -> tuple[PointerMove, Override]:
     """Publish the REJECTED ``version_id`` on a person's word, by the publish compare-and-swap."""
     parse_version_id(version_id)
-    by = validate_person(by, "--approved-by")
+    by = validate_person(by, "{approved_by}")
     reason = validate_reason(reason)
     version = catalog.get(version_id)
     state = VersionState(version.state)
@@ -56,7 +56,7 @@ def reject(
     catalog: Catalog, warehouse: Warehouse, asset: str, partition_key: str, by: str, reason: str
 ) -> tuple[PointerMove, Override]:
     """Roll the current version back to the previous verified one and mark it REJECTED."""
-    by = validate_person(by, "--by")
+    by = validate_person(by, "{by}")
     reason = validate_reason(reason)
     bad = catalog.current(asset, partition_key)
     if bad is None:
@@ -80,11 +80,11 @@ def skip_cells(
     calendar = graph.calendar
     if partition is not None:
         if first is not None or last is not None:
-            raise InvalidInput("give PARTITION or --from/--to, not both")
+            raise InvalidField("give {partition} or {from_day}/{to_day}, not both")
         calendar.interval(partition)  # validates the key as a business day
         return [(asset, partition)]
     if first is None or last is None:
-        raise InvalidInput("name the cell: PARTITION, or --from D --to D for a range")
+        raise InvalidField("name the cell: {partition}, or {from_day} D {to_day} D for a range")
     days = (calendar.day_of_key(last) - calendar.day_of_key(first)).days + 1
     if days > MAX_PARTITIONS:
         raise InvalidInput(f"the range has {days} days; at most {MAX_PARTITIONS} at once")
@@ -93,7 +93,7 @@ def skip_cells(
 
 def skip(catalog: Catalog, cells: list[tuple[str, str]], by: str, reason: str, undo: bool = False) -> list[Override]:
     """Mark ``cells`` deliberately skipped, or (``undo``) withdraw the marks those of them have."""
-    by = validate_person(by, "--by")
+    by = validate_person(by, "{by}")
     reason = validate_reason(reason)
     if not undo:
         return catalog.mark_skipped(cells, by, reason)

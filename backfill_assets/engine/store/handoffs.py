@@ -67,7 +67,7 @@ class Handoffs:
             raise InvalidInput(f"unknown handoff decision {status!r}")
         if not isinstance(handoff_id, str) or not _HANDOFF_ID_RE.match(handoff_id):
             raise InvalidInput(f"handoff id {handoff_id!r} is not of the form ho-xxxxxxxx")
-        validate_text(by, "--by", 120)
+        validate_text(by, "{by}", 120)
         with self.engine.begin() as conn:
             row = conn.execute(sa.select(handoffs).where(handoffs.c.handoff_id == handoff_id)).first()
             if row is None:

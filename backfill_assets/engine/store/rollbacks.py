@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection, Engine
 
-from backfill_assets.engine.model.errors import InvalidInput, NotFound, PublishConflict
+from backfill_assets.engine.model.errors import InvalidField, NotFound, PublishConflict
 from backfill_assets.engine.model.identity import validate_asset_name, validate_partition_key, validate_text
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.states import VersionState
@@ -29,8 +29,8 @@ class Rollbacks:
         validate_asset_name(asset)
         validate_partition_key(partition_key)
         if not reason or not reason.strip():
-            raise InvalidInput("rollback needs --reason")
-        validate_text(reason, "--reason", 2000, line_breaks=True)
+            raise InvalidField("rollback needs {reason}")
+        validate_text(reason, "{reason}", 2000, line_breaks=True)
         with self.engine.begin() as conn:
             return self._roll_back(conn, asset, partition_key, reason, to_version_id)
 

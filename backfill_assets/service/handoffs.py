@@ -1,0 +1,62 @@
+"""Handoffs: a downstream owner accepts (the driver re-runs their asset's affected days under the same request) or
+declines, within the window the request gave them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from backfill_assets.engine.model.cells import CellOrigin
+from backfill_assets.engine.model.intervals import utc_now
+from backfill_assets.engine.store.handoffs import ACCEPTED, DECLINED, Handoffs
+from backfill_assets.engine.store.ledger import Ledger
+
+from .context import ServiceContext
+
+DECISIONS = (ACCEPTED, DECLINED)
+
+
+@dataclass(frozen=True)
+class Handoff:
+    handoff_id: str
+    request_id: str
+    asset: str
+    owner: str
+    partitions: tuple[str, ...]
+    status: str  # open | accepted | declined | expired
+    deadline: Any
+    created_at: Any
+    decided_at: Any = None
+    decided_by: str | None = None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> Handoff:
+        return cls(**{**row, "partitions": tuple(row["partitions"])})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "partitions": list(self.partitions)}
+
+
+@dataclass(frozen=True)
+class HandoffDecision:
+    handoff: Handoff
+    cells_added: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.handoff.as_dict(), "cells_added": self.cells_added}
+
+
+def list_handoffs(context: ServiceContext, request_id: str | None, status: str | None) -> list[Handoff]:
+    return [Handoff.of(row) for row in Handoffs(context.catalog).list(request_id, status)]
+
+
+def decide(context: ServiceContext, handoff_id: str, decision: str, by: str) -> HandoffDecision:
+    decided = Handoffs(context.catalog).decide(handoff_id, decision, by, utc_now())
+    added = 0
+    if decision == ACCEPTED:
+        cells = [(decided["asset"], p) for p in decided["partitions"]]
+        added = Ledger(context.catalog).add_cells(decided["request_id"], cells, origin=CellOrigin.HANDOFF,
+                                                  reopen=True)
+        context.wake()
+    return HandoffDecision(Handoff.of(decided), added)

@@ -1,0 +1,152 @@
+"""Operations on published versions: rollback, a person's accept and reject (overrides), skip marks, and the
+garbage collection of old versions' files. Each moves the catalog first (the truth), then tells Dagster."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.identity import parse_version_id
+from backfill_assets.engine.model.intervals import utc_now
+from backfill_assets.engine.model.overrides import Override, OverrideAction
+from backfill_assets.engine.plan import overrides as override_plan
+from backfill_assets.engine.plan.gc import collect_garbage
+from backfill_assets.engine.store.catalog_records import Consumer, PointerMove
+
+from .context import ServiceContext
+from .requests import freeze
+
+
+@dataclass(frozen=True)
+class PointerChange:
+    """A day's current pointer moved by a person (rollback, accept, reject): the version taken off, the version
+    serving now, who had read the one taken off, the cascade request re-running them (if asked) and what Dagster
+    recorded."""
+
+    action: str  # rollback | accept | reject
+    asset: str
+    partition_key: str
+    taken_off: str | None
+    serving: str
+    seq: int
+    consumers: tuple[Consumer, ...]
+    override: Override | None = None
+    cascade_request_id: str | None = None
+    dagster_event: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action, "asset": self.asset, "partition_key": self.partition_key,
+            "taken_off": self.taken_off, "serving": self.serving, "seq": self.seq,
+            "consumers": [c.__dict__ for c in self.consumers],
+            "override": self.override.as_dict() if self.override else None,
+            "cascade_request_id": self.cascade_request_id, "dagster_event": self.dagster_event,
+        }
+
+
+@dataclass(frozen=True)
+class SkipMarks:
+    """Cells marked deliberately skipped, or (``undone``) whose marks were withdrawn."""
+
+    asset: str
+    undone: bool
+    marks: tuple[Override, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, Any]:
+        action = OverrideAction.UNSKIP if self.undone else OverrideAction.SKIP
+        return {"action": str(action), "cells": [m.as_dict() for m in self.marks]}
+
+
+def rollback(
+    context: ServiceContext, asset: str, partition_key: str, reason: str, to_version: str | None, cascade: bool
+) -> PointerChange:
+    from backfill_assets.integration.assets.dashboard import report_rollback
+
+    _require_cell(context, asset, partition_key)
+    move = context.catalog.rollback(asset, partition_key, reason, to_version)
+    event = _tell_dagster(context, lambda i: report_rollback(i, context.catalog, move, reason), move, "rollback")
+    cascade_id = consumer_cascade(context, move.consumers_of_previous, reason, "rollback",
+                                  "the rolled-back version") if cascade else None
+    return _change("rollback", move, move.consumers_of_previous, None, cascade_id, event)
+
+
+def accept(context: ServiceContext, version_id: str, approved_by: str, reason: str, cascade: bool) -> PointerChange:
+    asset, partition, _, _ = parse_version_id(version_id)
+    _require_cell(context, asset, partition)
+    move, record = override_plan.accept(context.catalog, context.warehouse, version_id, approved_by, reason)
+    event = _tell_dagster(context, _override_report(context, move, record), move, "accept")
+    readers = context.catalog.consumers_of(move.previous_version_id) if move.previous_version_id else []
+    cascade_id = consumer_cascade(context, readers, f"{version_id}: {record.reason}", "accept",
+                                  "the replaced version") if cascade else None
+    return _change("accept", move, readers, record, cascade_id, event)
+
+
+def reject(
+    context: ServiceContext, asset: str, partition_key: str, by: str, reason: str, cascade: bool
+) -> PointerChange:
+    _require_cell(context, asset, partition_key)
+    move, record = override_plan.reject(context.catalog, context.warehouse, asset, partition_key, by, reason)
+    event = _tell_dagster(context, _override_report(context, move, record), move, "reject")
+    cascade_id = consumer_cascade(context, move.consumers_of_previous, f"{move.previous_version_id}: "
+                                  f"{record.reason}", "reject", "the rejected version") if cascade else None
+    return _change("reject", move, move.consumers_of_previous, record, cascade_id, event)
+
+
+def skip(
+    context: ServiceContext, asset: str, partition_key: str | None, first: str | None, last: str | None, by: str,
+    reason: str, undo: bool,
+) -> SkipMarks:
+    cells = override_plan.skip_cells(context.graph, asset, partition_key, first, last)
+    return SkipMarks(asset, undo, tuple(override_plan.skip(context.catalog, cells, by, reason, undo)))
+
+
+def gc(context: ServiceContext, older_than_days: int, dry_run: bool) -> list[dict[str, Any]]:
+    return collect_garbage(context.catalog, context.warehouse, older_than_days, utc_now(), dry_run)
+
+
+def consumer_cascade(
+    context: ServiceContext, consumers: Sequence[Consumer], reason: str, kind: str, read: str
+) -> str | None:
+    """A new request re-running every downstream version that read a version taken off the pointer (``read``:
+    which one, as the cells left out say; ``kind``: what took it off — rollback, reject, accept)."""
+    cells = sorted({tuple(c.consumer_version_id.split("/")[:2]) for c in consumers if c.consumer_version_id})
+    if not cells:
+        return None
+    graph = context.graph
+    assets = tuple(graph.topological({a for a, _ in cells if a in graph}))
+    partitions = tuple(sorted({p for _, p in cells}))
+    spec = M.RequestSpec(
+        assets=assets, partitions=partitions, reprocess=M.ReprocessPolicy.COMPLETED, max_active=2,
+        downstream=M.DownstreamPolicy.CASCADE, reason=f"{kind} cascade: {reason}", requested_by=context.user,
+        wait_for_overlap=True, serial=any(graph[a].depends_on_past for a in assets),
+    )
+    not_consumers = {(a, p): f"did not read {read}" for a in assets for p in partitions if (a, p) not in cells}
+    return freeze(context, spec, {**spec.excluded_cells(graph), **not_consumers}).request_id
+
+
+def _require_cell(context: ServiceContext, asset: str, partition_key: str) -> None:
+    context.graph.require(asset)
+    context.graph.calendar.interval(partition_key)  # a business day of the partitions definition
+
+
+def _change(action: str, move: PointerMove, consumers, record: Override | None, cascade_id, event) -> PointerChange:
+    return PointerChange(action, move.asset, move.partition_key, move.previous_version_id, move.version_id,
+                         move.seq, tuple(consumers), record, cascade_id, event)
+
+
+def _override_report(context: ServiceContext, move: PointerMove, record: Override) -> Callable[[Any], str]:
+    from backfill_assets.integration.assets.override_events import report_override
+
+    return lambda instance: report_override(instance, context.catalog, move, record)
+
+
+def _tell_dagster(context: ServiceContext, report: Callable[[Any], str], move: PointerMove, what: str) -> str:
+    """Record a pointer move made without a run in the Dagster instance, so the day's partition page names the
+    version now serving. The catalog is the truth and has committed: a failure here is reported, not raised."""
+    try:
+        kind = report(context.instance_of())
+    except Exception as exc:  # noqa: BLE001 - the move stands whatever Dagster answers
+        return f"not recorded ({type(exc).__name__}: {exc}); the catalog's {what} stands"
+    return f"recorded a runless {kind} of {move.version_id}"
