@@ -11,27 +11,11 @@ import jinja2
 from rich.console import Console
 
 from backfill_assets.engine.plan.reconcile import Report
-from backfill_assets.engine.store.ledger import validate_request_id
 from backfill_assets.engine.store.pauses import pause_message
 
 from .app import AppContext, cli, emit, json_option
 
-
-def _instance():
-    # Dagster is imported only by the commands that talk to the instance: `request create` and friends start in a
-    # fraction of the time (the first run of a request starts that much sooner).
-    import dagster as dg
-
-    return dg.DagsterInstance.get()
-
 TEMPLATES = Path(__file__).parent / "templates"
-
-
-def build_report(app: AppContext, request_id: str, verify_files: bool = False) -> Report:
-    from backfill_assets.integration.runs.reconcile_facts import request_report
-
-    warehouse = app.warehouse() if verify_files else None
-    return request_report(_instance(), app.catalog(), app.graph(), request_id, warehouse)
 
 
 def render_html(report: Report) -> str:
@@ -129,17 +113,11 @@ def reconcile_command(
 
     Example: backfill-assets reconcile req-20221101-1a2b3c4d --html reconcile.html
     """
-    validate_request_id(request_id)
-    report = build_report(app, request_id, verify_files)
-    repaired: list[dict] = []
-    if repair and report.gaps:
-        from backfill_assets.integration.runs.reconcile_facts import repair as do_repair
-
-        repaired = do_repair(_instance(), app.catalog(), report)
-        report = build_report(app, request_id, verify_files)
+    reconciled = app.service().reconcile(request_id, verify_files, repair)
+    report, repaired = reconciled.report, reconciled.repaired
     if html_path is not None:
         html_path.write_text(render_html(report), encoding="utf-8")
-    data = {**report.as_dict(), "repaired": repaired}
+    data = reconciled.as_dict()
 
     def human() -> None:
         print_report(report)
@@ -149,5 +127,5 @@ def reconcile_command(
             click.echo(f"wrote {html_path}")
 
     emit(data, as_json, human)
-    if not report.complete or report.gaps:
+    if not reconciled.complete:
         sys.exit(1)

@@ -19,9 +19,7 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanError
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.request_input import RequestInput, parse_conf_text
-from backfill_assets.engine.store.ledger import Ledger, validate_request_id
 from backfill_assets.integration.resources import BackfillResource
-from backfill_assets.integration.runs.reconcile_facts import request_report
 from backfill_assets.integration.ui_markdown import plan_markdown, report_markdown
 from backfill_assets.service import Backfills
 
@@ -131,14 +129,12 @@ def build_report_job(graph: AssetGraph) -> dg.JobDefinition:
     def report_backfill_request(
         context: dg.OpExecutionContext, config: BackfillReportConfig, backfill: BackfillResource
     ):
-        catalog = backfill.catalog()
+        backfills = Backfills.for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD)
         try:
-            validate_request_id(config.request_id)
-            Ledger(catalog).get(config.request_id)
+            report = backfills.reconcile(config.request_id).report
         except (InvalidInput, NotFound) as exc:
             raise dg.Failure(description=str(exc), allow_retries=False) from exc
         context.instance.add_run_tags(context.run_id, {T.REPORT_OF: config.request_id})
-        report = request_report(context.instance, catalog, graph, config.request_id)
         totals = report.totals
         yield dg.Output(
             None,

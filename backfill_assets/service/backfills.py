@@ -22,9 +22,10 @@ from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.store.wakeup import wake_daemon
 
-from . import control, handoffs, requests, versions
+from . import control, handoffs, reconciling, requests, versions
 from .context import ServiceContext, os_user
 from .handoffs import Handoff, HandoffDecision
+from .reconciling import Reconciliation
 from .records import (
     Cancelled,
     CreatedRequest,
@@ -61,6 +62,7 @@ class Backfills:
     def for_instance(
         cls, definitions: Any, instance: dg.DagsterInstance, catalog: Catalog | None = None,
         source: M.RequestSource = M.RequestSource.PYTHON, user: str | None = None,
+        warehouse: Warehouse | None = None,
     ) -> Backfills:
         """The service for a code location (its ``dg.Definitions`` from ``backfill_definitions``, or its graph)
         on a Dagster instance; the catalog and warehouse are the ones the settings name (``BACKFILL_CATALOG_URL``,
@@ -78,7 +80,7 @@ class Backfills:
             instance_of=lambda: instance,
             queue_limits_of=lambda: QueueLimits(*run_queue_limits(instance), "the instance's run queue"),
             wake=lambda: wake_daemon(home),
-            warehouse_of=lambda: Warehouse(Settings.from_env().warehouse_root),
+            warehouse_of=lambda: warehouse or Warehouse(Settings.from_env().warehouse_root),
             source=source,
             user=user or os_user(),
         ))
@@ -124,6 +126,12 @@ class Backfills:
     def confirm(self, request_id: str) -> Request:
         """Confirm a request made with ``confirm_cascade``, so its downstream cascade may launch."""
         return requests.confirm(self.context, request_id)
+
+    def reconcile(self, request_id: str, verify_files: bool = False, repair: bool = False) -> Reconciliation:
+        """Planned vs created vs published vs rejected / skipped / cancelled / duplicated / retrying, per cell;
+        ``verify_files`` re-hashes every published file; ``repair`` records missing materializations and
+        abandons versions stuck mid-write, then reports again."""
+        return reconciling.reconcile(self.context, request_id, verify_files, repair)
 
     # ---- life cycle --------------------------------------------------------------------------------------------
 

@@ -80,11 +80,11 @@ def skip_cells(
     calendar = graph.calendar
     if partition is not None:
         if first is not None or last is not None:
-            raise InvalidField("give {partition} or {from_day}/{to_day}, not both")
+            raise InvalidField("give {partition_key} or {from_day}/{to_day}, not both")
         calendar.interval(partition)  # validates the key as a business day
         return [(asset, partition)]
     if first is None or last is None:
-        raise InvalidField("name the cell: {partition}, or {from_day} D {to_day} D for a range")
+        raise InvalidField("name the cell: {partition_key}, or {from_day} D {to_day} D for a range")
     days = (calendar.day_of_key(last) - calendar.day_of_key(first)).days + 1
     if days > MAX_PARTITIONS:
         raise InvalidInput(f"the range has {days} days; at most {MAX_PARTITIONS} at once")
