@@ -244,7 +244,9 @@ def wait(app: AppContext, request_id: str, timeout: float, as_json: bool) -> Non
 
     Exit 1: finished (or blocked/cancelled) with rejected, failed or cancelled cells. Exit 3: timed out.
     """
-    now = watch(app.service(), request_id, timeout, show_progress=not as_json)
+    backfills = app.service()
+    backfills.progress(request_id)  # an unknown or malformed id is one error line, before any progress bar
+    now = watch(backfills, request_id, timeout, show_progress=not as_json)
     timed_out = not now.waiting_on_nothing
     result = {"request_id": request_id, "status": now.status, "message": now.message, "counts": dict(now.counts),
               "complete": now.complete, "timed_out": timed_out}
