@@ -1,22 +1,97 @@
 """backfill_assets: safe, auditable re-processing of historical data on Dagster.
 
-The public API, imported lazily so that the engine and the CLI's offline commands do not import Dagster::
+The public API. Names load on first use, so that the engine and the CLI's offline commands do not import Dagster;
+type checkers and editors read the explicit imports below::
 
     from backfill_assets import BusinessCalendar, gated_asset, backfill_definitions, primary_key, not_empty
+    from backfill_assets import Backfills, RequestInput  # the service: every operation, typed
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from backfill_assets.engine.model.errors import (
+        BackfillError,
+        IllegalTransition,
+        IntegrityError,
+        InvalidField,
+        InvalidInput,
+        NotFound,
+        PlanError,
+        PublishConflict,
+        RefusedField,
+        StorageError,
+        UnsafeName,
+    )
+    from backfill_assets.engine.model.graph import (
+        BOOL,
+        FLOAT,
+        INT,
+        STRING,
+        TIMESTAMP,
+    )
+    from backfill_assets.engine.model.intervals import (
+        BusinessCalendar,
+        Interval,
+    )
+    from backfill_assets.engine.model.settings import (
+        Settings,
+    )
+    from backfill_assets.engine.store.db import (
+        retry_transient,
+        sql_engine,
+    )
+    from backfill_assets.engine.wap.audit import (
+        Audit,
+        AuditResult,
+        audit,
+        not_empty,
+        primary_key,
+        row_count,
+        schema,
+        totals_match,
+    )
+    from backfill_assets.integration.api import (
+        BackfillAsset,
+        backfill_definitions,
+        gated_asset,
+        side_effect_asset,
+    )
+    from backfill_assets.integration.graphs import (
+        graph_of,
+    )
+    from backfill_assets.integration.resources import (
+        BackfillResource,
+    )
+    from backfill_assets.service import (
+        Backfills,
+        DownstreamPolicy,
+        Order,
+        ReprocessPolicy,
+        RequestInput,
+        RequestSource,
+    )
 
 _PUBLIC = {
     "BusinessCalendar": "backfill_assets.engine.model.intervals",
     "Interval": "backfill_assets.engine.model.intervals",
     "Settings": "backfill_assets.engine.model.settings",
+    "BackfillError": "backfill_assets.engine.model.errors",
     "InvalidInput": "backfill_assets.engine.model.errors",
+    "InvalidField": "backfill_assets.engine.model.errors",
+    "RefusedField": "backfill_assets.engine.model.errors",
+    "UnsafeName": "backfill_assets.engine.model.errors",
+    "IllegalTransition": "backfill_assets.engine.model.errors",
+    "PublishConflict": "backfill_assets.engine.model.errors",
+    "IntegrityError": "backfill_assets.engine.model.errors",
+    "NotFound": "backfill_assets.engine.model.errors",
+    "PlanError": "backfill_assets.engine.model.errors",
+    "StorageError": "backfill_assets.engine.model.errors",
     "sql_engine": "backfill_assets.engine.store.db",
     "retry_transient": "backfill_assets.engine.store.db",
     "STRING": "backfill_assets.engine.model.graph",
@@ -38,9 +113,57 @@ _PUBLIC = {
     "backfill_definitions": "backfill_assets.integration.api",
     "graph_of": "backfill_assets.integration.graphs",
     "BackfillResource": "backfill_assets.integration.resources",
+    "Backfills": "backfill_assets.service",
+    "RequestInput": "backfill_assets.service",
+    "ReprocessPolicy": "backfill_assets.service",
+    "DownstreamPolicy": "backfill_assets.service",
+    "Order": "backfill_assets.service",
+    "RequestSource": "backfill_assets.service",
 }
 
-__all__ = sorted(_PUBLIC)
+__all__ = [
+    "Audit",
+    "AuditResult",
+    "BOOL",
+    "BackfillAsset",
+    "BackfillError",
+    "BackfillResource",
+    "Backfills",
+    "BusinessCalendar",
+    "DownstreamPolicy",
+    "FLOAT",
+    "INT",
+    "IllegalTransition",
+    "IntegrityError",
+    "Interval",
+    "InvalidField",
+    "InvalidInput",
+    "NotFound",
+    "Order",
+    "PlanError",
+    "PublishConflict",
+    "RefusedField",
+    "ReprocessPolicy",
+    "RequestInput",
+    "RequestSource",
+    "STRING",
+    "Settings",
+    "StorageError",
+    "TIMESTAMP",
+    "UnsafeName",
+    "audit",
+    "backfill_definitions",
+    "gated_asset",
+    "graph_of",
+    "not_empty",
+    "primary_key",
+    "retry_transient",
+    "row_count",
+    "schema",
+    "side_effect_asset",
+    "sql_engine",
+    "totals_match",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -48,3 +171,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'backfill_assets' has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -156,7 +156,7 @@ def days_by_worker(catalog, request_id: str) -> dict[str, list[str]]:
     """The days each worker computed for the request (any attempt, any asset), from the versions it wrote."""
     found: dict[str, set[str]] = {}
     for version in catalog.versions_of_request(request_id):
-        found.setdefault(version.data.get("worker") or "unknown", set()).add(version.partition_key)
+        found.setdefault(version.worker or "unknown", set()).add(version.partition_key)
     return {worker: sorted(days) for worker, days in sorted(found.items())}
 
 

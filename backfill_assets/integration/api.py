@@ -46,6 +46,9 @@ from backfill_assets.integration.sensors.propagation import build_propagation_se
 
 DEFAULT_GROUP = "default"
 
+# Dagster's name for a step's context: a name users reach for by habit, and one this library never passes.
+UNPASSED_CONTEXT = "context"
+
 
 @dataclass(frozen=True)
 class BackfillAsset:
@@ -123,7 +126,7 @@ def gated_asset(
             transform=transform,
             audits=tuple(audits),
             fingerprint=fingerprint,
-            resources=_resources(needs, upstream),
+            resources=_resources(asset_name, needs, upstream),
             config=asset_config,
         )
         return BackfillAsset(spec, calendar, config)
@@ -168,7 +171,7 @@ def side_effect_asset(
             transform=payload,
             deliver=deliver,
             idempotency_key=idempotency_key,
-            resources=_resources(needs, upstream, extra_reserved=(PAYLOAD_ARG, KEY_ARG)),
+            resources=_resources(asset_name, needs, upstream, extra_reserved=(PAYLOAD_ARG, KEY_ARG)),
         )
         return BackfillAsset(spec, calendar)
 
@@ -271,8 +274,15 @@ def _dep_name(dep: Dep) -> str:
 
 
 def _resources(
-    needs: Iterable[str], upstream: tuple[str, ...], extra_reserved: tuple[str, ...] = ()
+    asset_name: str, needs: Iterable[str], upstream: tuple[str, ...], extra_reserved: tuple[str, ...] = ()
 ) -> tuple[str, ...]:
+    needs = list(needs)
+    if UNPASSED_CONTEXT in needs:
+        # Refused when declared, not when the step first runs: Dagster's step context is the wrapper's own.
+        raise InvalidInput(
+            f"{asset_name}: a transform, audit or hook gets no `{UNPASSED_CONTEXT}`; ask for `interval` (the data "
+            "interval), `previous`, `config`, upstream assets or resources by name"
+        )
     skip = set(upstream) | set(RESERVED_ARGS) | set(extra_reserved)
     return tuple(dict.fromkeys(n for n in needs if n not in skip))
 

@@ -45,6 +45,8 @@ class Request:
             "assets": list(spec.assets), "partitions": list(spec.partitions), "code_version": self.code_version,
             "reprocess": str(spec.reprocess), "downstream": str(spec.downstream), "order": str(spec.order),
             "confirm_cascade": spec.confirm_cascade, "max_active": spec.max_active,
+            "effective_max_active": spec.effective_max_active, "serial": spec.serial,
+            "wait_for_overlap": spec.wait_for_overlap,
             "partitions_per_run": spec.partitions_per_run, "partitions_per_run_mode": spec.partitions_per_run_mode,
             "only_failed": spec.only_failed, "conf": spec.conf, "allow_side_effects": list(spec.allow_side_effects),
             "approved_by": spec.approved_by, "requested_by": spec.requested_by, "reason": spec.reason,

@@ -65,6 +65,32 @@ def test_a_transform_asking_for_config_without_declaring_one_is_refused():
         declare(None)
 
 
+@pytest.mark.parametrize("declared", ["transform", "audit", "side effect payload"])
+def test_a_callable_asking_for_dagsters_context_is_refused_when_declared(declared):
+    """``context`` is never passed (the step's context is the gate's own): refused at declaration, not at the
+    first run."""
+    from backfill_assets import audit, not_empty
+
+    def revenue(interval, context) -> pd.DataFrame:
+        return pd.DataFrame()
+
+    def plain(interval) -> pd.DataFrame:
+        return pd.DataFrame()
+
+    @audit
+    def sees_context(frame, context) -> bool:
+        return True
+
+    with pytest.raises(InvalidInput, match=r"^(revenue|plain|alert): a transform, audit or hook gets no `context`"):
+        if declared == "transform":
+            gated_asset(calendar=CALENDAR)(revenue)
+        elif declared == "audit":
+            gated_asset(calendar=CALENDAR, audits=[not_empty(), sees_context])(plain)
+        else:
+            side_effect_asset(calendar=CALENDAR, deps=["plain"], name="alert", deliver=lambda payload: None)(
+                lambda plain, context: {})
+
+
 def test_a_config_field_named_like_the_gates_own_is_refused_when_the_definitions_load():
     with pytest.raises(InvalidInput, match=r"^revenue: config field\(s\) inject_defect of ShadowsTheGate are the "
                                            r"library's own \(GateConfig\); rename them$"):

@@ -231,7 +231,7 @@ class _Slots:
     @classmethod
     def of(cls, record: RequestRecord, cells: list[Cell], runs_by_key: dict[str, RunView], in_flight: set[str],
            queue_ahead: bool) -> "_Slots":
-        max_active = int(record.row["max_active"])
+        max_active = record.spec.effective_max_active
         per_slot = QUEUED_PER_SLOT + 1 if queue_ahead else 1
         occupancy = _slot_occupancy(in_flight, runs_by_key, max_active) if queue_ahead else None
         # Every key a run was ever created under (a cell keeps only its latest).

@@ -155,8 +155,8 @@ def _version_report(version: Version, by_id: dict[str, Version]) -> VersionRepor
         change=_change(version, replaced),
         recomputed_on_current_upstream=recomputed_on_current_upstream(version, replaced),
         source_fingerprint=version.source_fingerprint,
-        worker=version.data.get("worker"),
-        params=version.data.get("params"),
+        worker=version.worker,
+        params=version.params,
     )
 
 

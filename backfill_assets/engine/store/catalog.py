@@ -10,6 +10,7 @@ The row types live in ``catalog_records``, the read queries in ``catalog_queries
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any, NoReturn
 
 import sqlalchemy as sa
@@ -365,9 +366,7 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
 
 def _published_move(seq: int, version: Version, checks: list[dict[str, Any]], now: str) -> PointerMove:
     """The pointer move of a publish of ``version`` (as read before it, in VERIFYING) committed at ``now``."""
-    published = Version(
-        version.data | {"state": VersionState.PUBLISHED.value, "checks": checks, "ended_at": now, "published_at": now}
-    )
+    published = replace(version, state=VersionState.PUBLISHED.value, checks=checks, ended_at=now, published_at=now)
     return PointerMove(
         seq, version.asset, version.partition_key, version.version_id, version.expected_previous_version_id,
         ACTION_PUBLISH, version=published,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import sqlalchemy as sa
@@ -16,13 +16,35 @@ class Version:
     """One row of ``versions`` with its JSON columns decoded; the column ``run_id`` is ``logical_run_id`` here
     (the run a retry belongs to; ``dagster_run_id`` is the attempt's Dagster run)."""
 
-    data: dict[str, Any]
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.data[name]
-        except KeyError as exc:
-            raise AttributeError(name) from exc
+    version_id: str
+    asset: str
+    partition_key: str
+    interval_start: Any = None
+    interval_end: Any = None
+    logical_run_id: str | None = None
+    dagster_run_id: str | None = None
+    attempt_no: int | None = None
+    request_id: str | None = None
+    lane: str | None = None
+    code_version: str | None = None
+    params_digest: str | None = None
+    state: str | None = None
+    path: str | None = None
+    rows: int | None = None
+    sha256: str | None = None
+    stats: dict[str, Any] | None = None
+    checks: list[dict[str, Any]] | None = None
+    input_versions: dict[str, Any] | None = None
+    source_fingerprint: str | None = None
+    expected_previous_version_id: str | None = None
+    error: str | None = None
+    requested_at: Any = None
+    started_at: Any = None
+    ended_at: Any = None
+    published_at: Any = None
+    created_at: Any = None
+    worker: str | None = None  # the process that wrote the attempt (RunIdentity.worker)
+    params: dict[str, Any] | None = None  # what params_digest digests
 
     @classmethod
     def from_row(cls, row: sa.Row) -> "Version":
@@ -34,13 +56,15 @@ class Version:
         if "run_id" in data:
             data["logical_run_id"] = data.pop("run_id")
         for col in _JSON_COLUMNS:
-            raw = data.get(col)
+            raw = data.pop(col, None)
             data[col.removesuffix("_json")] = json.loads(raw) if raw else None
-            data.pop(col, None)
-        return cls(data)
+        return cls(**{k: v for k, v in data.items() if k in _FIELDS})
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.data)
+        return asdict(self)
+
+
+_FIELDS = frozenset(f.name for f in fields(Version))
 
 
 @dataclass(frozen=True)

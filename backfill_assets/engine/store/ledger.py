@@ -64,6 +64,8 @@ class RequestRecord:
             partitions_per_run=r.get("partitions_per_run") or 1,
             partitions_per_run_mode=r.get("partitions_per_run_mode") or M.EXPLICIT,
             only_failed=bool(r.get("only_failed")),
+            serial=bool(r.get("serial")),
+            wait_for_overlap=bool(r.get("wait_for_overlap")),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -139,7 +141,9 @@ class Ledger:
                     downstream=spec.downstream,
                     confirm_cascade=spec.confirm_cascade,
                     order=spec.order,
-                    max_active=spec.effective_max_active,
+                    max_active=spec.max_active,
+                    serial=spec.serial,
+                    wait_for_overlap=spec.wait_for_overlap,
                     partitions_per_run=spec.partitions_per_run,
                     partitions_per_run_mode=spec.partitions_per_run_mode,
                     only_failed=spec.only_failed,

@@ -8,6 +8,7 @@ happen.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Iterable
 
 import sqlalchemy as sa
@@ -18,7 +19,7 @@ from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.overrides import SKIP_MARKS, Override, OverrideAction
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.catalog_queries import ACTION_PUBLISH
-from backfill_assets.engine.store.catalog_records import PointerMove, Version
+from backfill_assets.engine.store.catalog_records import PointerMove
 from backfill_assets.engine.store.schema import overrides
 
 Cell = tuple[str, str]
@@ -54,7 +55,7 @@ class OverrideLog:
             )
             record = _add(conn, OverrideAction.ACCEPT, version.asset, version.partition_key, version_id, by, reason,
                           now, seq)
-        published = Version(version.data | {"state": VersionState.PUBLISHED.value, "published_at": now})
+        published = replace(version, state=VersionState.PUBLISHED.value, published_at=now)
         move = PointerMove(seq, version.asset, version.partition_key, version_id, expected, ACTION_PUBLISH,
                            version=published)
         return move, record

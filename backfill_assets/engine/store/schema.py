@@ -128,6 +128,10 @@ requests = sa.Table(
     # How partitions_per_run was chosen: "explicit" or "auto: <why>"; NULL in a catalog from before (explicit).
     sa.Column("partitions_per_run_mode", sa.Text),
     sa.Column("only_failed", sa.Boolean),  # clear --only-failed (NULL in catalogs older than it: false)
+    # A depends-on-past asset is selected, so intervals run one at a time whatever max_active (NULL in catalogs
+    # older than it, whose max_active column holds the effective value: false reads back right).
+    sa.Column("serial", sa.Boolean),
+    sa.Column("wait_for_overlap", sa.Boolean),  # NULL in catalogs older than it: false
     sa.Column("conf_json", sa.Text, nullable=False),
     sa.Column("side_effects_json", sa.Text, nullable=False),
     sa.Column("approved_by", sa.String(120)),

@@ -72,7 +72,7 @@ def cell_tries(
 
 def _version_try(row: sa.Row) -> dict[str, Any]:
     version = Version.from_row(row)
-    out = {name: version.data.get(name) for name in VERSION_FIELDS}
+    out = {name: getattr(version, name) for name in VERSION_FIELDS}
     out.update(
         checks=[{"name": c.get("name"), "passed": bool(c.get("passed"))} for c in version.checks or []],
         requested_by=row.requested_by,
