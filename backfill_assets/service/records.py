@@ -30,11 +30,10 @@ class Request:
 
     @classmethod
     def of(cls, record: RequestRecord) -> Request:
-        row = record.row
         return cls(
             request_id=record.request_id, status=M.RequestStatus(record.status), source=record.source,
-            spec=record.spec, code_version=row["code_version"], requested_at=row["requested_at"],
-            message=row.get("message"), confirmed_at=row.get("confirmed_at"), closed_at=row.get("closed_at"),
+            spec=record.spec, code_version=record.code_version, requested_at=record.requested_at,
+            message=record.message, confirmed_at=record.confirmed_at, closed_at=record.closed_at,
         )
 
     def as_dict(self) -> dict[str, Any]:

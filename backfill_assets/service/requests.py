@@ -88,7 +88,7 @@ def show(service: ServiceContext, request_id: str) -> RequestDetail:
 def progress(service: ServiceContext, request_id: str) -> Progress:
     ledger = Ledger(service.catalog)
     record = ledger.get(validate_request_id(request_id))
-    return Progress(request_id, M.RequestStatus(record.status), record.row["message"], ledger.counts(request_id))
+    return Progress(request_id, M.RequestStatus(record.status), record.message, ledger.counts(request_id))
 
 
 def confirm(service: ServiceContext, request_id: str) -> Request:

@@ -99,7 +99,7 @@ def track_adopted(
             continue
         settled = settle(run.view, state, graph[cell.asset].side_effect)
         if settled:
-            updates.append(cell.change(**settled))
+            updates.append(settled.of(cell))
         elif cell.decision != M.SUBMITTED:
             updates.append(cell.change(decision=M.SUBMITTED, dagster_run_id=run.view.run_id))
     done_cells = {u.key for u in updates if u.decision in M.TERMINAL_CELLS}

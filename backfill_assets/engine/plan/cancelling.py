@@ -35,10 +35,10 @@ def cancelled_cell(
         reason = "request cancelled before its run was created" if run is None else "run still stopping"
         return cell.change(decision=M.CELL_CANCELLED, reason=reason, dagster_run_id=run.run_id if run else None)
     stopped_it = run.run_id in stopped.ids  # forced runs included
-    if outcome["decision"] == M.CELL_CANCELLED or (outcome["decision"] == M.FAILED and stopped_it):
+    if outcome.decision == M.CELL_CANCELLED or (outcome.decision == M.FAILED and stopped_it):
         why = stopped.forced.get(run.run_id)
         reason = f"run marked cancelled: {why}" if why else "run terminated: request cancelled"
         if run.status != "CANCELED":
             reason += f" (Dagster then ended the run {run.status})"
         return cell.change(decision=M.CELL_CANCELLED, reason=reason, dagster_run_id=run.run_id)
-    return cell.change(**outcome)
+    return outcome.of(cell)

@@ -88,23 +88,34 @@ def code_version_block(frozen: str, loaded: str) -> str:
     return f"blocked: code version changed (frozen {frozen}, loaded {loaded}) — cancel it and create a new request"
 
 
-def settle(run: RunView | None, version_state: str | None, side_effect: bool = False) -> dict | None:
-    """The terminal decision of a submitted cell (Cell field values) once its run has finished, or None while it
-    has not. ``side_effect``: the cell's asset is a side effect (no version: a successful run is its delivery)."""
+@dataclass(frozen=True)
+class Settled:
+    """A submitted cell's terminal decision (or, to resubmit it, pending again) once its run has finished."""
+
+    decision: M.CellDecision
+    reason: str | None
+    dagster_run_id: str | None
+
+    def of(self, cell: Cell) -> CellUpdate:
+        return cell.change(decision=self.decision, reason=self.reason, dagster_run_id=self.dagster_run_id)
+
+
+def settle(run: RunView | None, version_state: str | None, side_effect: bool = False) -> Settled | None:
+    """The terminal decision of a submitted cell once its run has finished, or None while it has not.
+    ``side_effect``: the cell's asset is a side effect (no version: a successful run is its delivery)."""
     if run is None or run.status not in FINISHED_RUN_STATUSES:
         return None
     state = VersionState(version_state) if version_state else None
     if state in VERIFIED:
-        return {"decision": M.PUBLISHED, "reason": None, "dagster_run_id": run.run_id}
+        return Settled(M.PUBLISHED, None, run.run_id)
     if state is VersionState.REJECTED:
-        return {"decision": M.REJECTED, "reason": "blocking check failed or publish refused",
-                "dagster_run_id": run.run_id}
+        return Settled(M.REJECTED, "blocking check failed or publish refused", run.run_id)
     if run.status == "CANCELED":
-        return {"decision": M.CELL_CANCELLED, "reason": "run cancelled", "dagster_run_id": run.run_id}
+        return Settled(M.CELL_CANCELLED, "run cancelled", run.run_id)
     if run.status == "SUCCESS" and side_effect:
-        return {"decision": M.PUBLISHED, "reason": "side effect delivered", "dagster_run_id": run.run_id}
+        return Settled(M.PUBLISHED, "side effect delivered", run.run_id)
     reason = f"run {run.status.lower()}" + (f", version {state.value}" if state else ", no version written")
-    return {"decision": M.FAILED, "reason": reason, "dagster_run_id": run.run_id}
+    return Settled(M.FAILED, reason, run.run_id)
 
 
 def tick(
@@ -145,8 +156,8 @@ def tick(
         result.submissions.append(_submission(spec, group, key))
 
     # 2. Stop on a code version change, before submitting anything new.
-    if record.row["code_version"] != loaded_code_version and record.status in (M.OPEN, M.BLOCKED):
-        result.status = (M.BLOCKED, code_version_block(record.row["code_version"], loaded_code_version))
+    if record.code_version != loaded_code_version and record.status in (M.OPEN, M.BLOCKED):
+        result.status = (M.BLOCKED, code_version_block(record.code_version, loaded_code_version))
         return result
     if record.status != M.OPEN:
         return result  # waiting, blocked or paused: nothing new is submitted, and the request does not close
@@ -202,19 +213,17 @@ def _settle_finished(
         chain = (cell.run_key, cell.asset)
         if settled and chain in cut_short and state is None and run.status == "FAILURE":
             previous = graph.calendar.previous_key(cell.partition_key)
-            settled = {"decision": M.SKIPPED, "reason": PREVIOUS_NOT_PUBLISHED.format(previous),
-                       "dagster_run_id": run.run_id}
+            settled = Settled(M.SKIPPED, PREVIOUS_NOT_PUBLISHED.format(previous), run.run_id)
         elif settled and record.status in RELAUNCHING and not side_effect and _failed_before_writing(cell, run, state):
             # Nothing of this cell was written (e.g. Dagster could not launch the run while its storage was
             # restarting): resubmit it under the next round's run key, decided afresh on the next tick (for a
             # paused request, the first tick after its resume).
-            settled = {"decision": M.PENDING, "reason": f"run {run.run_id[:8]} failed before writing; resubmitting",
-                       "dagster_run_id": None}
+            settled = Settled(M.PENDING, f"run {run.run_id[:8]} failed before writing; resubmitting", None)
             relaunch.add(cell.key)
-        if settled and graph[cell.asset].depends_on_past and settled["decision"] not in M.SUCCESS_CELLS + (M.PENDING,):
+        if settled and graph[cell.asset].depends_on_past and settled.decision not in M.SUCCESS_CELLS + (M.PENDING,):
             cut_short.add(chain)
         if settled:
-            result.cell_updates.append(cell.change(**settled))
+            result.cell_updates.append(settled.of(cell))
     return relaunch
 
 
@@ -273,7 +282,7 @@ def _submit_pending(
     spec = record.spec
     by_cell = {c.key: c for c in cells}
     awaiting_confirmation = 0
-    batch_size = int(record.row.get("partitions_per_run") or 1)
+    batch_size = record.spec.partitions_per_run
     for group, kind in pending_groups(graph, eligible, batch_size):
         if spec.confirm_cascade and not cascade_confirmed:
             held = [c for c in group if c.origin == CellOrigin.CASCADE]

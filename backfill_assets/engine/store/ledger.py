@@ -44,6 +44,27 @@ class RequestRecord:
     def source(self) -> str:
         return self.row["source"]
 
+    @property
+    def code_version(self) -> str:
+        """The code version frozen at creation: a run of other code may not publish for the request."""
+        return self.row["code_version"]
+
+    @property
+    def message(self) -> str | None:
+        return self.row.get("message")
+
+    @property
+    def requested_at(self) -> str:
+        return self.row["requested_at"]
+
+    @property
+    def confirmed_at(self) -> str | None:
+        return self.row.get("confirmed_at")
+
+    @property
+    def closed_at(self) -> str | None:
+        return self.row.get("closed_at")
+
     @cached_property
     def spec(self) -> M.RequestSpec:
         # Cached: decoding a long frozen partition list on every access dominated propagation bursts.

@@ -63,4 +63,4 @@ def frozen_code_version(context: dg.AssetExecutionContext, catalog: Catalog) -> 
         return None
     ledger = Ledger(catalog)
     request_id = adopted_request_id(tags[T.DAGSTER_BACKFILL])
-    return ledger.get(request_id).row["code_version"] if ledger.exists(request_id) else None
+    return ledger.get(request_id).code_version if ledger.exists(request_id) else None

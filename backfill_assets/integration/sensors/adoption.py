@@ -74,12 +74,12 @@ def adopt_and_track(
             lambda a, p, run_id, skips=skips: skips.get((a, p, run_id)),
         )
         ledger.update_cells(request_id, updates)
-        if record.row["code_version"] != loaded:
+        if record.code_version != loaded:
             # The backfill's remaining steps refuse to publish under the new code (the gate's frozen version):
             # say so on the request, as the driver does for a request of ours.
-            block = code_version_block(record.row["code_version"], loaded)
+            block = code_version_block(record.code_version, loaded)
             status = (status[0], f"{status[1]}; {block}") if status else (M.BLOCKED, block)
-        if status and (status[0], status[1]) != (record.status, record.row["message"]):
+        if status and (status[0], status[1]) != (record.status, record.message):
             ledger.set_status(request_id, *status)
             if status[0] in M.CLOSED_STATUSES:
                 closed.append(request_id)

@@ -36,12 +36,12 @@ def run_tags_for(record: RequestRecord) -> dict[str, str]:
     spec = record.spec
     tags = {
         T.REQUEST_ID: record.request_id,
-        T.CODE_VERSION: record.row["code_version"],
+        T.CODE_VERSION: record.code_version,
         T.REPROCESS: spec.reprocess,
         T.DOWNSTREAM: spec.downstream,
         T.LANE: T.LANE_BACKFILL,
         T.REQUESTED_BY: spec.requested_by,
-        T.REQUESTED_AT: record.row["requested_at"],
+        T.REQUESTED_AT: record.requested_at,
         T.DAGSTER_PRIORITY: str(T.PRIORITY_BACKFILL),
     }
     if spec.allow_side_effects:
@@ -128,7 +128,7 @@ def drive_request(
         # Read when decided (most ticks decide nothing: every slot is taken), for the cells decided.
         cell_facts_source(graph, catalog, instance, pending, window=FACTS_WINDOW),
         loaded_code_version,
-        cascade_confirmed=record.row["confirmed_at"] is not None,
+        cascade_confirmed=record.confirmed_at is not None,
         hold_open=downstream_hold(catalog, record),
         queue_ahead=enforces_one_run_per_tag_value(instance, T.SLOT),
     )
@@ -137,7 +137,7 @@ def drive_request(
     # Only while the request still has the status this tick read: a cancel that committed meanwhile wins.
     if not ledger.update_cells(record.request_id, result.cell_updates, expect_status=record.status):
         return []
-    if result.status and (result.status[0], result.status[1]) != (record.status, record.row["message"]):
+    if result.status and (result.status[0], result.status[1]) != (record.status, record.message):
         ledger.set_status(record.request_id, *result.status, expect_status=record.status)
     return result.submissions
 
