@@ -200,6 +200,9 @@ def _print_detail(detail: RequestDetail) -> None:
     for c in detail.cells:
         table.add_row(c.partition_key, c.asset, c.decision, c.reason or "", (c.dagster_run_id or "")[:8])
     Console().print(table)
+    for op in detail.operations:
+        why = f": {op.reason}" if op.reason else ""
+        click.echo(f"  {op.at}  {op.operation} by {op.actor} from {op.surface}{why} → {op.outcome}")
 
 
 @request.command("cancel")

@@ -19,6 +19,7 @@ from backfill_assets.engine.model.request_input import RequestInput, build_spec
 from backfill_assets.engine.model.settings import Settings
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.operations import Operation, Operations
 from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.store.wakeup import wake_daemon
 
@@ -118,6 +119,10 @@ class Backfills:
     def show(self, request_id: str) -> RequestDetail:
         """A request, its pauses, counts and every cell's decision now (a rolled-back publish shows so)."""
         return requests.show(self.context, request_id)
+
+    def operations(self, limit: int = 200) -> list[Operation]:
+        """The newest operations made through the service on this catalog, from every surface, newest first."""
+        return Operations(self.catalog).all(limit)
 
     def progress(self, request_id: str) -> Progress:
         """Where a request stands, cheaply (status, message, counts): what ``wait`` polls."""

@@ -13,6 +13,7 @@ from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.operations import Operations
 from backfill_assets.engine.store.storage import Warehouse
 
 if TYPE_CHECKING:
@@ -39,6 +40,14 @@ class ServiceContext:
     @property
     def warehouse(self) -> Warehouse:
         return self.warehouse_of()
+
+    def record(
+        self, operation: str, target: str, outcome: str, request_id: str | None = None, reason: str | None = None,
+        actor: str | None = None,
+    ) -> None:
+        """One row of the operations trail: what this surface did, by whom (``actor``, else the context's user)."""
+        Operations(self.catalog).record(operation, self.source, actor or self.user, target, outcome, request_id,
+                                        reason)
 
     def code_version(self) -> str:
         """The code version a request created now freezes (the package and the code location's files)."""

@@ -33,17 +33,24 @@ def cancel(service: ServiceContext, request_id: str, terminate_timeout: float | 
         # completed the backfill over our CANCELING (Dagster's completion does not check for a pending cancel);
         # a backfill still active is asked again. Either way it launches nothing more.
         dagster_backfill = cancel_backfill(instance, backfill_id) or dagster_backfill
-    return Cancelled(request_id, already, tuple(outcome.terminated), tuple(outcome.forced), adopted,
-                     dagster_backfill)
+    cancelled = Cancelled(request_id, already, tuple(outcome.terminated), tuple(outcome.forced), adopted,
+                          dagster_backfill)
+    service.record("cancel", request_id, f"{'already cancelled' if already else 'cancelled'}; terminated "
+                   f"{len(cancelled.terminated_runs)} run(s), forced {len(cancelled.forced_runs)}", request_id)
+    return cancelled
 
 
 def pause(service: ServiceContext, request_id: str, by: str, reason: str) -> Paused:
     paused, already = Pauses(service.catalog).pause(request_id, by, reason)
     in_flight = sum(1 for c in Ledger(service.catalog).cells(request_id) if c.decision == M.SUBMITTED)
+    service.record("pause", request_id, "already paused" if already else
+                   f"paused (was {paused['status_before']}); {in_flight} cell(s) in flight", request_id, reason, by)
     return Paused(request_id, already, paused, in_flight)
 
 
 def resume(service: ServiceContext, request_id: str, by: str) -> Resumed:
     resumed = Pauses(service.catalog).resume(request_id, by)
     service.wake()
-    return Resumed(request_id, M.RequestStatus(Ledger(service.catalog).get(request_id).status), resumed)
+    status = M.RequestStatus(Ledger(service.catalog).get(request_id).status)
+    service.record("resume", request_id, f"resumed ({status})", request_id, actor=by)
+    return Resumed(request_id, status, resumed)

@@ -59,4 +59,7 @@ def decide(context: ServiceContext, handoff_id: str, decision: str, by: str) -> 
         added = Ledger(context.catalog).add_cells(decided["request_id"], cells, origin=CellOrigin.HANDOFF,
                                                   reopen=True)
         context.wake()
-    return HandoffDecision(Handoff.of(decided), added)
+    decision_made = HandoffDecision(Handoff.of(decided), added)
+    context.record(f"handoff {decision}", handoff_id, f"{decided['asset']}: {added} cell(s) added",
+                   decided["request_id"], actor=by)
+    return decision_made

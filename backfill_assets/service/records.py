@@ -12,6 +12,7 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.model.concurrency import Concurrency
 from backfill_assets.engine.store.ledger import RequestRecord
+from backfill_assets.engine.store.operations import Operation
 
 
 @dataclass(frozen=True)
@@ -142,10 +143,13 @@ class RequestDetail:
     pauses: tuple[Mapping[str, Any], ...]
     counts: Mapping[str, int]
     cells: tuple[Cell, ...] = field(default=())
+    # Every operation made on it through the service (create, pause, resume, confirm, cancel), oldest first.
+    operations: tuple[Operation, ...] = field(default=())
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.request.as_dict(), "pause": self.pause, "pauses": list(self.pauses),
-                "counts": dict(self.counts), "cells": [c.as_dict() for c in self.cells]}
+                "counts": dict(self.counts), "cells": [c.as_dict() for c in self.cells],
+                "operations": [o.as_dict() for o in self.operations]}
 
 
 @dataclass(frozen=True)

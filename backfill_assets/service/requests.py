@@ -11,6 +11,7 @@ from backfill_assets.engine.plan.chunking import planned_runs
 from backfill_assets.engine.plan.planning import CREATE
 from backfill_assets.engine.plan.reconcile import count_decisions, decisions_now
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
+from backfill_assets.engine.store.operations import Operations
 from backfill_assets.engine.store.pauses import Pauses
 
 from .context import ServiceContext
@@ -57,7 +58,11 @@ def freeze(
         message=message,
     )
     service.wake()
-    return Request.of(record)
+    created = Request.of(record)
+    service.record("create", created.request_id, f"created ({created.status}): {len(spec.assets)} asset(s) × "
+                   f"{len(spec.partitions)} day(s), code version {created.code_version}", created.request_id,
+                   spec.reason, spec.requested_by)
+    return created
 
 
 def list_requests(service: ServiceContext) -> list[RequestSummary]:
@@ -81,7 +86,7 @@ def show(service: ServiceContext, request_id: str) -> RequestDetail:
     pauses = Pauses(service.catalog)
     return RequestDetail(
         Request.of(record), pauses.current([request_id]).get(request_id), tuple(pauses.history(request_id)),
-        count_decisions(c.decision for c in cells), cells,
+        count_decisions(c.decision for c in cells), cells, tuple(Operations(service.catalog).of_request(request_id)),
     )
 
 
@@ -98,4 +103,5 @@ def confirm(service: ServiceContext, request_id: str) -> Request:
         raise InvalidInput(f"request {request_id} is {record.status}")
     ledger.confirm(request_id)
     service.wake()
+    service.record("confirm", request_id, "cascade confirmed", request_id)
     return Request.of(ledger.get(request_id))

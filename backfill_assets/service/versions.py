@@ -69,7 +69,8 @@ def rollback(
     event = _tell_dagster(context, lambda i: report_rollback(i, context.catalog, move, reason), move, "rollback")
     cascade_id = consumer_cascade(context, move.consumers_of_previous, reason, "rollback",
                                   "the rolled-back version") if cascade else None
-    return _change("rollback", move, move.consumers_of_previous, None, cascade_id, event)
+    return _recorded(context, _change("rollback", move, move.consumers_of_previous, None, cascade_id, event), reason,
+                     context.user)
 
 
 def accept(context: ServiceContext, version_id: str, approved_by: str, reason: str, cascade: bool) -> PointerChange:
@@ -80,7 +81,8 @@ def accept(context: ServiceContext, version_id: str, approved_by: str, reason: s
     readers = context.catalog.consumers_of(move.previous_version_id) if move.previous_version_id else []
     cascade_id = consumer_cascade(context, readers, f"{version_id}: {record.reason}", "accept",
                                   "the replaced version") if cascade else None
-    return _change("accept", move, readers, record, cascade_id, event)
+    return _recorded(context, _change("accept", move, readers, record, cascade_id, event), record.reason,
+                     record.decided_by)
 
 
 def reject(
@@ -91,7 +93,8 @@ def reject(
     event = _tell_dagster(context, _override_report(context, move, record), move, "reject")
     cascade_id = consumer_cascade(context, move.consumers_of_previous, f"{move.previous_version_id}: "
                                   f"{record.reason}", "reject", "the rejected version") if cascade else None
-    return _change("reject", move, move.consumers_of_previous, record, cascade_id, event)
+    return _recorded(context, _change("reject", move, move.consumers_of_previous, record, cascade_id, event),
+                     record.reason, record.decided_by)
 
 
 def skip(
@@ -99,11 +102,19 @@ def skip(
     reason: str, undo: bool,
 ) -> SkipMarks:
     cells = override_plan.skip_cells(context.graph, asset, partition_key, first, last)
-    return SkipMarks(asset, undo, tuple(override_plan.skip(context.catalog, cells, by, reason, undo)))
+    marks = SkipMarks(asset, undo, tuple(override_plan.skip(context.catalog, cells, by, reason, undo)))
+    days = [m.partition_key for m in marks.marks]
+    span = days[0] if len(days) == 1 else f"{days[0]}..{days[-1]}"
+    context.record("unskip" if undo else "skip", f"{asset}/{span}", f"{len(days)} cell(s)", reason=reason,
+                   actor=marks.marks[0].decided_by)
+    return marks
 
 
 def gc(context: ServiceContext, older_than_days: int, dry_run: bool) -> list[dict[str, Any]]:
-    return collect_garbage(context.catalog, context.warehouse, older_than_days, utc_now(), dry_run)
+    purged = collect_garbage(context.catalog, context.warehouse, older_than_days, utc_now(), dry_run)
+    if not dry_run:
+        context.record("gc", f"older than {older_than_days} day(s)", f"purged {len(purged)} version(s)")
+    return purged
 
 
 def consumer_cascade(
@@ -124,6 +135,14 @@ def consumer_cascade(
     )
     not_consumers = {(a, p): f"did not read {read}" for a in assets for p in partitions if (a, p) not in cells}
     return freeze(context, spec, {**spec.excluded_cells(graph), **not_consumers}).request_id
+
+
+def _recorded(context: ServiceContext, change: PointerChange, reason: str, actor: str) -> PointerChange:
+    cascade = f"; cascade {change.cascade_request_id}" if change.cascade_request_id else ""
+    context.record(change.action, f"{change.asset}/{change.partition_key}", f"serving {change.serving} (was "
+                   f"{change.taken_off or 'nothing'}); {len(change.consumers)} consumer(s){cascade}", reason=reason,
+                   actor=actor)
+    return change
 
 
 def _require_cell(context: ServiceContext, asset: str, partition_key: str) -> None:

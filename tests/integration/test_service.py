@@ -137,3 +137,26 @@ def test_each_surface_words_the_same_error_with_its_own_names_for_the_fields(env
     [failure] = [e for e in launchpad.all_events if e.is_step_failure]
     assert failure.step_failure_data.user_failure_data.description == str(python.value)
     assert Ledger(env.catalog).list() == []
+
+
+def test_every_door_leaves_the_same_operation_rows_but_for_its_surface(env, backfills):
+    """The same pause from Python, the CLI and the Launchpad: the same trail (who, why, what came of it), each
+    row naming the surface it came through."""
+    ids = [backfills.create(asked(from_day=day, to_day=day, requested_by="ana")).request.request_id for day in DAYS]
+    backfills.pause(ids[0], by="ana", reason="warehouse maintenance")
+    paused = CliRunner().invoke(cli, ["request", "pause", ids[1], "--by", "ana", "--reason", "warehouse maintenance"])
+    assert paused.exit_code == 0, paused.output
+    launched = DEFS.resolve_job_def("backfill_pause").execute_in_process(
+        run_config={"ops": {"backfill_pause_op": {"config": {"request_id": ids[2], "by": "ana",
+                                                               "reason": "warehouse maintenance"}}}},
+        instance=env.instance, raise_on_error=False,
+    )
+    assert launched.success
+    trails = [backfills.show(request_id).operations for request_id in ids]
+    said = [[(o.operation, o.actor, o.reason, o.outcome) for o in trail] for trail in trails]
+    assert said[0] == said[1] == said[2]
+    assert said[0][1] == ("pause", "ana", "warehouse maintenance", "paused (was open); 0 cell(s) in flight")
+    assert [[o.surface for o in trail] for trail in trails] == [
+        ["python", "python"], ["python", "cli"], ["python", "launchpad"]
+    ]
+    assert [o.target for o in backfills.operations()][:3] == [ids[2], ids[1], ids[0]]

@@ -241,3 +241,22 @@ overrides = sa.Table(
     sa.Index("ix_overrides_cell", "asset", "partition_key"),
     sa.Index("ix_overrides_version", "version_id"),
 )
+
+# Every operation made through the service (backfill_assets.service), whichever door it came through: who, from
+# which surface (python | cli | launchpad | dagster), what on which target, when, why, and its outcome in a line.
+# Rows are only added; the tables each operation changes (requests, request_pauses, overrides, publish_log,
+# handoffs) stay the truth, this is the trail across them.
+operations = sa.Table(
+    "operations",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("at", _ts, nullable=False),
+    sa.Column("operation", sa.String(32), nullable=False),  # create | cancel | pause | resume | rollback | ...
+    sa.Column("surface", sa.String(16), nullable=False),
+    sa.Column("actor", sa.String(120), nullable=False),
+    sa.Column("target", sa.String(255), nullable=False),  # a request id, version id, asset/day, handoff id
+    sa.Column("request_id", _req),  # the request it concerns, when one does (the filter of `request show`)
+    sa.Column("reason", sa.Text),
+    sa.Column("outcome", sa.Text, nullable=False),
+    sa.Index("ix_operations_request", "request_id"),
+)
