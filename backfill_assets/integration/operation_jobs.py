@@ -46,12 +46,17 @@ class ResumeConfig(RequestIdConfig):
     by: Optional[str] = Field(default=None, description="Who resumes it (default: the UI's user).")
 
 
-class RollbackConfig(dg.Config):
+class PointerMoveConfig(dg.Config):
+    """A day's pointer moved by a person (rollback, reject): which day, why, and whether its readers re-run."""
+
     asset: str = Field(description="The asset, e.g. daily_revenue.")
     partition_key: str = Field(description="The day, YYYY-MM-DD.")
-    reason: str = Field(description="Why; recorded in the publish log.")
+    reason: str = Field(description="Why (what is wrong with the version serving now); recorded with the move.")
+    cascade: bool = Field(default=False, description="Create a request re-running every reader of the bad version.")
+
+
+class RollbackConfig(PointerMoveConfig):
     to_version: Optional[str] = Field(default=None, description="Version to restore (default: the previous one).")
-    cascade: bool = Field(default=False, description="Create a request re-running every consumer of the bad one.")
 
 
 class AcceptConfig(dg.Config):
@@ -61,12 +66,8 @@ class AcceptConfig(dg.Config):
     cascade: bool = Field(default=False, description="Create a request re-running the replaced version's readers.")
 
 
-class RejectConfig(dg.Config):
-    asset: str = Field(description="The asset, e.g. daily_revenue.")
-    partition_key: str = Field(description="The day, YYYY-MM-DD.")
-    reason: str = Field(description="What is wrong with the current version; recorded with the override.")
+class RejectConfig(PointerMoveConfig):
     by: Optional[str] = Field(default=None, description="Who rejects (default: the UI's user).")
-    cascade: bool = Field(default=False, description="Create a request re-running every reader of it.")
 
 
 class SkipConfig(dg.Config):
