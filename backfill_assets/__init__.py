@@ -3,7 +3,7 @@
 The public API. Names load on first use, so that the engine and the CLI's offline commands do not import Dagster;
 type checkers and editors read the explicit imports below::
 
-    from backfill_assets import BusinessCalendar, gated_asset, backfill_definitions, primary_key, not_empty
+    from backfill_assets import BusinessCalendar, gated_asset, backfill_definitions, unique_key, not_empty
     from backfill_assets import Backfills, RequestInput  # the service: every operation, typed
 """
 
@@ -50,11 +50,11 @@ if TYPE_CHECKING:
         Audit,
         AuditResult,
         audit,
+        matches_schema,
         not_empty,
-        primary_key,
         row_count,
-        schema,
         totals_match,
+        unique_key,
     )
     from backfill_assets.integration.api import (
         BackfillAsset,
@@ -103,8 +103,8 @@ _PUBLIC = {
     "AuditResult": "backfill_assets.engine.wap.audit",
     "audit": "backfill_assets.engine.wap.audit",
     "row_count": "backfill_assets.engine.wap.audit",
-    "primary_key": "backfill_assets.engine.wap.audit",
-    "schema": "backfill_assets.engine.wap.audit",
+    "unique_key": "backfill_assets.engine.wap.audit",
+    "matches_schema": "backfill_assets.engine.wap.audit",
     "totals_match": "backfill_assets.engine.wap.audit",
     "not_empty": "backfill_assets.engine.wap.audit",
     "BackfillAsset": "backfill_assets.integration.api",
@@ -155,14 +155,14 @@ __all__ = [
     "backfill_definitions",
     "gated_asset",
     "graph_of",
+    "matches_schema",
     "not_empty",
-    "primary_key",
     "retry_transient",
     "row_count",
-    "schema",
     "side_effect_asset",
     "sql_engine",
     "totals_match",
+    "unique_key",
 ]
 
 

@@ -8,7 +8,7 @@ import json
 import click
 
 from backfill_assets.engine.model.errors import InvalidInput, NotFound
-from backfill_assets.engine.model.graph import AssetSpec
+from backfill_assets.engine.model.graph import DeclaredAsset
 from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import in_zone
 from backfill_assets.engine.model.states import VERIFIED, VersionState
@@ -21,7 +21,7 @@ from .app import AppContext, cli, emit, json_option
 SEED_HOOK = "seed"
 
 
-def validate_cell(app: AppContext, asset: str, partition: str, data_only: bool = True) -> AssetSpec:
+def validate_cell(app: AppContext, asset: str, partition: str, data_only: bool = True) -> DeclaredAsset:
     """The asset's spec once the asset is known and the key is a business day; one-line errors otherwise."""
     graph = app.graph()
     spec = graph.require(asset, data_only=data_only)

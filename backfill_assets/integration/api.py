@@ -3,7 +3,7 @@
 ```python
 calendar = BusinessCalendar("America/New_York", "2023-01-01")
 
-@gated_asset(calendar=calendar, deps=["page_views"], audits=[primary_key("visit_id"), not_empty()])
+@gated_asset(calendar=calendar, deps=["page_views"], audits=[unique_key("visit_id"), not_empty()])
 def visits(interval, page_views: pd.DataFrame) -> pd.DataFrame: ...
 
 defs = backfill_definitions(assets=[page_views, visits], resources={"clickstream": Clickstream()})
@@ -24,7 +24,7 @@ import dagster as dg
 
 from backfill_assets.engine.model.asset_config import CONFIG_ARG
 from backfill_assets.engine.model.errors import InvalidInput
-from backfill_assets.engine.model.graph import RESERVED_ARGS, AssetGraph, AssetSpec, parameter_names
+from backfill_assets.engine.model.graph import RESERVED_ARGS, AssetGraph, DeclaredAsset, parameter_names
 from backfill_assets.engine.model.identity import validate_asset_name
 from backfill_assets.engine.model.intervals import BusinessCalendar, utc_now
 from backfill_assets.engine.model.request_model import CONF_KEYS
@@ -54,7 +54,7 @@ UNPASSED_CONTEXT = "context"
 class BackfillAsset:
     """An asset declared with ``gated_asset`` or ``side_effect_asset``; pass it to ``backfill_definitions``."""
 
-    spec: AssetSpec
+    spec: DeclaredAsset
     calendar: BusinessCalendar
     # ``gated_asset(config=...)``: the user's Dagster Config class (the engine's spec holds its plain view).
     config_class: type[dg.Config] | None = None
@@ -114,7 +114,7 @@ def gated_asset(
             asset_config = declare_config(asset_name, config)
         elif CONFIG_ARG in needs:
             raise InvalidInput(f"{asset_name}: takes `{CONFIG_ARG}` but declares none; pass gated_asset(config=...)")
-        spec = AssetSpec(
+        spec = DeclaredAsset(
             name=asset_name,
             description=description or _doc(transform),
             upstream=upstream,
@@ -161,7 +161,7 @@ def side_effect_asset(
         needs = [*parameter_names(payload), *parameter_names(deliver), *parameter_names(idempotency_key)]
         if CONFIG_ARG in needs:
             raise InvalidInput(f"{asset_name}: `{CONFIG_ARG}` is for gated assets declared with config=")
-        spec = AssetSpec(
+        spec = DeclaredAsset(
             name=asset_name,
             description=description or _doc(payload),
             upstream=upstream,

@@ -21,8 +21,8 @@ PINNED = [
     "BusinessCalendar", "DownstreamPolicy", "FLOAT", "INT", "IllegalTransition", "IntegrityError", "Interval",
     "InvalidField", "InvalidInput", "NotFound", "Order", "PlanError", "PublishConflict", "RefusedField",
     "ReprocessPolicy", "RequestInput", "RequestSource", "STRING", "Settings", "StorageError", "TIMESTAMP",
-    "UnsafeName", "audit", "backfill_definitions", "gated_asset", "graph_of", "not_empty", "primary_key",
-    "retry_transient", "row_count", "schema", "side_effect_asset", "sql_engine", "totals_match",
+    "UnsafeName", "audit", "backfill_definitions", "gated_asset", "graph_of", "matches_schema", "not_empty",
+    "retry_transient", "row_count", "side_effect_asset", "sql_engine", "totals_match", "unique_key",
 ]
 PACKAGE = Path(backfill_assets.__file__).parent
 

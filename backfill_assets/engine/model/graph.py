@@ -27,7 +27,7 @@ RESERVED_ARGS = (INTERVAL_ARG, PREVIOUS_ARG, FRAME_ARG, CONFIG_ARG)
 
 
 @dataclass(frozen=True)
-class AssetSpec:
+class DeclaredAsset:
     """One asset of the graph. ``transform`` computes a data asset's interval; a side-effect asset has
     ``payload`` (the message for an interval) and ``deliver`` (sends it) instead."""
 
@@ -59,10 +59,10 @@ class AssetSpec:
 class AssetGraph:
     """Assets in topological order (upstream first, then declaration order) over one business calendar."""
 
-    def __init__(self, calendar: BusinessCalendar, specs: Iterable[AssetSpec]):
+    def __init__(self, calendar: BusinessCalendar, specs: Iterable[DeclaredAsset]):
         self.calendar = calendar
         given = list(specs)
-        by_name: dict[str, AssetSpec] = {}
+        by_name: dict[str, DeclaredAsset] = {}
         for spec in given:
             if spec.name in by_name:
                 raise InvalidInput(f"asset {spec.name!r} is declared twice")
@@ -80,7 +80,7 @@ class AssetGraph:
     def __contains__(self, name: object) -> bool:
         return name in self._specs
 
-    def __getitem__(self, name: str) -> AssetSpec:
+    def __getitem__(self, name: str) -> DeclaredAsset:
         return self._specs[name]
 
     def __iter__(self):
@@ -139,7 +139,7 @@ class AssetGraph:
             self._code_files = tuple(sorted(found))
         return self._code_files
 
-    def require(self, name: object, data_only: bool = True) -> AssetSpec:
+    def require(self, name: object, data_only: bool = True) -> DeclaredAsset:
         """The spec of a known asset, or a one-line error naming the known ones."""
         known = self.data_assets if data_only else self.names
         if not isinstance(name, str) or name not in known:
@@ -156,7 +156,7 @@ def _project_files(fn: Callable[..., Any]) -> set[str]:
     return {path} if path else set()
 
 
-def _topological_names(specs: list[AssetSpec]) -> list[str]:
+def _topological_names(specs: list[DeclaredAsset]) -> list[str]:
     """Kahn's algorithm, stable on declaration order; a cycle is an error naming its assets."""
     remaining = {s.name: set(s.upstream) for s in specs}
     order: list[str] = []

@@ -9,7 +9,7 @@ from typing import Mapping
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import InvalidInput
-from backfill_assets.engine.model.graph import AssetSpec
+from backfill_assets.engine.model.graph import DeclaredAsset
 from backfill_assets.engine.plan.planning import SKIP, CellFacts, Decision, decide
 
 # A backfill launched from Dagster without our tag recomputes what it selects: Dagster's own behaviour.
@@ -64,7 +64,7 @@ def _max_active(value: str | None, default: int) -> int:
     return int(value)
 
 
-def admit(run_tags: Mapping[str, str], asset: AssetSpec, facts: CellFacts) -> Decision:
+def admit(run_tags: Mapping[str, str], asset: DeclaredAsset, facts: CellFacts) -> Decision:
     """Whether this step may compute the cell, and why (``planning.decide`` on the launch tags' policy)."""
     policy = launch_policy(run_tags)
     if asset.depends_on_past and policy.order == M.Order.BACKWARD:

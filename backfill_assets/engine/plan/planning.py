@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backfill_assets.engine.model.graph import AssetSpec
+from backfill_assets.engine.model.graph import DeclaredAsset
 from backfill_assets.engine.model.request_model import ReprocessPolicy, RequestSpec
 from backfill_assets.engine.model.states import IN_PROGRESS, TERMINAL_FAILED, VersionState
 
@@ -40,7 +40,7 @@ class Decision:
         return f"{self.action}: {self.reason}"
 
 
-def decide(spec: RequestSpec, asset: AssetSpec, facts: CellFacts) -> Decision:
+def decide(spec: RequestSpec, asset: DeclaredAsset, facts: CellFacts) -> Decision:
     """The decision for one cell of ``asset`` (the graph's spec of it) under the request ``spec``."""
     if asset.side_effect and not spec.side_effect_authorized(asset.name):
         return Decision(SKIP, "side effect not authorized")

@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from backfill_assets.engine.model.errors import IntegrityError, InvalidInput
-from backfill_assets.engine.model.graph import FRAME_ARG, AssetSpec, call_with, parameter_names
+from backfill_assets.engine.model.graph import FRAME_ARG, DeclaredAsset, call_with, parameter_names
 from backfill_assets.engine.model.schemas import logical_schema
 from backfill_assets.engine.store.storage import IDENTITY_METADATA_KEY, Warehouse, WrittenVersion
 
@@ -51,7 +51,7 @@ class AuditResult:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-Evaluate = Callable[[pd.DataFrame, Mapping[str, Any], AssetSpec], CheckOutcome]
+Evaluate = Callable[[pd.DataFrame, Mapping[str, Any], DeclaredAsset], CheckOutcome]
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def audit(fn: Callable[..., Any] | None = None, *, name: str | None = None, desc
         check_name = name or user_fn.__name__
         text = description or (user_fn.__doc__ or check_name).strip().splitlines()[0]
 
-        def evaluate(frame: pd.DataFrame, available: Mapping[str, Any], spec: AssetSpec) -> CheckOutcome:
+        def evaluate(frame: pd.DataFrame, available: Mapping[str, Any], spec: DeclaredAsset) -> CheckOutcome:
             result = call_with(user_fn, {**available, FRAME_ARG: frame}, f"audit {check_name} of {spec.name}")
             return _outcome(check_name, result)
 
@@ -107,7 +107,7 @@ def _resolve(value: Any, available: Mapping[str, Any], what: str) -> Any:
 def row_count(expected: Callable[..., int] | int) -> Audit:
     """Rows equal an expectation computed independently of the transform (a source count, an upstream's keys)."""
 
-    def evaluate(frame: pd.DataFrame, available: Mapping[str, Any], spec: AssetSpec) -> CheckOutcome:
+    def evaluate(frame: pd.DataFrame, available: Mapping[str, Any], spec: DeclaredAsset) -> CheckOutcome:
         want = int(_resolve(expected, available, f"row_count expectation of {spec.name}"))
         return check_row_count(frame, want)
 
@@ -115,19 +115,19 @@ def row_count(expected: Callable[..., int] | int) -> Audit:
                  "extracts).", evaluate, parameter_names(expected if callable(expected) else None))
 
 
-def primary_key(*columns: str) -> Audit:
+def unique_key(*columns: str) -> Audit:
     """No duplicate keys; without columns, the asset's declared ``primary_key``."""
 
-    def evaluate(frame: pd.DataFrame, available: Mapping[str, Any], spec: AssetSpec) -> CheckOutcome:
+    def evaluate(frame: pd.DataFrame, available: Mapping[str, Any], spec: DeclaredAsset) -> CheckOutcome:
         return check_primary_key(frame, tuple(columns) or tuple(spec.primary_key))
 
     return Audit(CHECK_PRIMARY_KEY, "No duplicate primary keys.", evaluate)
 
 
-def schema(declared: Mapping[str, str] | None = None) -> Audit:
+def matches_schema(declared: Mapping[str, str] | None = None) -> Audit:
     """Columns and logical types equal ``declared`` (default: the asset's declared ``schema``)."""
 
-    def evaluate(frame: pd.DataFrame, available: Mapping[str, Any], spec: AssetSpec) -> CheckOutcome:
+    def evaluate(frame: pd.DataFrame, available: Mapping[str, Any], spec: DeclaredAsset) -> CheckOutcome:
         return check_schema(frame, dict(declared if declared is not None else spec.schema))
 
     return Audit(CHECK_SCHEMA, "Columns and logical types equal the declared schema.", evaluate)
@@ -136,7 +136,7 @@ def schema(declared: Mapping[str, str] | None = None) -> Audit:
 def totals_match(expected: Callable[..., Mapping[str, float]], tolerance: Callable[..., float] | float = 0.01) -> Audit:
     """Column sums agree with totals computed from the upstream interval, within ``tolerance``."""
 
-    def evaluate(frame: pd.DataFrame, available: Mapping[str, Any], spec: AssetSpec) -> CheckOutcome:
+    def evaluate(frame: pd.DataFrame, available: Mapping[str, Any], spec: DeclaredAsset) -> CheckOutcome:
         totals = dict(call_with(expected, available, f"totals_match expectation of {spec.name}"))
         return check_business_totals(frame, totals, float(_resolve(tolerance, available, "totals_match tolerance")))
 
@@ -145,14 +145,14 @@ def totals_match(expected: Callable[..., Mapping[str, float]], tolerance: Callab
 
 
 def not_empty() -> Audit:
-    def evaluate(frame: pd.DataFrame, available: Mapping[str, Any], spec: AssetSpec) -> CheckOutcome:
+    def evaluate(frame: pd.DataFrame, available: Mapping[str, Any], spec: DeclaredAsset) -> CheckOutcome:
         return CheckOutcome(CHECK_NOT_EMPTY, len(frame) > 0, f"{len(frame)} rows", {"rows": len(frame)})
 
     return Audit(CHECK_NOT_EMPTY, "At least one row.", evaluate)
 
 
 def run_audits(
-    spec: AssetSpec,
+    spec: DeclaredAsset,
     frame: pd.DataFrame,
     available: Mapping[str, Any],
     written: WrittenVersion,
@@ -260,6 +260,6 @@ def check_file_integrity(
     )
 
 
-def check_names(spec: AssetSpec) -> list[tuple[str, str]]:
+def check_names(spec: DeclaredAsset) -> list[tuple[str, str]]:
     """(name, description) of every blocking check of a data asset, file integrity last."""
     return [(a.name, a.description) for a in spec.audits] + [(CHECK_FILE_INTEGRITY, FILE_INTEGRITY_DESCRIPTION)]

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 import pandas as pd
 
 from backfill_assets.engine.model.errors import BackfillError, NotFound, PublishConflict
-from backfill_assets.engine.model.graph import AssetSpec
+from backfill_assets.engine.model.graph import DeclaredAsset
 from backfill_assets.engine.model.identity import RunIdentity
 from backfill_assets.engine.model.states import IN_PROGRESS, VERIFIED, VersionState
 from backfill_assets.engine.store.catalog import Catalog, PointerMove, Version
@@ -53,7 +53,7 @@ class GateOutcome:
 class Gate:
     catalog: Catalog
     warehouse: Warehouse
-    spec: AssetSpec
+    spec: DeclaredAsset
     identity: RunIdentity
     frozen_code_version: str | None = None
     # Returns why this attempt must not publish (e.g. its run was cancelled), or None; asked before the CAS.

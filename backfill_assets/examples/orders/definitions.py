@@ -12,11 +12,11 @@ from pydantic import Field
 from backfill_assets import (
     backfill_definitions,
     gated_asset,
-    primary_key,
+    matches_schema,
     row_count,
-    schema,
     side_effect_asset,
     totals_match,
+    unique_key,
 )
 
 from . import transforms
@@ -64,7 +64,7 @@ class FxRates(dg.Config):
     calendar=DEMO_CALENDAR,
     primary_key=("order_id", "updated_at"),
     schema=RAW_ORDERS_SCHEMA,
-    audits=[row_count(_source_rows), primary_key(), totals_match(_source_totals), schema()],
+    audits=[row_count(_source_rows), unique_key(), totals_match(_source_totals), matches_schema()],
     fingerprint=_source_fingerprint,
     owners=["team:ingestion"],
     group_name=GROUP,
@@ -81,9 +81,9 @@ def raw_orders(interval, orders_source: OrdersSource) -> pd.DataFrame:
     schema=ORDER_FACTS_SCHEMA,
     audits=[
         row_count(lambda raw_orders: int(raw_orders["order_id"].nunique())),
-        primary_key(),
+        unique_key(),
         totals_match(expected_order_facts_totals),
-        schema(),
+        matches_schema(),
     ],
     owners=["team:analytics"],
     group_name=GROUP,
@@ -101,9 +101,9 @@ def order_facts(interval, raw_orders: pd.DataFrame, config: FxRates) -> pd.DataF
     schema=DAILY_REVENUE_SCHEMA,
     audits=[
         row_count(lambda order_facts: int(order_facts["region"].nunique())),
-        primary_key(),
+        unique_key(),
         totals_match(expected_revenue_totals, tolerance=revenue_tolerance),
-        schema(),
+        matches_schema(),
     ],
     owners=["team:finance"],
     group_name=GROUP,
@@ -121,9 +121,9 @@ def daily_revenue(interval, order_facts: pd.DataFrame) -> pd.DataFrame:
     schema=CUSTOMER_SNAPSHOT_SCHEMA,
     audits=[
         row_count(lambda previous, order_facts: len(customers(previous, order_facts))),
-        primary_key(),
+        unique_key(),
         totals_match(expected_snapshot_totals, tolerance=snapshot_tolerance),
-        schema(),
+        matches_schema(),
     ],
     owners=["team:crm"],
     group_name=GROUP,

@@ -24,10 +24,10 @@ from backfill_assets import (
     audit,
     backfill_definitions,
     gated_asset,
+    matches_schema,
     not_empty,
-    primary_key,
     row_count,
-    schema,
+    unique_key,
 )
 
 from .source import Clickstream, open_clickstream, seed_days
@@ -51,8 +51,8 @@ class ClickstreamSource(dg.ConfigurableResource):
     schema={"view_id": STRING, "visitor_id": STRING, "page": STRING, "viewed_at": "timestamp"},
     audits=[
         row_count(lambda interval, clickstream: len(clickstream.get().views(interval))),
-        primary_key("view_id"),
-        schema(),
+        unique_key("view_id"),
+        matches_schema(),
     ],
     fingerprint=lambda interval, clickstream: clickstream.get().fingerprint("page_views", interval),
     group_name=GROUP,
@@ -66,7 +66,7 @@ def page_views(interval, clickstream: ClickstreamSource) -> pd.DataFrame:
 @gated_asset(
     calendar=CALENDAR,
     schema={"signup_id": STRING, "visitor_id": STRING, "signed_up_at": "timestamp"},
-    audits=[primary_key("signup_id"), schema()],
+    audits=[unique_key("signup_id"), matches_schema()],
     fingerprint=lambda interval, clickstream: clickstream.get().fingerprint("signups", interval),
     group_name=GROUP,
     owners=["team:web"],
@@ -89,11 +89,11 @@ def views_add_up(frame: pd.DataFrame, page_views: pd.DataFrame) -> AuditResult:
     deps=[page_views],
     schema={"visit_id": STRING, "visitor_id": STRING, "business_date": STRING, "views": INT, "pages": INT},
     audits=[
-        primary_key("visit_id"),
+        unique_key("visit_id"),
         not_empty(),
         row_count(lambda page_views: int(page_views["visitor_id"].nunique())),
         views_add_up,
-        schema(),
+        matches_schema(),
     ],
     group_name=GROUP,
     owners=["team:growth"],
@@ -123,7 +123,7 @@ def rate_is_a_share(frame: pd.DataFrame) -> tuple[bool, dict]:
     calendar=CALENDAR,
     deps=[visits, signups],
     schema={"business_date": STRING, "visitors": INT, "signups": INT, "conversion_rate": FLOAT},
-    audits=[primary_key("business_date"), rate_is_a_share, schema()],
+    audits=[unique_key("business_date"), rate_is_a_share, matches_schema()],
     group_name=GROUP,
     owners=["team:growth"],
 )
@@ -153,7 +153,7 @@ def one_row_per_hour(frame: pd.DataFrame, interval) -> AuditResult:
     calendar=CALENDAR,
     deps=[page_views],
     schema={"hour_start_utc": "timestamp", "local_hour": STRING, "views": INT},
-    audits=[primary_key("hour_start_utc"), one_row_per_hour, schema()],
+    audits=[unique_key("hour_start_utc"), one_row_per_hour, matches_schema()],
     group_name=GROUP,
     owners=["team:web"],
 )

@@ -8,7 +8,7 @@ import dagster as dg
 
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import InvalidInput
-from backfill_assets.engine.model.graph import AssetGraph, AssetSpec
+from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
 from backfill_assets.engine.model.overrides import skip_mark_reason
 from backfill_assets.engine.plan.admission import admit, adopted_request_id, is_launched_from_dagster
 from backfill_assets.engine.plan.planning import SKIP, CellFacts
@@ -35,7 +35,7 @@ def cell_facts(
 
 
 def admission_skip(
-    context: dg.AssetExecutionContext, graph: AssetGraph, spec: AssetSpec, catalog: Catalog, partition: str
+    context: dg.AssetExecutionContext, graph: AssetGraph, spec: DeclaredAsset, catalog: Catalog, partition: str
 ) -> str | None:
     """Why this step must leave the cell alone (recorded for the adoption sensor and logged), or None to compute.
     Only runs of a backfill launched from Dagster are checked: a request's own runs were decided by its driver."""

@@ -17,7 +17,7 @@ import dagster as dg
 
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import BackfillError
-from backfill_assets.engine.model.graph import AssetGraph, AssetSpec
+from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
 from backfill_assets.engine.model.identity import validate_partition_key
 from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.catalog import Catalog
@@ -95,7 +95,7 @@ def _published_by(catalog: Catalog, asset: str, key: str, run_id: str) -> bool:
 
 
 def build_chunk_op(
-    spec: AssetSpec, graph: AssetGraph, config_class: type[dg.Config] | None = None
+    spec: DeclaredAsset, graph: AssetGraph, config_class: type[dg.Config] | None = None
 ) -> dg.OpDefinition:
     op_config = with_user_fields(ChunkAssetConfig, config_class, spec.name)
     upstream_in_chunk = [u for u in spec.upstream if u in graph.chunk_assets]
@@ -139,7 +139,7 @@ def build_chunk_op(
 def _gate_day(
     context: dg.OpExecutionContext,
     graph: AssetGraph,
-    spec: AssetSpec,
+    spec: DeclaredAsset,
     backfill: Any,
     catalog: Catalog,
     run_id: str,

@@ -10,7 +10,7 @@ import dagster as dg
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import BackfillError
-from backfill_assets.engine.model.graph import AssetGraph, AssetSpec
+from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.wap.audit import check_names
 from backfill_assets.engine.wap.compute import compute
@@ -53,7 +53,7 @@ class GateConfig(dg.Config):
     inject_defect_by_partition: Optional[dict[str, str]] = None
 
 
-def check_specs_for(spec: AssetSpec, partitions_def: dg.PartitionsDefinition) -> list[dg.AssetCheckSpec]:
+def check_specs_for(spec: DeclaredAsset, partitions_def: dg.PartitionsDefinition) -> list[dg.AssetCheckSpec]:
     """One blocking check per audit of the asset (the user's own among them), file integrity last."""
     return [
         dg.AssetCheckSpec(
@@ -63,7 +63,7 @@ def check_specs_for(spec: AssetSpec, partitions_def: dg.PartitionsDefinition) ->
     ]
 
 
-def user_resources(context, spec: AssetSpec) -> dict:
+def user_resources(context, spec: DeclaredAsset) -> dict:
     """The resources the asset's transform, audits and hooks ask for by name."""
     return {name: getattr(context.resources, name) for name in spec.resources}
 
@@ -106,7 +106,7 @@ def unless_run_stopped(
 def gate_one(
     context: dg.AssetExecutionContext,
     graph: AssetGraph,
-    spec: AssetSpec,
+    spec: DeclaredAsset,
     backfill: BackfillResource,
     key: str,
     defect: str | None,
@@ -172,7 +172,7 @@ def gate_one(
     return outcome
 
 
-def _rejection(spec: AssetSpec, key: str, outcome: GateOutcome) -> str:
+def _rejection(spec: DeclaredAsset, key: str, outcome: GateOutcome) -> str:
     return (
         f"{spec.name} {key}: REJECTED {outcome.version.version_id} — {outcome.error}; "
         f"still serving {outcome.serving_version_id or 'nothing (no version published yet)'}"
@@ -185,7 +185,7 @@ def _defect_for(config: GateConfig, key: str) -> str | None:
 
 
 def _run_single(
-    context, graph: AssetGraph, spec: AssetSpec, config: GateConfig, backfill: BackfillResource,
+    context, graph: AssetGraph, spec: DeclaredAsset, config: GateConfig, backfill: BackfillResource,
     user_config: StepConfig | None,
 ):
     key = context.partition_key
@@ -222,7 +222,7 @@ def rejection_summary(asset: str, rejected: list[str], total: int) -> str:
 
 
 def _run_batch(
-    context, graph: AssetGraph, spec: AssetSpec, config: GateConfig, backfill: BackfillResource,
+    context, graph: AssetGraph, spec: DeclaredAsset, config: GateConfig, backfill: BackfillResource,
     user_config: StepConfig | None,
 ):
     """A range run: every partition still gets its own version, checks, publish and reads, one frame at a time.
@@ -247,7 +247,7 @@ def _run_batch(
 
 
 def build_gated_asset(
-    spec: AssetSpec, graph: AssetGraph, config_class: type[dg.Config] | None = None
+    spec: DeclaredAsset, graph: AssetGraph, config_class: type[dg.Config] | None = None
 ) -> dg.AssetsDefinition:
     """The asset's step; ``config_class`` (``gated_asset(config=...)``) adds the user's fields to its op config."""
     op_config = with_user_fields(GateConfig, config_class, spec.name)
@@ -292,7 +292,7 @@ def build_gated_asset(
     return _gated
 
 
-def _column_schema(spec: AssetSpec) -> dict:
+def _column_schema(spec: DeclaredAsset) -> dict:
     """The declared schema as Dagster's column schema, so the asset page shows it."""
     if not spec.schema:
         return {}

@@ -4,7 +4,7 @@ most once per idempotency key through the catalog's outbox, however often the st
 import dagster as dg
 
 from backfill_assets.engine.model import tags as T
-from backfill_assets.engine.model.graph import INTERVAL_ARG, AssetGraph, AssetSpec, call_with
+from backfill_assets.engine.model.graph import INTERVAL_ARG, AssetGraph, DeclaredAsset, call_with
 from backfill_assets.engine.plan.admission import is_launched_from_dagster
 from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.outbox import idempotency_key, send_once
@@ -25,7 +25,7 @@ def side_effect_authorized(run_tags: dict[str, str], asset: str) -> bool:
     return asset in allowed and bool(run_tags.get(T.APPROVED_BY))
 
 
-def build_side_effect_asset(spec: AssetSpec, graph: AssetGraph) -> dg.AssetsDefinition:
+def build_side_effect_asset(spec: DeclaredAsset, graph: AssetGraph) -> dg.AssetsDefinition:
     @dg.asset(
         name=spec.name,
         description=spec.description,
@@ -47,7 +47,7 @@ def build_side_effect_asset(spec: AssetSpec, graph: AssetGraph) -> dg.AssetsDefi
     return _side_effect
 
 
-def _deliver(context: dg.AssetExecutionContext, graph: AssetGraph, spec: AssetSpec) -> dg.MaterializeResult | None:
+def _deliver(context: dg.AssetExecutionContext, graph: AssetGraph, spec: DeclaredAsset) -> dg.MaterializeResult | None:
     backfill = getattr(context.resources, BACKFILL_RESOURCE)
     run_tags = dict(context.run.tags)
     key = context.partition_key
