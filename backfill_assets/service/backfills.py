@@ -19,6 +19,7 @@ from backfill_assets.engine.model.request_input import RequestInput, build_spec
 from backfill_assets.engine.model.settings import Settings
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.operations import Operation, Operations
 from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.store.wakeup import wake_daemon
@@ -180,6 +181,16 @@ class Backfills:
         """Purge the files of non-current versions past retention (never a current version or its rollback
         target); ``dry_run`` lists them."""
         return versions.gc(self.context, older_than_days, dry_run)
+
+    def serving(self, asset: str, partition_key: str) -> Version | None:
+        """The version readers and downstream assets see for the day (the current pointer), or None."""
+        versions.require_cell(self.context, asset, partition_key)
+        return self.catalog.current(asset, partition_key)
+
+    def versions(self, asset: str, partition_key: str) -> list[Version]:
+        """Every version of the day, oldest first: published, rejected, superseded, rolled back, in flight."""
+        versions.require_cell(self.context, asset, partition_key)
+        return self.catalog.versions_of(asset, partition_key)
 
     # ---- handoffs ----------------------------------------------------------------------------------------------
 

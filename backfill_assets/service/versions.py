@@ -64,7 +64,7 @@ def rollback(
 ) -> PointerChange:
     from backfill_assets.integration.assets.dashboard import report_rollback
 
-    _require_cell(context, asset, partition_key)
+    require_cell(context, asset, partition_key)
     move = context.catalog.rollback(asset, partition_key, reason, to_version)
     event = _tell_dagster(context, lambda i: report_rollback(i, context.catalog, move, reason), move, "rollback")
     cascade_id = consumer_cascade(context, move.consumers_of_previous, reason, "rollback",
@@ -75,7 +75,7 @@ def rollback(
 
 def accept(context: ServiceContext, version_id: str, approved_by: str, reason: str, cascade: bool) -> PointerChange:
     asset, partition, _, _ = parse_version_id(version_id)
-    _require_cell(context, asset, partition)
+    require_cell(context, asset, partition)
     move, record = override_plan.accept(context.catalog, context.warehouse, version_id, approved_by, reason)
     event = _tell_dagster(context, _override_report(context, move, record), move, "accept")
     readers = context.catalog.consumers_of(move.previous_version_id) if move.previous_version_id else []
@@ -88,7 +88,7 @@ def accept(context: ServiceContext, version_id: str, approved_by: str, reason: s
 def reject(
     context: ServiceContext, asset: str, partition_key: str, by: str, reason: str, cascade: bool
 ) -> PointerChange:
-    _require_cell(context, asset, partition_key)
+    require_cell(context, asset, partition_key)
     move, record = override_plan.reject(context.catalog, context.warehouse, asset, partition_key, by, reason)
     event = _tell_dagster(context, _override_report(context, move, record), move, "reject")
     cascade_id = consumer_cascade(context, move.consumers_of_previous, f"{move.previous_version_id}: "
@@ -145,7 +145,7 @@ def _recorded(context: ServiceContext, change: PointerChange, reason: str, actor
     return change
 
 
-def _require_cell(context: ServiceContext, asset: str, partition_key: str) -> None:
+def require_cell(context: ServiceContext, asset: str, partition_key: str) -> None:
     context.graph.require(asset)
     context.graph.calendar.interval(partition_key)  # a business day of the partitions definition
 

@@ -27,6 +27,9 @@ from tests.integration.driver_harness import drive
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 BLOCK = re.compile(r"<!-- bring-your-own:start -->\s*```python\n(.*?)```\s*<!-- bring-your-own:end -->", re.S)
+TEST_BLOCK = re.compile(
+    r"<!-- bring-your-own-test:start -->\s*```python\n(.*?)```\s*<!-- bring-your-own-test:end -->", re.S
+)
 MODULE = "meters"
 DAYS = ("2024-03-30", "2024-03-31", "2024-04-01")  # 2024-03-31 is 23 hours long in Berlin
 
@@ -71,6 +74,18 @@ def test_the_readme_code_location_loads_in_dagsters_own_cli(project):
     result = subprocess.run([dagster_bin("dagster"), "definitions", "validate", "-m", MODULE], cwd=folder,
                             capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_readmes_test_of_a_gated_asset_passes_under_pytest(project):
+    """The README's ``test_meters.py``, byte for byte, run by pytest in the project folder as a user runs it."""
+    folder, _, _ = project
+    found = TEST_BLOCK.search(README.read_text())
+    assert found, "README lost its test of a gated asset"
+    (folder / "test_meters.py").write_text(found.group(1))
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_meters.py"],
+                            cwd=folder, env=dict(os.environ), capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "1 passed" in result.stdout
 
 
 def test_the_readme_code_location_gets_every_promise(project):
