@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, Iterable
 
 import sqlalchemy as sa
@@ -15,6 +13,7 @@ from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanErro
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.claims import claim, claimable_cells, claimed_by, overlap_message, release
+from backfill_assets.engine.store.request_record import RequestRecord
 from backfill_assets.engine.store.schema import request_items, requests
 
 # Cell fields stored under another column name: request_items.run_id is the Dagster run of the cell.
@@ -26,78 +25,6 @@ def validate_request_id(request_id: object) -> str:
     if not isinstance(request_id, str) or not 1 <= len(request_id) <= 80 or not set(request_id) <= _REQUEST_ID_CHARS:
         raise InvalidInput(f"request id {request_id!r} is not of the form req-YYYYMMDD-xxxxxxxx or dg-<id>")
     return request_id
-
-
-@dataclass(frozen=True)
-class RequestRecord:
-    row: dict[str, Any]
-
-    @property
-    def request_id(self) -> str:
-        return self.row["request_id"]
-
-    @property
-    def status(self) -> str:
-        return self.row["status"]
-
-    @property
-    def source(self) -> str:
-        return self.row["source"]
-
-    @property
-    def code_version(self) -> str:
-        """The code version frozen at creation: a run of other code may not publish for the request."""
-        return self.row["code_version"]
-
-    @property
-    def message(self) -> str | None:
-        return self.row.get("message")
-
-    @property
-    def requested_at(self) -> str:
-        return self.row["requested_at"]
-
-    @property
-    def confirmed_at(self) -> str | None:
-        return self.row.get("confirmed_at")
-
-    @property
-    def closed_at(self) -> str | None:
-        return self.row.get("closed_at")
-
-    @cached_property
-    def spec(self) -> M.RequestSpec:
-        # Cached: decoding a long frozen partition list on every access dominated propagation bursts.
-        r = self.row
-        return M.RequestSpec(
-            assets=tuple(json.loads(r["assets_json"])),
-            partitions=tuple(json.loads(r["partitions_json"])),
-            reprocess=r["reprocess"],
-            max_active=r["max_active"],
-            order=r["order"],
-            downstream=r["downstream"],
-            confirm_cascade=bool(r["confirm_cascade"]),
-            allow_side_effects=tuple(json.loads(r["side_effects_json"])),
-            approved_by=r["approved_by"],
-            conf=json.loads(r["conf_json"]),
-            reason=r["reason"],
-            requested_by=r["requested_by"],
-            partitions_per_run=r.get("partitions_per_run") or 1,
-            partitions_per_run_mode=r.get("partitions_per_run_mode") or M.EXPLICIT,
-            only_failed=bool(r.get("only_failed")),
-            serial=bool(r.get("serial")),
-            wait_for_overlap=bool(r.get("wait_for_overlap")),
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.row.items() if not k.endswith("_json")}
-        out.update(
-            assets=json.loads(self.row["assets_json"]),
-            partitions=json.loads(self.row["partitions_json"]),
-            conf=json.loads(self.row["conf_json"]),
-            allow_side_effects=json.loads(self.row["side_effects_json"]),
-        )
-        return out
 
 
 class Ledger:
