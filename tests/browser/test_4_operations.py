@@ -1,0 +1,87 @@
+"""Operations without a terminal: a request paused and resumed, and a rejected version accepted, each from its job's
+Launchpad in the UI (``backfill_pause``, ``backfill_resume``, ``backfill_accept``), the result on the run's page
+and in the catalog, the UI's user recorded as who acted when the config names nobody."""
+
+from __future__ import annotations
+
+import re
+
+import dagster as dg
+import pytest
+from playwright.sync_api import expect
+
+from backfill_assets.engine.store.pauses import Pauses
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.integration.operation_jobs import op_name
+from backfill_assets.service import Backfills, RequestInput
+from tests.orders import DEFS
+
+from .conftest import UI, BrowserE2E
+
+pytestmark = [pytest.mark.browser, pytest.mark.daemon, pytest.mark.xdist_group("browser")]
+
+DAY = "2022-10-12"  # the paused request's
+ACCEPTED_DAY = "2022-10-13"
+DEFECT = {"ops": {DAILY_REVENUE: {"config": {"inject_defect": "drop_rows"}}}}
+RUN_TIMEOUT = 120.0
+
+
+def launch_operation(ui: UI, e2e: BrowserE2E, job: str, config: dict[str, str], shot: str) -> dg.DagsterRun:
+    """Write ``config`` in the job's Launchpad, launch, and return the run once it succeeded."""
+    page = ui.page
+    ui.goto_launchpad(job)
+    editor = page.locator(".CodeMirror").first
+    expect(editor).to_be_visible()
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    fields = "".join(f'      {key}: "{value}"\n' for key, value in config.items())
+    # insert_text: no key events, so the editor does not auto-indent the YAML a second time.
+    page.keyboard.insert_text(f"ops:\n  {op_name(job)}:\n    config:\n{fields}")
+    launch = page.get_by_role("button", name="Launch Run")
+    expect(launch).to_be_enabled()
+    ui.screenshot(shot)
+    launch.click()
+    expect(page).to_have_url(re.compile(r"/runs/[0-9a-f-]{36}"))
+    run_id = re.search(r"/runs/([0-9a-f-]{36})", page.url).group(1)
+    expect(page.get_by_text("Success", exact=True).first).to_be_visible(timeout=RUN_TIMEOUT * 1000)
+    return e2e.instance.get_run_by_id(run_id)
+
+
+def test_a_request_is_paused_and_resumed_from_the_launchpad(e2e: BrowserE2E, ui: UI):
+    e2e.prepare([DAY], [RAW_ORDERS])
+    backfills = Backfills.for_instance(DEFS, e2e.instance, e2e.catalog)
+    holder = backfills.create(RequestInput(assets=[ORDER_FACTS], from_day=DAY, to_day=DAY, requested_by="ana"))
+    # Paused at once, it keeps its claim on the day: the request below waits for it, and nothing else moves it.
+    backfills.pause(holder.request.request_id, by="ana", reason="hold the day")
+    waiting = backfills.create(RequestInput(assets=[ORDER_FACTS], from_day=DAY, to_day=DAY, requested_by="ana",
+                                            wait_for_overlap=True)).request.request_id
+    assert backfills.progress(waiting).status == "waiting"
+
+    launch_operation(ui, e2e, "backfill_pause", {"request_id": waiting, "reason": "warehouse maintenance"},
+                     "4-launchpad-pause")
+    expect(ui.page.get_by_text(f"{waiting} paused").first).to_be_visible()
+    pause = Pauses(e2e.catalog).current([waiting])[waiting]
+    assert (pause["reason"], pause["status_before"]) == ("warehouse maintenance", "waiting")
+
+    launch_operation(ui, e2e, "backfill_resume", {"request_id": waiting}, "4-launchpad-resume")
+    assert backfills.progress(waiting).status == "waiting"
+    assert [o.surface for o in backfills.show(waiting).operations] == ["python", "launchpad", "launchpad"]
+    backfills.cancel(waiting)
+    backfills.cancel(holder.request.request_id)
+
+
+def test_a_rejected_version_is_accepted_from_the_launchpad(e2e: BrowserE2E, ui: UI):
+    e2e.prepare([ACCEPTED_DAY], [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE])
+    serving = e2e.catalog.current(DAILY_REVENUE, ACCEPTED_DAY).version_id
+    e2e.prepare([ACCEPTED_DAY], [DAILY_REVENUE], run_config_for={ACCEPTED_DAY: DEFECT}, expect_success=False)
+    rejected = e2e.catalog.versions_of(DAILY_REVENUE, ACCEPTED_DAY)[-1]
+    assert rejected.state == "REJECTED"
+
+    launch_operation(ui, e2e, "backfill_accept", {"version_id": rejected.version_id, "approved_by": "ana",
+                                                  "reason": "rows dropped on purpose: test orders"},
+                     "4-launchpad-accept")
+    expect(ui.page.get_by_text(f"accepted {rejected.version_id}").first).to_be_visible()
+    now = e2e.catalog.current(DAILY_REVENUE, ACCEPTED_DAY)
+    assert (now.version_id, now.state) == (rejected.version_id, "PUBLISHED")
+    assert e2e.catalog.get(serving).state == "SUPERSEDED"
