@@ -23,6 +23,7 @@ saved as ``<tmp>/ui/failed.png`` (named in the report).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -192,6 +193,27 @@ class UI:
 
     def goto_launchpad(self, job: str) -> None:
         self.goto_job(job, "playground")
+
+    def launch_from_launchpad(self, job: str, run_config_yaml: str, shot: str, timeout: float) -> str:
+        """Write the run config in the job's Launchpad editor, launch, and return the run id once its page says
+        Success."""
+        page = self.page
+        self.goto_launchpad(job)
+        editor = page.locator(".CodeMirror").first
+        expect(editor).to_be_visible()
+        editor.click()
+        page.keyboard.press("Control+A")
+        page.keyboard.press("Delete")
+        # insert_text: no key events, so the editor does not auto-indent the YAML a second time.
+        page.keyboard.insert_text(run_config_yaml)
+        launch = page.get_by_role("button", name="Launch Run")
+        expect(launch).to_be_enabled()
+        self.screenshot(shot)
+        launch.click()
+        expect(page).to_have_url(re.compile(r"/runs/[0-9a-f-]{36}"))
+        run_id = re.search(r"/runs/([0-9a-f-]{36})", page.url).group(1)
+        expect(page.get_by_text("Success", exact=True).first).to_be_visible(timeout=timeout * 1000)
+        return run_id
 
     def screenshot(self, name: str) -> Path:
         """The viewport as ``<screenshots>/<name>.png`` (animations stopped, no caret: only the content changes)."""

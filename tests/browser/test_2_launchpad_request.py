@@ -7,8 +7,6 @@ the request finish and opens its report (the ``backfill_report`` run the driver 
 
 from __future__ import annotations
 
-import re
-
 import dagster as dg
 import pytest
 from playwright.sync_api import expect
@@ -44,24 +42,9 @@ def request_yaml(dry_run: bool) -> str:
 
 def launch_from_the_launchpad(ui: UI, e2e: BrowserE2E, dry_run: bool, shot: str) -> dg.DagsterRun:
     """Write the config in the Launchpad's editor, launch, and return the run once it finished."""
-    page = ui.page
     before = {r.run_id for r in e2e.instance.get_runs(dg.RunsFilter(job_name=REQUEST_JOB))}
-    ui.goto_launchpad(REQUEST_JOB)
-    editor = page.locator(".CodeMirror").first
-    expect(editor).to_be_visible()
-    editor.click()
-    page.keyboard.press("Control+A")
-    page.keyboard.press("Delete")
-    # insert_text: no key events, so the editor does not auto-indent the YAML a second time.
-    page.keyboard.insert_text(request_yaml(dry_run))
-    launch = page.get_by_role("button", name="Launch Run")
-    expect(launch).to_be_enabled()
-    ui.screenshot(shot)
-    launch.click()
-    expect(page).to_have_url(re.compile(r"/runs/[0-9a-f-]{36}"))
-    run_id = re.search(r"/runs/([0-9a-f-]{36})", page.url).group(1)
+    run_id = ui.launch_from_launchpad(REQUEST_JOB, request_yaml(dry_run), shot, REPORT_TIMEOUT)
     assert run_id not in before
-    expect(page.get_by_text("Success", exact=True).first).to_be_visible(timeout=REPORT_TIMEOUT * 1000)
     return e2e.instance.get_run_by_id(run_id)
 
 

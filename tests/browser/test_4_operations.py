@@ -4,8 +4,6 @@ and in the catalog, the UI's user recorded as who acted when the config names no
 
 from __future__ import annotations
 
-import re
-
 import dagster as dg
 import pytest
 from playwright.sync_api import expect
@@ -28,23 +26,8 @@ RUN_TIMEOUT = 120.0
 
 def launch_operation(ui: UI, e2e: BrowserE2E, job: str, config: dict[str, str], shot: str) -> dg.DagsterRun:
     """Write ``config`` in the job's Launchpad, launch, and return the run once it succeeded."""
-    page = ui.page
-    ui.goto_launchpad(job)
-    editor = page.locator(".CodeMirror").first
-    expect(editor).to_be_visible()
-    editor.click()
-    page.keyboard.press("Control+A")
-    page.keyboard.press("Delete")
     fields = "".join(f'      {key}: "{value}"\n' for key, value in config.items())
-    # insert_text: no key events, so the editor does not auto-indent the YAML a second time.
-    page.keyboard.insert_text(f"ops:\n  {op_name(job)}:\n    config:\n{fields}")
-    launch = page.get_by_role("button", name="Launch Run")
-    expect(launch).to_be_enabled()
-    ui.screenshot(shot)
-    launch.click()
-    expect(page).to_have_url(re.compile(r"/runs/[0-9a-f-]{36}"))
-    run_id = re.search(r"/runs/([0-9a-f-]{36})", page.url).group(1)
-    expect(page.get_by_text("Success", exact=True).first).to_be_visible(timeout=RUN_TIMEOUT * 1000)
+    run_id = ui.launch_from_launchpad(job, f"ops:\n  {op_name(job)}:\n    config:\n{fields}", shot, RUN_TIMEOUT)
     return e2e.instance.get_run_by_id(run_id)
 
 
