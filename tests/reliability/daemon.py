@@ -147,11 +147,23 @@ def assert_each_cell_ran_once_and_published(env, request_id: str) -> list[str]:
     versions_seen = [(v["version_id"].split("/", 2)[1], v["attempt_no"], v["state"], v["gap"])
                      for c in report["cells"] for v in c["versions"]]
     assert report["complete"] and t["duplicate_publishes"] == 0 and t["gaps"] == 0, (
-        f"reconcile: {t}\ngaps: {report['gaps']}\nversions: {versions_seen}\n{explain()}"
+        f"reconcile: {t}\n{explain_writers(env.instance, own)}\ngaps: {report['gaps']}\n"
+        f"versions: {versions_seen}\n{explain()}"
     )
     for action in report["repaired"]:
         notes.append(f"reconcile --repair: {action['action']} (an attempt the fault interrupted)")
     return notes
+
+
+def explain_writers(instance: dg.DagsterInstance, own: list) -> str:
+    """Each version of the request with the Dagster run that wrote it, that run's status and every tag: a run
+    Dagster created without its tags (a storage restart mid-insert) is invisible to the run-key lookups."""
+    lines = []
+    for v in own:
+        run = instance.get_run_by_id(v.dagster_run_id)
+        shown = "no such run" if run is None else f"{run.status.value} tags={dict(run.tags)}"
+        lines.append(f"  {v.version_id} {v.state} <- {v.dagster_run_id[:8]} {shown}")
+    return "writers:\n" + "\n".join(lines)
 
 
 def failure_reason(instance: dg.DagsterInstance, run: dg.DagsterRun) -> str:

@@ -55,7 +55,7 @@ class TrialClass:
         except Exception as exc:  # noqa: BLE001 - every failure of a trial is counted, then reported
             self.result.failures += 1
             first = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            message = f"trial {label}: {first[:1500]}"
+            message = f"trial {label}: {first[:6000]}"
             self.result.messages.append(message[:300])
             self.failed.append(message + "\n" + "".join(traceback.format_tb(exc.__traceback__)[-3:]))
         finally:
@@ -67,7 +67,7 @@ class TrialClass:
         for label in labels:
             self.result.failures += 1
             self.result.messages.append(f"trial {label}: {first[:280]}")
-        self.failed.append(f"trials {', '.join(labels)}: {first[:1500]}\n"
+        self.failed.append(f"trials {', '.join(labels)}: {first[:6000]}\n"
                            + "".join(traceback.format_tb(exc.__traceback__)[-3:]))
 
     def count(self, trials: int, failures: int = 0, message: str | None = None) -> None:
