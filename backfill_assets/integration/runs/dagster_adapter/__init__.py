@@ -4,7 +4,9 @@ tag limits, two asset events the public API cannot build, the four pieces of a r
 (the run worker's entry point, its arguments, reconstructing a code location from a run's origin, the worker health
 result), the woken daemon loops, the SQLite event log reusing its engines, and the SQLite and PostgreSQL event
 logs giving a pool slot freed while a step registered for it to that step (``pool_claims.py``; PostgreSQL's in
-``postgres_event_log.py``, named by deploy/'s dagster.yaml files).
+``postgres_event_log.py``, named by deploy/'s dagster.yaml files), and the PostgreSQL run storage adding a run
+and its tags in one transaction (``postgres_run_storage.py``: a restart between Dagster's two inserts left a run
+invisible to every tag query, so its cell was requested and published twice).
 
 Dagster 1.13 has no public API that lists backfills with their target partitions; ``DagsterInstance
 .get_backfills`` returns ``PartitionBackfill`` objects whose classes live in ``dagster._core.execution.backfill``.
