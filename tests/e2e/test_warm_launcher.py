@@ -3,7 +3,9 @@
 A small code location written into the test's folder (``defs.py``: an asset that records a mark and the pid that
 ran it, an asset that holds until its file is deleted) runs on its own ``dagster-daemon`` with the product's
 ``dagster.yaml`` (``WarmRunLauncher``, ``BackfillRunCoordinator``, run monitoring every 5 s). Runs are submitted
-with ``dagster job launch``, as a user would, and observed through the instance.
+by the code location's own sensor, woken through the daemon's wake-up file, as the product's driver submits its
+runs (no process to start per run); after a code change, with ``dagster job launch``, as a user would. They are
+observed through the instance.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +27,7 @@ from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.settings import PACKAGE_DIR
 from backfill_assets.engine.store import db
-from backfill_assets.engine.store.wakeup import wakeup_stamp
+from backfill_assets.engine.store.wakeup import wake_daemon, wakeup_stamp
 from backfill_assets.engine.wap.faults import AFTER_VERIFYING, ENV_HOLD
 from backfill_assets.examples.orders.domain import RAW_ORDERS
 from backfill_assets.integration.runs.warm_launcher import RunWorker
@@ -37,6 +40,7 @@ HOLD_TAG = "test/hold_file"
 RUN_TIMEOUT = 120.0
 
 DEFS = '''
+import json
 import os
 import time
 from pathlib import Path
@@ -44,6 +48,7 @@ from pathlib import Path
 import dagster as dg
 
 MARK = "{mark}"
+LAUNCHES = Path("{launches}")
 
 
 @dg.asset
@@ -61,12 +66,30 @@ def held(context: dg.AssetExecutionContext):
     return dg.MaterializeResult(metadata={{"pid": os.getpid()}})
 
 
+mark_job = dg.define_asset_job("mark_job", [marked])
+held_job = dg.define_asset_job("held_job", [held])
+
+
+@dg.sensor(jobs=[mark_job, held_job], minimum_interval_seconds=1, default_status=dg.DefaultSensorStatus.RUNNING)
+def launches():
+    # One run per file the test writes (its name is the run key: a file is launched once).
+    for path in sorted(LAUNCHES.glob("*.json")):
+        spec = json.loads(path.read_text())
+        yield dg.RunRequest(run_key=path.stem, job_name=spec["job"], tags=spec["tags"])
+
+
 defs = dg.Definitions(
     executor=dg.in_process_executor,  # steps run in the run's own process, as the product's code locations do
     assets=[marked, held],
-    jobs=[dg.define_asset_job("mark_job", [marked]), dg.define_asset_job("held_job", [held])],
+    jobs=[mark_job, held_job],
+    sensors=[launches],
 )
 '''
+LAUNCH_TAG = "test/launch"
+
+
+def write_defs(defs: Path, mark: str) -> None:
+    defs.write_text(DEFS.format(mark=mark, hold_tag=HOLD_TAG, launches=defs.parent / "launches"))
 
 
 @dataclass
@@ -78,14 +101,22 @@ class Stack:
     daemon_log: Path
 
     def write_defs(self, mark: str) -> None:
-        self.defs.write_text(DEFS.format(mark=mark, hold_tag=HOLD_TAG))
+        write_defs(self.defs, mark)
 
     def launch(self, job: str, tags: dict[str, str] | None = None) -> str:
+        """Have the code location's sensor submit a run (it joins the queue) and wake the daemon; its run id."""
+        launch_id = uuid.uuid4().hex
+        spec = {"job": job, "tags": {**(tags or {}), LAUNCH_TAG: launch_id}}
+        (self.defs.parent / "launches" / f"{launch_id}.json").write_text(json.dumps(spec))
+        wake_daemon(self.home)
+        [run] = poll(lambda: self.instance.get_runs(dg.RunsFilter(tags={LAUNCH_TAG: launch_id})), RUN_TIMEOUT,
+                     lambda: f"the sensor to submit {job}\n{self.logs()}")
+        return run.run_id
+
+    def launch_with_cli(self, job: str) -> str:
         """Submit a run as a user would (``dagster job launch``: it joins the queue); its run id."""
         before = {r.run_id for r in self.instance.get_runs()}
         command = [dagster_bin("dagster"), "job", "launch", "-f", str(self.defs), "-j", job]
-        if tags:
-            command += ["--tags", json.dumps(tags)]
         done = subprocess.run(command, env=dagster_env(), cwd=self.home, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
         (run,) = [r for r in self.instance.get_runs() if r.run_id not in before]
@@ -138,7 +169,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
     mp = pytest.MonkeyPatch()
     mp.setenv("DAGSTER_HOME", str(home))
     defs = home / "defs.py"
-    defs.write_text(DEFS.format(mark="v1", hold_tag=HOLD_TAG))
+    (home / "launches").mkdir()
+    write_defs(defs, "v1")
     instance = dg.DagsterInstance.get()
     daemon, log = start_daemon(instance, home, "-f", str(defs))
     try:
@@ -207,7 +239,7 @@ def test_a_code_change_replaces_the_warm_worker_and_the_next_run_runs_the_new_co
     stack.wait_finished(before_id)
     old_worker = stack.warm_worker_pid(before_id)
     stack.write_defs("v2")
-    after_id = stack.launch("mark_job")
+    after_id = stack.launch_with_cli("mark_job")  # a new snapshot of the new code, as a user's next launch
     assert stack.wait_finished(after_id).status == dg.DagsterRunStatus.SUCCESS
     assert stack.mark_of(after_id)[0] == "v2"
     assert stack.warm_worker_pid(after_id) != old_worker
