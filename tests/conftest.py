@@ -153,8 +153,9 @@ def s3_server(tmp_path_factory):
 
 
 # Tests sharing a daemon or a module-scoped fixture stay on one xdist worker; everything else is spread freely.
-# A worker builds its own copy of a package-scoped fixture (its own DAGSTER_HOME and daemon), so the production
-# storages, the reliability modules and the e2e files with a daemon of their own run side by side.
+# A worker builds its own copy of a package-scoped fixture (its own DAGSTER_HOME and daemon), so the e2e files,
+# the production storages and the reliability modules can run side by side: most of their wall time is waiting
+# on runs and 5 s sensor ticks.
 DAEMON_SUITES = ("e2e", "production", "reliability", "bench", "distributed")
 # Tests that restart the PostgreSQL server would break every other test using it: they run alone, last.
 SERVER_RESTART_TESTS = ("test_postgres_restarted_mid_request_finishes_every_cell_once",)
@@ -167,18 +168,11 @@ def _xdist_group(item) -> str | None:
     if suite == "production":  # one package fixture per storage
         storage = getattr(getattr(item, "callspec", None), "params", {}).get("prod")
         return f"production-{storage}" if storage else suite
-    if suite == "e2e" and "e2e" in getattr(item, "fixturenames", ()):
-        # The files on the package's shared daemon (their days are disjoint) run on one worker, one after another:
-        # one daemon, code server and warm worker for all of them instead of one per file.
-        return "e2e/shared-daemon"
-    if suite in ("e2e", "reliability"):  # per file: reliability fixtures are per module, the other e2e files own
-        return f"{suite}/{item.path.stem}"  # their daemon
+    if suite in ("e2e", "reliability"):  # per file: e2e days are disjoint, reliability fixtures are per module
+        return f"{suite}/{item.path.stem}"
     return suite
 
 
-# tryfirst: xdist's worker names each test's group in its own pytest_collection_modifyitems; a marker added after it
-# is never seen, and the test runs wherever the scheduler puts it.
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         group = _xdist_group(item)
