@@ -88,8 +88,13 @@ defs = dg.Definitions(
 LAUNCH_TAG = "test/launch"
 
 
+def launches_dir(defs: Path) -> Path:
+    """Where the test writes the runs the code location's sensor submits (one file each)."""
+    return defs.parent / "launches"
+
+
 def write_defs(defs: Path, mark: str) -> None:
-    defs.write_text(DEFS.format(mark=mark, hold_tag=HOLD_TAG, launches=defs.parent / "launches"))
+    defs.write_text(DEFS.format(mark=mark, hold_tag=HOLD_TAG, launches=launches_dir(defs)))
 
 
 @dataclass
@@ -107,7 +112,7 @@ class Stack:
         """Have the code location's sensor submit a run (it joins the queue) and wake the daemon; its run id."""
         launch_id = uuid.uuid4().hex
         spec = {"job": job, "tags": {**(tags or {}), LAUNCH_TAG: launch_id}}
-        (self.defs.parent / "launches" / f"{launch_id}.json").write_text(json.dumps(spec))
+        (launches_dir(self.defs) / f"{launch_id}.json").write_text(json.dumps(spec))
         wake_daemon(self.home)
         [run] = poll(lambda: self.instance.get_runs(dg.RunsFilter(tags={LAUNCH_TAG: launch_id})), RUN_TIMEOUT,
                      lambda: f"the sensor to submit {job}\n{self.logs()}")
@@ -169,7 +174,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
     mp = pytest.MonkeyPatch()
     mp.setenv("DAGSTER_HOME", str(home))
     defs = home / "defs.py"
-    (home / "launches").mkdir()
+    launches_dir(defs).mkdir()
     write_defs(defs, "v1")
     instance = dg.DagsterInstance.get()
     daemon, log = start_daemon(instance, home, "-f", str(defs))
