@@ -15,6 +15,8 @@ from .workspace import REPO
 PRODUCT_YAML = PACKAGE_DIR.parent / "dagster.yaml"
 # The product's own instance pieces, which a Dagster user does not have: naive Dagster (N) runs without them.
 PRODUCT_ONLY = ("run_launcher", "run_coordinator")
+# The product's SQLite storage classes (Dagster's, keeping their connections): without them, Dagster's own.
+PRODUCT_STORAGE = ("event_log_storage", "run_storage", "schedule_storage")
 STOCK_DEQUEUE_INTERVAL_S = 1  # the run queue's polling as in every earlier measurement of N
 
 
@@ -25,7 +27,7 @@ def instance_config(product: dict, max_runs: int, stock: bool = False) -> dict:
     if stock:
         coordinator = config.get("run_coordinator") or {}
         interval = (coordinator.get("config") or {}).get("dequeue_interval_seconds", STOCK_DEQUEUE_INTERVAL_S)
-        for key in PRODUCT_ONLY:
+        for key in (*PRODUCT_ONLY, *PRODUCT_STORAGE):
             config.pop(key, None)
         # Dagster's default coordinator (QueuedRunCoordinator) and launcher (DefaultRunLauncher), the queue polled
         # as often as ours; the queue's limits (concurrency.runs) and pools stay as the product's.
@@ -37,8 +39,9 @@ def make_home(home: Path, max_runs: int, stock: bool = False) -> Path:
     """The project's dagster.yaml (run coordinator and launcher, tag limits, pools, sensors), with at most
     ``max_runs`` runs at once.
 
-    ``stock`` (naive Dagster, N): what a Dagster user has today, Dagster's own run launcher and coordinator
-    (:data:`PRODUCT_ONLY` removed, whatever the product's file configures there). The naive location's runs carry
+    ``stock`` (naive Dagster, N): what a Dagster user has today, Dagster's own run launcher, coordinator and
+    storage classes (:data:`PRODUCT_ONLY` and :data:`PRODUCT_STORAGE` removed, whatever the product's file
+    configures there). The naive location's runs carry
     no ``backfill/lane`` tag, so the global limit is what holds them to the same two runs at a time as ours
     (which the lane limit and ``--max-active`` already hold to two).
     """

@@ -113,9 +113,17 @@ def _micro(m: dict) -> list[str]:
                   f"{c['assets']} assets, a fresh interpreter and home each, {c['reps']} alternating repetitions, "
                   "`python -m bench.micro.chunk_step`): Dagster's SQLite storage "
                   f"{c['dagster']['cpu_ms_per_asset_day']} ms (range {c['dagster']['range'][0]}–"
-                  f"{c['dagster']['range'][1]}), the shipped storage reusing its engines "
+                  f"{c['dagster']['range'][1]}), the shipped storage keeping its engines and connections "
                   f"{c['shipped']['cpu_ms_per_asset_day']} ms ({c['shipped']['range'][0]}–{c['shipped']['range'][1]}):"
                   f" ratio **{c['ratio']}**."]
+    if "idle_daemon" in m:
+        d = m["idle_daemon"]
+        lines += ["", f"**An idle daemon's CPU** (`backfill-assets-daemon` with no request, CPU-seconds of it and its "
+                  f"code server in {d['window_s']:.0f} s, {d['reps']} alternating repetitions, "
+                  "`python -m bench.micro.idle_daemon`): Dagster's SQLite storage "
+                  f"{d['dagster']['cpu_s']} s ({d['dagster']['range'][0]}–{d['dagster']['range'][1]}), the shipped "
+                  f"storage {d['shipped']['cpu_s']} s ({d['shipped']['range'][0]}–{d['shipped']['range'][1]}): "
+                  f"ratio **{d['ratio']}**."]
     return lines
 
 

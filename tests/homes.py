@@ -39,7 +39,11 @@ class HasStores:
         return Warehouse(self.settings.warehouse_root)
 
 
+STORAGE_BLOCKS = ("event_log_storage", "run_storage", "schedule_storage")
+
+
 def shipped_storage() -> dict:
-    """The event log block of the project's dagster.yaml (Dagster's SQLite event log reusing its engines), as
-    ``instance_for_test`` overrides: in-process test instances store events the way a deployed home does."""
-    return {"event_log_storage": yaml.safe_load((PACKAGE_DIR.parent / "dagster.yaml").read_text())["event_log_storage"]}
+    """The storage blocks of the project's dagster.yaml (Dagster's SQLite storage keeping its engines and
+    connections), as ``instance_for_test`` overrides: in-process test instances store what a deployed home does."""
+    shipped = yaml.safe_load((PACKAGE_DIR.parent / "dagster.yaml").read_text())
+    return {block: shipped[block] for block in STORAGE_BLOCKS}

@@ -10,7 +10,7 @@ from ..workspace import Workspace
 
 
 def run_all(pg_url: str, ws: Workspace, log: Callable[[str], None] = print) -> dict:
-    from . import cas, chunk_step, driver_tick, lookup, planning, propagation, reconcile, storage
+    from . import cas, chunk_step, driver_tick, idle_daemon, lookup, planning, propagation, reconcile, storage
 
     steps = {
         "publish_cas": lambda: cas.run(pg_url),
@@ -21,6 +21,7 @@ def run_all(pg_url: str, ws: Workspace, log: Callable[[str], None] = print) -> d
         "driver_tick": lambda: driver_tick.run(ws),
         WAREHOUSE_S3_VS_LOCAL: lambda: storage.run(ws),
         "chunk_step": lambda: chunk_step.run(),
+        "idle_daemon": lambda: idle_daemon.run(),
     }
     results = {}
     for name, step in steps.items():

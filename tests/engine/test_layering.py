@@ -106,9 +106,12 @@ def test_only_the_adapter_package_imports_private_dagster_modules():
         "dagster._core.execution.backfill",
         "dagster._core.launcher",
         "dagster._core.scheduler.instigation",
-        # The shipped dagster.yaml's SQLite event log: Dagster's, reusing its engines.
+        # The shipped dagster.yaml's SQLite storage: Dagster's, keeping its engines and connections.
         "dagster._core.storage.event_log.sqlite.sqlite_event_log",
         "dagster._core.storage.runs.schema",
+        "dagster._core.storage.runs.sqlite.sqlite_run_storage",
+        "dagster._core.storage.schedules.sqlite.sqlite_schedule_storage",
+        "dagster._core.storage.sqlite",
         "dagster._core.workspace.workspace",
         # backfill-assets-daemon: dagster-daemon run with its loops woken by new work.
         "dagster._daemon",
@@ -212,9 +215,10 @@ def test_no_sql_outside_the_store():
     offenders = {}
     for path in sorted(package.rglob("*.py")):
         relative = str(path.relative_to(package))
-        # The adapter's SQLAlchemy is Dagster's own storage (the SQLite event log's engines, the PostgreSQL run
-        # storage's transaction), not the catalog's.
-        dagster_storage = (f"{ADAPTER}sqlite_event_log.py", f"{ADAPTER}postgres_run_storage.py")
+        # The adapter's SQLAlchemy is Dagster's own storage (the SQLite storages' engines and connections, the
+        # PostgreSQL run storage's transaction), not the catalog's.
+        dagster_storage = tuple(f"{ADAPTER}{name}.py" for name in
+                                ("sqlite_engines", "sqlite_event_log", "sqlite_run_storage", "postgres_run_storage"))
         if relative.startswith(("engine/store/", "examples/")) or relative in dagster_storage:
             continue
         sql = sorted(m for m in _imported_modules(path.read_text())

@@ -1,27 +1,26 @@
-"""The one package that touches ``dagster._core`` (a module per job, re-exported here): reading Dagster
-backfills for adoption and for pacing their runs, asset tags from a run coordinator's workspace, the run queue's
-tag limits, two asset events the public API cannot build, the four pieces of a run launcher Dagster does not export
-(the run worker's entry point, its arguments, reconstructing a code location from a run's origin, the worker health
-result), the woken daemon loops, the SQLite event log reusing its engines, and the SQLite and PostgreSQL event
-logs giving a pool slot freed while a step registered for it to that step (``pool_claims.py``; PostgreSQL's in
-``postgres_event_log.py``, named by deploy/'s dagster.yaml files), and the PostgreSQL run storage adding a run
-and its tags in one transaction (``postgres_run_storage.py``: a restart between Dagster's two inserts left a run
-invisible to every tag query, so its cell was requested and published twice).
+"""The one package that touches ``dagster._core`` (a module per job, re-exported here): reading Dagster backfills for
+adoption and for pacing their runs, asset tags from a run coordinator's workspace, the run queue's tag limits, two
+asset events the public API cannot build, the four pieces of a run launcher Dagster does not export (the run
+worker's entry point, its arguments, reconstructing a code location from a run's origin, the worker health result),
+the woken daemon loops, the SQLite event log, run and schedule storage keeping their engines and connections, and
+the SQLite and PostgreSQL event logs giving a pool slot freed while a step registered for it to that step
+(``pool_claims.py``; PostgreSQL's in ``postgres_event_log.py``, named by deploy/'s dagster.yaml files), and the
+PostgreSQL run storage adding a run and its tags in one transaction (``postgres_run_storage.py``: a restart between
+Dagster's two inserts left a run invisible to every tag query, so its cell was requested and published twice).
 
-Dagster 1.13 has no public API that lists backfills with their target partitions; ``DagsterInstance
-.get_backfills`` returns ``PartitionBackfill`` objects whose classes live in ``dagster._core.execution.backfill``.
-A check evaluation reported by a step that writes several days (a range step, a chunk op) can only point at the
-materialization it judged through ``AssetCheckEvaluationTargetMaterializationData``, and an op job (the chunk
-run) plans no materialization, so Dagster would never show a day it rejected as Failed without the planned event
-``report_materialization_planned`` records.
-A run launcher (``warm_launcher.py``) must start a run worker as ``dagster api execute_run`` does: Dagster exports
-``DefaultRunLauncher`` but not ``ExecuteRunArgs``, the command's body, ``recon_repository_from_origin`` nor
-``CheckRunHealthResult``/``WorkerStatus``, which run monitoring reads. tests/integration/test_warm_launcher.py
-runs real runs through them.
-The shipped dagster.yaml's event log is Dagster's ``SqliteEventLogStorage`` keeping its SQLAlchemy engines (no public
-hook reaches how a storage creates them); tests/integration/test_sqlite_storage.py pins it against Dagster's class.
-Everything else in the project goes through ``import dagster as dg`` (tests/engine/test_layering.py keeps the engine
-free of Dagster). tests/integration/test_dagster_adapter.py pins this package's behaviour against real backfills,
+Dagster 1.13 has no public API that lists backfills with their target partitions; ``DagsterInstance .get_backfills``
+returns ``PartitionBackfill`` objects whose classes live in ``dagster._core.execution.backfill``. A check evaluation
+reported by a step that writes several days (a range step, a chunk op) can only point at the materialization it
+judged through ``AssetCheckEvaluationTargetMaterializationData``, and an op job (the chunk run) plans no
+materialization, so Dagster would never show a day it rejected as Failed without the planned event
+``report_materialization_planned`` records. A run launcher (``warm_launcher.py``) must start a run worker as
+``dagster api execute_run`` does: Dagster exports ``DefaultRunLauncher`` but not ``ExecuteRunArgs``, the command's
+body, ``recon_repository_from_origin`` nor ``CheckRunHealthResult``/``WorkerStatus``, which run monitoring reads.
+tests/integration/test_warm_launcher.py runs real runs through them. The shipped dagster.yaml's SQLite storages are
+Dagster's, keeping their SQLAlchemy engines and connections (no public hook reaches how a storage creates them);
+tests/integration/test_sqlite_storage.py pins it against Dagster's class. Everything else in the project goes
+through ``import dagster as dg`` (tests/engine/test_layering.py keeps the engine free of Dagster).
+tests/integration/test_dagster_adapter.py pins this package's behaviour against real backfills,
 tests/e2e/test_ui_adoption.py the UI path, and tests/integration/test_check_dashboards.py the two events (check
 targets and Failed days, read back through the instance and the UI's GraphQL), so a Dagster upgrade that breaks it
 fails loudly.
@@ -71,6 +70,10 @@ from .sqlite_event_log import (
     KEPT_ENGINES,
     SqliteEventLogReusingEngines,
 )
+from .sqlite_run_storage import (
+    SqliteRunStorageKeepingConnections,
+    SqliteScheduleStorageKeepingConnections,
+)
 
 __all__ = [
     "ACTIVE",
@@ -104,5 +107,7 @@ __all__ = [
     "code_location_origins",
     "KEPT_ENGINES",
     "SqliteEventLogReusingEngines",
+    "SqliteRunStorageKeepingConnections",
+    "SqliteScheduleStorageKeepingConnections",
     "AssignsFreedPoolSlots",
 ]

@@ -1,34 +1,35 @@
-"""The shipped dagster.yaml's event log: Dagster's SQLite event log keeping its SQLAlchemy engines."""
+"""The shipped dagster.yaml's event log: Dagster's SQLite event log keeping its engines and connections."""
 
 from __future__ import annotations
 
 import os
 from contextlib import contextmanager
 
-from dagster._core.storage.event_log.sqlite.sqlite_event_log import SQLITE_BUSY_TIMEOUT_SECONDS, SqliteEventLogStorage
-from sqlalchemy import create_engine
-from sqlalchemy.pool import NullPool
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
+from sqlalchemy import text
+from sqlalchemy.pool import StaticPool
 
 from .pool_claims import AssignsFreedPoolSlots
+from .sqlite_engines import KeptEngines
 
-# --- the embedded SQLite storage, reusing its engines -------------------------------------------------------------
-# Dagster's SQLite event log creates (and disposes) a SQLAlchemy engine for every connection. SQLAlchemy caches a
-# statement's compiled form per engine, so every event a step stores is compiled again: in a chunk run that is
-# a fifth to two fifths of a gated asset-day's CPU (``python -m bench.micro.chunk_step``). This class keeps one
-# engine per database file instead. The pool stays NullPool: a connection is still opened and closed per use, so nothing
-# is shared between threads or held across the warm launcher's forks; only the compiled statements are kept.
+# One connection per database file is enough (``StaticPool``): Dagster's storage holds ``_db_lock`` (a plain Lock)
+# for as long as a connection is in use, so it has one user at a time, from any thread.
+#
+# Dagster's webserver follows a run's events by watching its database file change (``watch``), which happened when
+# the last connection closed. Kept open, a connection leaves new events in the WAL, so after a transaction that
+# wrote to a run's file the WAL is copied into it (a passive checkpoint: it never waits for readers).
 
 # Engines kept per process: a run touches its own database and the index; a daemon or webserver reading many
-# runs keeps the most recent ones (an engine without connections is a few kilobytes).
+# runs keeps the most recent ones (an engine is one open file and a few kilobytes).
 KEPT_ENGINES = 64
 
 
 class SqliteEventLogReusingEngines(AssignsFreedPoolSlots, SqliteEventLogStorage):
-    """Dagster's ``SqliteEventLogStorage`` (same files in the same place, same schema) with one engine per shard,
-    kept, and a pool slot freed while a step registers for it given to that step (``pool_claims.py``).
-    Configured with no directory: it takes the instance's own (``<instance>/history/runs``, where Dagster's
-    default puts it) when the instance registers it, so a process opening an instance other than its
-    DAGSTER_HOME's reads and writes that instance's files. dagster.yaml::
+    """Dagster's ``SqliteEventLogStorage`` (same files in the same place, same schema) with one engine and one open
+    connection per shard, kept, and a pool slot freed while a step registers for it given to that step
+    (``pool_claims.py``). Configured with no directory: it takes the instance's own (``<instance>/history/runs``,
+    where Dagster's default puts it) when the instance registers it, so a process opening an instance other than
+    its DAGSTER_HOME's reads and writes that instance's files. dagster.yaml::
 
         event_log_storage:
           module: backfill_assets.integration.runs.dagster_adapter
@@ -38,7 +39,7 @@ class SqliteEventLogReusingEngines(AssignsFreedPoolSlots, SqliteEventLogStorage)
     def __init__(self, inst_data=None):
         # Dagster's constructor opens the directory (it indexes a new storage): it runs in register_instance,
         # once the instance's directory is known.
-        self._engines: dict[str, object] = {}
+        self._engines = KeptEngines(StaticPool, KEPT_ENGINES)
         self._inst_data = inst_data
 
     def register_instance(self, instance) -> None:
@@ -56,24 +57,27 @@ class SqliteEventLogReusingEngines(AssignsFreedPoolSlots, SqliteEventLogStorage)
     def from_config_value(cls, inst_data, config_value):
         return cls(inst_data=inst_data)
 
-    def _engine(self, shard: str):
-        conn_string = self.conn_string_for_shard(shard)
-        engine = self._engines.pop(conn_string, None)
-        if engine is None:
-            engine = create_engine(
-                conn_string, poolclass=NullPool, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS}
-            )
-        self._engines[conn_string] = engine  # most recently used last
-        while len(self._engines) > KEPT_ENGINES:
-            self._engines.pop(next(iter(self._engines)))
-        return engine
-
     @contextmanager
     def _connect(self, shard: str):
         with self._db_lock:
-            engine = self._engine(shard)
+            engine = self._engines.get(self.conn_string_for_shard(shard))
             if shard not in self._initialized_dbs:
                 self._initdb(engine)
                 self._initialized_dbs.add(shard)
-            with engine.connect() as conn, conn.begin():
-                yield conn
+            with engine.connect() as conn:
+                changes = conn.connection.dbapi_connection.total_changes
+                with conn.begin():
+                    yield conn
+                if shard != INDEX_SHARD_NAME and conn.connection.dbapi_connection.total_changes != changes:
+                    conn.execute(text("PRAGMA wal_checkpoint(PASSIVE)"))
+
+    def wipe(self) -> None:
+        # Dagster's wipe deletes the run files: close them first, or the kept connections write to deleted files.
+        with self._db_lock:
+            self._engines.dispose()
+        super().wipe()
+
+    def dispose(self) -> None:
+        with self._db_lock:
+            self._engines.dispose()
+        super().dispose()

@@ -1,0 +1,88 @@
+"""The shipped dagster.yaml's run and schedule storage: Dagster's SQLite ones keeping their engines and connections.
+
+Dagster's ``SqliteRunStorage`` and ``SqliteScheduleStorage`` create an engine (and open the file) on every
+``connect``: a daemon reads its run queue every second and writes heartbeats and sensor ticks, the webserver and
+the tests' waits read runs many times a second. Kept, reading the latest runs takes a tenth of the CPU
+(``sqlite_engines.py``). Same files in the same place (``<instance>/history/runs.db``, ``<instance>/schedules/
+schedules.db``), same schema: deleting the blocks from dagster.yaml goes back to Dagster's classes.
+
+Unlike the event log, these storages take no lock around a connection and threads use them at once (the daemon's
+loops, the webserver's requests) and a connection may be opened while another is open in the same thread: the pool
+hands each user its own connection (``QueuePool``) and keeps a few of them open between uses.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
+from sqlalchemy.pool import QueuePool
+
+from .sqlite_engines import KeptEngines
+
+# Connections kept open per storage between uses; more are opened (and closed after use) when threads need them.
+KEPT_CONNECTIONS = 4
+
+
+class _KeepingConnections:
+    """What both storages add to Dagster's class (``_dagster_class``, in ``_subdirectory`` of the instance)."""
+
+    _dagster_class: type
+    _subdirectory: tuple[str, ...]
+
+    def __init__(self, inst_data=None):
+        # Dagster's constructor needs the file, which Dagster's from_local creates (and migrates): both run in
+        # register_instance, once the instance's directory is known.
+        self._engines = KeptEngines(QueuePool, kept=1, pool_size=KEPT_CONNECTIONS, max_overflow=-1)
+        self._inst_data = inst_data
+
+    def register_instance(self, instance) -> None:
+        if not hasattr(self, "_conn_string"):
+            prepared = self._dagster_class.from_local(os.path.join(instance.root_directory, *self._subdirectory))
+            self._dagster_class.__init__(self, prepared._conn_string, inst_data=self._inst_data)
+        super().register_instance(instance)
+
+    @classmethod
+    def config_type(cls):
+        return {}
+
+    @classmethod
+    def from_config_value(cls, inst_data, config_value):
+        return cls(inst_data=inst_data)
+
+    @contextmanager
+    def connect(self):
+        with self._engines.get(self._conn_string).connect() as conn, conn.begin():
+            yield conn
+
+    def dispose(self) -> None:
+        self._engines.dispose()
+        super().dispose()
+
+
+class SqliteRunStorageKeepingConnections(_KeepingConnections, SqliteRunStorage):
+    """Dagster's ``SqliteRunStorage`` (``<instance>/history/runs.db``) with its engine and a few connections kept.
+    Configured with no directory: it takes the instance's own when the instance registers it. dagster.yaml::
+
+        run_storage:
+          module: backfill_assets.integration.runs.dagster_adapter
+          class: SqliteRunStorageKeepingConnections
+    """
+
+    _dagster_class = SqliteRunStorage
+    _subdirectory = ("history", "")
+
+
+class SqliteScheduleStorageKeepingConnections(_KeepingConnections, SqliteScheduleStorage):
+    """Dagster's ``SqliteScheduleStorage`` (``<instance>/schedules/schedules.db``) with its engine and a few
+    connections kept, in the instance's own directory. dagster.yaml::
+
+        schedule_storage:
+          module: backfill_assets.integration.runs.dagster_adapter
+          class: SqliteScheduleStorageKeepingConnections
+    """
+
+    _dagster_class = SqliteScheduleStorage
+    _subdirectory = ("schedules",)

@@ -1,0 +1,89 @@
+"""An idle ``backfill-assets-daemon`` (the orders location, no request, no run) on Dagster's own SQLite storage
+classes and on the shipped ones (Dagster's, keeping their engines and connections): CPU-seconds the daemon and the
+processes it started (its code server) used in ``WINDOW_S`` seconds once every daemon had sent a heartbeat.
+
+What a deployment pays while nothing happens: the run queue read every second, the wake-up file polled, heartbeats
+and sensor ticks written. The variants alternate, ``REPS`` times each; the figures are medians and the ratio is
+shipped / Dagster's. ``python -m bench.micro.idle_daemon`` runs it alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import yaml
+
+from ..dagster_home import PRODUCT_STORAGE, PRODUCT_YAML, daemons_alive, open_instance
+from ..workspace import REPO
+
+WINDOW_S = 30.0
+REPS = 3
+READY_TIMEOUT_S = 120.0
+SETTLE_S = 5.0  # after the first heartbeats: the code server's first load and the first ticks are start-up
+VARIANTS = ("dagster", "shipped")
+
+
+def _session_cpu_s(session: int) -> float:
+    total = 0.0
+    for proc in psutil.process_iter():
+        try:
+            if os.getsid(proc.pid) == session:
+                times = proc.cpu_times()
+                total += times.user + times.system
+        except (psutil.Error, ProcessLookupError):
+            continue
+    return total
+
+
+def _one(variant: str) -> float:
+    with tempfile.TemporaryDirectory(prefix="bench-idle-") as tmp:
+        home = Path(tmp)
+        config = yaml.safe_load(PRODUCT_YAML.read_text())
+        if variant == "dagster":
+            for block in PRODUCT_STORAGE:
+                config.pop(block)
+        (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+        env = {**os.environ, "DAGSTER_HOME": str(home), "BACKFILL_CODE_VERSION": "bench"}
+        daemon = subprocess.Popen(
+            [str(Path(sys.executable).parent / "backfill-assets-daemon"), "run", "-w", str(REPO / "workspace.yaml")],
+            cwd=REPO, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            with open_instance(home) as instance:
+                deadline = time.monotonic() + READY_TIMEOUT_S
+                while not daemons_alive(instance, "SENSOR", "QUEUED_RUN_COORDINATOR"):
+                    if time.monotonic() > deadline or daemon.poll() is not None:
+                        raise RuntimeError(f"the daemon ({variant}) sent no heartbeat")
+                    time.sleep(0.5)
+            time.sleep(SETTLE_S)
+            before = _session_cpu_s(daemon.pid)
+            time.sleep(WINDOW_S)
+            return _session_cpu_s(daemon.pid) - before
+        finally:
+            os.killpg(daemon.pid, signal.SIGTERM)
+            daemon.wait(timeout=60)
+
+
+def run(reps: int = REPS) -> dict:
+    measured: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    for rep in range(reps):
+        for variant in (VARIANTS if rep % 2 == 0 else VARIANTS[::-1]):
+            measured[variant].append(_one(variant))
+    result: dict = {"window_s": WINDOW_S, "reps": reps}
+    for variant, cpu in measured.items():
+        result[variant] = {"cpu_s": round(statistics.median(cpu), 2), "range": [round(min(cpu), 2), round(max(cpu), 2)]}
+    result["ratio"] = round(result["shipped"]["cpu_s"] / result["dagster"]["cpu_s"], 3)
+    return result
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(*(int(a) for a in sys.argv[1:2])), indent=2))
