@@ -106,7 +106,9 @@ def test_only_the_adapter_package_imports_private_dagster_modules():
         "dagster._core.execution.backfill",
         "dagster._core.launcher",
         "dagster._core.scheduler.instigation",
-        # The shipped dagster.yaml's SQLite storage: Dagster's, keeping its engines and connections.
+        # The shipped dagster.yaml's SQLite storage: Dagster's, keeping its engines and connections, its pool
+        # slots taken in one statement.
+        "dagster._core.storage.event_log.schema",
         "dagster._core.storage.event_log.sqlite.sqlite_event_log",
         "dagster._core.storage.runs.schema",
         "dagster._core.storage.runs.sqlite.sqlite_run_storage",
@@ -121,6 +123,7 @@ def test_only_the_adapter_package_imports_private_dagster_modules():
         "dagster._daemon.run_coordinator.queued_run_coordinator_daemon",
         "dagster._daemon.sensor",
         "dagster._grpc.types",
+        "dagster._utils.concurrency",
         "dagster._utils.error",
         "dagster._utils.hosted_user_process",
         "dagster._utils.interrupts",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+import sqlalchemy as sa
 import yaml
 
 from backfill_assets.engine.model.settings import PACKAGE_DIR
@@ -76,3 +77,28 @@ def test_dagsters_own_event_log_leaves_that_step_waiting(tmp_path):
         for _ in range(3):
             assert not instance.event_log_storage.claim_concurrency_slot(*claim).is_claimed
         assert instance.event_log_storage.get_concurrency_info(POOL).active_slot_count == 0
+
+
+def test_two_steps_that_see_the_same_free_slot_never_both_take_it_on_sqlite(tmp_path):
+    """Dagster's claim reads a free slot row, then writes that row whatever it holds by then (safe on PostgreSQL
+    with FOR UPDATE SKIP LOCKED; SQLite has no row locks). Here the other step takes the slot just before this
+    step writes its claim: at most one of them holds it."""
+    home = _home(tmp_path / "sqlite", shipped_storage())
+    with dg.DagsterInstance.from_config(home) as mine, dg.DagsterInstance.from_config(home) as other:
+        mine.event_log_storage.set_concurrency_slots(POOL, 1)
+        theirs: list = []
+
+        def other_takes_the_slot(conn, cursor, statement, *_):
+            if not theirs and statement.lstrip().upper().startswith("UPDATE CONCURRENCY_SLOTS"):
+                theirs.append(other.event_log_storage._claim_concurrency_slot(POOL, "run-b", "raw_orders"))
+
+        storage = mine.event_log_storage
+        engine = storage._engines.get(storage.conn_string_for_shard("index"))
+        sa.event.listen(engine, "before_cursor_execute", other_takes_the_slot)
+        try:
+            status = storage._claim_concurrency_slot(POOL, "run-a", "raw_orders")
+        finally:
+            sa.event.remove(engine, "before_cursor_execute", other_takes_the_slot)
+        claimed = [s for s in (status, *theirs) if s.name == "CLAIMED"]
+        holders = {(s.run_id, s.step_key) for s in storage.get_concurrency_info(POOL).claimed_slots}
+        assert len(claimed) == 1 and len(holders) == 1, (status, theirs, holders)

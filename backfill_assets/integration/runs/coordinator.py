@@ -157,13 +157,15 @@ def release_held_runs(instance: dg.DagsterInstance, backfill_id: str, ordered: l
 
 def release_stale_holds(instance: dg.DagsterInstance, backfill_id: str, now: float) -> int:
     """Release every held run of the backfill once one of them has waited ``HOLD_FALLBACK_SECONDS``: Dagster
-    never queued a run before it in the order (it may skip a partition whose upstream failed)."""
+    never queued a run before it in the order (it may skip a partition whose upstream failed), or a release was
+    lost. Held is read from each run's own tags, which the queue reads, not from the tag index: Dagster's
+    ``add_run_tags`` rewrites a run's whole tag set, so a writer that read the run before our release wrote
+    ``held`` back into the run while the index kept ``released`` (seen when a test tagged a run being released)."""
     records = instance.get_run_records(
-        dg.RunsFilter(
-            tags={T.DAGSTER_BACKFILL: backfill_id, T.QUEUE_HOLD: T.HELD}, statuses=[dg.DagsterRunStatus.QUEUED]
-        )
+        dg.RunsFilter(tags={T.DAGSTER_BACKFILL: backfill_id}, statuses=[dg.DagsterRunStatus.QUEUED])
     )
-    if not any(now - r.create_timestamp.timestamp() >= HOLD_FALLBACK_SECONDS for r in records):
+    held = [r for r in records if r.dagster_run.tags.get(T.QUEUE_HOLD) == T.HELD]
+    if not any(now - r.create_timestamp.timestamp() >= HOLD_FALLBACK_SECONDS for r in held):
         return 0
     return release_held_runs(instance, backfill_id, None)
 

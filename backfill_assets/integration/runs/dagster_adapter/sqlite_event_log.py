@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
+from dagster._core.storage.event_log.schema import ConcurrencySlotsTable
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
-from sqlalchemy import text
+from dagster._utils.concurrency import ConcurrencySlotStatus
+from sqlalchemy import select, text
 from sqlalchemy.pool import StaticPool
 
 from .pool_claims import AssignsFreedPoolSlots
@@ -70,6 +72,26 @@ class SqliteEventLogReusingEngines(AssignsFreedPoolSlots, SqliteEventLogStorage)
                     yield conn
                 if shard != INDEX_SHARD_NAME and conn.connection.dbapi_connection.total_changes != changes:
                     conn.execute(text("PRAGMA wal_checkpoint(PASSIVE)"))
+
+    def _claim_concurrency_slot(self, concurrency_key: str, run_id: str, step_key: str) -> ConcurrencySlotStatus:
+        """Take a free slot row of the pool in one statement. Dagster's reads a free row, then updates that row
+        whatever it holds by then; ``FOR UPDATE SKIP LOCKED`` makes that safe on PostgreSQL, but SQLite has no row
+        locks, so two steps that read the same free row both took it and ran at once in a pool of one. SQLite runs
+        one writing statement at a time: the row is taken only if it is still free."""
+        slots = ConcurrencySlotsTable.c
+        free = (
+            select(slots.id)
+            .where(slots.concurrency_key == concurrency_key, slots.step_key.is_(None), slots.deleted.is_(False))
+            .limit(1)
+            .scalar_subquery()
+        )
+        with self.index_connection() as conn:
+            taken = conn.execute(
+                ConcurrencySlotsTable.update()
+                .values(run_id=run_id, step_key=step_key)
+                .where(slots.id == free, slots.step_key.is_(None))
+            ).rowcount
+        return ConcurrencySlotStatus.CLAIMED if taken else ConcurrencySlotStatus.BLOCKED
 
     def wipe(self) -> None:
         # Dagster's wipe deletes the run files: close them first, or the kept connections write to deleted files.
