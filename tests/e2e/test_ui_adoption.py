@@ -199,7 +199,9 @@ def test_a_ui_backfill_keeps_its_reprocess_policy(e2e, webserver):
     # In the UI: a report run when it was adopted (the effective policy) and one when it closed.
     request_id, (published, *_) = requests["failed"], POLICY_DAYS["failed"]
     adopted, closed = report_outputs(e2e, request_id, REPORT_TIMEOUT, count=2)
-    assert "reprocess **failed**" in adopted["report"] and adopted["complete"] is False
+    # The adoption's report is rendered when its run executes, which may be after the request's three runs have
+    # finished: what it must show is the effective policy, not an unfinished request.
+    assert "reprocess **failed**" in adopted["report"]
     assert closed["complete"] is True and (closed["published"], closed["skipped"]) == (2, 1)
     assert f"| {published} | {ORDER_FACTS} | skipped |" in closed["report"]
 
