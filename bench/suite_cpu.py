@@ -1,0 +1,125 @@
+"""Where a command's CPU goes, every process counted: ``python -m bench.suite_cpu [--out F] -- <command...>``.
+
+``time`` counts only the processes a command waits for; the test suite's daemons, code servers and webservers run
+in sessions of their own, so it shows about two thirds of what the machine really spends. This samples every
+process's CPU time from ``/proc`` every half second while the command runs (a process that lives less than that
+is counted by its parent only when waited for) and prints the CPU-seconds by kind of process and how many of each
+were started, with the wall time: ``python -m bench.suite_cpu -- make test`` made the figures in docs/TESTING.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+SAMPLE_SECONDS = 0.5
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+# (kind, a fragment of its command line), first match wins: the tools before the interpreters that run them.
+KINDS = (
+    ("compute-log tail", "tail -F"),
+    ("compute-log watcher", "watch_orphans"),
+    ("chromium", "chrom"),
+    ("webserver", "dagster-webserver"),
+    ("code server", "api grpc"),
+    ("code server", "code-server"),
+    ("daemon", "backfill-assets-daemon"),
+    ("daemon", "dagster-daemon"),
+    ("warm worker and its forked runs", "warm_worker"),
+    ("dagster job launch", "job launch"),
+    ("celery worker", "celery"),
+    ("S3 server", "moto"),
+    ("postgresql", "postgres"),
+    ("rabbitmq", "beam.smp"),
+    ("pytest-xdist worker", "-u -c"),
+    ("pytest", "pytest"),
+    ("multiprocessing child", "-B -c"),
+)
+
+
+def kind_of(command: str) -> str:
+    for kind, fragment in KINDS:
+        if fragment in command:
+            return kind
+    return "python, other" if "python" in command else "other"
+
+
+def _cpu_seconds(pid: str) -> tuple[str, float] | None:
+    """(start time, CPU-seconds) of a process, None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    return fields[19], (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def _command(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def sample(stop: threading.Event, ready: threading.Event) -> tuple[Counter, Counter]:
+    """CPU-seconds and processes started by kind, from when ``ready`` is set (the processes already running then
+    count from the CPU time they had) until ``stop`` is set."""
+    seen: dict[tuple[str, str], list] = {}  # (pid, start time) -> [kind, CPU-seconds counted]
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        now = _cpu_seconds(pid)
+        if now is not None:
+            seen[(pid, now[0])] = [kind_of(_command(pid)), now[1]]
+    ready.set()
+    cpu, started = Counter(), Counter()
+    while not stop.wait(SAMPLE_SECONDS):
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            now = _cpu_seconds(pid)
+            if now is None:
+                continue
+            key = (pid, now[0])
+            if key not in seen:
+                seen[key] = [kind_of(_command(pid)), 0.0]
+                started[seen[key][0]] += 1
+            kind, counted = seen[key]
+            cpu[kind] += now[1] - counted
+            seen[key][1] = now[1]
+    return cpu, started
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, help="also write the figures to this JSON file")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    stop, ready, result = threading.Event(), threading.Event(), {}
+    sampler = threading.Thread(
+        target=lambda: result.update(zip(("cpu", "started"), sample(stop, ready), strict=True))
+    )
+    sampler.start()
+    ready.wait()
+    started_at = time.monotonic()
+    status = subprocess.call(command)
+    wall = time.monotonic() - started_at
+    stop.set()
+    sampler.join()
+    total = sum(result["cpu"].values())
+    figures = {"command": command, "exit_status": status, "wall_s": round(wall, 1), "cpu_s": round(total, 1),
+               "cores_busy": round(total / wall / os.cpu_count(), 3),
+               "by_kind": {k: {"cpu_s": round(v, 1), "started": result["started"][k]}
+                           for k, v in result["cpu"].most_common()}}
+    print(json.dumps(figures, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(figures, indent=1) + "\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
