@@ -109,22 +109,26 @@ def _micro(m: dict) -> list[str]:
         lines += ["", *storage_section(m[WAREHOUSE_S3_VS_LOCAL])]
     if "chunk_step" in m:
         c = m["chunk_step"]
-        lines += ["", f"**A chunk run's CPU per gated asset-day** (one in-process run of {c['days']} days x "
-                  f"{c['assets']} assets, a fresh interpreter and home each, {c['reps']} alternating repetitions, "
-                  "`python -m bench.micro.chunk_step`): Dagster's SQLite storage "
-                  f"{c['dagster']['cpu_ms_per_asset_day']} ms (range {c['dagster']['range'][0]}–"
-                  f"{c['dagster']['range'][1]}), the shipped storage keeping its engines and connections "
-                  f"{c['shipped']['cpu_ms_per_asset_day']} ms ({c['shipped']['range'][0]}–{c['shipped']['range'][1]}):"
-                  f" ratio **{c['ratio']}**."]
+        lines += _storage_comparison(
+            "A chunk run's CPU per gated asset-day",
+            f"one in-process run of {c['days']} days x {c['assets']} assets, a fresh interpreter and home each",
+            "chunk_step", c, "cpu_ms_per_asset_day", "ms")
     if "idle_daemon" in m:
         d = m["idle_daemon"]
-        lines += ["", f"**An idle daemon's CPU** (`backfill-assets-daemon` with no request, CPU-seconds of it and its "
-                  f"code server in {d['window_s']:.0f} s, {d['reps']} alternating repetitions, "
-                  "`python -m bench.micro.idle_daemon`): Dagster's SQLite storage "
-                  f"{d['dagster']['cpu_s']} s ({d['dagster']['range'][0]}–{d['dagster']['range'][1]}), the shipped "
-                  f"storage {d['shipped']['cpu_s']} s ({d['shipped']['range'][0]}–{d['shipped']['range'][1]}): "
-                  f"ratio **{d['ratio']}**."]
+        lines += _storage_comparison(
+            "An idle daemon's CPU",
+            f"`backfill-assets-daemon` with no request, CPU-seconds of it and its code server in {d['window_s']:.0f} s",
+            "idle_daemon", d, "cpu_s", "s")
     return lines
+
+
+def _storage_comparison(title: str, setup: str, module: str, m: dict, value: str, unit: str) -> list[str]:
+    """A micro-benchmark of Dagster's SQLite storage classes against the shipped ones, as one paragraph."""
+    dagster, shipped = m["dagster"], m["shipped"]
+    return ["", f"**{title}** ({setup}, {m['reps']} alternating repetitions, `python -m bench.micro.{module}`): "
+            f"Dagster's SQLite storage {dagster[value]} {unit} (range {dagster['range'][0]}–{dagster['range'][1]}), "
+            f"the shipped storage keeping its engines and connections {shipped[value]} {unit} "
+            f"({shipped['range'][0]}–{shipped['range'][1]}): ratio **{m['ratio']}**."]
 
 
 def _breakdown(results: dict) -> list[str]:

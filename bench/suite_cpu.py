@@ -5,6 +5,8 @@ in sessions of their own, so it shows about two thirds of what the machine reall
 process's CPU time from ``/proc`` every half second while the command runs (a process that lives less than that
 is counted by its parent only when waited for) and prints the CPU-seconds by kind of process and how many of each
 were started, with the wall time: ``python -m bench.suite_cpu -- make test`` made the figures in docs/TESTING.md.
+It reads ``/proc`` with the standard library only (not ``cpu_groups.py``'s psutil, which groups by session) so that
+it also runs as ``python3 bench/suite_cpu.py -- .ci/run`` in a fresh clone, before the virtualenv exists.
 """
 
 from __future__ import annotations

@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import psutil
 import yaml
 
+from ..cpu_groups import CpuGroups
+from ..daemons import daemon_argv
 from ..dagster_home import PRODUCT_STORAGE, PRODUCT_YAML, daemons_alive, open_instance
+from ..orders import MODULE
+from ..services import service, wait_until
 from ..workspace import REPO
 
 WINDOW_S = 30.0
@@ -30,18 +31,6 @@ REPS = 3
 READY_TIMEOUT_S = 120.0
 SETTLE_S = 5.0  # after the first heartbeats: the code server's first load and the first ticks are start-up
 VARIANTS = ("dagster", "shipped")
-
-
-def _session_cpu_s(session: int) -> float:
-    total = 0.0
-    for proc in psutil.process_iter():
-        try:
-            if os.getsid(proc.pid) == session:
-                times = proc.cpu_times()
-                total += times.user + times.system
-        except (psutil.Error, ProcessLookupError):
-            continue
-    return total
 
 
 def _one(variant: str) -> float:
@@ -53,24 +42,14 @@ def _one(variant: str) -> float:
                 config.pop(block)
         (home / "dagster.yaml").write_text(yaml.safe_dump(config))
         env = {**os.environ, "DAGSTER_HOME": str(home), "BACKFILL_CODE_VERSION": "bench"}
-        daemon = subprocess.Popen(
-            [str(Path(sys.executable).parent / "backfill-assets-daemon"), "run", "-w", str(REPO / "workspace.yaml")],
-            cwd=REPO, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        try:
+        with service("daemon", daemon_argv(MODULE), env, home / "logs", cwd=REPO) as daemon:
             with open_instance(home) as instance:
-                deadline = time.monotonic() + READY_TIMEOUT_S
-                while not daemons_alive(instance, "SENSOR", "QUEUED_RUN_COORDINATOR"):
-                    if time.monotonic() > deadline or daemon.poll() is not None:
-                        raise RuntimeError(f"the daemon ({variant}) sent no heartbeat")
-                    time.sleep(0.5)
+                wait_until(lambda: daemons_alive(instance, "SENSOR", "QUEUED_RUN_COORDINATOR"),
+                           f"the daemon ({variant})", READY_TIMEOUT_S, [daemon])
             time.sleep(SETTLE_S)
-            before = _session_cpu_s(daemon.pid)
-            time.sleep(WINDOW_S)
-            return _session_cpu_s(daemon.pid) - before
-        finally:
-            os.killpg(daemon.pid, signal.SIGTERM)
-            daemon.wait(timeout=60)
+            with CpuGroups(sessions={"daemon": [daemon.pid]}) as cpu:
+                time.sleep(WINDOW_S)
+            return cpu.result()["parts_s"]["daemon"]
 
 
 def run(reps: int = REPS) -> dict:

@@ -1,4 +1,5 @@
-"""SQLAlchemy engines kept per SQLite file, each with its connections open, safe across the warm launcher's forks."""
+"""What the shipped SQLite storages share: SQLAlchemy engines kept per file, each with its connections open, safe
+across the warm launcher's forks; and a configuration with no directory (each takes its instance's own)."""
 
 from __future__ import annotations
 
@@ -61,3 +62,19 @@ class KeptEngines:
             for engine in self._engines.values():
                 engine.dispose()
         self._engines, self._pid = {}, os.getpid()
+
+
+class ConfiguredWithoutDirectory:
+    """A storage dagster.yaml names with no config: its directory is the instance's, known once the instance
+    registers it (so a process opening an instance other than its DAGSTER_HOME's uses that instance's files)."""
+
+    def __init__(self, inst_data=None):
+        self._inst_data = inst_data
+
+    @classmethod
+    def config_type(cls):
+        return {}
+
+    @classmethod
+    def from_config_value(cls, inst_data, config_value):
+        return cls(inst_data=inst_data)

@@ -12,7 +12,7 @@ from sqlalchemy import select, text
 from sqlalchemy.pool import StaticPool
 
 from .pool_claims import AssignsFreedPoolSlots
-from .sqlite_engines import KeptEngines
+from .sqlite_engines import ConfiguredWithoutDirectory, KeptEngines
 
 # One connection per database file is enough (``StaticPool``): Dagster's storage holds ``_db_lock`` (a plain Lock)
 # for as long as a connection is in use, so it has one user at a time, from any thread.
@@ -26,7 +26,7 @@ from .sqlite_engines import KeptEngines
 KEPT_ENGINES = 64
 
 
-class SqliteEventLogReusingEngines(AssignsFreedPoolSlots, SqliteEventLogStorage):
+class SqliteEventLogReusingEngines(ConfiguredWithoutDirectory, AssignsFreedPoolSlots, SqliteEventLogStorage):
     """Dagster's ``SqliteEventLogStorage`` (same files in the same place, same schema) with one engine and one open
     connection per shard, kept, and a pool slot freed while a step registers for it given to that step
     (``pool_claims.py``). Configured with no directory: it takes the instance's own (``<instance>/history/runs``,
@@ -41,8 +41,8 @@ class SqliteEventLogReusingEngines(AssignsFreedPoolSlots, SqliteEventLogStorage)
     def __init__(self, inst_data=None):
         # Dagster's constructor opens the directory (it indexes a new storage): it runs in register_instance,
         # once the instance's directory is known.
+        ConfiguredWithoutDirectory.__init__(self, inst_data)
         self._engines = KeptEngines(StaticPool, KEPT_ENGINES)
-        self._inst_data = inst_data
 
     def register_instance(self, instance) -> None:
         if not hasattr(self, "_base_dir"):
@@ -50,14 +50,6 @@ class SqliteEventLogReusingEngines(AssignsFreedPoolSlots, SqliteEventLogStorage)
                 self, os.path.join(instance.root_directory, "history", "runs", ""), inst_data=self._inst_data
             )
         super().register_instance(instance)
-
-    @classmethod
-    def config_type(cls):
-        return {}
-
-    @classmethod
-    def from_config_value(cls, inst_data, config_value):
-        return cls(inst_data=inst_data)
 
     @contextmanager
     def _connect(self, shard: str):

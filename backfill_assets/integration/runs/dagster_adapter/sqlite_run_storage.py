@@ -20,13 +20,13 @@ from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorag
 from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
 from sqlalchemy.pool import QueuePool
 
-from .sqlite_engines import KeptEngines
+from .sqlite_engines import ConfiguredWithoutDirectory, KeptEngines
 
 # Connections kept open per storage between uses; more are opened (and closed after use) when threads need them.
 KEPT_CONNECTIONS = 4
 
 
-class _KeepingConnections:
+class _KeepingConnections(ConfiguredWithoutDirectory):
     """What both storages add to Dagster's class (``_dagster_class``, in ``_subdirectory`` of the instance)."""
 
     _dagster_class: type
@@ -35,22 +35,14 @@ class _KeepingConnections:
     def __init__(self, inst_data=None):
         # Dagster's constructor needs the file, which Dagster's from_local creates (and migrates): both run in
         # register_instance, once the instance's directory is known.
+        ConfiguredWithoutDirectory.__init__(self, inst_data)
         self._engines = KeptEngines(QueuePool, kept=1, pool_size=KEPT_CONNECTIONS, max_overflow=-1)
-        self._inst_data = inst_data
 
     def register_instance(self, instance) -> None:
         if not hasattr(self, "_conn_string"):
             prepared = self._dagster_class.from_local(os.path.join(instance.root_directory, *self._subdirectory))
             self._dagster_class.__init__(self, prepared._conn_string, inst_data=self._inst_data)
         super().register_instance(instance)
-
-    @classmethod
-    def config_type(cls):
-        return {}
-
-    @classmethod
-    def from_config_value(cls, inst_data, config_value):
-        return cls(inst_data=inst_data)
 
     @contextmanager
     def connect(self):
