@@ -119,7 +119,25 @@ def _micro(m: dict) -> list[str]:
             "An idle daemon's CPU",
             f"`backfill-assets-daemon` with no request, CPU-seconds of it and its code server in {d['window_s']:.0f} s",
             "idle_daemon", d, "cpu_s", "s")
+    if "process_gc" in m:
+        lines += process_gc_paragraph(m["process_gc"])
     return lines
+
+
+def process_gc_paragraph(m: dict) -> list[str]:
+    """CPython's default collector against the one the product's processes set (bench/micro/process_gc.py)."""
+    def pair(key: str, unit: str) -> str:
+        default, tuned = m["default"][key], m["tuned"][key]
+        return (f"default {default['median']} {unit} ({default['range'][0]}–{default['range'][1]}), "
+                f"tuned {tuned['median']} {unit} ({tuned['range'][0]}–{tuned['range'][1]}): ratio "
+                f"**{m[key + '_ratio']}**")
+
+    return ["", f"**The garbage collector of the product's processes** (CPython's defaults against "
+                f"`backfill_assets/process_gc.py`, {m['reps']} alternating repetitions, `python -m "
+                f"bench.micro.process_gc`): importing Dagster and the orders location, CPU "
+                f"{pair('import_cpu_s', 's')}; "
+                f"a one-day run of {m['assets']} assets forked from that process as the warm worker forks its runs "
+                f"(median of {m['days']}), CPU {pair('run_cpu_ms', 'ms')}."]
 
 
 def _storage_comparison(title: str, setup: str, module: str, m: dict, value: str, unit: str) -> list[str]:

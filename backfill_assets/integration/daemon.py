@@ -41,7 +41,9 @@ def run(ctx: click.Context) -> None:
     """Run the instance's daemons (the arguments of dagster-daemon run, --help included)."""
     from backfill_assets.integration.runs.dagster_adapter import run_dagster_daemon, woken_daemons
     from backfill_assets.integration.runs.waker import Waker
+    from backfill_assets.process_gc import freeze_long_lived_objects
 
+    freeze_long_lived_objects()
     options = ctx.obj
 
     def make_daemons(instance):

@@ -10,7 +10,18 @@ from ..workspace import Workspace
 
 
 def run_all(pg_url: str, ws: Workspace, log: Callable[[str], None] = print) -> dict:
-    from . import cas, chunk_step, driver_tick, idle_daemon, lookup, planning, propagation, reconcile, storage
+    from . import (
+        cas,
+        chunk_step,
+        driver_tick,
+        idle_daemon,
+        lookup,
+        planning,
+        process_gc,
+        propagation,
+        reconcile,
+        storage,
+    )
 
     steps = {
         "publish_cas": lambda: cas.run(pg_url),
@@ -22,6 +33,7 @@ def run_all(pg_url: str, ws: Workspace, log: Callable[[str], None] = print) -> d
         WAREHOUSE_S3_VS_LOCAL: lambda: storage.run(ws),
         "chunk_step": lambda: chunk_step.run(),
         "idle_daemon": lambda: idle_daemon.run(),
+        "process_gc": lambda: process_gc.run(),
     }
     results = {}
     for name, step in steps.items():

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.micro import cas, driver_tick, lookup, planning, propagation, reconcile
+from bench.micro import cas, driver_tick, lookup, planning, process_gc, propagation, reconcile
+from bench.report import process_gc_paragraph
 from bench.workspace import Workspace
 
 pytestmark = pytest.mark.postgres
@@ -52,3 +53,12 @@ def test_the_driver_tick_micro_benchmark_runs_at_a_tiny_size(workspace, monkeypa
     for size in ("small", "large"):
         assert result[size]["idle_tick_median_s"] > 0 and result[size]["submitted"] == in_flight_cells
     assert result["large"]["runs"] > result["small"]["runs"]
+
+
+def test_the_collector_micro_benchmark_measures_both_variants_and_renders():
+    result = process_gc.run(days=1, reps=1)
+    for variant in process_gc.VARIANTS:
+        for key in process_gc.MEASURES:
+            assert result[variant][key]["median"] > 0, (variant, key, result)
+    [paragraph] = [line for line in process_gc_paragraph(result) if line]
+    assert "`python -m bench.micro.process_gc`" in paragraph and f"**{result['run_cpu_ms_ratio']}**" in paragraph

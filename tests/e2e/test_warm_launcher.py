@@ -31,6 +31,7 @@ from backfill_assets.engine.store.wakeup import wake_daemon, wakeup_stamp
 from backfill_assets.engine.wap.faults import AFTER_VERIFYING, ENV_HOLD
 from backfill_assets.examples.orders.domain import RAW_ORDERS
 from backfill_assets.integration.runs.warm_launcher import RunWorker
+from backfill_assets.process_gc import YOUNG_GENERATION_THRESHOLD
 
 from .conftest import E2E, FINISHED, dagster_env, poll, prepare_home, start_daemon, stop_process, tail
 
@@ -40,6 +41,7 @@ HOLD_TAG = "test/hold_file"
 RUN_TIMEOUT = 120.0
 
 DEFS = '''
+import gc
 import json
 import os
 import time
@@ -53,7 +55,9 @@ LAUNCHES = Path("{launches}")
 
 @dg.asset
 def marked():
-    return dg.MaterializeResult(metadata={{"mark": MARK, "pid": os.getpid()}})
+    return dg.MaterializeResult(metadata={{
+        "mark": MARK, "pid": os.getpid(), "gc_frozen": gc.get_freeze_count(), "gc_young": gc.get_threshold()[0],
+    }})
 
 
 @dg.asset
@@ -143,6 +147,13 @@ class Stack:
         metadata = record.asset_materialization.metadata
         return metadata["mark"].value, metadata["pid"].value
 
+    def gc_of(self, run_id: str) -> tuple[int, int]:
+        """How many objects the run's process found frozen, and its young generation's threshold."""
+        (record,) = self.instance.fetch_materializations(dg.AssetKey("marked"), limit=100).records[:1] or [None]
+        assert record is not None and record.run_id == run_id
+        metadata = record.asset_materialization.metadata
+        return metadata["gc_frozen"].value, metadata["gc_young"].value
+
     def warm_worker_pid(self, run_id: str) -> int:
         (line,) = [m for m in self.messages(run_id) if "Forked run worker" in m]
         return int(line.split("warm worker (pid ", 1)[1].split(",", 1)[0])
@@ -198,6 +209,10 @@ def test_a_run_is_forked_from_a_warm_worker_that_shares_no_thread_and_runs_its_s
     # Both runs came from one warm worker, which imported the code location once.
     assert stack.warm_worker_pid(first.run_id) == stack.warm_worker_pid(second_id)
     assert f"Started process for run (pid: {worker.pid})." in stack.messages(second_id)
+    # The run inherited the warm worker's collector: what the worker imported is frozen (the Dagster and code
+    # location objects its run never collects again), and young collections are rarer (backfill_assets/process_gc).
+    frozen, young = stack.gc_of(second_id)
+    assert frozen > 100_000 and young == YOUNG_GENERATION_THRESHOLD, (frozen, young)
     # How soon the step starts is the benchmark's to measure (RUN_STARTING -> first step, docs/BENCHMARKS.md): a
     # time limit here failed on a loaded machine (2.5 s) while the run was forked as it should be.
     # Nothing of the daemon or of an instance is in the warm worker: no socket, no database file, and no thread

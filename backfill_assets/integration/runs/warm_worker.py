@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from backfill_assets.engine.store.wakeup import wake_daemon
+from backfill_assets.process_gc import collect_less_often, freeze_long_lived_objects
 
 
 def _interpreter_prefixes() -> tuple[str, ...]:
@@ -224,6 +225,7 @@ def serve(lines, out) -> int:
     except BaseException as error:  # noqa: BLE001 — reported to the launcher, which falls back
         _send(out, {"ready": False, "error": f"{type(error).__name__}: {error}"})
         return 1
+    freeze_long_lived_objects()  # before the first fork: the children share these pages and never collect them
     files = source_files()
     print_ = fingerprint(files)
     instance_ref = hello["instance_ref"]
@@ -257,6 +259,7 @@ def serve(lines, out) -> int:
 
 
 def main() -> int:
+    collect_less_often()  # before the preload's imports; forked runs inherit it
     # Children are reaped by the kernel (a run's status lives in Dagster, not in its exit code), so a finished run
     # never lingers as a zombie that the health check would take for alive.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)

@@ -1,0 +1,52 @@
+"""The product's console scripts set the garbage collector for processes that import Dagster
+(``backfill_assets/process_gc.py``): a higher young-generation threshold from their first line, and what they
+imported frozen before they work. (The warm worker's forked runs are checked in tests/e2e/test_warm_launcher.py.)"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib.metadata import entry_points
+
+import pytest
+
+from backfill_assets.process_gc import YOUNG_GENERATION_THRESHOLD
+
+# Reports the collector's state when the command exits (click ends every command with SystemExit).
+PROBE = (
+    "import atexit, gc, sys\n"
+    "atexit.register(lambda: print('gc', gc.get_threshold()[0], gc.get_freeze_count()))\n"
+    "sys.argv = {argv!r}\n"
+    "from backfill_assets.entry_points import {function}\n"
+    "{function}()\n"
+)
+
+
+def _collector_at_exit(function: str, argv: list[str]) -> tuple[int, int]:
+    done = subprocess.run([sys.executable, "-c", PROBE.format(function=function, argv=argv)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("gc ")]
+    _, young, frozen = line.split()
+    return int(young), int(frozen)
+
+
+def test_the_console_scripts_are_the_entry_points_that_set_the_collector():
+    scripts = {e.name: e.value for e in entry_points(group="console_scripts") if e.name.startswith("backfill-assets")}
+    assert scripts == {
+        "backfill-assets": "backfill_assets.entry_points:backfill_assets",
+        "backfill-assets-daemon": "backfill_assets.entry_points:backfill_assets_daemon",
+    }
+
+
+@pytest.mark.parametrize(
+    ("function", "argv"),
+    [
+        ("backfill_assets", ["backfill-assets", "--help"]),
+        # `run` hands its arguments to dagster-daemon run, whose --help exits once the daemon's modules are in.
+        ("backfill_assets_daemon", ["backfill-assets-daemon", "run", "--help"]),
+    ],
+)
+def test_a_console_script_collects_less_often_and_freezes_what_it_imported(function: str, argv: list[str]):
+    young, frozen = _collector_at_exit(function, argv)
+    assert young == YOUNG_GENERATION_THRESHOLD
+    assert frozen > 100_000  # Dagster's or pandas' objects: never walked again by a full collection
