@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     )
     from backfill_assets.service import (
         Backfills,
+        ClearInput,
         DownstreamPolicy,
         Order,
         ReprocessPolicy,
@@ -115,6 +116,7 @@ _PUBLIC = {
     "BackfillResource": "backfill_assets.integration.resources",
     "Backfills": "backfill_assets.service",
     "RequestInput": "backfill_assets.service",
+    "ClearInput": "backfill_assets.service",
     "ReprocessPolicy": "backfill_assets.service",
     "DownstreamPolicy": "backfill_assets.service",
     "Order": "backfill_assets.service",
@@ -130,6 +132,7 @@ __all__ = [
     "BackfillResource",
     "Backfills",
     "BusinessCalendar",
+    "ClearInput",
     "DownstreamPolicy",
     "FLOAT",
     "INT",

@@ -56,12 +56,15 @@ class AppContext:
         """The service every command calls, as the CLI (requests it creates record source ``cli``)."""
         from backfill_assets.engine.model.request_model import RequestSource
         from backfill_assets.engine.plan.creation import QueueLimits
+        from backfill_assets.integration.selection import selector_of
         from backfill_assets.service import home_service
 
         from .instance_config import run_queue_limits
 
         limits = QueueLimits(*run_queue_limits(self.home), f"{self.home}/{INSTANCE_YAML}")
-        return home_service(self.graph(), self.home, limits, RequestSource.CLI, default_user())
+        location = self.code_location()
+        return home_service(location.graph, self.home, limits, RequestSource.CLI, default_user(),
+                            selector_of(location.defs, location.graph))
 
 
 def ensure_home(home: Path) -> Path:

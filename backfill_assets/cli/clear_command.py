@@ -3,16 +3,16 @@ only-failed) as an ordinary frozen request, so reprocess, order, max-active, pro
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import click
 
-from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.model.intervals import utc_now
-from backfill_assets.engine.plan.clearing import clear_window
+from backfill_assets.engine.model.errors import FieldMessage, InvalidInput
+from backfill_assets.engine.model.request_input import parse_asset_list, parse_conf_text
+from backfill_assets.engine.plan.clearing import ClearInput
 
-from .app import AppContext, cli, json_option
-from .request_commands import make_request, request_input, request_options
+from .app import AppContext, cli, default_user, flag_of, json_option
+from .request_commands import request_options, show_outcome
+
+CLEAR_FLAGS = {"partition_key": "--partition"}
 
 
 @cli.command("clear")
@@ -52,23 +52,19 @@ def clear(
 
     Example: backfill-assets clear --select +daily_revenue --partition 2022-10-17 --future --reason "FX fix"
     """
-    from backfill_assets.integration.selection import select_assets
-
-    location = app.code_location()
-    graph = location.graph
-    assets = select_assets(location.defs, graph, selection)
-    window = clear_window(
-        graph.calendar, graph.calendar.newest_complete_key(utc_now()), partition=partition, past=past,
-        future=future, first=first, last=last,
+    asked = ClearInput(
+        select=selection, partition_key=partition, past=past, future=future, from_day=first, to_day=last,
+        only_failed=only_failed, allow_side_effects=parse_asset_list(options.pop("allow_side_effects")),
+        conf=parse_conf_text(options.pop("conf")), requested_by=options.pop("requested_by") or default_user(),
+        **options,
     )
-    reprocess = M.ReprocessPolicy.FAILED if only_failed else M.ReprocessPolicy.COMPLETED
-    asked = replace(request_input({**options, "assets": "", "first": window.first, "last": window.last}),
-                    assets=list(assets), reprocess=reprocess, only_failed=only_failed)
-    described = {"selection": selection, "selected_assets": list(assets), "days_asked": window.asked,
-                 "first": window.first, "last": window.last}
+    try:
+        cleared = app.service().clear(asked, dry_run=not confirmed)
+    except FieldMessage as exc:  # the service names partition_key; this command's flag for it is --partition
+        raise InvalidInput(exc.worded(lambda name: CLEAR_FLAGS.get(name) or flag_of(name))) from exc
     heading = (
-        f"clear {selection!r} → {', '.join(assets)}; {window.first}..{window.last} ({window.asked}); "
-        f"reprocess {reprocess.value}" + (" (only failed)" if only_failed else "")
+        f"clear {selection!r} → {', '.join(cleared.assets)}; {cleared.first}..{cleared.last} ({cleared.days_asked}); "
+        f"reprocess {asked.reprocess.value}" + (" (only failed)" if only_failed else "")
     )
-    make_request(app, asked, dry_run=not confirmed, as_json=as_json, described=described, heading=heading,
-                 hint="run again with --yes to create the request")
+    show_outcome(cleared.plan, cleared.created, as_json, cleared.as_dict(), heading,
+                 "run again with --yes to create the request")

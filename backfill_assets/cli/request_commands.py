@@ -16,7 +16,7 @@ from rich.table import Table
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.request_input import RequestInput, parse_asset_list, parse_conf_text
 from backfill_assets.engine.store.pauses import status_text
-from backfill_assets.service import Backfills, Progress, RequestDetail, RequestPlan
+from backfill_assets.service import Backfills, CreatedRequest, Progress, RequestDetail, RequestPlan
 
 from .app import AppContext, cli, default_user, emit, json_option
 from .cell_tries import show_cell_tries
@@ -92,24 +92,29 @@ def request_input(options: dict[str, Any]) -> RequestInput:
     )
 
 
-def make_request(
-    app: AppContext, asked: RequestInput, dry_run: bool, as_json: bool, described: dict | None = None,
-    heading: str | None = None, hint: str | None = None,
-) -> None:
-    """Either print the dry run of ``asked`` or create the request. ``described``: what the caller resolved on the
-    way (``clear``'s selection and days), added to the JSON; ``heading`` is printed before the human output,
-    ``hint`` after a dry run's."""
-    described = described or {}
+def make_request(app: AppContext, asked: RequestInput, dry_run: bool, as_json: bool) -> None:
+    """Either print the dry run of ``asked`` or create the request."""
     backfills = app.service()
     if dry_run:
-        plan = backfills.plan(asked)
-        emit(plan.as_dict() | described, as_json, lambda: _print_plan(plan, heading, hint))
+        show_outcome(backfills.plan(asked), None, as_json)
+    else:
+        show_outcome(None, backfills.create(asked), as_json)
+
+
+def show_outcome(
+    plan: RequestPlan | None, created: CreatedRequest | None, as_json: bool, payload: dict | None = None,
+    heading: str | None = None, hint: str | None = None,
+) -> None:
+    """Print a dry run (``plan``) or a request just created. ``payload``: the JSON to print instead of the
+    outcome's own (``clear`` adds its selection and days); ``heading`` is printed before the human output,
+    ``hint`` after a dry run's."""
+    if created is None:
+        emit(payload or plan.as_dict(), as_json, lambda: _print_plan(plan, heading, hint))  # type: ignore[union-attr]
         return
-    created = backfills.create(asked)
     request, concurrency = created.request, created.concurrency
     spec = request.spec
     emit(
-        created.as_dict() | described,
+        payload or created.as_dict(),
         as_json,
         (f"{heading}\n" if heading else "")
         + f"created {request.request_id} ({request.status}): {len(spec.assets)} asset(s) × {len(spec.partitions)} "

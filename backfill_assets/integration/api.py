@@ -37,7 +37,7 @@ from backfill_assets.integration.assets.user_config import declare_config
 from backfill_assets.integration.graphs import register_graph
 from backfill_assets.integration.jobs import backfill_job, production_job
 from backfill_assets.integration.operation_jobs import build_operation_jobs
-from backfill_assets.integration.request_jobs import build_report_job, build_request_job
+from backfill_assets.integration.request_jobs import build_clear_job, build_report_job, build_request_job
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.sensors.adoption import build_adoption_sensor
 from backfill_assets.integration.sensors.driver import build_driver_sensor
@@ -237,7 +237,8 @@ def backfill_definitions(
     request_job, report_job = build_request_job(graph), build_report_job(graph)
     defs = dg.Definitions(
         assets=built,
-        jobs=[production_job, backfill_job, chunk_job, request_job, report_job, *build_operation_jobs(graph)],
+        jobs=[production_job, backfill_job, chunk_job, request_job, build_clear_job(graph, built), report_job,
+              *build_operation_jobs(graph)],
         sensors=[
             production_sensor,
             build_driver_sensor(graph, [backfill_job, chunk_job, report_job], backfill),

@@ -1,14 +1,18 @@
 """Requests without a terminal: the ``backfill_request`` job (launched from the Launchpad, its typed config is a
-request) and the ``backfill_report`` job (a request's reconcile report as Markdown in the UI).
+request), the ``backfill_clear`` job (Airflow's clear: a Dagster asset selection over days, made a request) and the
+``backfill_report`` job (a request's reconcile report as Markdown in the UI).
 
 ``backfill_request`` is an adapter of the service (``backfill_assets.service.Backfills``), as ``request create``
 is: the same validation, dry run and create, its requests recorded as made from the Launchpad. Bad input fails
 the run with the same one-line message and writes nothing; ``dry_run: true`` shows the plan and writes nothing;
-otherwise the frozen request is created and the driver sensor carries it out. Both runs are tagged
-``backfill/report_of=<request id>``; the request's own runs carry ``backfill/request_id=<request id>``.
+otherwise the frozen request is created and the driver sensor carries it out. ``backfill_clear`` is the same
+adapter over ``Backfills.clear``, a dry run unless ``dry_run: false``. A run that created a request, and a report
+run, are tagged ``backfill/report_of=<request id>``; the request's own runs carry ``backfill/request_id``.
 """
 
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Optional
 
 import dagster as dg
@@ -19,13 +23,17 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanError
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.request_input import RequestInput, parse_conf_text
+from backfill_assets.engine.plan.clearing import ClearInput
 from backfill_assets.integration.resources import BackfillResource
+from backfill_assets.integration.selection import select_assets
 from backfill_assets.integration.ui_markdown import plan_markdown, report_markdown
-from backfill_assets.service import Backfills
+from backfill_assets.service import Backfills, CreatedRequest, RequestPlan
 
 REQUEST_JOB = "backfill_request"
 REPORT_JOB = "backfill_report"
 REQUEST_OP = "create_backfill_request"
+CLEAR_JOB = "backfill_clear"
+CLEAR_OP = "clear_backfill_cells"
 REPORT_OP = "report_backfill_request"
 # When a report run is launched by itself: a UI backfill's adoption (its effective policy), a request's close.
 ADOPTED_STAGE = "adopted"
@@ -33,13 +41,9 @@ CLOSED_STAGE = "closed"
 LAUNCHPAD_USER = "launchpad"
 
 
-class BackfillRequestConfig(dg.Config):
-    """A backfill request, as ``backfill-assets request create`` takes it."""
+class RequestOptionsConfig(dg.Config):
+    """What a request made from the Launchpad takes besides its cells: pace, policies, conf, who and why."""
 
-    assets: list[str] = Field(description="Asset names, e.g. [order_facts, daily_revenue].")
-    from_day: str = Field(description="First business day, YYYY-MM-DD.")
-    to_day: str = Field(description="Last business day, inclusive.")
-    reprocess: str = Field(default=M.ReprocessPolicy.FAILED.value, description=" | ".join(M.REPROCESS_POLICIES))
     max_active: int = Field(default=2, description="Runs of this request executing at once.")
     order: str = Field(default=M.Order.FORWARD.value, description=" | ".join(M.ORDERS))
     # Any: Dagster config has no str-or-int type; parse_partitions_per_run validates it as `request create` does.
@@ -57,7 +61,35 @@ class BackfillRequestConfig(dg.Config):
     reason: str = Field(default="", description="Why this backfill exists.")
     requested_by: Optional[str] = Field(default=None, description="Who asks (default: the UI's user, or launchpad).")
     wait_for_overlap: bool = Field(default=False, description="Wait for overlapping requests instead of failing.")
+
+    def options(self, ui_user: Optional[str]) -> dict[str, Any]:
+        """These fields as the service's input takes them (conf parsed, the asker defaulted)."""
+        return {**{name: getattr(self, name) for name in RequestOptionsConfig.model_fields},
+                "conf": parse_conf_text(self.conf), "requested_by": self.requested_by or ui_user or LAUNCHPAD_USER}
+
+
+class BackfillRequestConfig(RequestOptionsConfig):
+    """A backfill request, as ``backfill-assets request create`` takes it."""
+
+    assets: list[str] = Field(description="Asset names, e.g. [order_facts, daily_revenue].")
+    from_day: str = Field(description="First business day, YYYY-MM-DD.")
+    to_day: str = Field(description="Last business day, inclusive.")
+    reprocess: str = Field(default=M.ReprocessPolicy.FAILED.value, description=" | ".join(M.REPROCESS_POLICIES))
     dry_run: bool = Field(default=False, description="Show each cell's decision now; write nothing.")
+
+
+class BackfillClearConfig(RequestOptionsConfig):
+    """Airflow's clear, as ``backfill-assets clear`` takes it: a selection, the days, only failed or every cell."""
+
+    select: str = Field(description="Dagster asset selection: daily_revenue, +daily_revenue (and its parents), "
+                                    "order_facts+ (and its children), key:raw_orders or key:order_facts, ...")
+    partition_key: Optional[str] = Field(default=None, description="The day to clear, YYYY-MM-DD.")
+    past: bool = Field(default=False, description="Also every earlier day, back to the partitions' first day.")
+    future: bool = Field(default=False, description="Also every later day, up to the newest complete interval.")
+    from_day: Optional[str] = Field(default=None, description="Instead of partition_key: first day of a range.")
+    to_day: Optional[str] = Field(default=None, description="Last day of the range, inclusive.")
+    only_failed: bool = Field(default=False, description="Only cells whose latest attempt failed.")
+    dry_run: bool = Field(default=True, description="Show each cell's decision; write nothing (false: create it).")
 
 
 class BackfillReportConfig(dg.Config):
@@ -70,44 +102,88 @@ def build_request_job(graph: AssetGraph) -> dg.JobDefinition:
         context: dg.OpExecutionContext, config: BackfillRequestConfig, backfill: BackfillResource
     ):
         backfills = Backfills.for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD)
-        try:
+        with refused_as_failure():
             asked = request_input(config, context.run.tags.get("dagster/user"))
             plan = backfills.plan(asked)
-            metadata: dict[str, Any] = {"dry_run": True}
-            title, message = f"Dry run: nothing was written (code version {plan.code_version})", None
-            if not config.dry_run:
-                request = backfills.create(asked).request
-                context.instance.add_run_tags(context.run_id, {T.REPORT_OF: request.request_id})
-                title = f"Created {request.request_id} ({request.status}), code version {request.code_version}"
-                message = request.message
-                metadata = {"request_id": request.request_id, "status": str(request.status),
-                            "runs": dg.MetadataValue.url(runs_filter_url(request.request_id))}
-        except (InvalidInput, PlanError) as exc:
-            # The same one-line message the service gives every surface (its fields named as this config's keys,
-            # which are the service's own); nothing was written.
-            raise dg.Failure(description=str(exc), allow_retries=False) from exc
-        context.log.info(title)
-        spec = plan.spec
-        yield dg.Output(
-            None,
-            metadata={
-                **metadata,
-                "cells": len(plan.cells),
-                "max_active": spec.effective_max_active,
-                "partitions_per_run": spec.partitions_per_run,
-                "partitions_per_run_mode": spec.partitions_per_run_mode,
-                "planned_runs": len(plan.runs),
-                "effective_concurrency": plan.concurrency.effective,
-                "plan": dg.MetadataValue.md(plan_markdown(title, plan, [*plan.notes(), message])),
-            },
-        )
+            created = None if config.dry_run else backfills.create(asked)
+        yield outcome_output(context, plan, created)
 
+    return _one_op_job(REQUEST_JOB, create_backfill_request,
+                       "Create a backfill request from the Launchpad (set dry_run: true to see the plan first).")
+
+
+def build_clear_job(graph: AssetGraph, assets: Sequence[dg.AssetsDefinition]) -> dg.JobDefinition:
+    """``assets``: the code location's assets, the graph a selection resolves in (a run launched in-process has no
+    repository to ask)."""
+    assets = list(assets)
+
+    def selector(text: str) -> tuple[str, ...]:
+        return select_assets(assets, graph, text)
+
+    @dg.op(name=CLEAR_OP, out=dg.Out(dg.Nothing), description="Re-run the selected assets' cells over the days.")
+    def clear_backfill_cells(context: dg.OpExecutionContext, config: BackfillClearConfig, backfill: BackfillResource):
+        backfills = Backfills.for_instance(
+            graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD, select_assets=selector,
+        )
+        fields = config.model_dump(exclude=set(RequestOptionsConfig.model_fields) | {"dry_run"})
+        with refused_as_failure():
+            asked = ClearInput(**fields, **config.options(context.run.tags.get("dagster/user")))
+            planned = backfills.clear(asked, dry_run=True)
+            created = None if config.dry_run else backfills.clear(asked).created
+        context.log.info(f"clear {config.select!r}: {', '.join(planned.assets)}; {planned.first}..{planned.last} "
+                         f"({planned.days_asked})")
+        yield outcome_output(context, planned.plan, created,  # type: ignore[arg-type]
+                             {"selected_assets": ", ".join(planned.assets), "days_asked": planned.days_asked})
+
+    return _one_op_job(CLEAR_JOB, clear_backfill_cells,
+                       "Airflow's clear from the Launchpad: the selected assets' cells over the days, as one request "
+                       "(a dry run until dry_run: false).")
+
+
+@contextmanager
+def refused_as_failure() -> Iterator[None]:
+    """Bad input or a refused plan fails the run with the service's one-line message (its fields named as this
+    config's keys, which are the service's own); nothing was written."""
+    try:
+        yield
+    except (InvalidInput, PlanError) as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from exc
+
+
+def outcome_output(
+    context: dg.OpExecutionContext, plan: RequestPlan, created: CreatedRequest | None, extra: dict | None = None,
+) -> dg.Output:
+    """The op's output: the plan (and the request, when one was created) as metadata the Launchpad shows."""
+    metadata: dict[str, Any] = {"dry_run": True}
+    title, message = f"Dry run: nothing was written (code version {plan.code_version})", None
+    if created is not None:
+        request = created.request
+        context.instance.add_run_tags(context.run_id, {T.REPORT_OF: request.request_id})
+        title = f"Created {request.request_id} ({request.status}), code version {request.code_version}"
+        message = request.message
+        metadata = {"request_id": request.request_id, "status": str(request.status),
+                    "runs": dg.MetadataValue.url(runs_filter_url(request.request_id))}
+    context.log.info(title)
+    spec = plan.spec
+    return dg.Output(None, metadata={
+        **metadata, **(extra or {}),
+        "cells": len(plan.cells),
+        "max_active": spec.effective_max_active,
+        "partitions_per_run": spec.partitions_per_run,
+        "partitions_per_run_mode": spec.partitions_per_run_mode,
+        "planned_runs": len(plan.runs),
+        "effective_concurrency": plan.concurrency.effective,
+        "plan": dg.MetadataValue.md(plan_markdown(title, plan, [*plan.notes(), message])),
+    })
+
+
+def _one_op_job(name: str, op: dg.OpDefinition, description: str) -> dg.JobDefinition:
     return dg.JobDefinition(
-        name=REQUEST_JOB,
+        name=name,
         # One op that talks to the catalog: in the run's own process whatever executor the data steps use.
         executor_def=dg.in_process_executor,
-        graph_def=dg.GraphDefinition(name=REQUEST_JOB, node_defs=[create_backfill_request]),
-        description="Create a backfill request from the Launchpad (set dry_run: true to see the plan first).",
+        graph_def=dg.GraphDefinition(name=name, node_defs=[op]),
+        description=description,
         tags={T.LANE: T.LANE_MANUAL},
     )
 
@@ -116,11 +192,7 @@ def request_input(config: BackfillRequestConfig, ui_user: str | None) -> Request
     """The Launchpad's config as the service's input (its keys are the service's field names)."""
     return RequestInput(
         assets=config.assets, from_day=config.from_day, to_day=config.to_day, reprocess=config.reprocess,
-        max_active=config.max_active, order=config.order, partitions_per_run=config.partitions_per_run,
-        downstream=config.downstream, confirm_cascade=config.confirm_cascade,
-        allow_side_effects=config.allow_side_effects, approved_by=config.approved_by,
-        conf=parse_conf_text(config.conf), reason=config.reason,
-        requested_by=config.requested_by or ui_user or LAUNCHPAD_USER, wait_for_overlap=config.wait_for_overlap,
+        **config.options(ui_user),
     )
 
 
@@ -148,15 +220,9 @@ def build_report_job(graph: AssetGraph) -> dg.JobDefinition:
             },
         )
 
-    return dg.JobDefinition(
-        name=REPORT_JOB,
-        # One op that talks to the catalog: in the run's own process whatever executor the data steps use.
-        executor_def=dg.in_process_executor,
-        graph_def=dg.GraphDefinition(name=REPORT_JOB, node_defs=[report_backfill_request]),
-        description="A backfill request's reconcile report, readable in the UI (launched when a request made in "
-        "the UI is adopted and when it closes; launch it for any request with its request_id).",
-        tags={T.LANE: T.LANE_MANUAL},
-    )
+    return _one_op_job(REPORT_JOB, report_backfill_request,
+                       "A backfill request's reconcile report, readable in the UI (launched when a request made in "
+                       "the UI is adopted and when it closes; launch it for any request with its request_id).")
 
 
 def report_run_request(request_id: str, stage: str) -> dg.RunRequest:

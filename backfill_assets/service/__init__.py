@@ -5,6 +5,7 @@
     backfills = Backfills.for_instance(defs, dg.DagsterInstance.get())
     plan = backfills.plan(RequestInput(assets=["daily_revenue"], from_day="2022-10-01", to_day="2022-10-31"))
     created = backfills.create(RequestInput(..., reason="FX fix", requested_by="ana"))
+    cleared = backfills.clear(ClearInput(select="+daily_revenue", partition_key="2022-10-17", future=True))
 
 Inputs are lists, enums, dates and parsed conf; outputs are frozen records (``records.py``); errors are the
 library's exceptions, ``InvalidField`` naming the input's fields (``to_day``) so each surface can word them its
@@ -14,10 +15,12 @@ own way (``--to`` on the CLI).
 from backfill_assets.engine.model.errors import FieldMessage, InvalidField, RefusedField
 from backfill_assets.engine.model.request_input import RequestInput
 from backfill_assets.engine.model.request_model import DownstreamPolicy, Order, ReprocessPolicy, RequestSource
+from backfill_assets.engine.plan.clearing import ClearInput
 
 from .backfills import Backfills, home_service
 from .records import (
     Cancelled,
+    Cleared,
     CreatedRequest,
     Paused,
     PlannedCell,
@@ -33,6 +36,8 @@ from .records import (
 __all__ = [
     "Backfills",
     "Cancelled",
+    "ClearInput",
+    "Cleared",
     "CreatedRequest",
     "DownstreamPolicy",
     "FieldMessage",

@@ -7,7 +7,7 @@ calls it. A surface builds a ``Backfills`` for its code location, instance and c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.request_input import RequestInput, build_spec
 from backfill_assets.engine.model.settings import Settings
+from backfill_assets.engine.plan.clearing import ClearInput, clear_window
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
@@ -30,6 +31,7 @@ from .handoffs import Handoff, HandoffDecision
 from .reconciling import Reconciliation
 from .records import (
     Cancelled,
+    Cleared,
     CreatedRequest,
     Paused,
     Progress,
@@ -64,17 +66,21 @@ class Backfills:
     def for_instance(
         cls, definitions: Any, instance: dg.DagsterInstance, catalog: Catalog | None = None,
         source: M.RequestSource = M.RequestSource.PYTHON, user: str | None = None,
-        warehouse: Warehouse | None = None,
+        warehouse: Warehouse | None = None, select_assets: Callable[[str], tuple[str, ...]] | None = None,
     ) -> Backfills:
         """The service for a code location (its ``dg.Definitions`` from ``backfill_definitions``, or its graph)
         on a Dagster instance; the catalog and warehouse are the ones the settings name (``BACKFILL_CATALOG_URL``,
-        ``BACKFILL_WAREHOUSE``) unless given. ``user``: who acts when an operation names nobody (the OS user)."""
+        ``BACKFILL_WAREHOUSE``) unless given. ``user``: who acts when an operation names nobody (the OS user).
+        ``select_assets``: how a clear's selection resolves (by default through ``definitions``, when they are
+        Dagster's)."""
         from backfill_assets.integration.graphs import graph_of
         from backfill_assets.integration.runs.dagster_adapter import run_queue_limits
+        from backfill_assets.integration.selection import selector_of
 
         graph = definitions if isinstance(definitions, AssetGraph) else graph_of(definitions)
         if graph is None:
             raise InvalidField("{definitions} were not built with backfill_definitions")
+        selector = select_assets or (None if isinstance(definitions, AssetGraph) else selector_of(definitions, graph))
         home = instance.root_directory
         return cls(ServiceContext(
             graph=graph,
@@ -85,6 +91,7 @@ class Backfills:
             warehouse_of=lambda: warehouse or Warehouse(Settings.from_env().warehouse_root),
             source=source,
             user=user or os_user(),
+            select_assets=selector,
         ))
 
     # ---- requests ----------------------------------------------------------------------------------------------
@@ -104,6 +111,21 @@ class Backfills:
     def create(self, asked: RequestInput) -> CreatedRequest:
         """Validate and freeze a request (its days, code version and policies); the driver carries it out."""
         return requests.create(self.context, self.spec(asked))
+
+    def clear(self, asked: ClearInput, dry_run: bool = False) -> Cleared:
+        """Airflow's clear: the selected assets' cells over the days asked, re-run as one request (``dry_run``:
+        each cell's decision, nothing written)."""
+        if self.context.select_assets is None:
+            raise InvalidField("{select} needs the code location's Dagster definitions to resolve; build the "
+                               "service with Backfills.for_instance(defs, instance)")
+        assets = self.context.select_assets(asked.select)
+        window = clear_window(self.graph.calendar, self.graph.calendar.newest_complete_key(utc_now()), asked)
+        request = asked.request_input(assets, window)
+        described = {"select": asked.select, "assets": assets, "first": window.first, "last": window.last,
+                     "days_asked": window.asked}
+        if dry_run:
+            return Cleared(**described, plan=self.plan(request))
+        return Cleared(**described, created=self.create(request))
 
     def freeze(
         self, spec: M.RequestSpec, left_out: Mapping[tuple[str, str], str] | None = None,
@@ -207,7 +229,8 @@ class Backfills:
 
 
 def home_service(
-    graph: AssetGraph, home: Path, queue_limits: QueueLimits, source: M.RequestSource, user: str
+    graph: AssetGraph, home: Path, queue_limits: QueueLimits, source: M.RequestSource, user: str,
+    select_assets: Callable[[str], tuple[str, ...]] | None = None,
 ) -> Backfills:
     """The service for a process that knows the instance by its home folder (the CLI): Dagster's instance is
     opened only by the operations that need it."""
@@ -221,5 +244,6 @@ def home_service(
         graph=graph, catalog=Catalog(Settings.from_env().catalog_url), instance_of=instance,
         queue_limits_of=lambda: queue_limits, wake=lambda: wake_daemon(home),
         warehouse_of=lambda: Warehouse(Settings.from_env().warehouse_root), source=source, user=user,
+        select_assets=select_assets,
     ))
 

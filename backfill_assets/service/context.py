@@ -25,7 +25,9 @@ class ServiceContext:
     """``source``: the surface calling (``python``, ``cli``, ``launchpad``); every request it creates records it.
     ``instance_of`` opens Dagster's instance (only dry runs and cancels talk to Dagster); ``queue_limits_of``
     says what the run queue lets a request execute at once; ``wake`` hints the daemon that there is new work;
-    ``warehouse_of`` opens the warehouse (only the operations that read or purge files use it)."""
+    ``warehouse_of`` opens the warehouse (only the operations that read or purge files use it); ``select_assets``
+    resolves a clear's asset selection with Dagster (the asset names, upstream first), when the surface has the
+    code location's Dagster definitions."""
 
     graph: AssetGraph
     catalog: Catalog
@@ -36,6 +38,7 @@ class ServiceContext:
     source: M.RequestSource = M.RequestSource.PYTHON
     # Who acts when an operation names nobody (the requester of a consumer cascade): the OS user, the UI's user.
     user: str = "unknown"
+    select_assets: Callable[[str], tuple[str, ...]] | None = None
 
     @property
     def warehouse(self) -> Warehouse:

@@ -123,6 +123,24 @@ class CreatedRequest:
 
 
 @dataclass(frozen=True)
+class Cleared:
+    """``clear``: what the selection and the days resolved to, and the dry run or the request created."""
+
+    select: str
+    assets: tuple[str, ...]
+    first: str
+    last: str
+    days_asked: str
+    plan: RequestPlan | None = None
+    created: CreatedRequest | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        outcome = self.created.as_dict() if self.created is not None else self.plan.as_dict()  # type: ignore[union-attr]
+        return {**outcome, "selection": self.select, "selected_assets": list(self.assets),
+                "days_asked": self.days_asked, "first": self.first, "last": self.last}
+
+
+@dataclass(frozen=True)
 class RequestSummary:
     """``list``: a request, its pause (if paused) and its cells' counts now."""
 

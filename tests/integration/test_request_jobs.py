@@ -12,8 +12,15 @@ from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.request_input import parse_conf_text
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
-from backfill_assets.integration.request_jobs import REPORT_JOB, REPORT_OP, REQUEST_JOB, REQUEST_OP
-from backfill_assets.service import Backfills, RequestInput
+from backfill_assets.integration.request_jobs import (
+    CLEAR_JOB,
+    CLEAR_OP,
+    REPORT_JOB,
+    REPORT_OP,
+    REQUEST_JOB,
+    REQUEST_OP,
+)
+from backfill_assets.service import Backfills, ClearInput, RequestInput
 from tests.orders import DEFS, run_partitions
 
 DAYS = ["2022-09-02", "2022-09-03"]
@@ -123,3 +130,58 @@ def test_a_report_of_an_unknown_request_fails_clearly(env):
     assert not result.success
     [failure] = [e for e in result.all_events if e.is_step_failure]
     assert "req-20221101-00000000" in failure.step_failure_data.user_failure_data.description
+
+
+def clear(env, **config) -> dg.ExecuteInProcessResult:
+    return launch(env, CLEAR_JOB, CLEAR_OP, config)
+
+
+def test_a_clear_from_the_launchpad_is_a_dry_run_until_asked_and_then_the_same_request_as_from_python(env):
+    assert all(r.success for r in run_partitions(env.instance, DAYS, assets=[RAW_ORDERS, ORDER_FACTS]))
+    dry = clear(env, select=f"+{ORDER_FACTS}", partition_key=DAYS[1], past=True)
+    assert dry.success
+    shown = output_metadata(dry, CLEAR_OP)
+    # Every cell of the selection over the days, re-run whatever its state (reprocess completed).
+    assert shown["dry_run"] is True and shown["selected_assets"] == f"{RAW_ORDERS}, {ORDER_FACTS}"
+    assert shown["days_asked"] == f"{DAYS[1]} and every earlier day" and shown["cells"] == 2 * 3
+    assert f"| {DAYS[0]} | {ORDER_FACTS} | create |" in shown["plan"]
+    assert Ledger(env.catalog).list() == []
+
+    created = clear(env, select=f"+{ORDER_FACTS}", partition_key=DAYS[1], past=True, dry_run=False,
+                    reason="FX fix", requested_by="ana")
+    assert created.success
+    [record] = Ledger(env.catalog).list()
+    assert output_metadata(created, CLEAR_OP)["request_id"] == record.request_id
+    assert (record.source, record.spec.reason, record.spec.requested_by, record.spec.reprocess) == (
+        "launchpad", "FX fix", "ana", "completed")
+    # The Python caller's clear of the same input freezes the same cells.
+    python = Backfills.for_instance(DEFS, env.instance, env.catalog).clear(
+        ClearInput(select=f"+{ORDER_FACTS}", partition_key=DAYS[1], past=True, reason="FX fix", requested_by="ana"),
+        dry_run=True,
+    )
+    assert [(c.partition_key, c.asset) for c in python.plan.cells] == [
+        (c.partition_key, c.asset) for c in Backfills.for_instance(DEFS, env.instance, env.catalog).show(
+            record.request_id).cells]
+
+
+@pytest.mark.parametrize(
+    ("config", "words"),
+    [
+        ({"select": "key:nope", "partition_key": DAYS[0]}, "select 'key:nope' selects no asset"),
+        ({"select": ORDER_FACTS, "past": True}, "past and future extend partition_key; give partition_key"),
+        ({"select": ORDER_FACTS, "partition_key": DAYS[0], "from_day": DAYS[0]}, "not both"),
+        ({"select": ORDER_FACTS, "partition_key": "../2022-09-02"}, "partition_key"),
+        ({"select": ORDER_FACTS, "partition_key": DAYS[0], "max_active": 0}, "max_active 0 must be between"),
+    ],
+    ids=["selects-nothing", "past-without-day", "both-ways", "hostile-day", "max-active"],
+)
+def test_a_bad_clear_fails_its_run_with_the_services_words_and_writes_nothing(env, config: dict, words: str):
+    result = clear(env, dry_run=False, **config)
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    message = failure.step_failure_data.user_failure_data.description
+    assert words in message, message
+    with pytest.raises(InvalidInput) as python:  # the Python caller gets the same message
+        Backfills.for_instance(DEFS, env.instance, env.catalog).clear(ClearInput(**config))
+    assert str(python.value) == message
+    assert Ledger(env.catalog).list() == []
