@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import click
 
-from backfill_assets.engine.store.pauses import pause_message
-
 from .app import AppContext, default_user, emit, json_option
 from .request_commands import request
 
@@ -25,9 +23,9 @@ def pause(app: AppContext, request_id: str, reason: str, by: str | None, as_json
     Example: backfill-assets request pause req-20221101-1a2b3c4d --reason "warehouse maintenance"
     """
     outcome = app.service().pause(request_id, by or default_user(), reason)
-    verb = "already paused" if outcome.already_paused else f"paused (was {outcome.pause['status_before']})"
+    verb = "already paused" if outcome.already_paused else f"paused (was {outcome.pause.status_before})"
     emit(outcome.as_dict(), as_json,
-         f"{request_id} {verb}: {pause_message(outcome.pause)}\n  {outcome.in_flight} cell(s) in flight finish and "
+         f"{request_id} {verb}: {outcome.pause.message}\n  {outcome.in_flight} cell(s) in flight finish and "
          f"are recorded; `backfill-assets request resume {request_id}` goes on")
 
 
@@ -44,5 +42,5 @@ def resume(app: AppContext, request_id: str, by: str | None, as_json: bool) -> N
     outcome = app.service().resume(request_id, by or default_user())
     resumed = outcome.pause
     emit(outcome.as_dict(), as_json,
-         f"resumed {request_id} ({outcome.status}) by {resumed['resumed_by']} at {resumed['resumed_at']}; "
-         f"it was {pause_message(resumed)}")
+         f"resumed {request_id} ({outcome.status}) by {resumed.resumed_by} at {resumed.resumed_at}; "
+         f"it was {resumed.message}")

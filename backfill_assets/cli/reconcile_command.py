@@ -11,7 +11,7 @@ import jinja2
 from rich.console import Console
 
 from backfill_assets.engine.plan.reconcile import Report
-from backfill_assets.engine.store.pauses import pause_message
+from backfill_assets.engine.store.pauses import Pause
 
 from .app import AppContext, cli, emit, json_option
 
@@ -69,7 +69,7 @@ def print_report(report: Report) -> None:
     pause = report.request.get("pause")
     if pause:
         console.print(
-            f"{pause_message(pause)} — `backfill-assets request resume {report.request['request_id']}` goes on",
+            f"{Pause(**pause).message} — `backfill-assets request resume {report.request['request_id']}` goes on",
             highlight=False, markup=False,
         )
     # Lines, not tables: a cell's versions, change and note are too wide for a table at 80 columns.

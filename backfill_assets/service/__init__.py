@@ -16,6 +16,7 @@ from backfill_assets.engine.model.errors import FieldMessage, InvalidField, Refu
 from backfill_assets.engine.model.request_input import RequestInput
 from backfill_assets.engine.model.request_model import DownstreamPolicy, Order, ReprocessPolicy, RequestSource
 from backfill_assets.engine.plan.clearing import ClearInput
+from backfill_assets.engine.store.pauses import Pause
 
 from .backfills import Backfills, home_service
 from .records import (
@@ -43,6 +44,7 @@ __all__ = [
     "FieldMessage",
     "InvalidField",
     "Order",
+    "Pause",
     "Paused",
     "PlannedCell",
     "PlannedRun",

@@ -44,7 +44,7 @@ def pause(service: ServiceContext, request_id: str, by: str, reason: str) -> Pau
     paused, already = Pauses(service.catalog).pause(request_id, by, reason)
     in_flight = sum(1 for c in Ledger(service.catalog).cells(request_id) if c.decision == M.SUBMITTED)
     service.record("pause", request_id, "already paused" if already else
-                   f"paused (was {paused['status_before']}); {in_flight} cell(s) in flight", request_id, reason, by)
+                   f"paused (was {paused.status_before}); {in_flight} cell(s) in flight", request_id, reason, by)
     return Paused(request_id, already, paused, in_flight)
 
 

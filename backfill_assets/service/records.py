@@ -13,6 +13,7 @@ from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.model.concurrency import Concurrency
 from backfill_assets.engine.store.ledger import RequestRecord
 from backfill_assets.engine.store.operations import Operation
+from backfill_assets.engine.store.pauses import Pause
 
 
 @dataclass(frozen=True)
@@ -145,11 +146,11 @@ class RequestSummary:
     """``list``: a request, its pause (if paused) and its cells' counts now."""
 
     request: Request
-    pause: Mapping[str, Any] | None
+    pause: Pause | None
     counts: Mapping[str, int]
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.request.as_dict(), "pause": self.pause, "counts": dict(self.counts)}
+        return {**self.request.as_dict(), "pause": _plain_pause(self.pause), "counts": dict(self.counts)}
 
 
 @dataclass(frozen=True)
@@ -157,16 +158,17 @@ class RequestDetail:
     """``show``: the request, its pause (if paused) and pause history, counts, and every cell's decision now."""
 
     request: Request
-    pause: Mapping[str, Any] | None
-    pauses: tuple[Mapping[str, Any], ...]
+    pause: Pause | None
+    pauses: tuple[Pause, ...]
     counts: Mapping[str, int]
     cells: tuple[Cell, ...] = field(default=())
     # Every operation made on it through the service (create, pause, resume, confirm, cancel), oldest first.
     operations: tuple[Operation, ...] = field(default=())
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.request.as_dict(), "pause": self.pause, "pauses": list(self.pauses),
-                "counts": dict(self.counts), "cells": [c.as_dict() for c in self.cells],
+        return {**self.request.as_dict(), "pause": _plain_pause(self.pause),
+                "pauses": [p.as_dict() for p in self.pauses], "counts": dict(self.counts),
+                "cells": [c.as_dict() for c in self.cells],
                 "operations": [o.as_dict() for o in self.operations]}
 
 
@@ -222,12 +224,12 @@ class Paused:
 
     request_id: str
     already_paused: bool
-    pause: Mapping[str, Any]
+    pause: Pause
     in_flight: int
 
     def as_dict(self) -> dict[str, Any]:
         return {"request_id": self.request_id, "status": str(M.PAUSED), "already_paused": self.already_paused,
-                "pause": dict(self.pause), "in_flight": self.in_flight}
+                "pause": self.pause.as_dict(), "in_flight": self.in_flight}
 
 
 @dataclass(frozen=True)
@@ -236,7 +238,11 @@ class Resumed:
 
     request_id: str
     status: M.RequestStatus
-    pause: Mapping[str, Any]
+    pause: Pause
 
     def as_dict(self) -> dict[str, Any]:
-        return {"request_id": self.request_id, "status": str(self.status), "pause": dict(self.pause)}
+        return {"request_id": self.request_id, "status": str(self.status), "pause": self.pause.as_dict()}
+
+
+def _plain_pause(pause: Pause | None) -> dict[str, Any] | None:
+    return pause.as_dict() if pause else None

@@ -45,7 +45,7 @@ def test_a_request_is_paused_and_resumed_from_the_launchpad(e2e: BrowserE2E, ui:
                      "4-launchpad-pause")
     expect(ui.page.get_by_text(f"{waiting} paused").first).to_be_visible()
     pause = Pauses(e2e.catalog).current([waiting])[waiting]
-    assert (pause["reason"], pause["status_before"]) == ("warehouse maintenance", "waiting")
+    assert (pause.reason, pause.status_before) == ("warehouse maintenance", "waiting")
 
     launch_operation(ui, e2e, "backfill_resume", {"request_id": waiting}, "4-launchpad-resume")
     assert backfills.progress(waiting).status == "waiting"

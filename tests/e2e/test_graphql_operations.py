@@ -87,12 +87,12 @@ def test_a_script_creates_pauses_resumes_and_cancels_a_request_through_graphql(s
     paused = served.run("backfill_pause", {"request_id": request_id, "reason": "warehouse maintenance"})
     assert paused.status == dg.DagsterRunStatus.SUCCESS
     pause = Pauses(served.backfills.catalog).current([request_id])[request_id]
-    assert (pause["paused_by"], pause["reason"]) == ("ana@example.com", "warehouse maintenance")
+    assert (pause.paused_by, pause.reason) == ("ana@example.com", "warehouse maintenance")
 
     resumed = served.run("backfill_resume", {"request_id": request_id}, user="bo")
     assert resumed.status == dg.DagsterRunStatus.SUCCESS
     assert served.backfills.progress(request_id).status == "open"
-    assert Pauses(served.backfills.catalog).history(request_id)[-1]["resumed_by"] == "bo"
+    assert Pauses(served.backfills.catalog).history(request_id)[-1].resumed_by == "bo"
 
     cancelled = served.run("backfill_cancel", {"request_id": request_id})
     assert cancelled.status == dg.DagsterRunStatus.SUCCESS

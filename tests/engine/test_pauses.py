@@ -91,7 +91,7 @@ def test_a_pause_keeps_the_claims_and_a_resume_restores_open_with_the_same_froze
     with ledger.engine.connect() as conn:
         claims = conn.execute(sa.select(schema.claims).where(schema.claims.c.request_id == rid)).all()
     pause, already = Pauses(ledger.catalog).pause(rid, "alice", "why not")
-    assert not already and pause["status_before"] == M.OPEN and len(claims) == 3
+    assert not already and pause.status_before == M.OPEN and len(claims) == 3
     with ledger.engine.connect() as conn:
         assert conn.execute(sa.select(schema.claims).where(schema.claims.c.request_id == rid)).all() == claims
     with pytest.raises(Exception, match="overlaps an open request"):
@@ -99,7 +99,7 @@ def test_a_pause_keeps_the_claims_and_a_resume_restores_open_with_the_same_froze
 
     resumed = Pauses(ledger.catalog).resume(rid, "bob")
     after = ledger.get(rid).row
-    assert resumed["resumed_by"] == "bob" and resumed["resumed_at"] >= resumed["paused_at"]
+    assert resumed.resumed_by == "bob" and resumed.resumed_at >= resumed.paused_at
     assert {k: v for k, v in after.items() if k != "message"} == {k: v for k, v in before.items() if k != "message"}
     assert after["message"] == before["message"]
 
@@ -109,8 +109,8 @@ def test_pausing_twice_is_idempotent_and_keeps_the_first_pauses_who_and_why(ledg
     first, _ = Pauses(ledger.catalog).pause(rid, "alice", "first reason")
     before = _tables(ledger.catalog)
     again, already = Pauses(ledger.catalog).pause(rid, "bob", "second reason")
-    assert already and (again["paused_by"], again["reason"]) == ("alice", "first reason")
-    assert again["paused_at"] == first["paused_at"] and _tables(ledger.catalog) == before
+    assert already and (again.paused_by, again.reason) == ("alice", "first reason")
+    assert again.paused_at == first.paused_at and _tables(ledger.catalog) == before
 
 
 def test_a_paused_waiting_request_takes_no_claims_and_resumes_waiting(ledger):
@@ -146,7 +146,7 @@ def test_a_paused_request_can_be_cancelled_and_its_pending_cells_are_cancelled(l
     assert [c.decision for c in ledger.cells(rid)] == [M.SUBMITTED, M.CELL_CANCELLED, M.CELL_CANCELLED]
     assert ledger.get(rid).status == M.CANCELLED and Pauses(ledger.catalog).current() == {}
     [pause] = Pauses(ledger.catalog).history(rid)
-    assert pause["paused_by"] == "alice" and pause["resumed_at"] is None  # ended by the cancel
+    assert pause.paused_by == "alice" and pause.resumed_at is None  # ended by the cancel
 
 
 def test_refusals_write_nothing(ledger):

@@ -43,5 +43,5 @@ def test_the_readmes_service_example_runs_as_written(tmp_path, monkeypatch):
     [request] = Ledger(catalog).list()
     assert (request.source, request.spec.requested_by, request.spec.reason) == ("python", "ana", "FX fix")
     [pause] = Pauses(catalog).history(request.request_id)
-    assert (pause["paused_by"], pause["resumed_by"]) == ("ana", "ana")
+    assert (pause.paused_by, pause.resumed_by) == ("ana", "ana")
     dispose_all()

@@ -78,11 +78,11 @@ def test_show_list_progress_pause_resume_confirm_and_cancel_through_the_service(
     assert [c.partition_key for c in detail.cells] == DAYS and detail.counts["pending"] == 3
 
     paused = backfills.pause(request_id, by="ana", reason="warehouse maintenance")
-    assert (paused.already_paused, paused.pause["status_before"], paused.in_flight) == (False, "open", 0)
+    assert (paused.already_paused, paused.pause.status_before, paused.in_flight) == (False, "open", 0)
     assert backfills.pause(request_id, by="bo").already_paused  # the first pause's who and why stand
     assert backfills.progress(request_id).status == "paused"
     resumed = backfills.resume(request_id, by="ana")
-    assert (resumed.status, resumed.pause["resumed_by"]) == ("open", "ana")
+    assert (resumed.status, resumed.pause.resumed_by) == ("open", "ana")
 
     assert backfills.confirm(request_id).confirmed_at is not None
     cancelled = backfills.cancel(request_id)

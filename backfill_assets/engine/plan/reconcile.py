@@ -207,7 +207,7 @@ def reconcile(
     stale, side_effects = affected_downstream_report(catalog, record.request_id, record.spec.downstream, graph)
     return Report(
         # While paused: who paused it, when, why (None otherwise).
-        request={**record.as_dict(), "pause": Pauses(catalog).current([request_id]).get(request_id)},
+        request={**record.as_dict(), "pause": _pause_of(catalog, request_id)},
         totals=totals,
         complete=complete,
         cells=cell_reports,
@@ -354,3 +354,9 @@ def _gap(
         if hashlib.sha256(payload).hexdigest() != version.sha256:
             return GAP_FILE.format(error="sha256 differs")
     return None
+
+
+def _pause_of(catalog: Catalog, request_id: str) -> dict[str, Any] | None:
+    """The request's pause now, as the report's plain data (None when it is not paused)."""
+    pause = Pauses(catalog).current([request_id]).get(request_id)
+    return pause.as_dict() if pause else None

@@ -10,6 +10,7 @@ backfill is launched by Dagster's own daemon.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterable
 
 import sqlalchemy as sa
@@ -29,15 +30,33 @@ MAX_NAME = 120
 _ATTEMPTS = 3
 
 
-def pause_message(pause: dict[str, Any]) -> str:
-    """The request's message while paused (shown by ``request show``, ``request wait``, reconcile, the UI)."""
-    why = f": {pause['reason']}" if pause.get("reason") else ""
-    return f"paused by {pause['paused_by']} at {pause['paused_at']}{why}"
+@dataclass(frozen=True)
+class Pause:
+    """One pause of a request: who paused it, when (ISO 8601, UTC) and why; the status and message its resume
+    restores; who resumed it and when (``None`` while it lasts, and on a request cancelled while paused)."""
+
+    request_id: str
+    paused_at: str | None
+    paused_by: str
+    reason: str
+    status_before: str
+    message_before: str | None
+    resumed_at: str | None = None
+    resumed_by: str | None = None
+
+    @property
+    def message(self) -> str:
+        """The request's message while paused (shown by ``request show``, ``request wait``, reconcile, the UI)."""
+        why = f": {self.reason}" if self.reason else ""
+        return f"paused by {self.paused_by} at {self.paused_at}{why}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
-def status_text(status: str, pause: dict[str, Any] | None) -> str:
+def status_text(status: str, pause: Pause | None) -> str:
     """A request's status for a human: while paused, who paused it, when and why."""
-    return pause_message(pause) if status == M.PAUSED and pause else status
+    return pause.message if status == M.PAUSED and pause else status
 
 
 class Pauses:
@@ -45,7 +64,7 @@ class Pauses:
         self.engine = catalog.engine
         self.reader = catalog.reader
 
-    def pause(self, request_id: str, by: str, reason: str = "") -> tuple[dict[str, Any], bool]:
+    def pause(self, request_id: str, by: str, reason: str = "") -> tuple[Pause, bool]:
         """Pause the request; returns its pause and whether it was already paused (then nothing is written and
         the first pause's who, when and why stand). Refuses, writing nothing, a closed or adopted request."""
         validate_request_id(request_id)
@@ -61,28 +80,24 @@ class Pauses:
                         "use Dagster's UI"
                     )
                 if row.status == M.PAUSED:
-                    first = _open_pause(conn, request_id)
-                    first.pop("id")
-                    return first, True
+                    return _open_pause(conn, request_id)[1], True
                 if row.status not in M.PAUSABLE_STATUSES:
                     raise InvalidInput(
                         f"request {request_id} is {row.status}; only a waiting, open or blocked request can be paused"
                     )
-                pause = dict(
-                    request_id=request_id, paused_at=iso(utc_now()), paused_by=by, reason=reason,
-                    status_before=row.status, message_before=row.message, resumed_at=None, resumed_by=None,
-                )
+                pause = Pause(request_id=request_id, paused_at=iso(utc_now()), paused_by=by, reason=reason,
+                              status_before=row.status, message_before=row.message)
                 changed = conn.execute(
                     requests.update()
                     .where(requests.c.request_id == request_id, requests.c.status == row.status)
-                    .values(status=M.PAUSED, message=pause_message(pause))
+                    .values(status=M.PAUSED, message=pause.message)
                 ).rowcount
                 if changed:
-                    conn.execute(request_pauses.insert().values(**pause))
+                    conn.execute(request_pauses.insert().values(**pause.as_dict()))
                     return pause, False
         raise PlanError(f"request {request_id} kept changing status while being paused; try again")
 
-    def resume(self, request_id: str, by: str) -> dict[str, Any]:
+    def resume(self, request_id: str, by: str) -> Pause:
         """Resume a paused request: it gets back the status (and message) it had when paused, and the driver goes
         on where it stopped. Returns the pause, now with ``resumed_at`` and ``resumed_by``."""
         validate_request_id(request_id)
@@ -91,24 +106,24 @@ class Pauses:
             row = _request_row(conn, request_id)
             if row.status != M.PAUSED:
                 raise InvalidInput(f"request {request_id} is not paused (it is {row.status})")
-            pause = _open_pause(conn, request_id)
-            restored = pause["status_before"] if pause["status_before"] in M.PAUSABLE_STATUSES else M.OPEN
+            pause_id, pause = _open_pause(conn, request_id)
+            restored = pause.status_before if pause.status_before in M.PAUSABLE_STATUSES else M.OPEN
             changed = conn.execute(
                 requests.update()
                 .where(requests.c.request_id == request_id, requests.c.status == M.PAUSED)
-                .values(status=restored, message=pause["message_before"])
+                .values(status=restored, message=pause.message_before)
             ).rowcount
             if not changed:  # cancelled since it was read (a writer on PostgreSQL): nothing to resume
                 raise InvalidInput(f"request {request_id} is not paused any more")
-            pause.update(resumed_at=iso(utc_now()), resumed_by=by)
+            pause = replace(pause, resumed_at=iso(utc_now()), resumed_by=by)
             conn.execute(
                 request_pauses.update()
-                .where(request_pauses.c.id == pause.pop("id"))
-                .values(resumed_at=pause["resumed_at"], resumed_by=by)
+                .where(request_pauses.c.id == pause_id)
+                .values(resumed_at=pause.resumed_at, resumed_by=by)
             )
         return pause
 
-    def current(self, request_ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+    def current(self, request_ids: Iterable[str] | None = None) -> dict[str, Pause]:
         """request id → its pause, for the requests that are paused now (all of them, or among ``request_ids``)."""
         query = (
             sa.select(request_pauses)
@@ -120,7 +135,7 @@ class Pauses:
         with self.reader.connect() as conn:
             return {r.request_id: _public(r) for r in conn.execute(query).all()}
 
-    def history(self, request_id: str) -> list[dict[str, Any]]:
+    def history(self, request_id: str) -> list[Pause]:
         """Every pause of the request, oldest first; one without ``resumed_at`` on a closed request was ended by
         its cancel."""
         with self.reader.connect() as conn:
@@ -149,7 +164,8 @@ def _request_row(conn: sa.Connection, request_id: str) -> Any:
     return row
 
 
-def _open_pause(conn: sa.Connection, request_id: str) -> dict[str, Any]:
+def _open_pause(conn: sa.Connection, request_id: str) -> tuple[int | None, Pause]:
+    """The request's pause that has not ended, and its row id."""
     row = conn.execute(
         sa.select(request_pauses)
         .where(request_pauses.c.request_id == request_id, request_pauses.c.resumed_at.is_(None))
@@ -158,12 +174,12 @@ def _open_pause(conn: sa.Connection, request_id: str) -> dict[str, Any]:
     ).first()
     if row is None:
         # Paused with no record of it (set by hand in the database): resume to open, say nobody paused it.
-        return dict(id=None, request_id=request_id, paused_at=None, paused_by="unknown", reason="",
-                    status_before=M.OPEN, message_before=None, resumed_at=None, resumed_by=None)
-    return dict(row._mapping)
+        return None, Pause(request_id=request_id, paused_at=None, paused_by="unknown", reason="",
+                           status_before=M.OPEN, message_before=None)
+    return row.id, _public(row)
 
 
-def _public(row: Any) -> dict[str, Any]:
-    out = dict(row._mapping)
-    out.pop("id", None)
-    return out
+def _public(row: Any) -> Pause:
+    values = dict(row._mapping)
+    values.pop("id", None)
+    return Pause(**values)
