@@ -2,9 +2,9 @@
 
 Importing Dagster and a code location builds more than 200,000 objects the collector tracks, which live as long as
 the process. With CPython's default thresholds the collector walks them again and again: ``python -m
-bench.micro.process_gc`` gives 1.65 s of CPU to import Dagster and the orders location with the defaults and 1.38 s
-with these settings (ratio 0.83), and a one-day run forked from that process 0.97 of the defaults' CPU; the suite's
-in-process runs take about a sixth less CPU.
+bench.micro.process_gc`` gives 1.65-1.68 s of CPU to import Dagster and the orders location with the defaults and
+1.35-1.38 s with these settings (ratio 0.80-0.83); a one-day run forked from that process shows no difference
+beyond the noise. The test suite's processes, set the same way, took a tenth less time.
 
 Two standard remedies, both from the ``gc`` module's documentation:
 

@@ -2,10 +2,10 @@
 defaults, on the two things those processes do: import Dagster and a code location, then run forked runs, as the
 warm run worker does.
 
-Each measurement is a fresh interpreter on a fresh DAGSTER_HOME whose source another process seeded; it starts as a
-script (not through the bench package, which imports Dagster) so that its import is measured whole. It imports the
-orders location (CPU timed), freezes what it imported (the tuned variant only), forks a child that runs one day to
-warm the files up, then forks one child per day, one after the other, each running that day of the three assets as
+Each measurement is a fresh interpreter on a fresh DAGSTER_HOME; it starts as a script (not through the bench
+package, which imports Dagster) so that its import is measured whole. It imports the orders location (CPU timed),
+freezes what it imported (the tuned variant only), seeds the source, forks a child that runs one day to warm the
+files up, then forks one child per day, one after the other, each running that day of the three assets as
 one run, as a warm worker's forked run does; the kernel reports each child's CPU (``os.wait4``). The variants
 alternate, ``REPS`` times each; figures are medians and the ratios are tuned / default. ``python -m
 bench.micro.process_gc`` runs it alone.
@@ -44,17 +44,15 @@ def _point_at(home: Path) -> None:
 
 
 def _seed(days: int, home: Path) -> None:
-    from ..dagster_home import PRODUCT_YAML
-
-    _point_at(home)
-    (home / "dagster.yaml").write_text(PRODUCT_YAML.read_text())
-    from backfill_assets.engine.model.settings import Settings
+    """The instance config and the days' orders in the home (after the timed import: seeding adds no import)."""
+    from backfill_assets.engine.model.settings import PACKAGE_DIR, Settings
+    from backfill_assets.examples.orders.definitions import defs
     from backfill_assets.examples.orders.source import SourceSystem
+    from backfill_assets.integration.graphs import graph_of
 
-    from ..plain import CALENDAR
-
+    (home / "dagster.yaml").write_text((PACKAGE_DIR.parent / "dagster.yaml").read_text())
     keys = _keys(days)
-    SourceSystem(Settings.from_env().source_url).seed(CALENDAR, keys[0], keys[-1], ORDERS_PER_DAY)
+    SourceSystem(Settings.from_env().source_url).seed(graph_of(defs).calendar, keys[0], keys[-1], ORDERS_PER_DAY)
 
 
 def _forked_run(home: Path, keys: list[str]) -> float:
@@ -94,6 +92,7 @@ def _measure(variant: str, days: int, home: Path) -> dict:
     import_cpu = time.process_time() - cpu
     if variant == "tuned":
         freeze_long_lived_objects()
+    _seed(days, home)
     keys = _keys(days)
     _forked_run(home, keys[:1])
     runs_cpu = [_forked_run(home, [key]) for key in keys[2:]]
@@ -106,11 +105,10 @@ def _one(variant: str, days: int) -> dict:
         home = Path(tmp) / "home"
         home.mkdir()
         # -P: the script's folder (bench/micro, whose module names are generic) stays off sys.path.
-        for command in ([sys.executable, "-m", "bench.micro.process_gc", "--seed", str(days), str(home)],
-                        [sys.executable, "-P", __file__, "--one", variant, str(days), str(home)]):
-            done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                raise RuntimeError(f"process_gc {' '.join(command[1:])} failed:\n{done.stderr[-3000:]}")
+        command = [sys.executable, "-P", __file__, "--one", variant, str(days), str(home)]
+        done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"process_gc {variant} failed:\n{done.stderr[-3000:]}")
         return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -134,9 +132,7 @@ def run(days: int = DAYS, reps: int = REPS) -> dict:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--seed"]:
-        _seed(int(sys.argv[2]), Path(sys.argv[3]))
-    elif sys.argv[1:2] == ["--one"]:
+    if sys.argv[1:2] == ["--one"]:
         print(json.dumps(_measure(sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]))))
     else:
         print(json.dumps(run(*(int(a) for a in sys.argv[1:3])), indent=2))
