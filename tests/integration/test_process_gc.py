@@ -1,16 +1,18 @@
 """The product's console scripts set the garbage collector for processes that import Dagster
-(``backfill_assets/process_gc.py``): a higher young-generation threshold from their first line, and what they
-imported frozen before they work. (The warm worker's forked runs are checked in tests/e2e/test_warm_launcher.py.)"""
+(``backfill_assets/process_gc.py``): a higher young-generation threshold while they import, then what they imported
+frozen and CPython's default threshold back before they work. (The warm worker's forked runs are checked in
+tests/e2e/test_warm_launcher.py.)"""
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 from importlib.metadata import entry_points
 
 import pytest
 
-from backfill_assets.process_gc import YOUNG_GENERATION_THRESHOLD
+from backfill_assets.process_gc import DEFAULT_YOUNG_GENERATION_THRESHOLD
 
 # Reports the collector's state when the command exits (click ends every command with SystemExit).
 PROBE = (
@@ -46,7 +48,20 @@ def test_the_console_scripts_are_the_entry_points_that_set_the_collector():
         ("backfill_assets_daemon", ["backfill-assets-daemon", "run", "--help"]),
     ],
 )
-def test_a_console_script_collects_less_often_and_freezes_what_it_imported(function: str, argv: list[str]):
+def test_a_console_script_freezes_what_it_imported_and_works_at_the_default_pace(function: str, argv: list[str]):
     young, frozen = _collector_at_exit(function, argv)
-    assert young == YOUNG_GENERATION_THRESHOLD
     assert frozen > 100_000  # Dagster's or pandas' objects: never walked again by a full collection
+    assert young == DEFAULT_YOUNG_GENERATION_THRESHOLD  # cyclic garbage (an open transaction's) is freed promptly
+
+
+def test_the_higher_threshold_lasts_only_until_the_freeze():
+    from backfill_assets.process_gc import YOUNG_GENERATION_THRESHOLD, collect_less_often, freeze_long_lived_objects
+
+    before = gc.get_threshold()
+    try:
+        collect_less_often()
+        assert gc.get_threshold()[0] == YOUNG_GENERATION_THRESHOLD
+        freeze_long_lived_objects()
+        assert gc.get_threshold() == (DEFAULT_YOUNG_GENERATION_THRESHOLD, *before[1:])
+    finally:
+        gc.set_threshold(*before)
