@@ -24,7 +24,6 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.pool import NullPool
 
 from backfill_assets.engine.store import db
-from backfill_assets.process_gc import collect_less_often, freeze_long_lived_objects
 from tests.s3 import set_environment, start_s3_server
 
 PG_URL_ENV = "BACKFILL_TEST_PG_URL"
@@ -38,15 +37,11 @@ hypothesis_settings.load_profile("backfill")
 
 
 def pytest_configure(config):
-    """The collector set as the product's own processes set it (``backfill_assets/process_gc.py``): the tests run
-    Dagster in-process, where the default thresholds cost about a seventh of the CPU.
-
-    Every test's files (Dagster homes with their SQLite storage, catalogs, warehouses, sockets) go under a RAM
+    """Every test's files (Dagster homes with their SQLite storage, catalogs, warehouses, sockets) go under a RAM
     filesystem when there is one and TMPDIR does not say otherwise: SQLite commits there do not wait for the disk,
     which takes a third off an in-process run and speeds every daemon and code server of the suite. Nothing else
     changes: the same files, the same SQLite. Set before xdist starts its workers, so they and every process
     the tests start inherit it."""
-    collect_less_often()
     if os.environ.get("TMPDIR") or not os.path.isdir(RAM_TMPDIR) or not os.access(RAM_TMPDIR, os.W_OK):
         return
     if shutil.disk_usage(RAM_TMPDIR).free < RAM_TMPDIR_MIN_FREE:
@@ -176,10 +171,6 @@ def _xdist_group(item) -> str | None:
     if suite in ("e2e", "reliability"):  # per file: e2e days are disjoint, reliability fixtures are per module
         return f"{suite}/{item.path.stem}"
     return suite
-
-
-def pytest_collection_finish(session):
-    freeze_long_lived_objects()  # every test module, Dagster and the code locations are imported by now
 
 
 def pytest_collection_modifyitems(config, items):
