@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import date
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -38,17 +38,11 @@ MAX_REASON = 2000
 Choice = TypeVar("Choice", bound=StrEnum)
 
 
-@dataclass(frozen=True)
-class RequestInput:
-    """A backfill request as asked, before validation. Every surface builds one: the CLI from its flags, the
-    Launchpad from its config, a Python caller directly. Days are ``date``s or ``YYYY-MM-DD`` text; policies are
-    the enums or their values; ``conf`` is a parsed mapping (an asset's own config by asset name, and the
-    library's keys, e.g. ``handoff_window_seconds``)."""
+@dataclass(frozen=True, kw_only=True)
+class RequestOptions:
+    """What a request takes besides its cells (pace, policies, conf, who and why): shared by ``RequestInput`` and
+    ``clear``'s ``ClearInput``."""
 
-    assets: Sequence[str]
-    from_day: date | str
-    to_day: date | str
-    reprocess: ReprocessPolicy | str = ReprocessPolicy.FAILED
     max_active: int = 2
     order: Order | str = Order.FORWARD
     partitions_per_run: int | str = AUTO
@@ -60,6 +54,23 @@ class RequestInput:
     reason: str = ""
     requested_by: str | None = None
     wait_for_overlap: bool = False
+
+    def options(self) -> dict[str, Any]:
+        """These fields by name, to build another input with the same options."""
+        return {f.name: getattr(self, f.name) for f in fields(RequestOptions)}
+
+
+@dataclass(frozen=True)
+class RequestInput(RequestOptions):
+    """A backfill request as asked, before validation. Every surface builds one: the CLI from its flags, the
+    Launchpad from its config, a Python caller directly. Days are ``date``s or ``YYYY-MM-DD`` text; policies are
+    the enums or their values; ``conf`` is a parsed mapping (an asset's own config by asset name, and the
+    library's keys, e.g. ``handoff_window_seconds``). The options (``RequestOptions``) are keyword-only."""
+
+    assets: Sequence[str]
+    from_day: date | str
+    to_day: date | str
+    reprocess: ReprocessPolicy | str = ReprocessPolicy.FAILED
     # Only cells whose latest attempt failed are re-run (Airflow's clear --only-failed); needs reprocess failed.
     only_failed: bool = False
 

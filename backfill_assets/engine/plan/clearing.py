@@ -8,24 +8,23 @@ selection resolved by Dagster, and the request built from both is an ordinary fr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date
-from typing import Any
 
 from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.engine.model.intervals import BusinessCalendar, parse_day
-from backfill_assets.engine.model.request_input import RequestInput, day_text
-from backfill_assets.engine.model.request_model import AUTO, DownstreamPolicy, Order, ReprocessPolicy
+from backfill_assets.engine.model.request_input import RequestInput, RequestOptions, day_text
+from backfill_assets.engine.model.request_model import ReprocessPolicy
 
 
 @dataclass(frozen=True)
-class ClearInput:
+class ClearInput(RequestOptions):
     """A clear as asked: ``select`` in Dagster's asset selection syntax (``+daily_revenue``, ``order_facts+``,
     ``key:raw_orders or key:order_facts``); the days as ``partition_key`` (with ``past`` / ``future``) or
     ``from_day``..``to_day``; ``only_failed`` re-runs only the cells whose latest attempt failed. A cleared cell is
     re-run whatever its state (reprocess ``completed``), except one a queued or running run already writes. The
-    other fields are the request's, as in ``RequestInput``."""
+    request's options (``RequestOptions``) are keyword-only."""
 
     select: str
     partition_key: date | str | None = None
@@ -34,17 +33,6 @@ class ClearInput:
     from_day: date | str | None = None
     to_day: date | str | None = None
     only_failed: bool = False
-    max_active: int = 2
-    order: Order | str = Order.FORWARD
-    partitions_per_run: int | str = AUTO
-    downstream: DownstreamPolicy | str = DownstreamPolicy.NONE
-    confirm_cascade: bool = False
-    allow_side_effects: Sequence[str] = ()
-    approved_by: str | None = None
-    conf: Mapping[str, Any] = field(default_factory=dict)
-    reason: str = ""
-    requested_by: str | None = None
-    wait_for_overlap: bool = False
 
     @property
     def reprocess(self) -> ReprocessPolicy:
@@ -52,14 +40,8 @@ class ClearInput:
 
     def request_input(self, assets: Sequence[str], window: ClearWindow) -> RequestInput:
         """The request this clear makes: the selected assets over the window's days."""
-        return RequestInput(
-            assets=list(assets), from_day=window.first, to_day=window.last, reprocess=self.reprocess,
-            max_active=self.max_active, order=self.order, partitions_per_run=self.partitions_per_run,
-            downstream=self.downstream, confirm_cascade=self.confirm_cascade,
-            allow_side_effects=self.allow_side_effects, approved_by=self.approved_by, conf=self.conf,
-            reason=self.reason, requested_by=self.requested_by, wait_for_overlap=self.wait_for_overlap,
-            only_failed=self.only_failed,
-        )
+        return RequestInput(assets=list(assets), from_day=window.first, to_day=window.last, reprocess=self.reprocess,
+                            only_failed=self.only_failed, **self.options())
 
 
 @dataclass(frozen=True)
