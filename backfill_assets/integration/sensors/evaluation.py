@@ -34,7 +34,13 @@ def evaluation_instance(context: dg.SensorEvaluationContext) -> dg.DagsterInstan
 
 
 class SensorResource:
-    """The ``BackfillResource`` a sensor uses, its config (``dg.EnvVar`` fields) resolved on first use."""
+    """The ``BackfillResource`` a sensor uses, its config (``dg.EnvVar`` fields) resolved on first use.
+
+    Resolved inside Dagster's context manager, never with ``process_config_and_initialize()``: that one builds an
+    init context around an ephemeral ``DagsterInstance`` that it enters and leaves entered until the context is
+    garbage collected. Entering an instance sets Dagster's current defs-state storage (a context variable); leaving
+    it at collection time, after other instances came and went, restores the storage of an instance that may be
+    gone, and the next definitions load fails with "Attempted to resolve undefined DagsterInstance weakref"."""
 
     def __init__(self, resource: BackfillResource | None):
         self._given = resource or BackfillResource()
@@ -42,5 +48,6 @@ class SensorResource:
 
     def get(self) -> BackfillResource:
         if self._resolved is None:
-            self._resolved = self._given.process_config_and_initialize()
+            with self._given.process_config_and_initialize_cm() as resolved:
+                self._resolved = resolved
         return self._resolved
