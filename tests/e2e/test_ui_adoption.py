@@ -101,7 +101,9 @@ def test_backfill_launched_from_the_dagster_ui_is_adopted_as_a_request_with_its_
             "params": {
                 "assetSelection": [{"path": [DAILY_REVENUE]}],
                 "partitionNames": DAYS,
-                "tags": [],
+                # Its runs stay queued (the test's run queue never dequeues a held run): the cancel below must
+                # find the backfill in progress, which a fast machine otherwise finishes first.
+                "tags": [{"key": HOLD_TAG, "value": HELD}],
                 "title": "ui backfill",
             }
         },
@@ -151,7 +153,7 @@ LEFT_ALONE = {
     "none": ("has a version (PUBLISHED)", "has a version (REJECTED)", None),
     "completed": (None, None, None),
 }
-DROP_ROWS = {"ops": {ORDER_FACTS: {"config": {"inject_defect": "drop_rows"}}}}
+DROP_ROWS = {"ops": {ORDER_FACTS: {"config": {"defect": "drop_rows"}}}}
 
 
 def test_a_ui_backfill_keeps_its_reprocess_policy(e2e, webserver):
