@@ -123,15 +123,17 @@ def _create_request(app: AppContext, max_active: int, say) -> str:
     # Pin the code version for the daemon we start, so an unrelated edit in a dev checkout during the demo
     # does not block the request (outside the demo, that block is exactly the point).
     os.environ[ENV_CODE_VERSION] = code_version()
+    from backfill_assets.defects import Defect, defect_conf  # imports Dagster: only when the demo runs
+
     created = app.service().create(RequestInput(
         assets=[DAILY_REVENUE], from_day=BACKFILL_FROM, to_day=BACKFILL_TO, reprocess=M.ReprocessPolicy.COMPLETED,
-        max_active=max_active, conf={"inject_defect": {DEFECT_DAY: {DAILY_REVENUE: "drop_rows"}}},
+        max_active=max_active, conf={DAILY_REVENUE: defect_conf({DEFECT_DAY: Defect.drop_rows})},
         reason="demo: recompute October after the revenue rounding fix", requested_by="demo", wait_for_overlap=True,
     ))
     spec = created.request.spec
     say(
         f"3. created {created.request.request_id}: {DAILY_REVENUE} {BACKFILL_FROM}..{BACKFILL_TO}, "
-        f"reprocess=completed, max_active={max_active}, defect injected on {DEFECT_DAY} through the request's conf; "
+        f"reprocess=completed, max_active={max_active}, a defect on {DEFECT_DAY} given as {DAILY_REVENUE}'s conf; "
         f"up to {spec.partitions_per_run} day(s) per run ({spec.partitions_per_run_mode})"
     )
     return created.request.request_id

@@ -52,7 +52,7 @@ def request_options(command):
         click.option("--approved-by", default=None, help="Who approved the side effects."),
         click.option("--conf", default=None,
                      help='JSON: an asset\'s own config, e.g. {"order_facts": {"usd_to_cny": 7.3}}, and the '
-                          'library\'s keys, e.g. {"inject_defect": {"2022-10-17": {"daily_revenue": "drop_rows"}}}'),
+                          'library\'s key, {"handoff_window_seconds": 3600}'),
         click.option("--reason", default="", help="Why this backfill exists."),
         click.option("--requested-by", default=None, help="Who asks (default: the OS user)."),
         click.option("--wait-for-overlap", is_flag=True, help="Wait for overlapping requests instead of failing."),

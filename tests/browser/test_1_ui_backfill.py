@@ -24,7 +24,7 @@ DAYS = ["2022-10-01", "2022-10-02", "2022-10-03", "2022-10-04", "2022-10-05"]
 PUBLISHED, REJECTED, MISSING = DAYS[:2], DAYS[2:3], DAYS[3:]
 RANGE = "[2022-10-01...2022-10-05]"
 TAG_KEY, TAG_VALUE = "backfill/reprocess", "failed"
-DROP_ROWS = {"ops": {ORDER_FACTS: {"config": {"inject_defect": "drop_rows"}}}}
+DROP_ROWS = {"ops": {ORDER_FACTS: {"config": {"defect": "drop_rows"}}}}
 SKIP_REASON = "latest attempt PUBLISHED (backfill/reprocess=failed)"
 
 

@@ -1,7 +1,8 @@
 """Scenario 3 of issue 12: after the demo's defect day, a UI user sees why 2022-10-17 still serves the old version.
 
 daily_revenue 2022-10-17 is published once (the good production version), then recomputed with the demo's defect
-(``inject_defect: drop_rows``): the blocking checks ``row_count`` and ``business_totals`` reject the new version.
+(``defect: drop_rows``, the defects plug-in): the blocking checks ``row_count`` and ``business_totals`` reject
+the new version.
 On the asset's Checks tab, business_totals' execution history shows the failed result for that day (naming the
 rejected version; it targets no materialization, Dagster having none of an unpublished version); on its partitions
 page the day is Failed and its latest materialization shows the first version's id, the one the catalog still
@@ -23,7 +24,7 @@ from .conftest import UI, BrowserE2E
 pytestmark = [pytest.mark.browser, pytest.mark.daemon, pytest.mark.xdist_group("browser")]
 
 DAY = "2022-10-17"
-DEFECT = {"ops": {DAILY_REVENUE: {"config": {"inject_defect": "drop_rows"}}}}
+DEFECT = {"ops": {DAILY_REVENUE: {"config": {"defect": "drop_rows"}}}}
 
 
 def test_the_checks_tab_shows_the_failed_check_and_the_asset_page_the_version_still_serving(e2e: BrowserE2E, ui: UI):

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.daemon, pytest.mark.xdist_group("
 
 DAY = "2022-10-12"  # the paused request's
 ACCEPTED_DAY = "2022-10-13"
-DEFECT = {"ops": {DAILY_REVENUE: {"config": {"inject_defect": "drop_rows"}}}}
+DEFECT = {"ops": {DAILY_REVENUE: {"config": {"defect": "drop_rows"}}}}
 RUN_TIMEOUT = 120.0
 
 

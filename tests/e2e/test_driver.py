@@ -75,7 +75,7 @@ EXPECTED_RUNS = {
     "failed": {"rejected", "missing"},
     "completed": {"published", "rejected", "missing"},
 }
-DROP_ROWS = {"ops": {ORDER_FACTS: {"config": {"inject_defect": "drop_rows"}}}}
+DROP_ROWS = {"ops": {ORDER_FACTS: {"config": {"defect": "drop_rows"}}}}
 HELD_DAY = "2022-09-17"
 
 

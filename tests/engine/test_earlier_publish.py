@@ -34,7 +34,7 @@ def test_the_version_this_run_published_is_reported_with_its_checks(catalog):
     "other",
     [
         lambda i: replace(i, logical_run_id="run-other", dagster_run_id="run-other"),  # another logical run
-        lambda i: replace(i, params_digest=params_digest({"inject_defect": "drop_rows"})),  # other parameters
+        lambda i: replace(i, params_digest=params_digest({"config": {"defect": "drop_rows"}})),  # other parameters
         lambda i: replace(i, code_version="git-other"),  # other code
     ],
     ids=["run", "parameters", "code"],

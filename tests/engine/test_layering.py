@@ -196,19 +196,42 @@ def test_the_library_imports_no_example():
     assert {m: i for m, i in offenders.items() if i} == {}
 
 
+# The public modules: the library's names, and the defects plug-in for demos and tests.
+PUBLIC_MODULES = ("backfill_assets", "backfill_assets.defects")
+DEFECTS_PLUGIN = "backfill_assets.integration.defects"
+
+
 def test_examples_use_only_the_public_api():
-    """An example imports ``backfill_assets`` (the public names) and its own modules, nothing of the engine or
-    the wiring."""
+    """An example imports the public modules and its own modules, nothing of the engine or the wiring."""
     graph = _package_import_graph()
     offenders = {
         module: sorted(
             i for i in imported
-            if not i.startswith("backfill_assets.examples") and i != "backfill_assets"
+            if not i.startswith("backfill_assets.examples") and i not in PUBLIC_MODULES
         )
         for module, imported in graph.items()
         if module.startswith("backfill_assets.examples")
     }
     assert {m: i for m, i in offenders.items() if i} == {}
+
+
+def test_the_engines_model_imports_nothing_above_it():
+    """The model (records, names, intervals, requests) is the bottom layer: the store, the planner and the
+    gate build on it, never the other way round."""
+    graph = _package_import_graph()
+    model = [m for m in graph if m.startswith("backfill_assets.engine.model")]
+    assert len(model) > 10
+    offenders = {m: sorted(i for i in graph[m] if not i.startswith("backfill_assets.engine.model")) for m in model}
+    assert {m: i for m, i in offenders.items() if i} == {}
+
+
+def test_no_production_path_knows_the_defects_plugin():
+    """Deliberate defects reach a step only as a wrapped asset's own config: the requests, the driver, the gate and
+    the storage never import the plug-in; its public module, the examples and the demo command do."""
+    graph = _package_import_graph()
+    users = sorted(m for m, imported in graph.items()
+                   if {DEFECTS_PLUGIN, "backfill_assets.defects"} & imported and m != "backfill_assets.defects")
+    assert users and all(m.startswith("backfill_assets.examples") or m in EXAMPLE_USERS for m in users), users
 
 
 def test_no_sql_outside_the_store():

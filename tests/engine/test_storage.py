@@ -30,7 +30,7 @@ def labels(run_id: str = "run-1", attempt_no: int = 1) -> dict[str, str]:
         dagster_run_id=run_id,
         request_id="req-20221101-0000abcd",
         code_version="git-abc123",
-        params_digest=params_digest({"inject_defect": None}),
+        params_digest=params_digest({}),
         lane="backfill",
         requested_at="2022-11-01T00:00:00.000000+00:00",
         started_at="2022-11-01T00:00:01.000000+00:00",
@@ -162,8 +162,10 @@ def test_read_verified_reports_a_missing_file_as_an_integrity_error(warehouse):
         warehouse.read_verified(written.path, written.sha256)
 
 
-def test_corrupt_on_disk_leaves_a_file_whose_sha_differs_from_the_manifest(warehouse):
-    written = write(warehouse, corrupt_on_disk=True)
+def test_a_file_damaged_after_its_write_differs_from_its_manifest_and_is_refused(warehouse):
+    written = write(warehouse)
+    damaged = UPath(written.path)
+    damaged.write_bytes(damaged.read_bytes()[: len(damaged.read_bytes()) // 2])
     on_disk = hashlib.sha256(UPath(written.path).read_bytes()).hexdigest()
     manifest = warehouse.read_manifest(written.path)
     assert manifest["sha256"] == written.sha256

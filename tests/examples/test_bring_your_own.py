@@ -31,6 +31,14 @@ TEST_BLOCK = re.compile(
     r"<!-- bring-your-own-test:start -->\s*```python\n(.*?)```\s*<!-- bring-your-own-test:end -->", re.S
 )
 MODULE = "meters"
+# The README's assets as they are, given deliberate defects for the drill (the README's code knows nothing of it).
+DRILL_MODULE = "meters_drill"
+DRILL_CODE = """from backfill_assets import backfill_definitions
+from backfill_assets.defects import with_defects
+from meters import daily_usage, meter_readings
+
+defs = backfill_definitions(assets=with_defects(meter_readings, daily_usage))
+"""
 DAYS = ("2024-03-30", "2024-03-31", "2024-04-01")  # 2024-03-31 is 23 hours long in Berlin
 
 
@@ -45,15 +53,18 @@ def project(tmp_path, monkeypatch):
     folder = tmp_path / "my_project"
     folder.mkdir()
     (folder / f"{MODULE}.py").write_text(readme_code())
+    (folder / f"{DRILL_MODULE}.py").write_text(DRILL_CODE)
     home = folder / ".dagster_home"
     monkeypatch.chdir(folder)
     monkeypatch.syspath_prepend(str(folder))
     fresh_home(home, monkeypatch, code_version="byo-1")
     sys.modules.pop(MODULE, None)
+    sys.modules.pop(DRILL_MODULE, None)
     module = importlib.import_module(MODULE)
     with dg.instance_for_test(temp_dir=str(home)) as instance:
         yield folder, module, instance
     sys.modules.pop(MODULE, None)
+    sys.modules.pop(DRILL_MODULE, None)
     dispose_all()
 
 
@@ -63,8 +74,8 @@ class _Env(HasStores):
         self.settings = Settings.from_env()
 
 
-def _cli(*args: str) -> dict:
-    result = CliRunner().invoke(cli, ["-m", MODULE, *args, "--json"], catch_exceptions=False)
+def _cli(*args: str, module: str = MODULE) -> dict:
+    result = CliRunner().invoke(cli, ["-m", module, *args, "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
 
@@ -99,10 +110,13 @@ def test_the_readme_code_location_gets_every_promise(project):
     assert all(first_versions.values())
     assert catalog.current("meter_readings", DAYS[1]).rows == 3 * 23  # three meters, 23 hours
 
-    defect = {"inject_defect": {DAYS[1]: {"daily_usage": "drop_rows"}}}
+    # The drill: the same assets given a deliberate defect, as a second code location over the same catalog.
+    drill_defs = importlib.import_module(DRILL_MODULE).defs
+    defect = {"daily_usage": {"defect_days": {DAYS[1]: "drop_rows"}}}
     drill = _cli("request", "create", "--assets", "daily_usage", "--from", DAYS[0], "--to", DAYS[-1],
-                 "--reprocess", "completed", "--reason", "defect drill", "--conf", json.dumps(defect))
-    drive(env, drill["request_id"], defs=module.defs)
+                 "--reprocess", "completed", "--reason", "defect drill", "--conf", json.dumps(defect),
+                 module=DRILL_MODULE)
+    drive(env, drill["request_id"], defs=drill_defs)
     rejected = catalog.versions_of("daily_usage", DAYS[1])[-1]
     assert rejected.state == VersionState.REJECTED.value
     assert catalog.current("daily_usage", DAYS[1]).version_id == first_versions[DAYS[1]].version_id

@@ -14,7 +14,7 @@ from tests.integration.driver_harness import drive
 
 
 def _defect(day: str, asset: str) -> dict:
-    return {day: {"ops": {asset: {"config": {"inject_defect": "drop_rows"}}}}}
+    return {day: {"ops": {asset: {"config": {"defect": "drop_rows"}}}}}
 
 
 def _with_ancestors(graph: AssetGraph, asset: str) -> list[str]:

@@ -21,7 +21,7 @@ def execute_submission(env, record, submission, defs=DEFS):
     graph = graph_of(defs)
     tags = {**run_tags_for(record), RUN_KEY_TAG: submission.run_key}
     if submission.batched:
-        return run_chunk(env.instance, submission.days_by_asset(graph), tags=tags, defects=submission.defects,
+        return run_chunk(env.instance, submission.days_by_asset(graph), tags=tags,
                          configs=submission.configs, defs=defs)
     [run] = run_partitions(
         env.instance,

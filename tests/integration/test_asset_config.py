@@ -23,7 +23,7 @@ class NeedsRate(dg.Config):
 
 
 class ShadowsTheGate(dg.Config):
-    inject_defect: str = "none"
+    partitions: str = "none"
 
 
 class PlainSettings:
@@ -92,14 +92,15 @@ def test_a_callable_asking_for_dagsters_context_is_refused_when_declared(declare
 
 
 def test_a_config_field_named_like_the_gates_own_is_refused_when_the_definitions_load():
-    with pytest.raises(InvalidInput, match=r"^revenue: config field\(s\) inject_defect of ShadowsTheGate are the "
-                                           r"library's own \(GateConfig\); rename them$"):
+    with pytest.raises(InvalidInput, match=r"^revenue: config field\(s\) partitions of ShadowsTheGate are the "
+                                           r"library's own \(ChunkAssetConfig\); rename them$"):
         backfill_definitions(assets=[declare(ShadowsTheGate)])
 
 
 def test_an_asset_named_like_a_library_conf_key_may_not_take_a_config():
-    with pytest.raises(InvalidInput, match="may not be named like the library's own --conf key 'inject_defect'"):
-        declare(Rates, name="inject_defect")
+    with pytest.raises(InvalidInput, match="may not be named like the library's own --conf key "
+                                           "'handoff_window_seconds'"):
+        declare(Rates, name="handoff_window_seconds")
 
 
 def test_a_side_effect_asset_may_not_ask_for_config():

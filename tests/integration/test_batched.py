@@ -29,7 +29,7 @@ def _create(*args: str) -> str:
 
 def test_a_bad_day_is_rejected_alone_while_the_rest_of_the_batch_publishes(env):
     assert all(r.success for r in run_partitions(env.instance, DAYS, assets=[RAW_ORDERS]))
-    conf = json.dumps({"inject_defect": {"2022-09-03": {ORDER_FACTS: "duplicate_keys"}}})
+    conf = json.dumps({ORDER_FACTS: {"defect_days": {"2022-09-03": "duplicate_keys"}}})
     rid = _create("--assets", ORDER_FACTS, "--from", DAYS[0], "--to", DAYS[-1], "--partitions-per-run", "5",
                   "--max-active", "1", "--conf", conf)
     submitted = drive(env, rid)
@@ -79,7 +79,7 @@ def test_batched_request_runs_every_asset_of_a_chunk_in_one_run_spread_over_the_
 
 
 def test_a_rejected_upstream_day_stops_its_downstream_cells_only(env):
-    conf = json.dumps({"inject_defect": {DAYS[2]: {RAW_ORDERS: "drop_rows"}}})
+    conf = json.dumps({RAW_ORDERS: {"defect_days": {DAYS[2]: "drop_rows"}}})
     assets = f"{RAW_ORDERS},{ORDER_FACTS},{DAILY_REVENUE},{CUSTOMER_SNAPSHOT}"
     rid = _create("--assets", assets, "--from", DAYS[0], "--to", DAYS[-1], "--partitions-per-run", "5",
                   "--max-active", "1", "--conf", conf)
@@ -116,7 +116,7 @@ def test_a_rejected_upstream_day_stops_its_downstream_cells_only(env):
 def test_a_dagster_partition_range_run_still_gates_each_day(env):
     """A range run of one asset (Dagster's own batching) publishes per day and fails naming the bad day."""
     assert all(r.success for r in run_partitions(env.instance, DAYS, assets=[RAW_ORDERS]))
-    bad = {DAYS[0]: {"ops": {ORDER_FACTS: {"config": {"inject_defect_by_partition": {DAYS[1]: "duplicate_keys"}}}}}}
+    bad = {DAYS[0]: {"ops": {ORDER_FACTS: {"config": {"defect_days": {DAYS[1]: "duplicate_keys"}}}}}}
     [run] = run_partitions(env.instance, [(DAYS[0], DAYS[-1])], assets=[ORDER_FACTS], run_config_for=bad)
     assert not run.success and f"{DAYS[1]} (" in run.failure
     states = {d: env.catalog.versions_of(ORDER_FACTS, d)[0].state for d in DAYS}

@@ -56,13 +56,13 @@ def tries_of(env) -> dict[str, str]:
     whose run failed before writing anything."""
     [production] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS])
     published = _request(env, "alice", "FX fix")
-    defect = json.dumps({"inject_defect": {DAY: {RAW_ORDERS: "drop_rows"}}})
+    defect = json.dumps({RAW_ORDERS: {"defect_days": {DAY: "drop_rows"}}})
     rejected = _request(env, "bob", "check the checks", "--conf", defect)
     # Runs of a request that fail before writing (their config is refused inside the step): the driver relaunches
     # the cell twice, then settles it failed. Only the ledger knows the last of them tried the cell.
     never_wrote = _json("request", "create", "--assets", RAW_ORDERS, "--from", DAY, "--to", DAY, "--reprocess",
                         "completed", "--requested-by", "carol", "--reason", "no luck")["request_id"]
-    bogus = {DAY: {"ops": {RAW_ORDERS: {"config": {"inject_defect_by_partition": {DAY: "bogus"}}}}}}
+    bogus = {DAY: {"ops": {RAW_ORDERS: {"config": {"defect_days": {DAY: "bogus"}}}}}}
     failed_runs = []
     ledger = Ledger(env.catalog)
     while ledger.get(never_wrote).status == M.OPEN and len(failed_runs) < 5:

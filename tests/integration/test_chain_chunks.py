@@ -67,7 +67,7 @@ def test_a_rejected_middle_day_stops_the_chain_and_the_later_days_keep_their_pre
     first = _chain_request(env)
     drive(env, first)
     serving = {d: env.catalog.current(CUSTOMER_SNAPSHOT, d).version_id for d in DAYS}
-    conf = json.dumps({"inject_defect": {DAYS[2]: {CUSTOMER_SNAPSHOT: "drop_rows"}}})
+    conf = json.dumps({CUSTOMER_SNAPSHOT: {"defect_days": {DAYS[2]: "drop_rows"}}})
     rid = _create("--assets", CUSTOMER_SNAPSHOT, "--from", DAYS[0], "--to", DAYS[-1], "--reprocess", "completed",
                   "--conf", conf)
     submitted = drive(env, rid)

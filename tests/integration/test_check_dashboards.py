@@ -28,7 +28,7 @@ from .conftest import ORDERS_PER_DAY
 PUBLISHED, TWICE, REJECTED_ONLY = "2022-10-16", "2022-10-17", "2022-10-18"
 PIPELINE = [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE]
 WORKSPACE = Path(__file__).resolve().parents[2] / "workspace.yaml"
-DROP_ROWS = {"ops": {DAILY_REVENUE: {"config": {"inject_defect": "drop_rows"}}}}
+DROP_ROWS = {"ops": {DAILY_REVENUE: {"config": {"defect": "drop_rows"}}}}
 
 
 def _meta(entry_metadata) -> dict:
@@ -285,7 +285,7 @@ RANGE_DAYS = ["2022-09-01", "2022-09-02", "2022-09-03"]
 
 def test_a_range_run_points_each_days_results_at_the_version_it_judged(env):
     assert all(r.success for r in run_partitions(env.instance, RANGE_DAYS, assets=[RAW_ORDERS, ORDER_FACTS]))
-    bad = {RANGE_DAYS[0]: {"ops": {ORDER_FACTS: {"config": {"inject_defect_by_partition": {
+    bad = {RANGE_DAYS[0]: {"ops": {ORDER_FACTS: {"config": {"defect_days": {
         RANGE_DAYS[1]: "duplicate_keys"}}}}}}
     [run] = run_partitions(env.instance, [(RANGE_DAYS[0], RANGE_DAYS[-1])], assets=[ORDER_FACTS], run_config_for=bad)
     assert not run.success
@@ -307,7 +307,8 @@ def test_a_range_run_points_each_days_results_at_the_version_it_judged(env):
 
 def test_a_chunk_run_shows_a_day_it_rejected_as_failed(env):
     assert all(r.success for r in run_partitions(env.instance, RANGE_DAYS, assets=[RAW_ORDERS]))
-    run = run_chunk(env.instance, {ORDER_FACTS: RANGE_DAYS}, defects={ORDER_FACTS: {RANGE_DAYS[1]: "duplicate_keys"}})
+    run = run_chunk(env.instance, {ORDER_FACTS: RANGE_DAYS},
+                    configs={ORDER_FACTS: {"defect_days": {RANGE_DAYS[1]: "duplicate_keys"}}})
     assert not run.success
     for day in RANGE_DAYS:
         _assert_judged_its_own_version(env, ORDER_FACTS, day, [CHECK_PRIMARY_KEY, CHECK_ROW_COUNT])

@@ -77,7 +77,7 @@ def test_clear_yes_creates_a_request_that_reruns_published_cells(env):
 
 
 def test_only_failed_reruns_the_rejected_cell_and_leaves_published_and_never_run_cells(env):
-    defect = json.dumps({"inject_defect": {"2022-09-02": {DAILY_REVENUE: "drop_rows"}}})
+    defect = json.dumps({DAILY_REVENUE: {"defect_days": {"2022-09-02": "drop_rows"}}})
     first = json.loads(invoke("request", "create", "--assets", ",".join(PIPELINE), "--from", "2022-09-01", "--to",
                               "2022-09-03", "--conf", defect, "--json").output)
     drive(env, first["request_id"])

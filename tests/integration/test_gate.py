@@ -18,6 +18,7 @@ from backfill_assets.engine.wap.audit import (
     CHECK_SCHEMA,
 )
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from tests.corruption import file_halved_before_its_audits
 from tests.orders import run_partitions
 
 DAY1, DAY2 = "2022-09-01", "2022-09-02"
@@ -25,7 +26,7 @@ PIPELINE = [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE]
 
 
 def _defect(asset: str, kind: str) -> dict:
-    return {"ops": {asset: {"config": {"inject_defect": kind}}}}
+    return {"ops": {asset: {"config": {"defect": kind}}}}
 
 
 def _materializations(instance: dg.DagsterInstance, asset: str, run_id: str):
@@ -94,16 +95,23 @@ def test_second_run_supersedes_the_first(env):
         ("corrupt_file", CHECK_FILE_INTEGRITY),
     ],
 )
-def test_defect_is_rejected_and_previous_version_keeps_serving(env, defect, failing_check):
+def test_defect_is_rejected_and_previous_version_keeps_serving(env, defect, failing_check, tmp_path, monkeypatch):
     [good] = run_partitions(env.instance, [DAY1], assets=PIPELINE)
     assert good.success
     serving = env.catalog.current(ORDER_FACTS, DAY1)
     serving_frame = env.warehouse.read_verified(serving.path, serving.sha256, serving.rows)
     revenue_before = env.catalog.current(DAILY_REVENUE, DAY1)
 
-    [bad] = run_partitions(
-        env.instance, [DAY1], assets=PIPELINE, run_config_for={DAY1: _defect(ORDER_FACTS, defect)}
-    )
+    if defect == "corrupt_file":  # the bytes on disk, not the frame: damaged between the write and the audits
+        with file_halved_before_its_audits(env.settings.catalog_url, ORDER_FACTS, DAY1, tmp_path / "hold",
+                                           monkeypatch) as halved:
+            # raw_orders is published already: order_facts is the first step to cross the hold.
+            [bad] = run_partitions(env.instance, [DAY1], assets=PIPELINE[1:])
+        assert halved, "the step never held at after_verifying"
+    else:
+        [bad] = run_partitions(
+            env.instance, [DAY1], assets=PIPELINE, run_config_for={DAY1: _defect(ORDER_FACTS, defect)}
+        )
     assert not bad.success
     assert "REJECTED" in bad.failure and serving.version_id in bad.failure and failing_check in bad.failure
 

@@ -18,6 +18,7 @@ from backfill_assets.engine.store import schema
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.sensors.propagation import propagate_once
+from tests.corruption import file_halved_before_its_audits
 from tests.engine.catalog_helpers import begin_verified, identity
 from tests.orders import GRAPH, run_partitions
 
@@ -43,7 +44,7 @@ def create(*args: str) -> str:
 
 def rejected_by_defect(env, asset: str = DAILY_REVENUE, day: str = DAY, defect: str = "drop_rows", *extra: str):
     """A request whose run of ``asset`` ``day`` fails its checks: (the REJECTED version id, the request id)."""
-    conf = json.dumps({"inject_defect": {day: {asset: defect}}})
+    conf = json.dumps({asset: {"defect_days": {day: defect}}})
     rid = create("--assets", asset, "--from", day, "--to", day, "--reprocess", "completed", "--conf", conf, *extra)
     drive(env, rid)
     newest = env.catalog.versions_of(asset, day)[-1]
@@ -126,7 +127,7 @@ def test_accept_publishes_the_rejected_version_and_then_reprocess_none_or_failed
 
 def test_accept_while_its_cascade_request_is_open_propagates_downstream_like_any_publish(env):
     run_partitions(env.instance, [DAY, DAY2])
-    conf = json.dumps({"inject_defect": {DAY: {ORDER_FACTS: "duplicate_keys"}}})
+    conf = json.dumps({ORDER_FACTS: {"defect_days": {DAY: "duplicate_keys"}}})
     rid = create("--assets", ORDER_FACTS, "--from", DAY, "--to", DAY2, "--reprocess", "completed",
                  "--downstream", "cascade", "--max-active", "1", "--partitions-per-run", "1", "--conf", conf)
     drive(env, rid, stop_after_ticks=1)
@@ -169,7 +170,9 @@ def test_accept_of_a_closed_requests_version_cascades_through_a_request_of_its_o
 
 @pytest.mark.parametrize("kind", ["abandoned", "writing", "verifying", "corrupt_file", "overwritten", "published",
                                   "superseded_by_newer"])
-def test_accept_refuses_anything_but_a_rejected_version_that_verifies_and_is_still_the_latest_judged(env, kind):
+def test_accept_refuses_anything_but_a_rejected_version_that_verifies_and_is_still_the_latest_judged(
+    env, kind, tmp_path, monkeypatch
+):
     run_partitions(env.instance, [DAY], assets=PIPELINE)
     message = {
         "abandoned": "is ABANDONED: its attempt was abandoned before its checks concluded",
@@ -188,8 +191,12 @@ def test_accept_refuses_anything_but_a_rejected_version_that_verifies_and_is_sti
         version_id = begin_verified(env.catalog, identity("run-x", key=DAY, asset=DAILY_REVENUE))
     elif kind == "published":
         version_id = env.catalog.current(DAILY_REVENUE, DAY).version_id
-    elif kind == "corrupt_file":
-        version_id, _ = rejected_by_defect(env, defect="corrupt_file")
+    elif kind == "corrupt_file":  # rejected by the file-integrity check: its bytes were damaged before the audits
+        with file_halved_before_its_audits(env.settings.catalog_url, DAILY_REVENUE, DAY, tmp_path / "hold",
+                                           monkeypatch):
+            [run] = run_partitions(env.instance, [DAY], assets=[DAILY_REVENUE])
+        version_id = env.catalog.versions_of(DAILY_REVENUE, DAY)[-1].version_id
+        assert not run.success and env.catalog.get(version_id).state == "REJECTED"
     else:
         version_id, _ = rejected_by_defect(env)
         if kind == "overwritten":

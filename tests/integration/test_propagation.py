@@ -57,7 +57,7 @@ def test_cascade_runs_affected_cells_in_dependency_and_partition_order(env):
 
 def test_cascade_never_launches_downstream_of_a_rejected_version(env):
     _production(env)
-    conf = json.dumps({"inject_defect": {"2022-09-03": {ORDER_FACTS: "duplicate_keys"}}})
+    conf = json.dumps({ORDER_FACTS: {"defect_days": {"2022-09-03": "duplicate_keys"}}})
     rid = _create("--assets", ORDER_FACTS, "--from", "2022-09-03", "--to", "2022-09-03",
                   "--reprocess", "completed", "--downstream", "cascade", "--conf", conf)
     submitted = drive(env, rid)

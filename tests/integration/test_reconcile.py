@@ -46,10 +46,10 @@ def test_reconcile_counts_equal_the_truth(env, tmp_path):
     days = ["2022-09-01", "2022-09-02", "2022-09-03", "2022-09-04", "2022-09-05"]
     assert all(r.success for r in run_partitions(env.instance, days, assets=[RAW_ORDERS]))
     assert run_partitions(env.instance, ["2022-09-03"], assets=[ORDER_FACTS])[0].success
-    bad = {"2022-09-04": {"ops": {ORDER_FACTS: {"config": {"inject_defect": "drop_rows"}}}}}
+    bad = {"2022-09-04": {"ops": {ORDER_FACTS: {"config": {"defect": "drop_rows"}}}}}
     assert not run_partitions(env.instance, ["2022-09-04"], assets=[ORDER_FACTS], run_config_for=bad)[0].success
 
-    conf = json.dumps({"inject_defect": {"2022-09-02": {ORDER_FACTS: "bad_schema"}}})
+    conf = json.dumps({ORDER_FACTS: {"defect_days": {"2022-09-02": "bad_schema"}}})
     # One run per interval (5 days on 1 slot would batch under auto): the counts below are per-interval runs.
     rid = _create("--assets", ORDER_FACTS, "--from", days[0], "--to", days[-1], "--reprocess", "failed",
                   "--max-active", "1", "--partitions-per-run", "1", "--conf", conf)
@@ -163,7 +163,7 @@ def test_rollback_cascade_creates_a_request_for_every_consumer(env):
 def test_gc_purges_old_versions_but_never_current_or_rollback_target(env):
     for _ in range(3):
         assert run_partitions(env.instance, ["2022-09-01"], assets=[RAW_ORDERS])[0].success
-    bad = {"2022-09-01": {"ops": {RAW_ORDERS: {"config": {"inject_defect": "drop_rows"}}}}}
+    bad = {"2022-09-01": {"ops": {RAW_ORDERS: {"config": {"defect": "drop_rows"}}}}}
     run_partitions(env.instance, ["2022-09-01"], assets=[RAW_ORDERS], run_config_for=bad)
     v1, v2, v3, rejected = env.catalog.versions_of(RAW_ORDERS, "2022-09-01")
     assert (v1.state, v2.state, v3.state, rejected.state) == ("SUPERSEDED", "SUPERSEDED", "PUBLISHED", "REJECTED")

@@ -26,9 +26,8 @@ def business_days_from_now(args: list[str]) -> list[str]:
     days = {TODAY: today.isoformat(), TOMORROW: (today + timedelta(days=1)).isoformat()}
     return [days.get(arg, arg) for arg in args]
 
-DEEP = '{"inject_defect": ' + '{"a": ' * 12 + "1" + "}" * 12 + "}"
+DEEP = '{"handoff_window_seconds": ' + '{"a": ' * 12 + "1" + "}" * 12 + "}"
 VERY_DEEP = "[" * 100_000 + "]" * 100_000
-OUTSIDE = json.dumps({"inject_defect": {"2022-09-09": {DAILY_REVENUE: "drop_rows"}}})
 
 
 def create_args(**overrides: str | None) -> list[str]:
@@ -61,14 +60,13 @@ BAD_INPUT = [
     pytest.param(create_args(**{"--conf": '{"x": 1}'}), "unknown key", id="conf-unknown-key"),
     pytest.param(create_args(**{"--conf": DEEP}), "nested deeper", id="conf-deeply-nested"),
     pytest.param(create_args(**{"--conf": VERY_DEEP}), "--conf", id="conf-recursion-bomb"),
-    pytest.param(create_args(**{"--conf": OUTSIDE}), "not in the request", id="conf-partition-outside-range"),
     pytest.param(
-        create_args(**{"--conf": json.dumps({"inject_defect": {FIRST: {ORDER_FACTS: "drop_rows"}}})}),
-        "not selected",
+        create_args(**{"--conf": json.dumps({ORDER_FACTS: {"defect_days": {FIRST: "drop_rows"}}})}),
+        "which this request does not run",
         id="conf-asset-not-selected",
     ),
     pytest.param(
-        create_args(**{"--conf": json.dumps({"inject_defect": {FIRST: {DAILY_REVENUE: "explode"}}})}),
+        create_args(**{"--conf": json.dumps({DAILY_REVENUE: {"defect_days": {FIRST: "explode"}}})}),
         "explode",
         id="conf-unknown-defect",
     ),
@@ -166,7 +164,7 @@ def test_reprocess_none_skips_a_cell_whose_run_failed_without_a_version_and_fail
 
     assert run_partitions(env.instance, [FIRST, LAST], assets=[RAW_ORDERS])[0].success
     # A run that fails before writing anything: its config is refused inside the step (no version begun).
-    bogus = {FIRST: {"ops": {ORDER_FACTS: {"config": {"inject_defect_by_partition": {FIRST: "bogus"}}}}}}
+    bogus = {FIRST: {"ops": {ORDER_FACTS: {"config": {"defect_days": {FIRST: "bogus"}}}}}}
     [failed] = run_partitions(env.instance, [FIRST], assets=[ORDER_FACTS], run_config_for=bogus)
     assert not failed.success and env.catalog.versions_of(ORDER_FACTS, FIRST) == []
 

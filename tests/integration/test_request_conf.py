@@ -1,7 +1,8 @@
 """A request's run conf for an asset's own config (Airflow's "trigger with conf"), through the CLI on a real
 instance: validated up front, frozen, given to one-interval and batched runs, part of the version's params digest,
 and shown by `request show` and reconcile. The orders example's `order_facts` takes FxRates (usd_to_cny 7.1 and
-eur_to_cny 7.8 by default)."""
+eur_to_cny 7.8 by default). The example is a demo: each of its data assets also takes a deliberate defect
+(``backfill_assets.defects``), whose two fields are part of every frozen conf, unset (``NO_DEFECT``)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.store import schema
 from backfill_assets.engine.store.ledger import Ledger
-from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from backfill_assets.integration.assets.chunks import CHUNK_JOB, op_name
 from backfill_assets.integration.jobs import BACKFILL_JOB, PRODUCTION_JOB
 from backfill_assets.integration.request_jobs import REQUEST_JOB, REQUEST_OP
@@ -26,7 +27,8 @@ from tests.integration.driver_harness import drive
 from tests.orders import DEFS, GRAPH, run_partitions
 
 DAY = "2022-09-01"
-DEFAULT_RATES = {"usd_to_cny": 7.1, "eur_to_cny": 7.8}
+NO_DEFECT = {"defect": None, "defect_days": {}}
+DEFAULT_RATES = {"usd_to_cny": 7.1, "eur_to_cny": 7.8, **NO_DEFECT}
 FX_FIX = {ORDER_FACTS: {"usd_to_cny": 8.0}}
 
 
@@ -85,8 +87,8 @@ def test_request_show_and_reconcile_show_the_conf_and_each_versions_params(env, 
 
     report = invoke("reconcile", request_id, "--json")
     params = {c["asset"]: c["versions"][-1]["params"] for c in report["cells"]}
-    assert params[ORDER_FACTS] == {"inject_defect": None, "config": frozen[ORDER_FACTS]}
-    assert params[RAW_ORDERS] == {"inject_defect": None}  # an asset without a config has none
+    assert params[ORDER_FACTS] == {"config": frozen[ORDER_FACTS]}
+    assert params[RAW_ORDERS] == {"config": NO_DEFECT}  # not in the conf: its defaults
     human = invoke("reconcile", request_id, "--html", str(tmp_path / "r.html"))
     # The request's conf, then order_facts' cell line with the conf its version was computed with.
     assert f"conf {json.dumps(frozen, sort_keys=True)}" in " ".join(human.split())
@@ -99,7 +101,7 @@ def test_request_show_and_reconcile_show_the_conf_and_each_versions_params(env, 
 def test_a_different_conf_is_a_different_params_digest_and_the_same_conf_with_defaults_the_same(env):
     run_partitions(env.instance, [DAY], assets=[RAW_ORDERS, ORDER_FACTS])  # production: no conf at all
     [production] = env.catalog.versions_of(ORDER_FACTS, DAY)
-    assert production.params == {"inject_defect": None, "config": DEFAULT_RATES}
+    assert production.params == {"config": DEFAULT_RATES}
 
     def digest_of_request(conf: dict) -> tuple[str, str]:
         created_and_driven(env, conf, "--reprocess", "completed", assets=ORDER_FACTS)
@@ -140,13 +142,13 @@ def test_the_driver_puts_the_conf_in_one_interval_and_in_chunk_run_configs(env):
     for batch in batches:
         ops = run_config_for(GRAPH, batch)["ops"]
         assert ops[op_name(ORDER_FACTS)]["config"]["usd_to_cny"] == 8.0
-        assert set(ops[op_name(RAW_ORDERS)]["config"]) == {"partitions", "inject_defect_by_partition"}
+        assert set(ops[op_name(RAW_ORDERS)]["config"]) == {"partitions"}
 
 
 def test_dagster_takes_the_assets_fields_beside_the_gates_own_in_every_data_job():
     for job_name, op in ((PRODUCTION_JOB, ORDER_FACTS), (BACKFILL_JOB, ORDER_FACTS), (CHUNK_JOB, op_name(ORDER_FACTS))):
         job = DEFS.resolve_job_def(job_name)
-        config = {"usd_to_cny": 7.3, "inject_defect_by_partition": {DAY: "drop_rows"}}
+        config = {"usd_to_cny": 7.3, "defect_days": {DAY: "drop_rows"}}
         resolved = dg.validate_run_config(job, {"ops": {op: {"config": config}}})
         assert resolved["ops"][op]["config"]["usd_to_cny"] == 7.3
         assert resolved["ops"][op]["config"]["eur_to_cny"] == 7.8  # the default, filled in by Dagster
@@ -162,9 +164,9 @@ def ledger_rows(env) -> dict[str, list[tuple]]:
 
 BAD_CONF = [
     pytest.param(ORDER_FACTS, {"no_such_asset": {}}, "--conf has unknown key 'no_such_asset'; allowed: "
-                 "inject_defect, handoff_window_seconds, or a selected asset's config: order_facts", id="unknown-key"),
+                 "handoff_window_seconds, or a selected asset's config: order_facts", id="unknown-key"),
     pytest.param(ORDER_FACTS, {ORDER_FACTS: {"usd_rate": 8}}, "--conf order_facts has unknown field(s) 'usd_rate'; "
-                 "FxRates allows: usd_to_cny, eur_to_cny", id="unknown-field"),
+                 "FxRatesWithDefects allows: usd_to_cny, eur_to_cny, defect, defect_days", id="unknown-field"),
     pytest.param(ORDER_FACTS, {ORDER_FACTS: {"usd_to_cny": "eight"}}, "--conf order_facts.usd_to_cny: Value "
                  "\"eight\"", id="wrong-type"),
     pytest.param(ORDER_FACTS, {ORDER_FACTS: {"usd_to_cny": True}}, "--conf order_facts.usd_to_cny: true is a bool; "
@@ -174,13 +176,13 @@ BAD_CONF = [
     pytest.param(ORDER_FACTS, {ORDER_FACTS: {"usd_to_cny": {"env": "USD_RATE"}}}, "--conf order_facts.usd_to_cny: "
                  "give the value itself; a request freezes its conf", id="environment-variable"),
     pytest.param(ORDER_FACTS, {ORDER_FACTS: 8.0}, "--conf order_facts must be an object of its config fields "
-                 "(usd_to_cny, eur_to_cny)", id="section-not-an-object"),
+                 "(usd_to_cny, eur_to_cny, defect, defect_days)", id="section-not-an-object"),
     pytest.param(DAILY_REVENUE, FX_FIX, "--conf names asset 'order_facts', which this request does not run "
                  "(--assets daily_revenue)", id="asset-not-selected"),
     pytest.param(ORDER_FACTS, {RAW_ORDERS: {"x": 1}}, "--conf names asset 'raw_orders', which this request does not "
                  "run (--assets order_facts)",
                  id="upstream-not-run"),
-    pytest.param(f"{ORDER_FACTS},{DAILY_REVENUE}", {DAILY_REVENUE: {"fx": 1}}, "--conf names asset 'daily_revenue', "
+    pytest.param(f"{ORDER_FACTS},{REVENUE_ALERT}", {REVENUE_ALERT: {"fx": 1}}, "--conf names asset 'revenue_alert', "
                  "which declares no config; configurable: order_facts", id="asset-without-config"),
 ]
 

@@ -93,7 +93,7 @@ def json_values(max_leaves: int = 30):
 def nested(depth: int, inner: str = "1") -> str:
     text = inner
     for i in range(depth):
-        text = f'{{"inject_defect": {text}}}' if i % 2 else f"[{text}]"
+        text = f'{{"handoff_window_seconds": {text}}}' if i % 2 else f"[{text}]"
     return text
 
 
@@ -250,27 +250,39 @@ def test_generated_asset_selections_are_refused_in_one_line_or_planned_exactly(f
 
 
 def valid_confs():
-    defect = st.sampled_from(["drop_rows", "duplicate_keys", "bad_schema", "corrupt_file"])
-    inject = st.dictionaries(st.just(DAY), st.fixed_dictionaries({ORDER_FACTS: defect}), max_size=1)
+    """Confs stored exactly as given: an asset section names every field of its config (a request freezes the
+    defaults it was not given)."""
+    defect = st.sampled_from(["drop_rows", "duplicate_keys", "bad_schema"])
+    days = st.dictionaries(st.just(DAY), defect, max_size=1)
+    section = st.builds(lambda d: {"usd_to_cny": 7.1, "eur_to_cny": 7.8, "defect": None, "defect_days": d}, days)
     window = st.integers(1, 30 * 86400)
-    optional = {"inject_defect": inject, "handoff_window_seconds": window}
+    optional = {ORDER_FACTS: section, "handoff_window_seconds": window}
     return st.fixed_dictionaries({}, optional=optional).map(json.dumps)
+
+
+ORDER_FACTS_DEFAULTS = {"usd_to_cny": 7.1, "eur_to_cny": 7.8, "defect": None, "defect_days": {}}
+
+
+def stored_form(conf: str) -> dict:
+    """What a request freezes of an accepted conf: an asset's section with the defaults it was not given."""
+    given = json.loads(conf) if conf else {}
+    return {key: {**ORDER_FACTS_DEFAULTS, **value} if key == ORDER_FACTS else value for key, value in given.items()}
 
 
 conf_texts = st.one_of(
     valid_confs(),
     json_values().map(json.dumps),
-    st.dictionaries(st.sampled_from(["inject_defect", "handoff_window_seconds", "x", ""]), json_values(8),
+    st.dictionaries(st.sampled_from([ORDER_FACTS, "handoff_window_seconds", "x", ""]), json_values(8),
                     max_size=3).map(json.dumps),
     st.integers(1, 200).map(nested),
-    st.integers(60_000, 70_000).map(lambda n: json.dumps({"inject_defect": {}, "pad": "x" * n})),
-    st.integers(60_000, 70_000).map(lambda n: json.dumps({"inject_defect": {DAY: {ORDER_FACTS: "x" * n}}})),
+    st.integers(60_000, 70_000).map(lambda n: json.dumps({"handoff_window_seconds": 60, "pad": "x" * n})),
+    st.integers(60_000, 70_000).map(lambda n: json.dumps({ORDER_FACTS: {"defect_days": {DAY: "x" * n}}})),
     st.sampled_from(["[" * 100_000, "{" * 50_000, '{"a":' * 50_000, "1e999999", "NaN",
                      '{"handoff_window_seconds": NaN}',
-                     '{"handoff_window_seconds": 1e3}', '{"handoff_window_seconds": true}', '{"inject_defect": null}',
-                     '{"inject_defect": {"2022-09-01": {"order_facts": 7}}}', '{"a": 1, "a": 2}', "\x00", "",
-                     '{"inject_defect": {"../../x": {"order_facts": "drop_rows"}}}', '{"\\u0000": 1}',
-                     '{"inject_defect": {"2022-09-01": {"revenue_alert": "drop_rows"}}}', '"\\ud800"']),
+                     '{"handoff_window_seconds": 1e3}', '{"handoff_window_seconds": true}', '{"order_facts": null}',
+                     '{"order_facts": {"defect_days": {"2022-09-01": 7}}}', '{"a": 1, "a": 2}', "\x00", "",
+                     '{"order_facts": {"defect_days": {"../../x": "drop_rows"}}}', '{"\\u0000": 1}',
+                     '{"revenue_alert": {"defect_days": {"2022-09-01": "drop_rows"}}}', '"\\ud800"']),
     weird_text,
 )
 
@@ -285,7 +297,7 @@ def test_generated_conf_json_is_refused_in_one_line_or_stored_exactly(fuzz, tria
         if result is None:
             return
         out = json.loads(result.stdout)
-        assert out["conf"] == (json.loads(conf) if conf else {}), "the stored conf differs from the given one"
+        assert out["conf"] == stored_form(conf), "the stored conf differs from the given one"
         Ledger(fuzz.envs[backend].catalog).cancel(out["request_id"])
 
     run_property(trials, "input.conf_json", fuzz, prop)

@@ -152,7 +152,7 @@ def _project_files(fn: Callable[..., Any]) -> set[str]:
     package_dirs = list(getattr(top, "__path__", None) or [])
     if package_dirs:
         return {str(p) for d in package_dirs for p in Path(d).rglob("*.py")}
-    path = inspect.getsourcefile(fn)
+    path = inspect.getsourcefile(inspect.unwrap(fn))  # a decorated transform's own file, not its decorator's
     return {path} if path else set()
 
 

@@ -32,7 +32,6 @@ from backfill_assets.engine.model.request_model import (
     RequestSpec,
 )
 from backfill_assets.engine.model.run_conf import validate_asset_sections
-from backfill_assets.engine.wap.defects import validate_defect
 
 MAX_REASON = 2000
 Choice = TypeVar("Choice", bound=StrEnum)
@@ -102,7 +101,6 @@ def build_spec(graph: AssetGraph, newest_complete: str | None, asked: RequestInp
     # An asset a cascade adds to the request runs with the same conf as a selected one.
     reach = cascade_reach(graph, selected, downstream)
     spec_conf = validate_asset_sections(graph, check_conf(asked.conf), selected, CONF_KEYS, reach=reach)
-    _validate_defects(graph, spec_conf, partitions, selected)
     past = [a for a in selected if graph[a].depends_on_past]
     if order == Order.BACKWARD and past:
         raise RefusedField("{order} backward is refused: {assets} depends on the past and runs forward only",
@@ -275,29 +273,6 @@ def _side_effects(graph: AssetGraph, names: Sequence[str], approved_by: str | No
     if chosen and not approved_by:
         raise InvalidField("{allow_side_effects} needs {approved_by} (who approved the side effects)")
     return chosen
-
-
-def _validate_defects(
-    graph: AssetGraph, conf: dict[str, Any], partitions: tuple[str, ...], assets: tuple[str, ...]
-) -> None:
-    defects = conf.get("inject_defect", {})
-    if not isinstance(defects, dict):
-        raise InvalidField("{conf} inject_defect must map partition -> {{asset: defect}}")
-    for key, per_asset in defects.items():
-        if key not in partitions:
-            raise InvalidField("{conf} inject_defect names partition {key!r}, which is not in the request", key=key)
-        if not isinstance(per_asset, dict):
-            raise InvalidField("{conf} inject_defect[{key!r}] must map asset -> defect", key=key)
-        for asset, defect in per_asset.items():
-            if asset not in assets:
-                raise InvalidField("{conf} inject_defect[{key!r}] names asset {asset!r}, which is not selected",
-                                   key=key, asset=asset)
-            if graph[asset].side_effect:
-                raise InvalidField("{conf} inject_defect: {asset} has no blocking checks to fail", asset=asset)
-            if not isinstance(defect, str):
-                raise InvalidField("{conf} inject_defect[{key!r}][{asset!r}] must be a string", key=key,
-                                   asset=asset)
-            validate_defect(defect)
 
 
 def _clean_name(value: str | None, name: str) -> str | None:

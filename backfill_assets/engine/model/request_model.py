@@ -92,7 +92,7 @@ CELL_CANCELLED = CellDecision.CANCELLED
 TERMINAL_CELLS = (PUBLISHED, REJECTED, FAILED, SKIPPED, CELL_CANCELLED)
 SUCCESS_CELLS = (PUBLISHED, SKIPPED)
 
-CONF_KEYS = ("inject_defect", "handoff_window_seconds")
+CONF_KEYS = ("handoff_window_seconds",)
 MAX_CONF_BYTES = 64 * 1024
 MAX_CONF_DEPTH = 8
 MAX_ACTIVE_LIMIT = 64
@@ -162,9 +162,6 @@ class RequestSpec:
             if graph[asset].side_effect and not self.side_effect_authorized(asset)
             for partition in self.partitions
         }
-
-    def defect_for(self, partition: str, asset: str) -> str | None:
-        return self.conf.get("inject_defect", {}).get(partition, {}).get(asset)
 
     def config_for(self, asset: str) -> dict[str, Any]:
         """The asset's own run config frozen in the request (every field, defaults filled), or {}."""

@@ -1,10 +1,10 @@
 """A request's ``conf`` sections per asset: checked against each asset's config schema when it is created.
 
-``conf`` layout: the library's own keys (``inject_defect``, ``handoff_window_seconds``) and, per asset the request
+``conf`` layout: the library's own key (``handoff_window_seconds``) and, per asset the request
 may run that declares a config (a selected one, or one its ``downstream`` cascade or handoff reaches), that
 asset's fields::
 
-    {"inject_defect": {...}, "order_facts": {"usd_to_cny": 7.3}}
+    {"handoff_window_seconds": 3600, "order_facts": {"usd_to_cny": 7.3}}
 """
 
 from __future__ import annotations

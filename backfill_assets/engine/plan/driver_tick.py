@@ -55,7 +55,6 @@ class Submission:
     partitions: tuple[str, ...]
     assets: tuple[str, ...]
     run_key: str
-    defects: dict[str, dict[str, str]]  # asset -> partition -> defect
     cells: tuple[tuple[str, str], ...] = ()  # (asset, partition) written by the run
     slot: int | None = None  # run slot when the instance enforces one run per slot (queue-ahead)
     # asset -> its own config frozen in the request (only assets the request configured)
@@ -384,11 +383,6 @@ def _submission(spec: M.RequestSpec, cells: list[Cell], key: str) -> Submission:
     ordered = sorted(cells, key=lambda c: c.ordinal)
     assets = tuple(dict.fromkeys(c.asset for c in ordered))
     partitions = tuple(sorted({c.partition_key for c in ordered}))
-    defects: dict[str, dict[str, str]] = {}
-    for cell in ordered:
-        defect = spec.defect_for(cell.partition_key, cell.asset)
-        if defect:
-            defects.setdefault(cell.asset, {})[cell.partition_key] = defect
     cells_written = tuple(c.key for c in ordered)
     configs = {asset: spec.config_for(asset) for asset in assets if spec.config_for(asset)}
-    return Submission(partitions, assets, key, defects, cells_written, configs=configs)
+    return Submission(partitions, assets, key, cells_written, configs=configs)

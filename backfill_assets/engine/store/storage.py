@@ -112,13 +112,8 @@ class Warehouse:
         frame: pd.DataFrame,
         identity_labels: dict[str, str],
         manifest_extra: dict[str, Any],
-        corrupt_on_disk: bool = False,
     ) -> WrittenVersion:
-        """Write ``data.parquet`` then ``_manifest.json``; refuse to overwrite either.
-
-        ``corrupt_on_disk`` is the ``corrupt_file`` defect: the manifest records the intended bytes while a
-        truncated copy lands on disk, which the file-integrity check must then catch.
-        """
+        """Write ``data.parquet`` then ``_manifest.json``; refuse to overwrite either."""
         table = pa.Table.from_pandas(frame, preserve_index=False)
         meta = dict(table.schema.metadata or {})
         meta[IDENTITY_METADATA_KEY] = json.dumps(identity_labels, sort_keys=True).encode()
@@ -131,7 +126,7 @@ class Warehouse:
         with storage_call(self.root, "creating", directory):
             directory.mkdir(parents=True, exist_ok=True)
         data_path = directory / DATA_FILE
-        self._write_once(data_path, payload[: len(payload) // 2] if corrupt_on_disk else payload)
+        self._write_once(data_path, payload)
         fault_point(AFTER_DATA_FILE)
         schema = frame_schema(frame)
         stats = column_stats(frame)

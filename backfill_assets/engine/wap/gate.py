@@ -23,7 +23,6 @@ from backfill_assets.engine.model.states import IN_PROGRESS, VERIFIED, VersionSt
 from backfill_assets.engine.store.catalog import Catalog, PointerMove, Version
 from backfill_assets.engine.store.storage import Warehouse, WrittenVersion
 from backfill_assets.engine.wap.audit import CheckOutcome, run_audits
-from backfill_assets.engine.wap.defects import CORRUPT_FILE, apply_defect
 from backfill_assets.engine.wap.faults import AFTER_PUBLISH_COMMIT, AFTER_VERIFYING, fault_point
 
 
@@ -98,11 +97,9 @@ class Gate:
         self,
         frame: pd.DataFrame,
         available: Mapping[str, Any],
-        defect: str | None = None,
         source_fingerprint: str | None = None,
         extra_manifest: dict[str, Any] | None = None,
     ) -> list[CheckOutcome]:
-        frame = apply_defect(frame, defect, dict(self.spec.schema))
         directory = self.warehouse.version_dir(
             self.spec.name, self.identity.partition_key, self.identity.logical_run_id, self.attempt_no
         )
@@ -118,7 +115,6 @@ class Gate:
                 "source_fingerprint": source_fingerprint,
                 **(extra_manifest or {}),
             },
-            corrupt_on_disk=defect == CORRUPT_FILE,
         )
         self.version = self.catalog.mark_verifying(
             self.version_id,

@@ -18,6 +18,7 @@ from backfill_assets import (
     totals_match,
     unique_key,
 )
+from backfill_assets.defects import with_defects
 
 from . import transforms
 from .domain import (
@@ -151,9 +152,12 @@ def revenue_alert(interval, daily_revenue: pd.DataFrame) -> dict:
 
 
 def orders_definitions(executor: dg.ExecutorDefinition | None = None) -> dg.Definitions:
-    """The orders code location; ``executor`` runs its steps (``on_celery`` passes Celery's)."""
+    """The orders code location; ``executor`` runs its steps (``on_celery`` passes Celery's).
+
+    A demo: its data assets take deliberate defects (``with_defects``), so the demo and its tests make a blocking
+    check fail for real; a production code location passes its assets as they are."""
     return backfill_definitions(
-        assets=[raw_orders, order_facts, daily_revenue, customer_snapshot, revenue_alert],
+        assets=with_defects(raw_orders, order_facts, daily_revenue, customer_snapshot, revenue_alert),
         resources={"orders_source": OrdersSource(), "alert_sink": AlertSink()},
         executor=executor,
     )

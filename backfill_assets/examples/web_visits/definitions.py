@@ -29,6 +29,7 @@ from backfill_assets import (
     row_count,
     unique_key,
 )
+from backfill_assets.defects import with_defects
 
 from .source import Clickstream, open_clickstream, seed_days
 
@@ -181,7 +182,8 @@ def arrive_late(first: str, last: str, per_day: int) -> int:
     return seed_days(Settings.from_env().source_url, CALENDAR, first, last, per_day, batch="late")
 
 
+# A demo: its data assets take deliberate defects (backfill_assets.defects), so its tests make a check fail for real.
 defs = backfill_definitions(
-    assets=[page_views, signups, visits, conversions, hourly_traffic],
+    assets=with_defects(page_views, signups, visits, conversions, hourly_traffic),
     resources={"clickstream": ClickstreamSource()},
 )

@@ -21,7 +21,6 @@ from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
 from backfill_assets.engine.model.identity import validate_partition_key
 from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.catalog import Catalog
-from backfill_assets.engine.wap.defects import validate_defect
 from backfill_assets.integration.assets.dashboard import day_events
 from backfill_assets.integration.assets.gated import SOURCE_POOL, gate_one
 from backfill_assets.integration.assets.user_config import step_config, with_user_fields
@@ -40,21 +39,17 @@ class ChunkAssetConfig(dg.Config):
     """The days this run writes for one asset (none: the asset is not part of the chunk)."""
 
     partitions: list[str] = []
-    inject_defect_by_partition: dict[str, str] = {}
 
 
 def chunk_run_config(
-    days_by_asset: Mapping[str, list[str]],
-    defects: Mapping[str, Mapping[str, str]],
-    configs: Mapping[str, Mapping[str, Any]] | None = None,
+    days_by_asset: Mapping[str, list[str]], configs: Mapping[str, Mapping[str, Any]] | None = None
 ) -> dict:
-    """Each asset's days and defects, and its own config (``configs``: asset → fields) beside them."""
+    """Each asset's days, and its own config (``configs``: asset → fields) beside them."""
     return {
         "ops": {
             op_name(asset): {
                 "config": {
                     "partitions": list(days),
-                    "inject_defect_by_partition": dict(defects.get(asset, {})),
                     **(configs or {}).get(asset, {}),
                 }
             }
@@ -115,7 +110,6 @@ def build_chunk_op(
         user_config = step_config(context.op_config, config_class)
         try:
             days = [validate_partition_key(d) for d in config.partitions]
-            defects = {d: validate_defect(x) for d, x in config.inject_defect_by_partition.items()}
         except BackfillError as exc:
             raise dg.Failure(description=f"{spec.name}: {exc}", allow_retries=False) from exc
         if spec.depends_on_past:
@@ -125,7 +119,7 @@ def build_chunk_op(
         planned = planned_days(context.run.run_config, graph)
         for n, key in enumerate(days):
             published = yield from _gate_day(context, graph, spec, backfill, catalog, run_id, planned, key,
-                                             defects.get(key), user_config, upstream_in_chunk, n == 0)
+                                             user_config, upstream_in_chunk, n == 0)
             if spec.depends_on_past and not published and days[n + 1:]:
                 # Airflow's depends_on_past: a later day would read a previous day this request did not publish.
                 later = days[n + 1:]
@@ -145,7 +139,6 @@ def _gate_day(
     run_id: str,
     planned: Mapping[str, list[str]],
     key: str,
-    defect: str | None,
     user_config: Any,
     upstream_in_chunk: list[str],
     first_of_step: bool,
@@ -167,7 +160,7 @@ def _gate_day(
     report_materialization_planned(
         context.instance, context.run.run_id, context.run.job_name, str(context.op_handle), spec.name, key
     )
-    outcome = gate_one(context, graph, spec, backfill, key, defect, user_config, first_of_step)
+    outcome = gate_one(context, graph, spec, backfill, key, user_config, first_of_step)
     if outcome is None:
         return True  # left alone by the admission check: what serves stands
     # Not blocking in Dagster's sense here: a failed blocking evaluation would fail the op, and the op must

@@ -2,8 +2,7 @@
 
 
 import json
-from enum import Enum
-from typing import Callable, Optional
+from typing import Callable
 
 import dagster as dg
 
@@ -14,7 +13,6 @@ from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.wap.audit import check_names
 from backfill_assets.engine.wap.compute import compute
-from backfill_assets.engine.wap.defects import validate_defect
 from backfill_assets.engine.wap.faults import AFTER_EVENT, fault_point
 from backfill_assets.engine.wap.gate import Gate, GateOutcome, earlier_publish
 from backfill_assets.integration.assets.admission import admission_skip, frozen_code_version
@@ -38,19 +36,8 @@ SOURCE_POOL = "source_system"
 STOPPED_RUN_STATUSES = (dg.DagsterRunStatus.CANCELING, dg.DagsterRunStatus.CANCELED)
 
 
-class Defect(str, Enum):
-    """Deliberate defects that make one blocking check fail for real (tests and the demo)."""
-
-    drop_rows = "drop_rows"
-    duplicate_keys = "duplicate_keys"
-    bad_schema = "bad_schema"
-    corrupt_file = "corrupt_file"
-
-
 class GateConfig(dg.Config):
-    inject_defect: Optional[Defect] = None
-    # Per-partition defects, used by the driver (also in batched runs); validated like inject_defect.
-    inject_defect_by_partition: Optional[dict[str, str]] = None
+    """The library's own op config of a gated step: none; a configurable asset's own fields sit beside it."""
 
 
 def check_specs_for(spec: DeclaredAsset, partitions_def: dg.PartitionsDefinition) -> list[dg.AssetCheckSpec]:
@@ -109,7 +96,6 @@ def gate_one(
     spec: DeclaredAsset,
     backfill: BackfillResource,
     key: str,
-    defect: str | None,
     user_config: StepConfig | None = None,
     first_of_step: bool = True,
 ) -> GateOutcome | None:
@@ -125,7 +111,7 @@ def gate_one(
         # Dagster retries a step interrupted by a termination when it has a RetryPolicy (ours does): the new
         # attempt of a cancelled run stops here instead of computing, and its run can end CANCELED.
         raise dg.Failure(description=f"{spec.name} {key}: {reason}", allow_retries=False)
-    params: dict = {"inject_defect": defect}
+    params: dict = {}
     if user_config is not None:
         # Normalized with every default, so a retry (or a run given the defaults explicitly) digests the same.
         params["config"] = user_config.values
@@ -155,7 +141,7 @@ def gate_one(
         computed = compute(
             gate, graph, user_resources(context, spec), user_config.instance if user_config is not None else None
         )
-        checks = gate.write_and_audit(computed.frame, computed.available, defect, computed.source_fingerprint)
+        checks = gate.write_and_audit(computed.frame, computed.available, computed.source_fingerprint)
         outcome = gate.conclude(checks)
     except BackfillError as exc:
         gate.abandon_if_unfinished(str(exc))
@@ -179,17 +165,11 @@ def _rejection(spec: DeclaredAsset, key: str, outcome: GateOutcome) -> str:
     )
 
 
-def _defect_for(config: GateConfig, key: str) -> str | None:
-    by_partition = (config.inject_defect_by_partition or {}).get(key)
-    return validate_defect(by_partition or (config.inject_defect.value if config.inject_defect else None))
-
-
 def _run_single(
-    context, graph: AssetGraph, spec: DeclaredAsset, config: GateConfig, backfill: BackfillResource,
-    user_config: StepConfig | None,
+    context, graph: AssetGraph, spec: DeclaredAsset, backfill: BackfillResource, user_config: StepConfig | None
 ):
     key = context.partition_key
-    outcome = gate_one(context, graph, spec, backfill, key, _defect_for(config, key), user_config)
+    outcome = gate_one(context, graph, spec, backfill, key, user_config)
     if outcome is None:
         return  # left alone: no materialization, no check results; downstream steps of this run are skipped
     selected = {key.name for key in context.selected_asset_check_keys}
@@ -222,8 +202,7 @@ def rejection_summary(asset: str, rejected: list[str], total: int) -> str:
 
 
 def _run_batch(
-    context, graph: AssetGraph, spec: DeclaredAsset, config: GateConfig, backfill: BackfillResource,
-    user_config: StepConfig | None,
+    context, graph: AssetGraph, spec: DeclaredAsset, backfill: BackfillResource, user_config: StepConfig | None
 ):
     """A range run: every partition still gets its own version, checks, publish and reads, one frame at a time.
 
@@ -232,7 +211,7 @@ def _run_batch(
     """
     rejected: list[str] = []
     for n, key in enumerate(context.partition_keys):
-        outcome = gate_one(context, graph, spec, backfill, key, _defect_for(config, key), user_config, n == 0)
+        outcome = gate_one(context, graph, spec, backfill, key, user_config, n == 0)
         if outcome is None:
             continue
         # The range run deselected the checks (a range step has no partition of its own): the step reports each
@@ -282,12 +261,13 @@ def build_gated_asset(
         retry_policy=dg.RetryPolicy(max_retries=2, delay=1),
     )
     def _gated(context: dg.AssetExecutionContext, config: op_config):  # type: ignore[valid-type]
+        del config  # read as the op's config by step_config, beside the library's own (none)
         backfill = getattr(context.resources, BACKFILL_RESOURCE)
         user_config = step_config(context.op_execution_context.op_config, config_class)
         if len(context.partition_keys) > 1:
-            yield from _run_batch(context, graph, spec, config, backfill, user_config)
+            yield from _run_batch(context, graph, spec, backfill, user_config)
         else:
-            yield from _run_single(context, graph, spec, config, backfill, user_config)
+            yield from _run_single(context, graph, spec, backfill, user_config)
 
     return _gated
 

@@ -79,7 +79,6 @@ def run_chunk(
     *,
     defs: dg.Definitions,
     tags: Mapping[str, str] | None = None,
-    defects: Mapping[str, Mapping[str, str]] | None = None,
     configs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> LocalRun:
     """One batched (chunk) run in-process: the given days of each batchable asset (``configs``: asset → its own
@@ -87,7 +86,7 @@ def run_chunk(
     result = defs.resolve_job_def(CHUNK_JOB).execute_in_process(
         instance=instance,
         tags={T.LANE: T.LANE_MANUAL, **(tags or {}), **chunk_tags(days_by_asset)},
-        run_config={**QUIET, **chunk_run_config(days_by_asset, defects or {}, configs)},
+        run_config={**QUIET, **chunk_run_config(days_by_asset, configs)},
         raise_on_error=False,
     )
     first = min(d for days in days_by_asset.values() for d in days)

@@ -51,17 +51,10 @@ def run_tags_for(record: RequestRecord) -> dict[str, str]:
 
 
 def run_config_for(graph: AssetGraph, submission: Submission) -> dict:
-    """The run's config: per asset, the request's defects and the asset's own config frozen in the request."""
+    """The run's config: per asset, the asset's own config frozen in the request."""
     if submission.batched:
-        return chunk_run_config(submission.days_by_asset(graph), submission.defects, submission.configs)
-    ops: dict[str, dict] = {}
-    for asset in submission.assets:
-        config = dict(submission.configs.get(asset, {}))
-        if asset in submission.defects:
-            config["inject_defect_by_partition"] = submission.defects[asset]
-        if config:
-            ops[asset] = {"config": config}
-    return {"ops": ops}
+        return chunk_run_config(submission.days_by_asset(graph), submission.configs)
+    return {"ops": {asset: {"config": dict(config)} for asset, config in submission.configs.items() if config}}
 
 
 def run_request_for(graph: AssetGraph, record: RequestRecord, submission: Submission) -> dg.RunRequest:
