@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+import dagster as dg
 import pytest
 from playwright.sync_api import expect
 
@@ -26,6 +27,21 @@ RANGE = "[2022-10-01...2022-10-05]"
 TAG_KEY, TAG_VALUE = "backfill/reprocess", "failed"
 DROP_ROWS = {"ops": {ORDER_FACTS: {"config": {"defect": "drop_rows"}}}}
 SKIP_REASON = "latest attempt PUBLISHED (backfill/reprocess=failed)"
+BACKFILL_COUNTS = """
+query Counts($id: String!) {
+  partitionBackfillOrError(backfillId: $id) {
+    ... on PartitionBackfill {
+      assetBackfillData {
+        assetBackfillStatuses {
+          ... on AssetPartitionsStatusCounts {
+            numPartitionsTargeted numPartitionsMaterialized numPartitionsFailed
+          }
+        }
+      }
+    }
+  }
+}
+"""
 
 
 def launch_backfill_from_the_dialog(ui: UI) -> dict:
@@ -123,6 +139,18 @@ def test_a_backfill_launched_from_the_dialog_keeps_its_reprocess_policy(e2e: Bro
     expect(ui.page.get_by_role("link", name=ORDER_FACTS)).to_be_visible()
     expect(ui.page.get_by_text("100% completed", exact=True)).to_be_visible()
     ui.screenshot("1-backfill-finished")
+    # What that page counts (the same GraphQL field it renders): the days left alone are materialized at the
+    # version serving them, none Failed.
+    [counts] = e2e.webserver.graphql(BACKFILL_COUNTS, {"id": backfill_id})["partitionBackfillOrError"][
+        "assetBackfillData"]["assetBackfillStatuses"]
+    assert (counts["numPartitionsTargeted"], counts["numPartitionsMaterialized"], counts["numPartitionsFailed"]) == (
+        len(DAYS), len(DAYS), 0), counts
+    for day in PUBLISHED:
+        filter_ = dg.AssetRecordsFilter(asset_key=dg.AssetKey(ORDER_FACTS), asset_partitions=[day])
+        [latest] = e2e.instance.fetch_materializations(filter_, limit=1).records
+        metadata = {k: v.value for k, v in latest.asset_materialization.metadata.items()}
+        assert latest.run_id == cells[day]["dagster_run_id"], (day, latest.run_id)
+        assert (metadata["version_id"], metadata["recomputed"]) == (serving[day], False), metadata
     # Its Runs tab: one run per day, the skipped days' runs included (they succeed, having materialized nothing).
     ui.page.get_by_role("tab", name="Runs").click()
     for day in DAYS:

@@ -12,7 +12,7 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.outbox import deliveries
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from tests.homes import TEST_CODE_VERSION
-from tests.orders import GRAPH, run_partitions
+from tests.orders import DAILY_PARTITIONS, GRAPH, run_partitions
 
 DAY = "2022-09-02"
 # run_partitions tags production runs; a UI backfill's runs carry no lane tag of ours.
@@ -33,8 +33,32 @@ def test_a_published_cell_is_left_alone_under_reprocess_failed_and_says_why(env)
     assert Admissions(env.catalog).skips_of_runs([run.run_id]) == {
         (ORDER_FACTS, DAY, run.run_id): "latest attempt PUBLISHED (backfill/reprocess=failed)"
     }
-    materialized = env.instance.fetch_materializations(dg.AssetKey(ORDER_FACTS), limit=10).records
-    assert all(m.run_id != run.run_id for m in materialized), "a left-alone cell must not be materialized"
+    # Dagster shows the day as the version serving it: reported again, not recomputed, its checks as recorded.
+    [again] = [m for m in env.instance.fetch_materializations(dg.AssetKey(ORDER_FACTS), limit=10).records
+               if m.run_id == run.run_id]
+    metadata = {k: v.value for k, v in again.asset_materialization.metadata.items()}
+    assert (metadata["version_id"], metadata["recomputed"]) == (serving.version_id, False)
+    assert metadata["left_alone_because"] == "latest attempt PUBLISHED (backfill/reprocess=failed)"
+    checks = env.instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        [dg.AssetCheckKey(dg.AssetKey(ORDER_FACTS), "row_count")]
+    )
+    assert checks[dg.AssetCheckKey(dg.AssetKey(ORDER_FACTS), "row_count")].run_id == run.run_id
+
+
+def test_a_downstream_cell_of_the_same_run_is_decided_by_its_own_policy_not_skipped(env):
+    """order_facts is left alone (published, reprocess=failed); daily_revenue, never computed, is computed in the
+    same run from the version order_facts still serves, instead of being skipped by Dagster."""
+    assert all(r.success for r in run_partitions(env.instance, [DAY], assets=[RAW_ORDERS, ORDER_FACTS]))
+    serving = env.catalog.current(ORDER_FACTS, DAY)
+    [run] = run_partitions(env.instance, [DAY], assets=[ORDER_FACTS, DAILY_REVENUE],
+                           tags={**UI_BACKFILL, T.REPROCESS: "failed"})
+    assert run.success, run.failure
+    assert [v.version_id for v in env.catalog.versions_of(ORDER_FACTS, DAY)] == [serving.version_id]
+    revenue = env.catalog.current(DAILY_REVENUE, DAY)
+    assert revenue is not None and revenue.dagster_run_id == run.run_id
+    assert revenue.input_versions == {f"{ORDER_FACTS}/{DAY}": serving.version_id}
+    statuses = env.instance.get_status_by_partition(dg.AssetKey(DAILY_REVENUE), [DAY], DAILY_PARTITIONS)
+    assert statuses[DAY] == dg.AssetPartitionStatus.MATERIALIZED
 
 
 def test_without_the_tag_the_cell_is_recomputed_and_with_a_bad_value_nothing_is(env):

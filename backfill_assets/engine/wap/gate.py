@@ -42,6 +42,9 @@ class GateOutcome:
     serving_version_id: str | None
     move: PointerMove | None = None
     error: str | None = None
+    # Why a backfill launched from Dagster left the cell alone: the outcome then reports the version still serving
+    # again (not recomputed, no version created), so Dagster shows the day as what serves it.
+    left_alone: str | None = None
 
     @property
     def failed_checks(self) -> list[str]:
@@ -183,12 +186,25 @@ def earlier_publish(catalog: Catalog, identity: RunIdentity) -> GateOutcome | No
             and version.code_version == identity.code_version
             and VersionState(version.state) in VERIFIED
         ):
-            checks = [
-                CheckOutcome(
-                    c["name"], bool(c["passed"]), c.get("description") or "",
-                    {k: v for k, v in c.items() if k not in ("name", "passed", "description")},
-                )
-                for c in version.checks or []
-            ]
-            return GateOutcome(version, True, checks, version.version_id)
+            return GateOutcome(version, True, recorded_checks(version), version.version_id)
     return None
+
+
+def serving_again(catalog: Catalog, asset: str, partition_key: str, left_alone: str) -> GateOutcome | None:
+    """The version serving a cell that a backfill launched from Dagster left alone, as an outcome to report
+    again with the checks it passed when it was published (nothing written), or None when nothing serves."""
+    current = catalog.current(asset, partition_key)
+    if current is None:
+        return None
+    return GateOutcome(current, True, recorded_checks(current), current.version_id, left_alone=left_alone)
+
+
+def recorded_checks(version: Version) -> list[CheckOutcome]:
+    """The check results the catalog recorded for a version when it was judged."""
+    return [
+        CheckOutcome(
+            c["name"], bool(c["passed"]), c.get("description") or "",
+            {k: v for k, v in c.items() if k not in ("name", "passed", "description")},
+        )
+        for c in version.checks or []
+    ]

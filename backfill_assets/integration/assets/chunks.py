@@ -162,7 +162,7 @@ def _gate_day(
     )
     outcome = gate_one(context, graph, spec, backfill, key, user_config, first_of_step)
     if outcome is None:
-        return True  # left alone by the admission check: what serves stands
+        return True  # left alone with nothing serving it (only runs of a backfill launched from Dagster are)
     # Not blocking in Dagster's sense here: a failed blocking evaluation would fail the op, and the op must
     # complete so that the days its upstream did publish flow on (the verdict op fails the run).
     yield from day_events(context.instance, spec.name, key, outcome, context.run.run_id, blocking=None)

@@ -116,6 +116,9 @@ def published_metadata(outcome: GateOutcome) -> dict[str, Any]:
         "previous_version_id": _text(outcome.move.previous_version_id if outcome.move else None),
         "publish_seq": dg.MetadataValue.int(outcome.move.seq if outcome.move else 0),
         "checks": checks_table(outcome.checks),
+        # False: a backfill launched from Dagster left the day alone and this reports the version still serving.
+        "recomputed": dg.MetadataValue.bool(outcome.left_alone is None),
+        **({"left_alone_because": _text(outcome.left_alone)} if outcome.left_alone else {}),
     }
 
 
@@ -128,6 +131,8 @@ def materialization(asset: str, key: str, outcome: GateOutcome) -> dg.AssetMater
 
 
 def published_description(outcome: GateOutcome) -> str:
+    if outcome.left_alone:
+        return f"{outcome.version.version_id} still serving, not recomputed: {outcome.left_alone}"
     previous = outcome.move.previous_version_id if outcome.move else None
     return f"{outcome.version.version_id} published and serving (replaced {previous or 'nothing'})"
 
@@ -170,6 +175,8 @@ def check_metadata(outcome: GateOutcome, check: CheckOutcome) -> dict[str, Any]:
 
 
 def check_description(outcome: GateOutcome, check: CheckOutcome) -> str:
+    if outcome.left_alone:
+        return f"{check.description} — as judged when {outcome.version.version_id} was published (not recomputed)"
     if outcome.published:
         return check.description
     serving = outcome.serving_version_id or "nothing"

@@ -14,7 +14,7 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.wap.audit import check_names
 from backfill_assets.engine.wap.compute import compute
 from backfill_assets.engine.wap.faults import AFTER_EVENT, fault_point
-from backfill_assets.engine.wap.gate import Gate, GateOutcome, earlier_publish
+from backfill_assets.engine.wap.gate import Gate, GateOutcome, earlier_publish, serving_again
 from backfill_assets.integration.assets.admission import admission_skip, frozen_code_version
 from backfill_assets.integration.assets.dashboard import (
     CHECK_SPEC_NOTE,
@@ -100,7 +100,8 @@ def gate_one(
     first_of_step: bool = True,
 ) -> GateOutcome | None:
     """Write, audit and publish-or-reject one partition. Errors abandon the attempt; rejections do not raise.
-    None: a backfill launched from Dagster whose policy leaves the cell alone (``admission_skip``).
+    A backfill launched from Dagster whose policy leaves the cell alone (``admission_skip``) gets the version still
+    serving, reported again (``left_alone``), or None when nothing serves the cell.
     ``user_config``: what a configurable asset's step was given; its values are part of the version's params.
     ``first_of_step``: False for the later days of a step writing several, whose run was found running before its
     first day (each day's publish still reads it again)."""
@@ -123,8 +124,11 @@ def gate_one(
             "run; reporting it instead of publishing again"
         )
         return earlier
-    if admission_skip(context, graph, spec, backfill.catalog(), key) is not None:
-        return None
+    left_alone = admission_skip(context, graph, spec, backfill.catalog(), key)
+    if left_alone is not None:
+        # Reported, not skipped: Dagster then shows the day as the version serving it, and a downstream step of
+        # the same run is not skipped by Dagster but decided by its own policy.
+        return serving_again(backfill.catalog(), spec.name, key, left_alone)
     gate = Gate(
         backfill.catalog(),
         backfill.warehouse(),
@@ -171,7 +175,7 @@ def _run_single(
     key = context.partition_key
     outcome = gate_one(context, graph, spec, backfill, key, user_config)
     if outcome is None:
-        return  # left alone: no materialization, no check results; downstream steps of this run are skipped
+        return  # left alone with nothing serving: nothing to report; downstream steps of this run are skipped
     selected = {key.name for key in context.selected_asset_check_keys}
     if outcome.published:
         results = [r for r in _check_results(outcome) if r.check_name in selected]
