@@ -7,7 +7,7 @@ import pytest
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
-from backfill_assets.engine.model.cells import Cell, CellOrigin
+from backfill_assets.engine.model.cells import Cell, CellOrigin, Skip, SkipKind
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.plan.admission import admit, is_launched_from_dagster, launch_policy
 from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_spec, track_adopted
@@ -80,7 +80,7 @@ def test_adoption_turns_left_alone_cells_into_skips_with_the_reason_and_so_their
     day = "2022-09-01"
     cells = [_cell(RAW_ORDERS, day, 0), _cell(ORDER_FACTS, day, 1), _cell(DAILY_REVENUE, day, 2)]
     run = AdoptedRun(RunView("run-1", None, day, "SUCCESS"), (RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE))
-    skips = {(RAW_ORDERS, day, "run-1"): "latest attempt PUBLISHED (backfill/reprocess=failed)"}
+    skips = {(RAW_ORDERS, day, "run-1"): Skip("latest attempt PUBLISHED (backfill/reprocess=failed)")}
     updates, status = track_adopted(
         GRAPH, cells, [run], lambda a, p, r: None, True, False, lambda a, p, r: skips.get((a, p, r)),
     )
@@ -88,6 +88,8 @@ def test_adoption_turns_left_alone_cells_into_skips_with_the_reason_and_so_their
     assert decided[RAW_ORDERS] == (M.SKIPPED, "latest attempt PUBLISHED (backfill/reprocess=failed)")
     assert decided[ORDER_FACTS][0] == M.SKIPPED and "upstream raw_orders was left alone" in decided[ORDER_FACTS][1]
     assert decided[DAILY_REVENUE][0] == M.SKIPPED and "upstream raw_orders" in decided[DAILY_REVENUE][1]
+    # Left alone on purpose, not because something failed to publish: the kind says so, not the words.
+    assert {u.values["skip_kind"] for u in updates} == {SkipKind.DECIDED}
     assert status == (M.COMPLETED, "Dagster backfill finished")
 
 

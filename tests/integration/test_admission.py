@@ -6,6 +6,7 @@ from __future__ import annotations
 import dagster as dg
 
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.cells import Skip, SkipKind
 from backfill_assets.engine.plan.adoption import adopted_spec
 from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.ledger import Ledger
@@ -31,7 +32,7 @@ def test_a_published_cell_is_left_alone_under_reprocess_failed_and_says_why(env)
     assert [v.version_id for v in env.catalog.versions_of(ORDER_FACTS, DAY)] == [serving.version_id]
     assert "not recomputed — latest attempt PUBLISHED (backfill/reprocess=failed)" in _logs(env, run.run_id)
     assert Admissions(env.catalog).skips_of_runs([run.run_id]) == {
-        (ORDER_FACTS, DAY, run.run_id): "latest attempt PUBLISHED (backfill/reprocess=failed)"
+        (ORDER_FACTS, DAY, run.run_id): Skip("latest attempt PUBLISHED (backfill/reprocess=failed)", SkipKind.DECIDED)
     }
     # Dagster shows the day as the version serving it: reported again, not recomputed, its checks as recorded.
     [again] = [m for m in env.instance.fetch_materializations(dg.AssetKey(ORDER_FACTS), limit=10).records
@@ -76,8 +77,8 @@ def test_a_side_effect_without_approval_is_left_alone_not_failed(env):
     [run] = run_partitions(env.instance, [DAY], assets=[REVENUE_ALERT], tags=UI_BACKFILL)
     assert run.success, run.failure
     assert deliveries(env.catalog, DAY, asset=REVENUE_ALERT) == []
-    [(cell, reason)] = Admissions(env.catalog).skips_of_runs([run.run_id]).items()
-    assert cell == (REVENUE_ALERT, DAY, run.run_id) and "side effect not authorized" in reason
+    [(cell, skip)] = Admissions(env.catalog).skips_of_runs([run.run_id]).items()
+    assert cell == (REVENUE_ALERT, DAY, run.run_id) and "side effect not authorized" in skip.reason
 
 
 def test_a_ui_backfill_does_not_publish_under_code_that_changed_since_its_adoption(env):

@@ -8,6 +8,26 @@ from typing import Any, Mapping
 
 from backfill_assets.engine.model.request_model import CellDecision
 
+# The reasons of a cell skipped because something before it did not publish (SkipKind.LEFT_UNPUBLISHED).
+UPSTREAM_NOT_PUBLISHED = "upstream of this request was not published"
+PREVIOUS_NOT_PUBLISHED = "previous interval {} not published (depends on past)"
+
+
+class SkipKind(StrEnum):
+    """Why a cell was skipped, stored beside its reason so that nothing reads the reason's words."""
+
+    LEFT_UNPUBLISHED = "left_unpublished"  # something before it (an upstream cell, its previous day) did not publish
+    MARKED = "marked"  # a person's skip mark (``backfill-assets skip``) decided it
+    DECIDED = "decided"  # the request's policy left it alone: already done, in flight, not authorized, not run
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Why a cell is left alone: the words for people and the kind for the code."""
+
+    reason: str
+    kind: SkipKind = SkipKind.DECIDED
+
 
 class CellOrigin(StrEnum):
     """Why a cell is in the request."""
@@ -33,10 +53,20 @@ class Cell:
     run_key: str | None = None
     submitted_at: str | None = None
     updated_at: str | None = None
+    skip_kind: SkipKind | None = None  # a skipped cell's kind of skip
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.asset, self.partition_key)
+
+    @property
+    def left_unpublished(self) -> bool:
+        """Skipped because something before it did not publish, as opposed to deliberately."""
+        return self.decision == CellDecision.SKIPPED and self.skip_kind == SkipKind.LEFT_UNPUBLISHED
+
+    def skip(self, reason: str, kind: SkipKind, **values: Any) -> "CellUpdate":
+        """Skip this cell: the reason for people, the kind for the code."""
+        return self.change(decision=CellDecision.SKIPPED, reason=reason, skip_kind=kind, **values)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "Cell":
@@ -52,6 +82,7 @@ class Cell:
             run_key=row["run_key"],
             submitted_at=row["submitted_at"],
             updated_at=row["updated_at"],
+            skip_kind=SkipKind(row["skip_kind"]) if row.get("skip_kind") else None,
         )
 
     def as_dict(self) -> dict[str, Any]:

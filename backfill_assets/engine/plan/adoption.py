@@ -7,7 +7,7 @@ from typing import Callable
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
-from backfill_assets.engine.model.cells import Cell, CellUpdate
+from backfill_assets.engine.model.cells import Cell, CellUpdate, Skip, SkipKind
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.plan.admission import launch_policy
@@ -70,7 +70,7 @@ def track_adopted(
     version_state_of: Callable[[str, str, str], str | None],
     backfill_done: bool,
     backfill_cancelled: bool,
-    skip_of: Callable[[str, str, str], str | None] = lambda asset, partition, run_id: None,
+    skip_of: Callable[[str, str, str], Skip | None] = lambda asset, partition, run_id: None,
 ) -> tuple[list[CellUpdate], tuple[str, str] | None]:
     """Cell updates from the backfill's runs; the request closes once Dagster's backfill is done.
 
@@ -88,14 +88,15 @@ def track_adopted(
         run = latest.get(cell.key)
         if run is None:
             if backfill_done:
-                reason = "backfill cancelled before it ran" if backfill_cancelled else "not run by the backfill"
-                decision = M.CELL_CANCELLED if backfill_cancelled else M.SKIPPED
-                updates.append(cell.change(decision=decision, reason=reason))
+                if backfill_cancelled:
+                    updates.append(cell.change(decision=M.CELL_CANCELLED, reason="backfill cancelled before it ran"))
+                else:
+                    updates.append(cell.skip("not run by the backfill", SkipKind.DECIDED))
             continue
         state = version_state_of(cell.asset, cell.partition_key, run.view.run_id)
         left_alone = _left_alone(graph, cell, run, state, skip_of)
         if left_alone is not None:
-            updates.append(cell.change(decision=M.SKIPPED, reason=left_alone, dagster_run_id=run.view.run_id))
+            updates.append(cell.skip(left_alone.reason, left_alone.kind, dagster_run_id=run.view.run_id))
             continue
         settled = settle(run.view, state, graph[cell.asset].side_effect)
         if settled:
@@ -113,15 +114,15 @@ def _left_alone(
     cell: Cell,
     run: AdoptedRun,
     version_state: str | None,
-    skip_of: Callable[[str, str, str], str | None],
-) -> str | None:
+    skip_of: Callable[[str, str, str], Skip | None],
+) -> Skip | None:
     """Why the finished run left the cell alone: its own admission check, or an upstream cell of the same run
     that was left alone (Dagster skips the downstream step), or None."""
     if run.view.status not in FINISHED_RUN_STATUSES or version_state is not None:
         return None
-    reason = skip_of(cell.asset, cell.partition_key, run.view.run_id)
-    if reason:
-        return reason
+    own = skip_of(cell.asset, cell.partition_key, run.view.run_id)
+    if own is not None:
+        return own
     pending = list(graph[cell.asset].upstream)
     seen: set[str] = set()
     while pending:
@@ -130,7 +131,8 @@ def _left_alone(
             continue
         seen.add(upstream)
         why = skip_of(upstream, cell.partition_key, run.view.run_id)
-        if why:
-            return f"upstream {upstream} was left alone in this run ({why})"
+        if why is not None:
+            # Left alone by Dagster, which skipped the step: nothing of this request failed to publish.
+            return Skip(f"upstream {upstream} was left alone in this run ({why.reason})")
         pending.extend(graph[upstream].upstream)
     return None

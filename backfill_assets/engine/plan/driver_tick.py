@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.model.cells import Cell, CellOrigin, CellUpdate
+from backfill_assets.engine.model.cells import Cell, CellOrigin, CellUpdate, SkipKind
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.plan.chunking import (
@@ -94,9 +94,11 @@ class Settled:
     decision: M.CellDecision
     reason: str | None
     dagster_run_id: str | None
+    skip_kind: SkipKind | None = None  # a skip's kind
 
     def of(self, cell: Cell) -> CellUpdate:
-        return cell.change(decision=self.decision, reason=self.reason, dagster_run_id=self.dagster_run_id)
+        kind = {"skip_kind": self.skip_kind} if self.skip_kind else {}
+        return cell.change(decision=self.decision, reason=self.reason, dagster_run_id=self.dagster_run_id, **kind)
 
 
 def settle(run: RunView | None, version_state: str | None, side_effect: bool = False) -> Settled | None:
@@ -212,7 +214,7 @@ def _settle_finished(
         chain = (cell.run_key, cell.asset)
         if settled and chain in cut_short and state is None and run.status == "FAILURE":
             previous = graph.calendar.previous_key(cell.partition_key)
-            settled = Settled(M.SKIPPED, PREVIOUS_NOT_PUBLISHED.format(previous), run.run_id)
+            settled = Settled(M.SKIPPED, PREVIOUS_NOT_PUBLISHED.format(previous), run.run_id, SkipKind.LEFT_UNPUBLISHED)
         elif settled and record.status in RELAUNCHING and not side_effect and _failed_before_writing(cell, run, state):
             # Nothing of this cell was written (e.g. Dagster could not launch the run while its storage was
             # restarting): resubmit it under the next round's run key, decided afresh on the next tick (for a
@@ -292,7 +294,7 @@ def _submit_pending(
             continue
         ready, blocked = readiness(graph, group, cells, by_cell, batch=kind == BATCH)
         for cell, reason in blocked:
-            result.cell_updates.append(cell.change(decision=M.SKIPPED, reason=reason))
+            result.cell_updates.append(cell.skip(reason, SkipKind.LEFT_UNPUBLISHED))
         if ready is None:
             break  # a depends-on-past cell waits for its previous interval: keep strict order
         if not ready:
@@ -321,7 +323,7 @@ def _decided(spec: M.RequestSpec, graph: AssetGraph, ready: list[Cell], facts_of
         if decision.action == CREATE:
             creates.append(cell)
         else:
-            result.cell_updates.append(cell.change(decision=M.SKIPPED, reason=decision.reason))
+            result.cell_updates.append(cell.skip(decision.reason, decision.skip_kind))
     return creates
 
 
@@ -341,7 +343,7 @@ def _submit_chain(
     the run's first day is skipped, one after it waits for the next run (decided when that run is submitted)."""
     ready, blocked = chain_readiness(graph, group, cells, by_cell)
     for cell, reason in blocked:
-        result.cell_updates.append(cell.change(decision=M.SKIPPED, reason=reason))
+        result.cell_updates.append(cell.skip(reason, SkipKind.LEFT_UNPUBLISHED))
     if not ready or slots.free <= 0:
         return
     chunk: list[Cell] = []
@@ -354,7 +356,7 @@ def _submit_chain(
         elif chunk:
             break
         else:
-            result.cell_updates.append(cell.change(decision=M.SKIPPED, reason=decision.reason))
+            result.cell_updates.append(cell.skip(decision.reason, decision.skip_kind))
     if chunk:
         slots.take(record, chain_chunks(chunk, batch_size)[0], result)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from backfill_assets.engine.model.cells import SkipKind
 from backfill_assets.engine.model.graph import DeclaredAsset
 from backfill_assets.engine.model.request_model import ReprocessPolicy, RequestSpec
 from backfill_assets.engine.model.states import IN_PROGRESS, TERMINAL_FAILED, VersionState
@@ -34,6 +35,7 @@ class CellFacts:
 class Decision:
     action: str
     reason: str
+    skip_kind: SkipKind = SkipKind.DECIDED  # what a SKIP is: the policy's, or a person's mark
 
     @property
     def label(self) -> str:
@@ -53,7 +55,7 @@ def decide(spec: RequestSpec, asset: DeclaredAsset, facts: CellFacts) -> Decisio
     if facts.skip_mark:
         # A person marked the cell: only a request that re-runs everything (completed) overrides the mark.
         if spec.reprocess != ReprocessPolicy.COMPLETED:
-            return Decision(SKIP, facts.skip_mark)
+            return Decision(SKIP, facts.skip_mark, SkipKind.MARKED)
         return Decision(CREATE, f"reprocess=completed re-runs it although {facts.skip_mark}")
     if spec.reprocess == "completed":
         return Decision(CREATE, "reprocess=completed" if state else "no version yet")

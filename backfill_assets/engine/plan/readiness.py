@@ -5,21 +5,18 @@ functions of the cells, shared by the driver's tick for one-interval, batch and 
 from __future__ import annotations
 
 from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.model.cells import Cell
+from backfill_assets.engine.model.cells import PREVIOUS_NOT_PUBLISHED, UPSTREAM_NOT_PUBLISHED, Cell
 from backfill_assets.engine.model.graph import AssetGraph
 
-UPSTREAM_NOT_PUBLISHED = "upstream of this request was not published"
-PREVIOUS_NOT_PUBLISHED = "previous interval {} not published (depends on past)"
+__all__ = [
+    "PREVIOUS_NOT_PUBLISHED", "UPSTREAM_NOT_PUBLISHED", "chain_readiness", "left_unpublished", "readiness",
+    "upstream_status",
+]
 
 
 def left_unpublished(cell: Cell | None) -> bool:
     """Skipped because something before it failed, as opposed to deliberately (already published, policy)."""
-    if cell is None:
-        return False
-    reason = cell.reason or ""
-    return cell.decision == M.SKIPPED and (
-        reason == UPSTREAM_NOT_PUBLISHED or reason.startswith(PREVIOUS_NOT_PUBLISHED.split("{}")[0])
-    )
+    return cell is not None and cell.left_unpublished
 
 
 def readiness(

@@ -11,9 +11,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.model.cells import Cell, CellOrigin
+from backfill_assets.engine.model.cells import Cell, CellOrigin, SkipKind
 from backfill_assets.engine.model.graph import AssetGraph
-from backfill_assets.engine.model.overrides import MARKED_SKIPPED, Override, OverrideAction
+from backfill_assets.engine.model.overrides import Override, OverrideAction
 from backfill_assets.engine.model.states import IN_PROGRESS, VersionState
 from backfill_assets.engine.plan.reconcile_downstream import affected_downstream_report
 from backfill_assets.engine.store.catalog import Catalog, Version
@@ -311,7 +311,7 @@ def _decision_now(
 ) -> tuple[str, str | None, Override | None]:
     """The ledger's decision, corrected by what the cell's published version is now and by a person's override
     (``overrides``: the cell's, oldest first); with the override that decided it."""
-    if cell.decision == M.SKIPPED and (cell.reason or "").startswith(MARKED_SKIPPED):
+    if cell.decision == M.SKIPPED and cell.skip_kind == SkipKind.MARKED:
         marks = [o for o in overrides if o.action is OverrideAction.SKIP]
         return cell.decision, cell.reason, marks[-1] if marks else None
     if not published or cell.decision not in (M.PUBLISHED, M.REJECTED):

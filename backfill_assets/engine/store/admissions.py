@@ -6,6 +6,7 @@ from typing import Iterable
 
 import sqlalchemy as sa
 
+from backfill_assets.engine.model.cells import Skip, SkipKind
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.schema import admissions
@@ -15,7 +16,7 @@ class Admissions:
     def __init__(self, catalog: Catalog):
         self.catalog = catalog
 
-    def record_skip(self, dagster_run_id: str, asset: str, partition_key: str, reason: str) -> None:
+    def record_skip(self, dagster_run_id: str, asset: str, partition_key: str, skip: Skip) -> None:
         """Idempotent: a retried step that skips again keeps the first reason."""
         with self.catalog.engine.begin() as conn:
             exists = conn.execute(
@@ -29,18 +30,20 @@ class Admissions:
                 conn.execute(
                     admissions.insert().values(
                         dagster_run_id=dagster_run_id, asset=asset, partition_key=partition_key,
-                        reason=reason[:2000], at=iso(utc_now()),
+                        reason=skip.reason[:2000], at=iso(utc_now()), skip_kind=skip.kind.value,
                     )
                 )
 
-    def skips_of_runs(self, run_ids: Iterable[str]) -> dict[tuple[str, str, str], str]:
+    def skips_of_runs(self, run_ids: Iterable[str]) -> dict[tuple[str, str, str], Skip]:
         """(asset, partition, Dagster run) → why the step left the cell alone."""
         ids = list(run_ids)
-        found: dict[tuple[str, str, str], str] = {}
+        found: dict[tuple[str, str, str], Skip] = {}
         with self.catalog.reader.connect() as conn:
             for start in range(0, len(ids), 500):
                 rows = conn.execute(
                     sa.select(admissions).where(admissions.c.dagster_run_id.in_(ids[start : start + 500]))
                 ).all()
-                found.update({(r.asset, r.partition_key, r.dagster_run_id): r.reason for r in rows})
+                for r in rows:
+                    kind = SkipKind(r.skip_kind) if r.skip_kind else SkipKind.DECIDED
+                    found[(r.asset, r.partition_key, r.dagster_run_id)] = Skip(r.reason, kind)
         return found

@@ -14,6 +14,7 @@ from sqlalchemy.engine import Engine, make_url
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.store import publish_pg
 from backfill_assets.engine.store.schema import log_head, metadata
+from backfill_assets.engine.store.upgrades import FILL_ADDED_COLUMN
 
 T = TypeVar("T")
 
@@ -123,6 +124,9 @@ def _add_new_columns(engine: Engine) -> None:
                     f"ALTER TABLE {quote(table.name)} ADD COLUMN {quote(column.name)} "
                     f"{column.type.compile(dialect=engine.dialect)}"
                 )
+                fill = FILL_ADDED_COLUMN.get((table.name, column.name))
+                if fill is not None:
+                    fill(conn)
 
 
 def _ensure_publish_function(conn: sa.Connection) -> None:

@@ -8,7 +8,7 @@ from typing import Any, Iterable
 import sqlalchemy as sa
 
 from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.model.cells import Cell, CellOrigin, CellUpdate
+from backfill_assets.engine.model.cells import Cell, CellOrigin, CellUpdate, SkipKind
 from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanError
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
@@ -248,7 +248,8 @@ class Ledger:
                                 request_items.c.asset == asset,
                                 request_items.c.partition_key == partition,
                             )
-                            .values(decision=M.PENDING, reason="reopened: upstream republished", updated_at=now)
+                            .values(decision=M.PENDING, reason="reopened: upstream republished", skip_kind=None,
+                                    updated_at=now)
                         )
                         changed += 1
         return changed
@@ -333,6 +334,8 @@ def _item_rows(
             origin=origin,
             decision=decided.get((asset, partition), (M.PENDING, None))[0],
             reason=decided.get((asset, partition), (M.PENDING, None))[1],
+            # A cell decided at creation is an unauthorized side effect: the request's own decision.
+            skip_kind=SkipKind.DECIDED.value if (asset, partition) in decided else None,
             updated_at=now,
         )
         for i, (asset, partition) in enumerate(cells)

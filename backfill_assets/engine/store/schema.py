@@ -158,6 +158,7 @@ request_items = sa.Table(
     sa.Column("run_key", sa.String(255)),
     sa.Column("submitted_at", _ts),
     sa.Column("updated_at", _ts, nullable=False),
+    sa.Column("skip_kind", sa.String(24)),  # a skipped cell's SkipKind (left_unpublished | marked | decided)
 )
 
 claims = sa.Table(
@@ -222,6 +223,7 @@ admissions = sa.Table(
     sa.Column("partition_key", _key, primary_key=True),
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("at", _ts, nullable=False),
+    sa.Column("skip_kind", sa.String(24)),  # SkipKind; rows that predate it were decided by the policy
 )
 
 # An operator's overrides, never silent (backfill-assets accept / reject / skip): who decided what about which version

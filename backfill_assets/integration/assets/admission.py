@@ -7,6 +7,7 @@ from __future__ import annotations
 import dagster as dg
 
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.cells import Skip
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
 from backfill_assets.engine.model.overrides import skip_mark_reason
@@ -48,7 +49,7 @@ def admission_skip(
         raise dg.Failure(description=f"{spec.name} {partition}: {exc}", allow_retries=False) from exc
     if decision.action != SKIP:
         return None
-    Admissions(catalog).record_skip(context.run.run_id, spec.name, partition, decision.reason)
+    Admissions(catalog).record_skip(context.run.run_id, spec.name, partition, Skip(decision.reason, decision.skip_kind))
     context.log.info(f"{spec.name} {partition}: not recomputed — {decision.reason}")
     return decision.reason
 

@@ -4,6 +4,7 @@ most once per idempotency key through the catalog's outbox, however often the st
 import dagster as dg
 
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.cells import Skip
 from backfill_assets.engine.model.graph import INTERVAL_ARG, AssetGraph, DeclaredAsset, call_with
 from backfill_assets.engine.plan.admission import is_launched_from_dagster
 from backfill_assets.engine.store.admissions import Admissions
@@ -54,7 +55,7 @@ def _deliver(context: dg.AssetExecutionContext, graph: AssetGraph, spec: Declare
     if not side_effect_authorized(run_tags, spec.name):
         if is_launched_from_dagster(run_tags):
             reason = f"side effect not authorized (needs tags {T.ALLOW_SIDE_EFFECTS}={spec.name} and {T.APPROVED_BY})"
-            Admissions(backfill.catalog()).record_skip(context.run.run_id, spec.name, key, reason)
+            Admissions(backfill.catalog()).record_skip(context.run.run_id, spec.name, key, Skip(reason))
             context.log.info(f"{spec.name} {key}: not run — {reason}")
             return None
         raise dg.Failure(

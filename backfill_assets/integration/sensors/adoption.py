@@ -6,6 +6,7 @@ import dagster as dg
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.cells import Skip
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.plan.admission import adopted_request_id
 from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_spec, track_adopted
@@ -58,7 +59,7 @@ def adopt_and_track(
             for run in runs_of_request(instance, request_id)
         ]
         states = {}
-        skips: dict[tuple[str, str, str], str] = {}
+        skips: dict[tuple[str, str, str], Skip] = {}
         if runs:
             ids = [r.view.run_id for r in runs]
             for v in catalog.versions_of_dagster_runs(ids):
