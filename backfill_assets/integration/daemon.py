@@ -20,7 +20,7 @@ from backfill_assets.integration.runs.waker import DEFAULT_POLL_SECONDS
 
 
 @click.group(help="dagster-daemon run, its sensor, backfill and run-queue loops woken by new work instead of "
-                  "waiting 5 s / 30 s (README, 'The daemon').\n\nExample: backfill-assets-daemon run -m "
+                  "waiting 5 s / 30 s (docs/PERFORMANCE.md, 'The daemon').\n\nExample: backfill-assets-daemon run -m "
                   "my_project.definitions")
 @click.option("--backstop-seconds", type=click.FloatRange(min=1.0), default=None,
               help="Seconds between the sensor and backfill passes nothing woke (default: Dagster's, 5 and 30).")

@@ -1,4 +1,4 @@
-"""The production trigger: the one thing that launches production runs of a code location (docs: README,
+"""The production trigger: the one thing that launches production runs of a code location (docs/OPERATIONS.md,
 "Production runs and catchup"). Reads the clock, its cursor and the cells' facts, asks the engine's
 ``plan_production`` what to submit, and turns that into production-lane run requests."""
 
