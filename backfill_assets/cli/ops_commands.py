@@ -15,8 +15,8 @@ def handoff() -> None:
 
 
 @handoff.command("list")
-@click.option("--request", "request_id", default=None)
-@click.option("--status", default=None, help="open | accepted | declined | expired")
+@click.option("--request", "request_id", default=None, help="Only this request's handoffs.")
+@click.option("--status", default=None, help="Only handoffs in this status: open | accepted | declined | expired.")
 @json_option
 @click.pass_obj
 def handoff_list(app: AppContext, request_id: str | None, status: str | None, as_json: bool) -> None:
@@ -48,7 +48,7 @@ def handoff_accept(app: AppContext, handoff_id: str, by: str | None, as_json: bo
 
 @handoff.command("decline")
 @click.argument("handoff_id")
-@click.option("--by", default=None)
+@click.option("--by", default=None, help="Who declines (default: the OS user).")
 @json_option
 @click.pass_obj
 def handoff_decline(app: AppContext, handoff_id: str, by: str | None, as_json: bool) -> None:

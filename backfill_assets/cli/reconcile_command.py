@@ -109,7 +109,9 @@ def reconcile_command(
 ) -> None:
     """Planned vs created vs published vs rejected/skipped/cancelled/duplicated/retrying, per cell.
 
-    Exit 0 when the request is complete (every cell published or deliberately skipped) and has no gaps.
+    Exit status: 0 when the request is complete (every cell published or deliberately skipped) and no gap between
+    the catalog and Dagster remains (with --repair, the report is made again after the repair); 1 otherwise; 2 on
+    bad input (e.g. an unknown request).
 
     Example: backfill-assets reconcile req-20221101-1a2b3c4d --html reconcile.html
     """
