@@ -68,9 +68,8 @@ dev: $(STAMP)
 # the depends-on-past measurements (ours' chain and UI backfill, N's UI backfill) and the micro-benchmarks.
 # `make bench-scale`: all of it with Airflow, plus the scale curve (one run per size: F and B at 10, 40, 120 and
 # 365 days, O and A up to 120, N up to 40), in one run. Both rewrite docs/BENCHMARKS.md and leave the results file
-# it names in bench/results/ (committed with it). Duration on 2 cores, an ESTIMATE until measured: `make bench`
-# ~25 min; `make bench-scale` ~55-65 min (the earlier bench-scale of `20261201T165151Z`, one repetition, 10-120
-# days: 27.5 min).
+# it names in bench/results/ (committed with it). Duration on 2 cores: `make bench` about 25 min (an estimate);
+# `make bench-scale` 54 min measured (docs/BENCHMARKS.md gives the run).
 BENCH_ARGS ?=
 SCALE_DAYS ?= 10,40,120,365
 BENCH_REPS ?= 3
