@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import warnings
 from dataclasses import dataclass
@@ -15,9 +14,10 @@ import click
 
 from backfill_assets.engine.model.errors import BackfillError, FieldMessage, StorageError
 from backfill_assets.engine.model.graph import AssetGraph
-from backfill_assets.engine.model.settings import ENV_DAGSTER_HOME, PACKAGE_DIR, Settings
+from backfill_assets.engine.model.settings import ENV_DAGSTER_HOME, Settings
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.storage import Warehouse
+from backfill_assets.integration import instance_template
 
 from .code_location import CodeLocation, load_code_location, resolve_module_name
 
@@ -68,13 +68,11 @@ class AppContext:
 
 
 def ensure_home(home: Path) -> Path:
-    """Create the instance folder and give it the project's dagster.yaml (embedded SQLite default)."""
+    """Create the instance folder and give it the shipped dagster.yaml (embedded SQLite default) unless it has its
+    own (which the daemon checks when it starts: ``instance_template.missing_blocks``)."""
     home = home.expanduser().resolve()
     home.mkdir(parents=True, exist_ok=True)
-    target = home / INSTANCE_YAML
-    template = PACKAGE_DIR.parent / INSTANCE_YAML
-    if not target.exists() and template.exists():
-        shutil.copyfile(template, target)
+    instance_template.install(home)
     # Child processes (dagster-daemon, dagster dev, step workers) must see the same instance.
     os.environ[ENV_DAGSTER_HOME] = str(home)
     return home

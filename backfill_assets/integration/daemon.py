@@ -47,6 +47,7 @@ def run(ctx: click.Context) -> None:
     options = ctx.obj
 
     def make_daemons(instance):
+        _warn_of_missing_blocks(Path(instance.root_directory))
         waker = Waker(
             instance, Path(instance.root_directory),
             poll_seconds=options["poll_seconds"], backstop_seconds=options["backstop_seconds"],
@@ -54,6 +55,21 @@ def run(ctx: click.Context) -> None:
         return woken_daemons(instance, waker)
 
     run_dagster_daemon(make_daemons, list(ctx.args))
+
+
+def _warn_of_missing_blocks(home: Path) -> None:
+    """A home with its own dagster.yaml is never rewritten; the blocks the library relies on that it lacks are
+    named once, when the daemon starts (the run coordinator and launcher act only in the daemon)."""
+    from backfill_assets.integration import instance_template
+
+    missing = instance_template.missing_blocks(home)
+    if missing:
+        click.echo(
+            f"backfill-assets-daemon: warning: {home / instance_template.INSTANCE_YAML}: " + "; ".join(missing)
+            + f". Add them from {instance_template.template_path()} (requests, limits, production priority and "
+            "the warm run launcher rely on them).",
+            err=True,
+        )
 
 
 if __name__ == "__main__":

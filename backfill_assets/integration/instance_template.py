@@ -1,0 +1,54 @@
+"""The instance config the library ships (``backfill_assets/instance/dagster.yaml``, package data): copied into a
+new ``DAGSTER_HOME``; for a home that already has a ``dagster.yaml``, the blocks the library needs that it lacks,
+named, so a user adds them instead of running without them and never knowing."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+INSTANCE_YAML = "dagster.yaml"
+# What the library's promises rest on; storage, telemetry and the rest stay the user's choice.
+NEEDED_BLOCKS = ("run_coordinator", "run_launcher", "concurrency", "sensors", "run_monitoring")
+# Blocks whose class matters: another class there is named too.
+CLASS_BLOCKS = ("run_coordinator", "run_launcher")
+
+
+def template_text() -> str:
+    return resources.files("backfill_assets").joinpath("instance", INSTANCE_YAML).read_text(encoding="utf-8")
+
+
+def template_path() -> str:
+    """Where the shipped file is, for a message (inside an installed wheel or a checkout)."""
+    return str(resources.files("backfill_assets").joinpath("instance", INSTANCE_YAML))
+
+
+def install(home: Path) -> bool:
+    """Give ``home`` the shipped dagster.yaml unless it has one; True when it was written."""
+    target = home / INSTANCE_YAML
+    if target.exists():
+        return False
+    target.write_text(template_text(), encoding="utf-8")
+    return True
+
+
+def missing_blocks(home: Path) -> list[str]:
+    """One line per needed block the home's dagster.yaml lacks (or configures with another class)."""
+    try:
+        present = yaml.safe_load((home / INSTANCE_YAML).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        return [f"{home / INSTANCE_YAML} cannot be read as YAML ({exc.__class__.__name__})"]
+    shipped = yaml.safe_load(template_text())
+    lines = []
+    for block in NEEDED_BLOCKS:
+        if block not in present:
+            lines.append(f"no `{block}:` block")
+        elif block in CLASS_BLOCKS and _class_of(present[block]) != _class_of(shipped[block]):
+            lines.append(f"`{block}:` is {_class_of(present[block]) or 'unset'}, not {_class_of(shipped[block])}")
+    return lines
+
+
+def _class_of(block: object) -> str | None:
+    return block.get("class") if isinstance(block, dict) else None
