@@ -35,6 +35,7 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.settings import PACKAGE_DIR, Settings
 from backfill_assets.engine.store import db, schema
 from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.wap.faults import AFTER_VERIFYING, ENV_HOLD
 from backfill_assets.examples.orders.source import SourceSystem
 from tests.orders import CALENDAR as calendar
 from tests.orders import MODULE as CODE_LOCATION_MODULE
@@ -56,6 +57,7 @@ from .services import (  # noqa: F401 - the e2e tests import the process helpers
 CODE_VERSION = "e2e-code"
 SEED_FROM, SEED_TO = "2022-09-01", "2022-10-16"
 ORDERS_PER_DAY = 60
+HOLD_FILE = "hold"
 HOLD_TAG = "test/hold"
 HELD = "1"  # a run whose hold tag has this value is never dequeued; setting it to anything else releases it
 WAIT_TIMEOUT = "120"
@@ -96,6 +98,12 @@ class E2E:
     instance: dg.DagsterInstance
     daemon: subprocess.Popen
     daemon_log: Path
+
+    @property
+    def hold(self) -> Path:
+        """While this file exists, every run step of this daemon waits at ``after_verifying`` (its version
+        VERIFYING): a test holds a run where it wants it, then deletes the file (the daemon's BACKFILL_HOLD)."""
+        return self.home.parent / HOLD_FILE
 
     # ---- the CLI ----------------------------------------------------------------------------------------------
 
@@ -252,6 +260,8 @@ def e2e(tmp_path_factory) -> Iterable[E2E]:
     home = tmp_path_factory.mktemp("e2e") / "dagster_home"
     with pytest.MonkeyPatch.context() as mp:
         prepare_home(mp, home)
+        # Inert until a test creates the file (E2E.hold): the daemon, its warm worker and their runs inherit it.
+        mp.setenv(ENV_HOLD, f"{AFTER_VERIFYING}={home.parent / HOLD_FILE}")
         instance = dg.DagsterInstance.get()
         try:
             proc, log_path = start_daemon(instance, home)

@@ -82,6 +82,16 @@ def test_overlapping_request_is_refused_naming_the_holder_or_waits_for_it(e2e):
 )
 def test_cancel_stops_submission_and_leaves_no_run_queued_or_running(e2e, days, stage):
     e2e.prepare([days[0]], [RAW_ORDERS, ORDER_FACTS])
+    # The first run's step holds until the cancel has been checked: a fast run would otherwise finish and let the
+    # third day's run be created before the cancel, leaving no day that never ran.
+    e2e.hold.touch()
+    try:
+        _cancel_while_the_first_run_holds(e2e, days, stage)
+    finally:
+        e2e.hold.unlink(missing_ok=True)
+
+
+def _cancel_while_the_first_run_holds(e2e, days, stage):
     rid = e2e.create(
         "--assets", DAILY_REVENUE, "--from", days[0], "--to", days[-1], "--max-active", "1",
         "--reprocess", "completed",
@@ -105,6 +115,7 @@ def test_cancel_stops_submission_and_leaves_no_run_queued_or_running(e2e, days, 
     never_run = [c for c in shown["cells"] if not c["dagster_run_id"]]
     assert never_run
     assert all((c["decision"], c["reason"]) == ("cancelled", "request cancelled") for c in never_run), never_run
+    e2e.hold.unlink()  # a step still held (its run's termination not yet through) goes on and may not publish
 
     # Several driver ticks later: no new run, and none of the request's runs is queued or running.
     time.sleep(6)  # more than one driver tick (the sensor daemon loops every 5 s)
