@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import dagster as dg
 import pytest
@@ -99,11 +100,16 @@ class E2E:
     daemon: subprocess.Popen
     daemon_log: Path
 
-    @property
-    def hold(self) -> Path:
-        """While this file exists, every run step of this daemon waits at ``after_verifying`` (its version
-        VERIFYING): a test holds a run where it wants it, then deletes the file (the daemon's BACKFILL_HOLD)."""
-        return self.home.parent / HOLD_FILE
+    @contextmanager
+    def holding_steps(self) -> Iterator[None]:
+        """Inside, every run step of this daemon waits at ``after_verifying`` (its version VERIFYING); leaving
+        releases them (the daemon's BACKFILL_HOLD names the file)."""
+        hold = self.home.parent / HOLD_FILE
+        hold.touch()
+        try:
+            yield
+        finally:
+            hold.unlink(missing_ok=True)
 
     # ---- the CLI ----------------------------------------------------------------------------------------------
 
@@ -260,7 +266,7 @@ def e2e(tmp_path_factory) -> Iterable[E2E]:
     home = tmp_path_factory.mktemp("e2e") / "dagster_home"
     with pytest.MonkeyPatch.context() as mp:
         prepare_home(mp, home)
-        # Inert until a test creates the file (E2E.hold): the daemon, its warm worker and their runs inherit it.
+        # Inert until a test holds (E2E.holding_steps): the daemon, its warm worker and their runs inherit it.
         mp.setenv(ENV_HOLD, f"{AFTER_VERIFYING}={home.parent / HOLD_FILE}")
         instance = dg.DagsterInstance.get()
         try:

@@ -84,38 +84,30 @@ def test_cancel_stops_submission_and_leaves_no_run_queued_or_running(e2e, days, 
     e2e.prepare([days[0]], [RAW_ORDERS, ORDER_FACTS])
     # The first run's step holds until the cancel has been checked: a fast run would otherwise finish and let the
     # third day's run be created before the cancel, leaving no day that never ran.
-    e2e.hold.touch()
-    try:
-        _cancel_while_the_first_run_holds(e2e, days, stage)
-    finally:
-        e2e.hold.unlink(missing_ok=True)
+    with e2e.holding_steps():
+        rid = e2e.create(
+            "--assets", DAILY_REVENUE, "--from", days[0], "--to", days[-1], "--max-active", "1",
+            "--reprocess", "completed",
+        )["request_id"]
+        wanted = {dg.DagsterRunStatus.STARTED} if stage == "running" else set(dg.DagsterRunStatus) - FINISHED
+        poll(
+            lambda: any(r.dagster_run.status in wanted for r in e2e.run_records(rid)),
+            60,
+            f"the first run of the request to be {stage}",
+            interval=0.1,
+        )
+        out = e2e.cli_json("request", "cancel", rid)
+        assert out["status"] == "cancelled"
+        runs_at_cancel = {r.dagster_run.run_id for r in e2e.run_records(rid)}
+        assert runs_at_cancel
 
-
-def _cancel_while_the_first_run_holds(e2e, days, stage):
-    rid = e2e.create(
-        "--assets", DAILY_REVENUE, "--from", days[0], "--to", days[-1], "--max-active", "1",
-        "--reprocess", "completed",
-    )["request_id"]
-    wanted = {dg.DagsterRunStatus.STARTED} if stage == "running" else set(dg.DagsterRunStatus) - FINISHED
-    poll(
-        lambda: any(r.dagster_run.status in wanted for r in e2e.run_records(rid)),
-        60,
-        f"the first run of the request to be {stage}",
-        interval=0.1,
-    )
-    out = e2e.cli_json("request", "cancel", rid)
-    assert out["status"] == "cancelled"
-    runs_at_cancel = {r.dagster_run.run_id for r in e2e.run_records(rid)}
-    assert runs_at_cancel
-
-    shown = e2e.show(rid)
-    assert shown["status"] == "cancelled"
-    by_run = {c["dagster_run_id"]: c for c in shown["cells"] if c["dagster_run_id"]}
-    assert set(by_run) == runs_at_cancel, shown["cells"]
-    never_run = [c for c in shown["cells"] if not c["dagster_run_id"]]
-    assert never_run
-    assert all((c["decision"], c["reason"]) == ("cancelled", "request cancelled") for c in never_run), never_run
-    e2e.hold.unlink()  # a step still held (its run's termination not yet through) goes on and may not publish
+        shown = e2e.show(rid)
+        assert shown["status"] == "cancelled"
+        by_run = {c["dagster_run_id"]: c for c in shown["cells"] if c["dagster_run_id"]}
+        assert set(by_run) == runs_at_cancel, shown["cells"]
+        never_run = [c for c in shown["cells"] if not c["dagster_run_id"]]
+        assert never_run
+        assert all((c["decision"], c["reason"]) == ("cancelled", "request cancelled") for c in never_run), never_run
 
     # Several driver ticks later: no new run, and none of the request's runs is queued or running.
     time.sleep(6)  # more than one driver tick (the sensor daemon loops every 5 s)
@@ -145,3 +137,4 @@ def _cancel_while_the_first_run_holds(e2e, days, stage):
             # It had finished before the cancel reached it: the cell keeps its run's outcome.
             assert cell["decision"] in ("published", "failed", "rejected"), (cell, out)
     assert e2e.show(rid)["status"] == "cancelled"
+

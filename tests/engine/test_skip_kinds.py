@@ -44,12 +44,12 @@ def test_an_older_catalog_gets_each_skipped_cells_kind_when_it_is_opened(catalog
     engine = db.engine_for(catalog_url)
     with engine.begin() as conn:
         conn.exec_driver_sql("ALTER TABLE request_items DROP COLUMN skip_kind")
-        for asset, (decision, reason, _) in OLD_ROWS.items():
-            conn.exec_driver_sql(
-                "INSERT INTO request_items (request_id, asset, partition_key, ordinal, origin, decision, reason, "
-                "updated_at) VALUES ('req-old', %s, '2022-09-02', 0, 'planned', %s, %s, '2022-11-01T00:00:00')"
-                % (f"'{asset}'", f"'{decision}'", "NULL" if reason is None else f"'{reason}'")
-            )
+        old_columns = [c for c in request_items.c if c.name != "skip_kind"]
+        conn.execute(sa.insert(sa.table("request_items", *(sa.column(c.name) for c in old_columns))), [
+            dict(request_id="req-old", asset=asset, partition_key="2022-09-02", ordinal=0, origin="planned",
+                 decision=decision.value, reason=reason, updated_at="2022-11-01T00:00:00")
+            for asset, (decision, reason, _) in OLD_ROWS.items()
+        ])
     db.dispose_all()
 
     Catalog(catalog_url)  # opened by the new version

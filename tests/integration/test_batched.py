@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.plan.readiness import UPSTREAM_NOT_PUBLISHED
+from backfill_assets.engine.model.cells import UPSTREAM_NOT_PUBLISHED
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.assets.chunks import CHUNK_JOB

@@ -16,7 +16,7 @@ from backfill_assets.cli.app import ensure_home
 from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model.settings import PACKAGE_DIR
 from backfill_assets.integration import instance_template
-from tests.e2e.conftest import stop_process
+from tests.e2e.services import stop_process
 from tests.orders import MODULE
 
 USERS_OWN = {

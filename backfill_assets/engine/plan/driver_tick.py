@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.model.cells import Cell, CellOrigin, CellUpdate, SkipKind
+from backfill_assets.engine.model.cells import PREVIOUS_NOT_PUBLISHED, Cell, CellOrigin, CellUpdate, SkipKind
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.plan.chunking import (
@@ -22,11 +22,7 @@ from backfill_assets.engine.plan.chunking import (
     pending_groups,
 )
 from backfill_assets.engine.plan.planning import CREATE, CellFacts, decide, run_key
-from backfill_assets.engine.plan.readiness import (
-    PREVIOUS_NOT_PUBLISHED,
-    chain_readiness,
-    readiness,
-)
+from backfill_assets.engine.plan.readiness import chain_readiness, readiness
 from backfill_assets.engine.store.ledger import RequestRecord
 
 FINISHED_RUN_STATUSES = ("SUCCESS", "FAILURE", "CANCELED")

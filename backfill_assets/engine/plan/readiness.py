@@ -8,11 +8,6 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import PREVIOUS_NOT_PUBLISHED, UPSTREAM_NOT_PUBLISHED, Cell
 from backfill_assets.engine.model.graph import AssetGraph
 
-__all__ = [
-    "PREVIOUS_NOT_PUBLISHED", "UPSTREAM_NOT_PUBLISHED", "chain_readiness", "left_unpublished", "readiness",
-    "upstream_status",
-]
-
 
 def left_unpublished(cell: Cell | None) -> bool:
     """Skipped because something before it failed, as opposed to deliberately (already published, policy)."""
