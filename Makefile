@@ -3,17 +3,25 @@ PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The package alone, as a user gets it (make demo); STAMP adds the test extra (every optional part, pytest, …).
+CORE_STAMP := $(VENV)/.installed-core
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
 .PHONY: demo demo-postgres demo-distributed test test-fast screenshots lint dev bench bench-scale reliability clean
+
+$(CORE_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $(CORE_STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[test]"
-	touch $(STAMP)
+	touch $(STAMP) $(CORE_STAMP)
 
-demo: $(STAMP)
+demo: $(CORE_STAMP)
 	$(BIN)/backfill-assets demo
 
 # The same demo with Dagster's storage and the catalog on PostgreSQL (two databases on one server).

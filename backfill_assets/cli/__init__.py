@@ -4,6 +4,7 @@ from . import (  # noqa: F401 - importing registers the commands
     clear_command,
     data_commands,
     demo_command,
+    init_command,
     ops_commands,
     override_commands,
     pause_commands,

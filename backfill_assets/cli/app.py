@@ -158,7 +158,8 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Machine-read
 def cli(ctx: click.Context, home: Path | None, module: str | None) -> None:
     """Safe, auditable backfills on Dagster: write-audit-publish, frozen requests, reconciliation."""
     chosen = home or Path(os.environ.get(ENV_DAGSTER_HOME) or DEFAULT_HOME)
-    ctx.obj = AppContext(home=ensure_home(chosen), module=module)
+    # init writes a project (with its own home); it must not leave a stray home where it was run.
+    ctx.obj = AppContext(home=chosen if ctx.invoked_subcommand == "init" else ensure_home(chosen), module=module)
 
 
 def main() -> None:

@@ -70,15 +70,26 @@ def request_options(command):
               help=" | ".join(M.REPROCESS_POLICIES))
 @request_options
 @click.option("--dry-run", is_flag=True, help="Print each cell's decision now; write nothing.")
+@click.option("--wait", "wait_seconds", is_flag=False, flag_value=3600.0, default=None, type=float, metavar="[SECONDS]",
+              help="Then wait as `request wait` does (default 3600 s), with its exit status.")
 @json_option
 @click.pass_obj
-def create(app: AppContext, dry_run: bool, as_json: bool, **options) -> None:
+def create(app: AppContext, dry_run: bool, wait_seconds: float | None, as_json: bool, **options) -> None:
     """Validate and freeze a backfill request; the driver sensor submits its runs.
 
     Example: backfill-assets request create --assets daily_revenue --from 2022-10-01 --to 2022-10-31
     --reason "FX fix" --max-active 2   (auto: 2 runs of 16 and 15 days; --partitions-per-run 1: 31 runs)
     """
-    make_request(app, request_input(options), dry_run, as_json)
+    asked = request_input(options)
+    if dry_run or wait_seconds is None:
+        make_request(app, asked, dry_run, as_json)
+        return
+    backfills = app.service()
+    created = backfills.create(asked)
+    if not as_json:
+        show_outcome(None, created, as_json)
+    wait_for(backfills, created.request.request_id, wait_seconds, as_json,
+             {"created": created.as_dict()} if as_json else None)
 
 
 def request_input(options: dict[str, Any]) -> RequestInput:
@@ -254,10 +265,15 @@ def wait(app: AppContext, request_id: str, timeout: float, as_json: bool) -> Non
     """
     backfills = app.service()
     backfills.progress(request_id)  # an unknown or malformed id is one error line, before any progress bar
+    wait_for(backfills, request_id, timeout, as_json)
+
+
+def wait_for(backfills: Backfills, request_id: str, timeout: float, as_json: bool, extra: dict | None = None) -> None:
+    """Watch the request until it closes, blocks or times out; print how it ended; exit 1 or 3 unless complete."""
     now = watch(backfills, request_id, timeout, show_progress=not as_json)
     timed_out = not now.waiting_on_nothing
     result = {"request_id": request_id, "status": now.status, "message": now.message, "counts": dict(now.counts),
-              "complete": now.complete, "timed_out": timed_out}
+              "complete": now.complete, "timed_out": timed_out, **(extra or {})}
     emit(result, as_json, f"{request_id}: {now.status} — {now.summary()}" + (
         f"\n  {now.message}" if now.message else ""))
     if not now.complete:

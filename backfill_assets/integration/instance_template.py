@@ -36,19 +36,46 @@ def install(home: Path) -> bool:
 
 def missing_blocks(home: Path) -> list[str]:
     """One line per needed block the home's dagster.yaml lacks (or configures with another class)."""
+    return [line for _, line in lacking_blocks(home)]
+
+
+def lacking_blocks(home: Path) -> list[tuple[str, str]]:
+    """(block, what is wrong with it) for each needed block the home's dagster.yaml lacks or sets otherwise."""
     try:
         present = yaml.safe_load((home / INSTANCE_YAML).read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
-        return [f"{home / INSTANCE_YAML} cannot be read as YAML ({exc.__class__.__name__})"]
+        return [("", f"{home / INSTANCE_YAML} cannot be read as YAML ({exc.__class__.__name__})")]
     shipped = yaml.safe_load(template_text())
-    lines = []
+    lacking = []
     for block in NEEDED_BLOCKS:
         if block not in present:
-            lines.append(f"no `{block}:` block")
+            lacking.append((block, f"no `{block}:` block"))
         elif block in CLASS_BLOCKS and _class_of(present[block]) != _class_of(shipped[block]):
-            lines.append(f"`{block}:` is {_class_of(present[block]) or 'unset'}, not {_class_of(shipped[block])}")
-    return lines
+            lacking.append(
+                (block, f"`{block}:` is {_class_of(present[block]) or 'unset'}, not {_class_of(shipped[block])}")
+            )
+    return lacking
 
 
 def _class_of(block: object) -> str | None:
     return block.get("class") if isinstance(block, dict) else None
+
+
+def blocks_text(names: list[str]) -> str:
+    """The shipped file's text of the named top-level blocks, each with the comment lines just above it (why it is
+    there), in the file's order: what a user pastes into a dagster.yaml of their own."""
+    wanted, blocks, current, comments = set(names), [], None, []
+    for line in template_text().splitlines():
+        key = line.split(":", 1)[0] if line[:1].isalpha() and ":" in line else None
+        if key is not None:
+            current = [*comments, line] if key in wanted else None
+            if current is not None:
+                blocks.append(current)
+            comments = []
+        elif line.startswith("#"):
+            comments.append(line)
+        else:
+            comments = []
+            if current is not None and line.strip():
+                current.append(line)
+    return "\n\n".join("\n".join(block) for block in blocks) + "\n"

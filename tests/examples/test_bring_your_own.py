@@ -1,13 +1,12 @@
-"""A third code location written only from the README's "Bring your own assets" section (the block between its
-markers, byte for byte): it loads in Dagster's own CLI and gets gated publishes, a rejected defect with the old
-version serving, a request with reprocess=failed, reconcile and rollback, with no change to the library."""
+"""A third code location written only from the README's quick start (the blocks it says to save, byte for byte)
+and the drill of docs/ASSETS.md: it loads in Dagster's own CLI and gets gated publishes, a rejected defect with the
+old version serving, a request with reprocess=failed, reconcile and rollback, with no change to the library."""
 
 from __future__ import annotations
 
 import importlib
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,47 +23,41 @@ from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.db import dispose_all
 from tests.homes import HasStores, fresh_home
 from tests.integration.driver_harness import drive
+from tests.readme_blocks import drill_module, saved_files
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-BLOCK = re.compile(r"<!-- bring-your-own:start -->\s*```python\n(.*?)```\s*<!-- bring-your-own:end -->", re.S)
-TEST_BLOCK = re.compile(
-    r"<!-- bring-your-own-test:start -->\s*```python\n(.*?)```\s*<!-- bring-your-own-test:end -->", re.S
-)
-MODULE = "meters"
+PACKAGE = "my_meters"
+MODULE = "my_meters.definitions"
 # The README's assets as they are, given deliberate defects for the drill (the README's code knows nothing of it).
-DRILL_MODULE = "meters_drill"
-DRILL_CODE = """from backfill_assets import backfill_definitions
-from backfill_assets.defects import with_defects
-from meters import daily_usage, meter_readings
-
-defs = backfill_definitions(assets=with_defects(meter_readings, daily_usage))
-"""
+DRILL_MODULE = "my_meters.drill"
 DAYS = ("2024-03-30", "2024-03-31", "2024-04-01")  # 2024-03-31 is 23 hours long in Berlin
 
 
 def readme_code() -> str:
-    found = BLOCK.search(README.read_text())
-    assert found, "README lost its bring-your-own block"
-    return found.group(1)
+    return saved_files()[f"{PACKAGE}/definitions.py"]
+
+
+def _forget_project() -> None:
+    for name in (PACKAGE, MODULE, DRILL_MODULE):
+        sys.modules.pop(name, None)
 
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     folder = tmp_path / "my_project"
     folder.mkdir()
-    (folder / f"{MODULE}.py").write_text(readme_code())
-    (folder / f"{DRILL_MODULE}.py").write_text(DRILL_CODE)
+    (folder / PACKAGE).mkdir()
+    (folder / PACKAGE / "__init__.py").write_text("")
+    (folder / PACKAGE / "definitions.py").write_text(readme_code())
+    (folder / PACKAGE / "drill.py").write_text(drill_module())
     home = folder / ".dagster_home"
     monkeypatch.chdir(folder)
     monkeypatch.syspath_prepend(str(folder))
     fresh_home(home, monkeypatch, code_version="byo-1")
-    sys.modules.pop(MODULE, None)
-    sys.modules.pop(DRILL_MODULE, None)
+    _forget_project()
     module = importlib.import_module(MODULE)
     with dg.instance_for_test(temp_dir=str(home)) as instance:
         yield folder, module, instance
-    sys.modules.pop(MODULE, None)
-    sys.modules.pop(DRILL_MODULE, None)
+    _forget_project()
     dispose_all()
 
 
@@ -90,9 +83,7 @@ def test_the_readme_code_location_loads_in_dagsters_own_cli(project):
 def test_the_readmes_test_of_a_gated_asset_passes_under_pytest(project):
     """The README's ``test_meters.py``, byte for byte, run by pytest in the project folder as a user runs it."""
     folder, _, _ = project
-    found = TEST_BLOCK.search(README.read_text())
-    assert found, "README lost its test of a gated asset"
-    (folder / "test_meters.py").write_text(found.group(1))
+    (folder / "test_meters.py").write_text(saved_files()["tests/test_definitions.py"])
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_meters.py"],
                             cwd=folder, env=dict(os.environ), capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
@@ -154,7 +145,7 @@ def test_editing_the_code_location_or_a_helper_of_its_package_is_a_new_code_vers
     folder, _, _ = project
     before = _loaded_code_version(folder, MODULE)
     assert "+loc-" in before
-    (folder / f"{MODULE}.py").write_text(readme_code() + "\n# a changed transform\n")
+    (folder / PACKAGE / "definitions.py").write_text(readme_code() + "\n# a changed transform\n")
     assert _loaded_code_version(folder, MODULE) != before
 
     package = folder / "metering"
