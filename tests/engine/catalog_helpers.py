@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import queue
 from datetime import date
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from backfill_assets.engine.model.errors import PublishConflict
@@ -72,6 +75,34 @@ def snapshot(catalog: Catalog) -> dict[str, list[dict[str, Any]]]:
         }
 
 
+def run_racers(target, per_process_args: list[tuple], timeout: float = 120.0) -> list[tuple]:
+    """Start one spawned process per argument tuple, sharing a barrier and a result queue."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(len(per_process_args))
+    results = ctx.Queue()
+    processes = [ctx.Process(target=target, args=(*args, barrier, results)) for args in per_process_args]
+    for process in processes:
+        process.start()
+    collected: list[tuple] = []
+    try:
+        for _ in processes:
+            collected.append(results.get(timeout=timeout))
+    except queue.Empty:
+        pytest.fail(f"racers did not report within {timeout}s: got {collected}")
+    finally:
+        for process in processes:
+            process.join(timeout=30)
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+                process.join(timeout=5)
+        results.close()
+    errors = [r for r in collected if r[0] == "error"]
+    assert errors == []
+    assert [p.exitcode for p in processes] == [0] * len(processes)
+    return collected
+
+
 # ---- race workers (run in spawned processes) --------------------------------------------------------------------
 
 
@@ -128,3 +159,26 @@ def state(catalog: Catalog, version_id: str) -> str:
 def pointer_row(catalog: Catalog, asset: str = ASSET, key: str = KEY) -> dict | None:
     rows = [p for p in snapshot(catalog)["pointers"] if (p["asset"], p["partition_key"]) == (asset, key)]
     return rows[0] if rows else None
+
+
+def race_open(url: str, barrier, results) -> None:
+    """Open the catalog the way every process does (``Catalog(url)``) at the same moment as the other racers."""
+    try:
+        barrier.wait(timeout=120)
+        Catalog(url)
+        results.put(("opened", url))
+    except BaseException as exc:  # noqa: BLE001
+        results.put(("error", url, f"{type(exc).__name__}: {exc}"))
+        barrier.abort()
+
+
+def race_upgrade(url: str, barrier, results) -> None:
+    """Run the upgrade command's operation at the same moment as the other racers."""
+    from backfill_assets.engine.store.catalog_upgrade import upgrade_catalog
+
+    try:
+        barrier.wait(timeout=120)
+        results.put(("upgraded", upgrade_catalog(url).changed))
+    except BaseException as exc:  # noqa: BLE001
+        results.put(("error", url, f"{type(exc).__name__}: {exc}"))
+        barrier.abort()

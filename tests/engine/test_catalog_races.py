@@ -3,46 +3,22 @@ a gapless publish log — on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import multiprocessing
-import queue
 from itertools import pairwise
-
-import pytest
 
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.catalog import ACTION_PUBLISH, Catalog
 
-from .catalog_helpers import ASSET, KEY, pointer_row, race_publish_once, race_publish_repeatedly, state
+from .catalog_helpers import (
+    ASSET,
+    KEY,
+    pointer_row,
+    race_publish_once,
+    race_publish_repeatedly,
+    run_racers,
+    state,
+)
 
 S = VersionState
-
-
-def run_racers(target, per_process_args: list[tuple], timeout: float = 120.0) -> list[tuple]:
-    """Start one spawned process per argument tuple, sharing a barrier and a result queue."""
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(len(per_process_args))
-    results = ctx.Queue()
-    processes = [ctx.Process(target=target, args=(*args, barrier, results)) for args in per_process_args]
-    for process in processes:
-        process.start()
-    collected: list[tuple] = []
-    try:
-        for _ in processes:
-            collected.append(results.get(timeout=timeout))
-    except queue.Empty:
-        pytest.fail(f"racers did not report within {timeout}s: got {collected}")
-    finally:
-        for process in processes:
-            process.join(timeout=30)
-        for process in processes:
-            if process.is_alive():
-                process.terminate()
-                process.join(timeout=5)
-        results.close()
-    errors = [r for r in collected if r[0] == "error"]
-    assert errors == []
-    assert [p.exitcode for p in processes] == [0] * len(processes)
-    return collected
 
 
 RACERS = 8

@@ -13,6 +13,8 @@ import backfill_assets.engine
 
 ENGINE_DIR = Path(backfill_assets.engine.__file__).resolve().parent
 ENGINE_MODULES = sorted(ENGINE_DIR.rglob("*.py"))
+# The catalog's schema revisions and Alembic's env.py: package data that Alembic loads, never imported as modules.
+MIGRATIONS_DIR = ENGINE_DIR / "store" / "migrations"
 
 
 def _parse(source: str) -> ast.Module:
@@ -81,7 +83,8 @@ def test_importing_all_of_core_in_a_fresh_interpreter_does_not_load_dagster():
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert len(report["imported"]) == len([p for p in ENGINE_MODULES if p != ENGINE_DIR / "__init__.py"])
+    importable = [p for p in ENGINE_MODULES if p != ENGINE_DIR / "__init__.py" and MIGRATIONS_DIR not in p.parents]
+    assert len(report["imported"]) == len(importable)
     assert report["dagster"] == []
 
 

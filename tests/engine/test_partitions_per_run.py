@@ -15,6 +15,7 @@ from backfill_assets.engine.plan.planning import CellFacts
 from backfill_assets.engine.store import db
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.store.schema_version import VERSION_TABLE
 from backfill_assets.examples.orders.domain import (
     CUSTOMER_SNAPSHOT,
     DAILY_REVENUE,
@@ -22,6 +23,7 @@ from backfill_assets.examples.orders.domain import (
     RAW_ORDERS,
     REVENUE_ALERT,
 )
+from backfill_assets.service.catalog_schema import upgrade_catalog_schema
 from tests.orders import GRAPH
 from tests.specs import spec_of
 
@@ -153,13 +155,15 @@ def test_the_driver_submits_the_runs_the_dry_run_plans(tmp_path):
         assert all(s.assets == (ORDER_FACTS, DAILY_REVENUE) for s in result.submissions)
 
 
-def test_a_catalog_from_before_gets_the_new_column_and_its_requests_read_as_explicit(tmp_path):
+def test_a_catalog_from_before_gets_the_new_column_when_upgraded_and_its_requests_read_as_explicit(tmp_path):
     url = f"sqlite:///{tmp_path}/old.db"
     spec = _spec(20, partitions_per_run=4)
     rid = Ledger(Catalog(url)).create(M.new_request_id(utc_now()), spec, "git-abc", {}).request_id
-    with db.engine_for(url).begin() as conn:
+    with db.engine_for(url).begin() as conn:  # as a release from before the column and schema versions made it
+        conn.exec_driver_sql(f"DROP TABLE {VERSION_TABLE}")
         conn.exec_driver_sql("ALTER TABLE requests DROP COLUMN partitions_per_run_mode")
     db.dispose_all()
+    upgrade_catalog_schema(url)  # what `backfill-assets catalog upgrade` runs
     ledger = Ledger(Catalog(url))
     assert "partitions_per_run_mode" in {c["name"] for c in sa.inspect(ledger.engine).get_columns("requests")}
     assert (ledger.get(rid).spec.partitions_per_run, ledger.get(rid).spec.partitions_per_run_mode) == (4, M.EXPLICIT)

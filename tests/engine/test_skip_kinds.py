@@ -1,5 +1,6 @@
 """A skipped cell's kind is stored beside its reason: the code reads the kind, never the words. A catalog made
-before the kind existed gets it filled once, when it is opened, from the words its kind was recognised by."""
+before the kind existed gets it filled once, by `backfill-assets catalog upgrade`, from the words its kind was
+recognised by."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from backfill_assets.engine.plan.readiness import left_unpublished
 from backfill_assets.engine.store import db
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.schema import request_items
+from backfill_assets.engine.store.schema_version import VERSION_TABLE
+from backfill_assets.service.catalog_schema import upgrade_catalog_schema
 
 OLD_ROWS = {
     "a": (M.SKIPPED, UPSTREAM_NOT_PUBLISHED, SkipKind.LEFT_UNPUBLISHED),
@@ -39,10 +42,11 @@ def test_left_unpublished_reads_the_kind_not_the_reason():
     assert not left_unpublished(None)
 
 
-def test_an_older_catalog_gets_each_skipped_cells_kind_when_it_is_opened(catalog_url):
-    Catalog(catalog_url)  # today's schema, then made older: no kind column, rows written without one
+def test_an_older_catalog_gets_each_skipped_cells_kind_when_it_is_upgraded(catalog_url):
+    Catalog(catalog_url)  # today's schema, then made older: unversioned, no kind column, rows written without one
     engine = db.engine_for(catalog_url)
     with engine.begin() as conn:
+        conn.exec_driver_sql(f"DROP TABLE {VERSION_TABLE}")
         conn.exec_driver_sql("ALTER TABLE request_items DROP COLUMN skip_kind")
         old_columns = [c for c in request_items.c if c.name != "skip_kind"]
         conn.execute(sa.insert(sa.table("request_items", *(sa.column(c.name) for c in old_columns))), [
@@ -52,7 +56,7 @@ def test_an_older_catalog_gets_each_skipped_cells_kind_when_it_is_opened(catalog
         ])
     db.dispose_all()
 
-    Catalog(catalog_url)  # opened by the new version
+    upgrade_catalog_schema(catalog_url)  # what `backfill-assets catalog upgrade` runs
     with db.engine_for(catalog_url).connect() as conn:
         rows = conn.execute(sa.select(request_items.c.asset, request_items.c.skip_kind)).all()
     assert {asset: kind for asset, kind in rows} == {

@@ -8,8 +8,10 @@
     ├── PublishConflict         compare-and-swap on the current pointer lost (another version won)
     ├── IntegrityError          a file on disk does not match its manifest / catalog row
     ├── NotFound                an unknown asset, partition, version or request
-    └── PlanError               a request that cannot be planned (overlap, depends-on-past order, ...)
-        └── RefusedField        ... because of named input fields
+    ├── PlanError               a request that cannot be planned (overlap, depends-on-past order, ...)
+    │   └── RefusedField        ... because of named input fields
+    └── CatalogSchemaMismatch   the catalog's schema version is not this code's: refused when opened, nothing
+                                changed (`backfill-assets catalog upgrade`, or a newer backfill_assets)
 
     FieldMessage (a mixin of InvalidField and RefusedField): the message's template and the fields it names
 
@@ -87,6 +89,11 @@ class NotFound(BackfillError):
 
 class PlanError(BackfillError):
     pass
+
+
+class CatalogSchemaMismatch(BackfillError):
+    """A catalog made before its schema was versioned, at an older revision (the message names the upgrade
+    command) or at one this code does not know (a newer backfill_assets wrote it)."""
 
 
 class InvalidField(FieldMessage, InvalidInput):

@@ -12,9 +12,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 
 from backfill_assets.engine.model.errors import InvalidInput
-from backfill_assets.engine.store import publish_pg
-from backfill_assets.engine.store.schema import log_head, metadata
-from backfill_assets.engine.store.upgrades import FILL_ADDED_COLUMN
+from backfill_assets.engine.store import publish_pg, schema_version
 
 T = TypeVar("T")
 
@@ -25,12 +23,17 @@ _engines_lock = threading.Lock()
 
 
 def engine_for(url: str) -> Engine:
-    """One engine per URL per process, schema created on first use."""
+    """One engine per URL per process; on first use its schema version is checked (an empty database is created at
+    head, a catalog at another version refused: ``CatalogSchemaMismatch``)."""
     with _engines_lock:
         engine = _engines.get(url)
         if engine is None:
             engine = create_engine(url)
-            _ensure_schema(engine)
+            try:
+                _open_checked(engine, url)
+            except BaseException:
+                engine.dispose()  # a refused catalog keeps no pooled connection of this process
+                raise
             _engines[url] = engine
         return engine
 
@@ -91,45 +94,51 @@ def _make_sqlite_transactional(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(READ_ONLY) else "BEGIN IMMEDIATE")
 
 
-def _ensure_schema(engine: Engine) -> None:
-    def create() -> None:
-        metadata.create_all(engine, checkfirst=True)
-        _add_new_columns(engine)
-        # create_all makes the indexes of the tables it creates; an older catalog gets the ones added since here.
-        for table in metadata.sorted_tables:
-            for index in table.indexes:
-                index.create(engine, checkfirst=True)
+def _open_checked(engine: Engine, url: str) -> None:
+    """A catalog at this code's schema version opens (one query); an empty database becomes one; any other is
+    refused with what to do (``schema_version.mismatch``), nothing changed."""
+    try:
+        with engine.execution_options(**{READ_ONLY: True}).connect() as conn:
+            revision, has_function = _head_probe(conn)
+    except (sa.exc.OperationalError, sa.exc.ProgrammingError):
+        # No version table (or the probe could not run): decide under the schema lock, where it cannot change.
+        revision = retry_transient(lambda: _create_if_empty(engine, url), attempts=5)
+        has_function = engine.dialect.name != "postgresql"
+    where = schema_version.standing(revision, has_tables=True)
+    if where != schema_version.AT_HEAD:
+        raise schema_version.mismatch(url, revision, where)
+    if not has_function:
+        # The function's name digests its body: a release that changed it needs it created, at the same schema.
         with engine.begin() as conn:
-            if conn.execute(sa.select(log_head.c.id).where(log_head.c.id == 1)).first() is None:
-                conn.execute(log_head.insert().values(id=1, seq=0))
-            if engine.dialect.name == "postgresql":
-                _ensure_publish_function(conn)
-
-    # Several processes may open a fresh catalog at once; the loser of a CREATE race simply retries.
-    retry_transient(create, attempts=5)
+            ensure_publish_function(conn)
 
 
-def _add_new_columns(engine: Engine) -> None:
-    """A catalog made by an older version lacks the nullable columns added since: add them (NULL in old rows).
-    A concurrent opener may add one first; the caller retries and then finds it."""
-    inspector = sa.inspect(engine)
-    quote = engine.dialect.identifier_preparer.quote
-    for table in metadata.sorted_tables:
-        present = {c["name"] for c in inspector.get_columns(table.name)}
-        for column in table.columns:
-            if column.name in present or not column.nullable:
-                continue
-            with engine.begin() as conn:
-                conn.exec_driver_sql(
-                    f"ALTER TABLE {quote(table.name)} ADD COLUMN {quote(column.name)} "
-                    f"{column.type.compile(dialect=engine.dialect)}"
-                )
-                fill = FILL_ADDED_COLUMN.get((table.name, column.name))
-                if fill is not None:
-                    fill(conn)
+def _head_probe(conn: sa.Connection) -> tuple[str | None, bool]:
+    """The stored revision and, on PostgreSQL, whether this code's publish function exists: one round trip."""
+    if conn.dialect.name != "postgresql":
+        return schema_version.read_revision(conn), True
+    rows = conn.execute(
+        sa.text(f"SELECT version_num, to_regprocedure(:sig) IS NOT NULL FROM {schema_version.VERSION_TABLE}"),
+        {"sig": publish_pg.REGPROCEDURE},
+    ).all()
+    return "+".join(sorted(r[0] for r in rows)) or None, bool(rows) and all(r[1] for r in rows)
 
 
-def _ensure_publish_function(conn: sa.Connection) -> None:
+def _create_if_empty(engine: Engine, url: str) -> str | None:
+    """Several processes may open a fresh catalog at once: under the schema lock, the first creates it at head and
+    the others find its version. A catalog with tables but no version is left as it is (the caller refuses it)."""
+    with engine.begin() as conn:
+        schema_version.lock_schema(conn)
+        revision, has_tables = schema_version.inspect_revision(conn)
+        if revision is not None or has_tables:
+            return revision
+        schema_version.create_at_head(conn)
+        if engine.dialect.name == "postgresql":
+            ensure_publish_function(conn)
+        return schema_version.HEAD
+
+
+def ensure_publish_function(conn: sa.Connection) -> None:
     """PostgreSQL publishes through one server-side function (``publish_pg``); SQLite keeps its statements."""
     # Serialize creators across processes: CREATE FUNCTION racing itself fails on the catalog's unique index.
     conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext(:name))"), {"name": publish_pg.NAME})

@@ -1,8 +1,8 @@
 """Publish on PostgreSQL as one server-side function: the whole CAS in one round trip.
 
 ``Catalog.publish`` on SQLite runs its statements one by one (SQLite has one writer at a time anyway). On
-PostgreSQL the same steps run inside ``backfill_publish_<digest>``, which the schema code
-(``db._ensure_schema``) creates: read the version and the pointer, share-lock the request row, CAS the pointer,
+PostgreSQL the same steps run inside ``backfill_publish_<digest>``, which the catalog's creation and upgrade
+(``db.ensure_publish_function``) create: read the version and the pointer, share-lock the request row, CAS the pointer,
 the two state transitions, then — last — the ``log_head`` row lock and the ``publish_log`` row. Called as a
 single statement, the ``log_head`` lock is held from the log UPDATE to the commit with no client round trip in
 between, so publishers of other partitions queue behind it for microseconds instead of several round trips.

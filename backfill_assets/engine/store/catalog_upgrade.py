@@ -1,0 +1,107 @@
+"""``backfill-assets catalog version`` and ``catalog upgrade`` over a catalog URL, whatever its schema version: they
+open their own engine, never ``db.engine_for`` (which refuses a catalog not at head)."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from sqlalchemy.engine import Engine, make_url
+
+from backfill_assets.engine.store import schema_version as V
+from backfill_assets.engine.store.db import READ_ONLY, create_engine, ensure_publish_function, retry_transient
+
+
+@dataclass(frozen=True)
+class SchemaStatus:
+    """Where a catalog stands: its revision (None: none recorded) and what this code's is."""
+
+    url: str  # the password hidden
+    revision: str | None
+    head: str
+    standing: str  # schema_version.AT_HEAD | EMPTY | UNVERSIONED | OLDER | NEWER, or ABSENT
+
+    @property
+    def needs_upgrade(self) -> bool:
+        """True when this code refuses to open it until something is upgraded (the catalog, or backfill_assets)."""
+        return self.standing in (V.UNVERSIONED, V.OLDER, V.NEWER)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "needs_upgrade": self.needs_upgrade}
+
+
+@dataclass(frozen=True)
+class SchemaUpgrade:
+    url: str
+    from_revision: str | None  # None: made before versions were recorded, or an empty database
+    to_revision: str
+    standing_before: str
+
+    @property
+    def changed(self) -> bool:
+        return self.standing_before != V.AT_HEAD
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "changed": self.changed}
+
+
+ABSENT = "absent"  # a SQLite catalog whose file does not exist yet: the first process to open it creates it
+
+
+def schema_status(url: str) -> SchemaStatus:
+    """The catalog's schema version against this code's; reads only (a missing SQLite file is not created)."""
+    shown = make_url(url).render_as_string(hide_password=True)
+    if _sqlite_file_missing(url):
+        return SchemaStatus(shown, None, V.HEAD, ABSENT)
+    with _engine(url) as engine, engine.execution_options(**{READ_ONLY: True}).connect() as conn:
+        revision, has_tables = V.inspect_revision(conn)
+    return SchemaStatus(shown, revision, V.HEAD, V.standing(revision, has_tables))
+
+
+def upgrade_catalog(url: str) -> SchemaUpgrade:
+    """Bring the catalog to this code's head in one transaction, under the schema lock: an empty database is created
+    at head, one made before versions were recorded gets the baseline (what it lacks of it) and every later
+    revision, an older one the revisions after its own. At head already: nothing changes. A catalog at a revision
+    this code does not know is refused (``CatalogSchemaMismatch``). On PostgreSQL this code's publish function
+    is created too."""
+    shown = make_url(url).render_as_string(hide_password=True)
+    with _engine(url) as engine:
+        revision, where = retry_transient(lambda: _upgrade(engine, url), attempts=3)
+    return SchemaUpgrade(shown, revision, V.HEAD, where)
+
+
+def _upgrade(engine: Engine, url: str) -> tuple[str | None, str]:
+    with engine.begin() as conn:
+        V.lock_schema(conn)
+        revision, has_tables = V.inspect_revision(conn)
+        where = V.standing(revision, has_tables)
+        if where == V.NEWER:
+            raise V.mismatch(url, revision, where)
+        if where == V.EMPTY:
+            V.create_at_head(conn)
+        elif where != V.AT_HEAD:
+            V.upgrade_to_head(conn)
+        if conn.dialect.name == "postgresql":
+            ensure_publish_function(conn)
+    return revision, where
+
+
+def _sqlite_file_missing(url: str) -> bool:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return False
+    return not Path(parsed.database).exists()
+
+
+@contextmanager
+def _engine(url: str) -> Iterator[Engine]:
+    # Its own engine, disposed at the end: a command's connections must not outlive it (a PostgreSQL database
+    # being dropped, a SQLite file being copied).
+    engine = create_engine(url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+

@@ -1,0 +1,340 @@
+"""The catalog's schema at revision 0001 (the baseline), frozen, and what brings a catalog made before the schema was
+versioned up to it. ``schema.py`` is today's schema and moves on; this file never changes, so the baseline means the
+same on every catalog whatever later revisions add (they start from exactly these tables).
+
+Before versions were recorded, each release added its new nullable columns to an older catalog when it opened it,
+and filled the rows that predate a column when its value could be derived (a skipped cell's kind from its reason's
+words). ``bring_to_baseline`` does the same, once, for ``backfill-assets catalog upgrade``: the missing tables,
+columns and indexes, the fills, the ``log_head`` row; on an empty database it simply creates the baseline.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import sqlalchemy as sa
+
+from backfill_assets.engine.model.cells import PREVIOUS_NOT_PUBLISHED, UPSTREAM_NOT_PUBLISHED, SkipKind
+from backfill_assets.engine.model.overrides import MARKED_SKIPPED
+from backfill_assets.engine.model.request_model import CellDecision
+
+REVISION = "0001"
+
+baseline = sa.MetaData()
+
+_ts = sa.String(40)  # UTC ISO-8601 with offset; strings compare in time order and round-trip exactly
+_key = sa.String(64)
+_asset = sa.String(64)
+_vid = sa.String(255)
+_req = sa.String(80)
+
+versions = sa.Table(
+    "versions",
+    baseline,
+    sa.Column("version_id", _vid, primary_key=True),
+    sa.Column("asset", _asset, nullable=False),
+    sa.Column("partition_key", _key, nullable=False),
+    sa.Column("interval_start", _ts, nullable=False),
+    sa.Column("interval_end", _ts, nullable=False),
+    sa.Column("run_id", sa.String(64), nullable=False),
+    sa.Column("dagster_run_id", sa.String(64), nullable=False),
+    sa.Column("attempt_no", sa.Integer, nullable=False),
+    sa.Column("request_id", _req),
+    sa.Column("lane", sa.String(16)),
+    sa.Column("code_version", sa.String(80), nullable=False),
+    sa.Column("params_digest", sa.String(64), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("path", sa.Text),
+    sa.Column("rows", sa.BigInteger),
+    sa.Column("sha256", sa.String(64)),
+    sa.Column("stats_json", sa.Text),
+    sa.Column("checks_json", sa.Text),
+    sa.Column("input_versions_json", sa.Text),
+    sa.Column("source_fingerprint", sa.String(64)),
+    sa.Column("expected_previous_version_id", _vid),
+    sa.Column("error", sa.Text),
+    sa.Column("requested_at", _ts),
+    sa.Column("started_at", _ts, nullable=False),
+    sa.Column("ended_at", _ts),
+    sa.Column("published_at", _ts),
+    sa.Column("created_at", _ts, nullable=False),
+    sa.Column("worker", sa.String(200)),  # the process that wrote the attempt (RunIdentity.worker)
+    sa.Column("params_json", sa.Text),  # what params_digest digests (RunIdentity.params): defect, asset config
+    sa.UniqueConstraint("asset", "partition_key", "run_id", "attempt_no", name="uq_versions_attempt"),
+    sa.Index("ix_versions_cell", "asset", "partition_key"),
+    sa.Index("ix_versions_request", "request_id"),
+    sa.Index("ix_versions_dagster_run", "dagster_run_id"),
+)
+
+pointers = sa.Table(
+    "pointers",
+    baseline,
+    sa.Column("asset", _asset, primary_key=True),
+    sa.Column("partition_key", _key, primary_key=True),
+    sa.Column("version_id", _vid, nullable=False),
+    sa.Column("previous_version_id", _vid),
+    sa.Column("updated_at", _ts, nullable=False),
+)
+
+publish_log = sa.Table(
+    "publish_log",
+    baseline,
+    # Assigned under the log_head row lock, so seq order is commit order (a cursor never skips a late commit).
+    sa.Column("seq", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("asset", _asset, nullable=False),
+    sa.Column("partition_key", _key, nullable=False),
+    sa.Column("version_id", _vid, nullable=False),
+    sa.Column("previous_version_id", _vid),
+    sa.Column("action", sa.String(16), nullable=False),
+    sa.Column("request_id", _req),
+    sa.Column("lane", sa.String(16)),
+    sa.Column("reason", sa.Text),
+    sa.Column("at", _ts, nullable=False),
+    sa.Index("ix_publish_log_request", "request_id", "seq"),
+)
+
+log_head = sa.Table(
+    "log_head",
+    baseline,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+)
+
+reads = sa.Table(
+    "reads",
+    baseline,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("consumer_version_id", _vid),  # NULL for an external reader
+    sa.Column("consumer_run_id", sa.String(64)),
+    sa.Column("consumer", sa.String(200)),  # who read: a version id or an external reader's label
+    sa.Column("upstream_asset", _asset, nullable=False),
+    sa.Column("upstream_partition", _key, nullable=False),
+    sa.Column("upstream_version_id", _vid, nullable=False),
+    sa.Column("at", _ts, nullable=False),
+    sa.Index("ix_reads_upstream", "upstream_version_id"),
+)
+
+outbox = sa.Table(
+    "outbox",
+    baseline,
+    sa.Column("idempotency_key", sa.String(255), primary_key=True),
+    sa.Column("asset", _asset, nullable=False),
+    sa.Column("partition_key", _key, nullable=False),
+    sa.Column("payload_json", sa.Text, nullable=False),
+    sa.Column("run_id", sa.String(64)),
+    sa.Column("request_id", _req),
+    sa.Column("created_at", _ts, nullable=False),
+    sa.Column("sent_at", _ts),
+)
+
+requests = sa.Table(
+    "requests",
+    baseline,
+    sa.Column("request_id", _req, primary_key=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("assets_json", sa.Text, nullable=False),
+    sa.Column("partitions_json", sa.Text, nullable=False),
+    sa.Column("code_version", sa.String(80), nullable=False),
+    sa.Column("reprocess", sa.String(16), nullable=False),
+    sa.Column("downstream", sa.String(16), nullable=False),
+    sa.Column("confirm_cascade", sa.Boolean, nullable=False, default=False),
+    sa.Column("order", sa.String(16), nullable=False),
+    sa.Column("max_active", sa.Integer, nullable=False),
+    sa.Column("partitions_per_run", sa.Integer, nullable=False, default=1),
+    # How partitions_per_run was chosen: "explicit" or "auto: <why>"; NULL in a catalog from before (explicit).
+    sa.Column("partitions_per_run_mode", sa.Text),
+    sa.Column("only_failed", sa.Boolean),  # clear --only-failed (NULL in catalogs older than it: false)
+    # A depends-on-past asset is selected, so intervals run one at a time whatever max_active (NULL in catalogs
+    # older than it, whose max_active column holds the effective value: false reads back right).
+    sa.Column("serial", sa.Boolean),
+    sa.Column("wait_for_overlap", sa.Boolean),  # NULL in catalogs older than it: false
+    sa.Column("conf_json", sa.Text, nullable=False),
+    sa.Column("side_effects_json", sa.Text, nullable=False),
+    sa.Column("approved_by", sa.String(120)),
+    sa.Column("requested_by", sa.String(120), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("requested_at", _ts, nullable=False),
+    sa.Column("source", sa.String(16), nullable=False),  # cli | dagster (adopted)
+    sa.Column("message", sa.Text),
+    sa.Column("confirmed_at", _ts),
+    sa.Column("closed_at", _ts),
+)
+
+request_items = sa.Table(
+    "request_items",
+    baseline,
+    sa.Column("request_id", _req, primary_key=True),
+    sa.Column("asset", _asset, primary_key=True),
+    sa.Column("partition_key", _key, primary_key=True),
+    sa.Column("ordinal", sa.Integer, nullable=False),
+    sa.Column("origin", sa.String(16), nullable=False),  # planned | cascade | handoff
+    sa.Column("decision", sa.String(24), nullable=False),  # pending | submitted | skipped | cancelled | ...
+    sa.Column("reason", sa.Text),
+    sa.Column("run_id", sa.String(64)),
+    sa.Column("run_key", sa.String(255)),
+    sa.Column("submitted_at", _ts),
+    sa.Column("updated_at", _ts, nullable=False),
+    sa.Column("skip_kind", sa.String(24)),  # a skipped cell's SkipKind (left_unpublished | marked | decided)
+)
+
+claims = sa.Table(
+    "claims",
+    baseline,
+    sa.Column("asset", _asset, primary_key=True),
+    sa.Column("partition_key", _key, primary_key=True),
+    sa.Column("request_id", _req, nullable=False),
+    sa.Column("claimed_at", _ts, nullable=False),
+)
+
+# Every pause of a request (`request pause` / `request resume`), kept after the resume: who stopped it, when and
+# why, and the status (and message) its resume restores. At most one row per request has resumed_at NULL.
+request_pauses = sa.Table(
+    "request_pauses",
+    baseline,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("request_id", _req, nullable=False),
+    sa.Column("paused_at", _ts, nullable=False),
+    sa.Column("paused_by", sa.String(120), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("status_before", sa.String(16), nullable=False),
+    sa.Column("message_before", sa.Text),
+    sa.Column("resumed_at", _ts),
+    sa.Column("resumed_by", sa.String(120)),
+    sa.Index("ix_request_pauses_request", "request_id", "id"),
+)
+
+handoffs = sa.Table(
+    "handoffs",
+    baseline,
+    sa.Column("handoff_id", sa.String(80), primary_key=True),
+    sa.Column("request_id", _req, nullable=False),
+    sa.Column("asset", _asset, nullable=False),
+    sa.Column("owner", sa.String(200), nullable=False),
+    sa.Column("partitions_json", sa.Text, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("deadline", _ts, nullable=False),
+    sa.Column("created_at", _ts, nullable=False),
+    sa.Column("decided_at", _ts),
+    sa.Column("decided_by", sa.String(120)),
+)
+
+# Named cursors kept in the catalog (not only in Dagster's sensor state) so the driver can tell whether the
+# propagation sensor has seen every publish of a request before it closes that request.
+cursors = sa.Table(
+    "cursors",
+    baseline,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", _ts, nullable=False),
+)
+
+# Cells a backfill launched from Dagster (UI, `dagster job backfill`) left alone at the start of their step, and
+# why (its reprocess policy, a run in flight, an unauthorized side effect): the adoption sensor turns them into
+# `skipped` cells with that reason.
+admissions = sa.Table(
+    "admissions",
+    baseline,
+    sa.Column("dagster_run_id", sa.String(64), primary_key=True),
+    sa.Column("asset", _asset, primary_key=True),
+    sa.Column("partition_key", _key, primary_key=True),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("at", _ts, nullable=False),
+    sa.Column("skip_kind", sa.String(24)),  # SkipKind; rows that predate it were decided by the policy
+)
+
+# An operator's overrides, never silent (backfill-assets accept / reject / skip): who decided what about which version
+# or cell, when and why. Rows are only added: a withdrawn skip mark is an `unskip` row after the `skip` row.
+overrides = sa.Table(
+    "overrides",
+    baseline,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("action", sa.String(16), nullable=False),  # accept | reject | skip | unskip
+    sa.Column("asset", _asset, nullable=False),
+    sa.Column("partition_key", _key, nullable=False),
+    sa.Column("version_id", _vid),  # the version accepted or rejected; NULL for a cell's skip mark
+    sa.Column("decided_by", sa.String(120), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("at", _ts, nullable=False),
+    sa.Column("publish_seq", sa.BigInteger),  # the publish_log row of an accept (publish) or reject (rollback)
+    sa.Index("ix_overrides_cell", "asset", "partition_key"),
+    sa.Index("ix_overrides_version", "version_id"),
+)
+
+# Every operation made through the service (backfill_assets.service), whichever door it came through: who, from
+# which surface (python | cli | launchpad | dagster), what on which target, when, why, and its outcome in a line.
+# Rows are only added; the tables each operation changes (requests, request_pauses, overrides, publish_log,
+# handoffs) stay the truth, this is the trail across them.
+operations = sa.Table(
+    "operations",
+    baseline,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("at", _ts, nullable=False),
+    sa.Column("operation", sa.String(32), nullable=False),  # create | cancel | pause | resume | rollback | ...
+    sa.Column("surface", sa.String(16), nullable=False),
+    sa.Column("actor", sa.String(120), nullable=False),
+    sa.Column("target", sa.String(255), nullable=False),  # a request id, version id, asset/day, handoff id
+    sa.Column("request_id", _req),  # the request it concerns, when one does (the filter of `request show`)
+    sa.Column("reason", sa.Text),
+    sa.Column("outcome", sa.Text, nullable=False),
+    sa.Index("ix_operations_request", "request_id"),
+)
+
+
+# ---- a catalog made before versions were recorded -> the baseline ---------------------------------------------------
+
+
+def _skip_kinds(conn: sa.Connection) -> None:
+    """A skipped cell's kind, from the reason words its kind was recognised by before it was stored."""
+    skipped = request_items.c.decision == CellDecision.SKIPPED.value
+    reason = request_items.c.reason
+    previous = PREVIOUS_NOT_PUBLISHED.replace("{}", "%")
+    kinds = (
+        (SkipKind.LEFT_UNPUBLISHED, sa.or_(reason == UPSTREAM_NOT_PUBLISHED, reason.like(previous))),
+        (SkipKind.MARKED, reason.like(f"{MARKED_SKIPPED}%")),
+    )
+    for kind, condition in kinds:
+        conn.execute(request_items.update().where(skipped, condition).values(skip_kind=kind.value))
+    conn.execute(
+        request_items.update().where(skipped, request_items.c.skip_kind.is_(None)).values(
+            skip_kind=SkipKind.DECIDED.value
+        )
+    )
+
+
+# (table, column) -> what fills the column in the rows that predate it (the others read right as NULL).
+FILL_ADDED_COLUMN: dict[tuple[str, str], Callable[[sa.Connection], None]] = {
+    ("request_items", "skip_kind"): _skip_kinds,
+}
+
+
+def bring_to_baseline(conn: sa.Connection) -> None:
+    """Whatever the catalog lacks of the baseline, in the caller's transaction: an empty database gets every table,
+    an older catalog its missing tables, the nullable columns added since it was made (filled where
+    ``FILL_ADDED_COLUMN`` says how) and the indexes added since."""
+    baseline.create_all(conn, checkfirst=True)
+    _add_missing_columns(conn)
+    # create_all makes the indexes of the tables it creates; an older catalog gets the ones added since here.
+    for table in baseline.sorted_tables:
+        for index in table.indexes:
+            index.create(conn, checkfirst=True)
+    if conn.execute(sa.select(log_head.c.id).where(log_head.c.id == 1)).first() is None:
+        conn.execute(log_head.insert().values(id=1, seq=0))
+
+
+def _add_missing_columns(conn: sa.Connection) -> None:
+    # Every column added to a table after its first release was nullable (old rows read right as NULL), so an
+    # ADD COLUMN is all an older catalog needs, on SQLite as on PostgreSQL.
+    inspector = sa.inspect(conn)
+    quote = conn.dialect.identifier_preparer.quote
+    for table in baseline.sorted_tables:
+        present = {c["name"] for c in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name in present or not column.nullable:
+                continue
+            conn.exec_driver_sql(
+                f"ALTER TABLE {quote(table.name)} ADD COLUMN {quote(column.name)} "
+                f"{column.type.compile(dialect=conn.dialect)}"
+            )
+            fill = FILL_ADDED_COLUMN.get((table.name, column.name))
+            if fill is not None:
+                fill(conn)
