@@ -1,6 +1,7 @@
 """The ``backfill-assets`` command line: a thin click layer over backfill_assets.engine."""
 
 from . import (  # noqa: F401 - importing registers the commands
+    catalog_commands,
     clear_command,
     data_commands,
     demo_command,

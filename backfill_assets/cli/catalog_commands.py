@@ -1,0 +1,77 @@
+"""``backfill-assets catalog version`` and ``catalog upgrade``: the catalog's schema version, and its upgrade."""
+
+from __future__ import annotations
+
+import click
+
+from backfill_assets.engine.store.catalog_upgrade import ABSENT
+from backfill_assets.engine.store.schema_version import AT_HEAD, EMPTY, NEWER, OLDER, UNVERSIONED, UPGRADE_COMMAND
+from backfill_assets.service.catalog_schema import SchemaStatus, catalog_schema, upgrade_catalog_schema
+
+from .app import AppContext, cli, emit, json_option
+
+# Exit status of `catalog version` when this code would refuse the catalog (an error is 2, as for every command).
+NEEDS_UPGRADE_EXIT = 1
+
+_VERDICT = {
+    AT_HEAD: "up to date",
+    EMPTY: "empty: the first process to open it creates it at this version",
+    ABSENT: "not created yet: the first process to open it creates it at this version",
+    UNVERSIONED: f"made before schema versions were recorded: run `{UPGRADE_COMMAND}`",
+    OLDER: f"older than this backfill_assets: run `{UPGRADE_COMMAND}`",
+    NEWER: "written by a newer backfill_assets: upgrade backfill_assets",
+}
+
+
+def _revision(revision: str | None) -> str:
+    return revision if revision is not None else "none"
+
+
+@cli.group()
+def catalog() -> None:
+    """The catalog's schema version: check it, upgrade it.
+
+    The catalog is BACKFILL_CATALOG_URL, else catalog.db in the Dagster home (--home). A release whose schema is
+    newer refuses to open an older catalog until `backfill-assets catalog upgrade` has run.
+    """
+
+
+@catalog.command("version")
+@json_option
+@click.pass_obj
+def version(app: AppContext, as_json: bool) -> None:
+    """Show the catalog's schema version and this backfill_assets' own; change nothing.
+
+    Exit status 1 when the catalog needs an upgrade (of the catalog, or of backfill_assets), 0 otherwise.
+
+    Example: backfill-assets catalog version
+    """
+    status = catalog_schema(app.settings().catalog_url)
+    emit(status.as_dict(), as_json, lambda: _echo_status(status))
+    if status.needs_upgrade:
+        raise click.exceptions.Exit(NEEDS_UPGRADE_EXIT)
+
+
+def _echo_status(status: SchemaStatus) -> None:
+    click.echo(f"catalog  {status.url}")
+    click.echo(f"schema   {_revision(status.revision)}")
+    click.echo(f"code     {status.head}")
+    click.echo(_VERDICT[status.standing])
+
+
+@catalog.command("upgrade")
+@json_option
+@click.pass_obj
+def upgrade(app: AppContext, as_json: bool) -> None:
+    """Bring the catalog to this backfill_assets' schema version, in one transaction; run it again: nothing changes.
+
+    A catalog made before schema versions were recorded gets what it lacks (tables, columns, their values in older
+    rows, indexes) and then every later revision. Stop the daemon, code servers and runs of the older release first;
+    two upgraders take turns. A catalog written by a newer backfill_assets is refused.
+
+    Example: backfill-assets catalog upgrade
+    """
+    done = upgrade_catalog_schema(app.settings().catalog_url)
+    before = "empty" if done.standing_before in (EMPTY, ABSENT) else _revision(done.from_revision)
+    emit(done.as_dict(), as_json,
+         f"catalog {done.url}: {before} → {done.to_revision}" + ("" if done.changed else " (already up to date)"))
