@@ -101,7 +101,7 @@ def demo(
         "seconds": round(time.monotonic() - started, 1),
         "dagster_home": str(app.home),
     }
-    emit(summary_data, as_json, lambda: _echo_summary(summary_data, now, rolled, app.home))
+    emit(summary_data, as_json, lambda: _echo_summary(summary_data, now, rolled, app))
 
 
 def _seed_and_run_production(location, catalog, orders_per_day: int, say) -> None:
@@ -139,7 +139,7 @@ def _create_request(app: AppContext, max_active: int, say) -> str:
     return created.request.request_id
 
 
-def _echo_summary(summary: dict, now, rolled, home) -> None:
+def _echo_summary(summary: dict, now, rolled, app: AppContext) -> None:
     request_id, counts = summary["request_id"], summary["counts"]
     click.echo(f"\n{request_id}: {counts['published']} published, {counts['rejected'] + counts['failed']} rejected")
     for line in describe_defect_day(summary["defect_day"]):
@@ -148,10 +148,12 @@ def _echo_summary(summary: dict, now, rolled, home) -> None:
         click.echo(f"  request ended {now.status}: {now.message}")
     if rolled is not None:
         click.echo(f"5. rolled back {DAILY_REVENUE} {ROLLBACK_DAY}: restored {rolled.serving}")
+    # Named in full: these work from any folder (an installed package has no pyproject naming the demo).
+    where = f"--home {app.home} -m {app.module}"
     click.echo(f"done in {summary['seconds']} s. Look closer:")
-    click.echo(f"  backfill-assets request show {request_id}")
-    click.echo(f"  backfill-assets versions {DAILY_REVENUE} {DEFECT_DAY}")
-    click.echo(f"  DAGSTER_HOME={home} dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
+    click.echo(f"  backfill-assets {where} request show {request_id}")
+    click.echo(f"  backfill-assets {where} versions {DAILY_REVENUE} {DEFECT_DAY}")
+    click.echo(f"  DAGSTER_HOME={app.home} dagster dev -m {app.module} -h 127.0.0.1 -p 3000")
 
 
 def days_by_worker(catalog, request_id: str) -> dict[str, list[str]]:
