@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from backfill_assets.engine.model.errors import (
         BackfillError,
+        CatalogSchemaMismatch,
         IllegalTransition,
         IntegrityError,
         InvalidField,
@@ -83,6 +84,7 @@ _PUBLIC = {
     "Interval": "backfill_assets.engine.model.intervals",
     "Settings": "backfill_assets.engine.model.settings",
     "BackfillError": "backfill_assets.engine.model.errors",
+    "CatalogSchemaMismatch": "backfill_assets.engine.model.errors",
     "InvalidInput": "backfill_assets.engine.model.errors",
     "InvalidField": "backfill_assets.engine.model.errors",
     "RefusedField": "backfill_assets.engine.model.errors",
@@ -132,6 +134,7 @@ __all__ = [
     "BackfillResource",
     "Backfills",
     "BusinessCalendar",
+    "CatalogSchemaMismatch",
     "ClearInput",
     "DownstreamPolicy",
     "FLOAT",

@@ -18,7 +18,7 @@ from tests.orders import DEFS
 
 PINNED = [
     "Audit", "AuditResult", "BOOL", "BackfillAsset", "BackfillError", "BackfillResource", "Backfills",
-    "BusinessCalendar", "ClearInput", "DownstreamPolicy", "FLOAT", "INT", "IllegalTransition", "IntegrityError",
+    "BusinessCalendar", "CatalogSchemaMismatch", "ClearInput", "DownstreamPolicy", "FLOAT", "INT", "IllegalTransition", "IntegrityError",
     "Interval",
     "InvalidField", "InvalidInput", "NotFound", "Order", "PlanError", "PublishConflict", "RefusedField",
     "ReprocessPolicy", "RequestInput", "RequestSource", "STRING", "Settings", "StorageError", "TIMESTAMP",
