@@ -116,7 +116,6 @@ def test_only_the_adapter_package_imports_private_dagster_modules():
         "dagster._core.storage.runs.schema",
         "dagster._core.storage.runs.sqlite.sqlite_run_storage",
         "dagster._core.storage.schedules.sqlite.sqlite_schedule_storage",
-        "dagster._core.storage.sqlite",
         "dagster._core.workspace.workspace",
         # backfill-assets-daemon: dagster-daemon run with its loops woken by new work.
         "dagster._daemon",

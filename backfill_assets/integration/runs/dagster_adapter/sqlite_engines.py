@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 
-from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import Pool
@@ -19,6 +18,10 @@ from sqlalchemy.pool import Pool
 # connections, and SQLite forbids using, or even closing, a connection in a child (closing it would checkpoint and
 # delete a WAL the child holds no lock on). A child therefore starts with no engines and keeps its parent's
 # referenced, untouched, for as long as it lives.
+
+# How long a connection waits on another's write lock before "database is locked": pysqlite's 5 s is too short
+# for contended writers. Ours, not Dagster's ``SQLITE_BUSY_TIMEOUT_SECONDS`` (the same 30 s), which 1.13.0 lacks.
+SQLITE_BUSY_TIMEOUT_SECONDS = 30
 
 # Engines a forked child inherited: referenced here so they are never garbage-collected (which closes them).
 _INHERITED: list[dict[str, Engine]] = []
