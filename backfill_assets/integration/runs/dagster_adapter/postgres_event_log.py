@@ -4,9 +4,9 @@ step registers for it to that step (``pool_claims.py``)."""
 from __future__ import annotations
 
 from dagster_postgres import PostgresEventLogStorage
-from dagster_postgres.utils import get_token_provider_from_config, pg_url_from_config
 
 from .pool_claims import AssignsFreedPoolSlots
+from .postgres_config import postgres_storage_args
 
 
 class PostgresEventLogAssigningFreedSlots(AssignsFreedPoolSlots, PostgresEventLogStorage):
@@ -24,9 +24,4 @@ class PostgresEventLogAssigningFreedSlots(AssignsFreedPoolSlots, PostgresEventLo
     @classmethod
     def from_config_value(cls, inst_data, config_value):
         # dagster-postgres builds its own class here, not ``cls``.
-        return cls(
-            inst_data=inst_data,
-            postgres_url=pg_url_from_config(config_value),
-            should_autocreate_tables=config_value.get("should_autocreate_tables", True),
-            token_provider=get_token_provider_from_config(config_value),
-        )
+        return cls(inst_data=inst_data, **postgres_storage_args(config_value))

@@ -17,7 +17,8 @@ import sqlalchemy as sa
 from dagster._core.errors import DagsterRunAlreadyExists
 from dagster._core.storage.runs.schema import RunsTable, RunTagsTable
 from dagster_postgres import PostgresRunStorage
-from dagster_postgres.utils import get_token_provider_from_config, pg_url_from_config
+
+from .postgres_config import postgres_storage_args
 
 
 class PostgresRunStorageAddingRunsWhole(PostgresRunStorage):
@@ -34,12 +35,7 @@ class PostgresRunStorageAddingRunsWhole(PostgresRunStorage):
     @classmethod
     def from_config_value(cls, inst_data, config_value):
         # dagster-postgres builds its own class here, not ``cls``.
-        return cls(
-            inst_data=inst_data,
-            postgres_url=pg_url_from_config(config_value),
-            should_autocreate_tables=config_value.get("should_autocreate_tables", True),
-            token_provider=get_token_provider_from_config(config_value),
-        )
+        return cls(inst_data=inst_data, **postgres_storage_args(config_value))
 
     def _core_add_run(self, col_values: dict[str, Any], tags: Mapping[str, str]) -> None:
         with self.connect() as conn:
