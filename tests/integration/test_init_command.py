@@ -55,6 +55,43 @@ def test_a_new_project_loads_in_dagster_and_its_test_passes(tmp_path, monkeypatc
     assert tested.returncode == 0 and "1 passed" in tested.stdout, tested.stdout[-3000:] + tested.stderr[-2000:]
 
 
+DRILL = """
+from backfill_assets.defects import with_defects
+
+defs = backfill_definitions(assets=with_defects(hourly_example))
+"""
+DUPLICATE_KEYS = '{"ops": {"hourly_example": {"config": {"defect": "duplicate_keys"}}}}'
+
+
+def test_dg_launch_goes_through_the_gate(tmp_path):
+    """``dg launch --assets … --partition …`` on the project: a day is published with its checks; a day whose audit
+    fails exits non-zero and leaves the version it had serving."""
+    folder = tmp_path / "shop"
+    assert _init(folder, "--start", "2024-03-01")[0] == 0
+    definitions = folder / "shop/definitions.py"
+    definitions.write_text(definitions.read_text() + DRILL)  # the same asset, given a defect on demand
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BACKFILL_")} | {
+        "DAGSTER_HOME": str(folder / ".dagster_home")}
+    launch = [dagster_bin("dg"), "launch", "--assets", "hourly_example", "--partition", "2024-03-02"]
+
+    def run(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*launch, *extra], cwd=folder, env=env, capture_output=True, text=True, timeout=180)
+
+    assert run().returncode == 0
+    versions = [*_versions(folder, env)]
+    assert versions == ["PUBLISHED"], versions
+    failed = run("--config-json", DUPLICATE_KEYS)
+    assert failed.returncode != 0 and "primary_key_unique" in failed.stdout + failed.stderr
+    assert [*_versions(folder, env)] == ["PUBLISHED", "REJECTED"]  # the first still current (listed first)
+
+
+def _versions(folder: Path, env: dict) -> list[str]:
+    shown = subprocess.run([dagster_bin("backfill-assets"), "versions", "hourly_example", "2024-03-02", "--json"],
+                           cwd=folder, env=env, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    return [v["state"] for v in sorted(json.loads(shown.stdout), key=lambda v: not v["current"])]
+
+
 def test_a_second_run_keeps_every_file(tmp_path):
     folder = tmp_path / "shop"
     assert _init(folder)[0] == 0
