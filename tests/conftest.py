@@ -180,6 +180,3 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(group))
         if getattr(item, "originalname", item.name) in SERVER_RESTART_TESTS:
             item.add_marker(pytest.mark.server_restart)
-    # The newcomer test (a pip install, then a whole quick start: two minutes on one worker) goes first, so that the
-    # other workers share out everything else meanwhile instead of waiting for it at the end.
-    items.sort(key=lambda item: item.path.parent.name != "newcomer")
