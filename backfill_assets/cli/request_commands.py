@@ -81,15 +81,16 @@ def create(app: AppContext, dry_run: bool, wait_seconds: float | None, as_json: 
     --reason "FX fix" --max-active 2   (auto: 2 runs of 16 and 15 days; --partitions-per-run 1: 31 runs)
     """
     asked = request_input(options)
-    if dry_run or wait_seconds is None:
-        make_request(app, asked, dry_run, as_json)
-        return
     backfills = app.service()
+    if dry_run:
+        show_outcome(backfills.plan(asked), None, as_json)
+        return
     created = backfills.create(asked)
-    if not as_json:
+    if wait_seconds is None or not as_json:  # with --wait --json, one object: the wait's, holding the request
         show_outcome(None, created, as_json)
-    wait_for(backfills, created.request.request_id, wait_seconds, as_json,
-             {"created": created.as_dict()} if as_json else None)
+    if wait_seconds is not None:
+        wait_for(backfills, created.request.request_id, wait_seconds, as_json,
+                 {"created": created.as_dict()} if as_json else None)
 
 
 def request_input(options: dict[str, Any]) -> RequestInput:
@@ -101,15 +102,6 @@ def request_input(options: dict[str, Any]) -> RequestInput:
         conf=parse_conf_text(options.pop("conf")), requested_by=options.pop("requested_by") or default_user(),
         **options,
     )
-
-
-def make_request(app: AppContext, asked: RequestInput, dry_run: bool, as_json: bool) -> None:
-    """Either print the dry run of ``asked`` or create the request."""
-    backfills = app.service()
-    if dry_run:
-        show_outcome(backfills.plan(asked), None, as_json)
-    else:
-        show_outcome(None, backfills.create(asked), as_json)
 
 
 def show_outcome(

@@ -28,6 +28,12 @@ def _init(folder: Path, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def _project_env(folder: Path) -> dict[str, str]:
+    """A shell in the project as its README says: its own instance, none of this suite's settings."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("BACKFILL_")} | {
+        "DAGSTER_HOME": str(folder / ".dagster_home")}
+
+
 def _snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
@@ -45,8 +51,7 @@ def test_a_new_project_loads_in_dagster_and_its_test_passes(tmp_path, monkeypatc
     assert tool["dagster"]["module_name"] == tool["dg"]["project"]["code_location_target_module"] == "shop.definitions"
     assert 'BusinessCalendar("America/New_York", "2024-03-01")' in (folder / "shop/definitions.py").read_text()
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BACKFILL_")} | {
-        "DAGSTER_HOME": str(folder / ".dagster_home")}
+    env = _project_env(folder)
     validated = subprocess.run([dagster_bin("dagster"), "definitions", "validate"], cwd=folder, env=env,
                                capture_output=True, text=True, timeout=180)  # [tool.dagster] names the module
     assert validated.returncode == 0, validated.stdout + validated.stderr
@@ -70,8 +75,7 @@ def test_dg_launch_goes_through_the_gate(tmp_path):
     assert _init(folder, "--start", "2024-03-01")[0] == 0
     definitions = folder / "shop/definitions.py"
     definitions.write_text(definitions.read_text() + DRILL)  # the same asset, given a defect on demand
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BACKFILL_")} | {
-        "DAGSTER_HOME": str(folder / ".dagster_home")}
+    env = _project_env(folder)
     launch = [dagster_bin("dg"), "launch", "--assets", "hourly_example", "--partition", "2024-03-02"]
 
     def run(*extra: str) -> subprocess.CompletedProcess:

@@ -52,7 +52,7 @@ ABSENT = "absent"  # a SQLite catalog whose file does not exist yet: the first p
 
 def schema_status(url: str) -> SchemaStatus:
     """The catalog's schema version against this code's; reads only (a missing SQLite file is not created)."""
-    shown = make_url(url).render_as_string(hide_password=True)
+    shown = V.shown_url(url)
     if _sqlite_file_missing(url):
         return SchemaStatus(shown, None, V.HEAD, ABSENT)
     with _engine(url) as engine, engine.execution_options(**{READ_ONLY: True}).connect() as conn:
@@ -66,7 +66,7 @@ def upgrade_catalog(url: str) -> SchemaUpgrade:
     revision, an older one the revisions after its own. At head already: nothing changes. A catalog at a revision
     this code does not know is refused (``CatalogSchemaMismatch``). On PostgreSQL this code's publish function
     is created too."""
-    shown = make_url(url).render_as_string(hide_password=True)
+    shown = V.shown_url(url)
     with _engine(url) as engine:
         revision, where = retry_transient(lambda: _upgrade(engine, url), attempts=3)
     return SchemaUpgrade(shown, revision, V.HEAD, where)

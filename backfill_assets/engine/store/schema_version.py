@@ -79,9 +79,14 @@ def standing(revision: str | None, has_tables: bool) -> str:
     return OLDER if revision in known_revisions() else NEWER
 
 
+def shown_url(url: str) -> str:
+    """The catalog URL as messages and reports show it: its password hidden."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
 def mismatch(url: str, revision: str | None, where: str) -> CatalogSchemaMismatch:
     """The refusal a process opening a catalog not at ``HEAD`` gets: what it is, what is needed, what to run."""
-    shown = make_url(url).render_as_string(hide_password=True)
+    shown = shown_url(url)
     if where == NEWER:
         return CatalogSchemaMismatch(
             f"catalog {shown} is at schema version {revision}, which this backfill_assets does not know (it needs "
