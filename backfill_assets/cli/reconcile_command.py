@@ -39,6 +39,10 @@ TOTALS_SHOWN = (
 def _cell_line(cell) -> list[str]:
     last = cell.versions[-1] if cell.versions else None
     parts = [cell.partition_key, cell.asset, cell.decision]
+    if cell.run_reads_as:
+        # Dagster shows FAILURE for a run marked cancelled whose worker failed afterwards: say what happened.
+        parts[2] = cell.run_reads_as
+        parts.append(f"[Dagster: {cell.run_status}]")
     if cell.origin != "planned":
         parts.append(f"({cell.origin})")
     if cell.override:
@@ -54,6 +58,8 @@ def _cell_line(cell) -> list[str]:
     if last is not None and last.recomputed_on_current_upstream is not None:
         parts.append(f"recomputed on current upstream: {last.recomputed_on_current_upstream}")
     note = (cell.reason or "") + ("; " + last.gap if last is not None and last.gap else "")
+    if cell.decision == "failed" and last is not None and last.error:
+        note += f"; {last.error}"  # why its last attempt ended (e.g. a step not delivered again)
     if note:
         parts.append(f"— {note}")
     return parts

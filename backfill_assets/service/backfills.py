@@ -23,6 +23,7 @@ from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.operations import Operation, Operations
 from backfill_assets.engine.store.storage import Warehouse
+from backfill_assets.engine.store.tries import cell_tries
 from backfill_assets.engine.store.wakeup import wake_daemon
 
 from . import control, handoffs, reconciling, requests, versions
@@ -213,6 +214,16 @@ class Backfills:
         """Every version of the day, oldest first: published, rejected, superseded, rolled back, in flight."""
         versions.require_cell(self.context, asset, partition_key)
         return self.catalog.versions_of(asset, partition_key)
+
+    def tries(self, asset: str, partition_key: str, request_id: str | None = None) -> list[dict[str, Any]]:
+        """Every try of the cell, oldest first (Airflow's task tries): each version written, and each Dagster run
+        that was to write the cell and wrote nothing (a relaunched run, a production run that failed before
+        writing), with the request that asked for it; ``request_id``'s tries marked ``this_request``."""
+        from backfill_assets.integration.runs.cell_runs import runs_touching_cell
+
+        versions.require_cell(self.context, asset, partition_key)
+        runs = runs_touching_cell(self.context.instance_of(), self.graph, asset, partition_key)
+        return cell_tries(self.catalog, asset, partition_key, request_id=request_id, runs=runs)
 
     # ---- handoffs ----------------------------------------------------------------------------------------------
 

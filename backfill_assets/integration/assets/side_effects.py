@@ -11,6 +11,7 @@ from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.outbox import idempotency_key, send_once
 from backfill_assets.integration.assets.gated import user_resources
 from backfill_assets.integration.assets.partitions import daily_partitions_for
+from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
 from backfill_assets.integration.resources import BACKFILL_RESOURCE
 from backfill_assets.integration.runs.run_identity import lane_from_tags, request_id_from_tags
 
@@ -41,6 +42,8 @@ def build_side_effect_asset(spec: DeclaredAsset, graph: AssetGraph) -> dg.Assets
         output_required=False,
     )
     def _side_effect(context: dg.AssetExecutionContext):
+        catalog = getattr(context.resources, BACKFILL_RESOURCE).catalog()
+        refuse_after_lost_workers(context, catalog, spec.name, [context.partition_key])
         result = _deliver(context, graph, spec)
         if result is not None:
             yield result
