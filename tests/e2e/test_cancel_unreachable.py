@@ -306,8 +306,8 @@ def test_cancel_with_a_code_server_that_does_not_answer_forces_the_run_and_retur
     assert e.catalog.current(RAW_ORDERS, STOPPED_DAYS[0]) is None
     assert e.show(rid)["cells"] == shown["cells"]
 
-    # Whatever Dagster ended the forced run as (FAILURE when its worker's job failure came after the mark),
-    # reconcile reads it as a forced cancel beside Dagster's status; the run that left the queue is not forced.
+    # Dagster ends the forced run FAILURE here (its worker's job failure comes after the mark); whatever it shows,
+    # reconcile reads it as a forced cancel beside Dagster's status. The run that left the queue is not forced.
     report = e.cli_json("reconcile", rid, expect_exit=1)
     runs = {r["run_id"]: r for r in report["runs"]}
     final = stack.run_status(first.run_id).value
