@@ -3,8 +3,8 @@ saying why (engine/wap/redelivery.py). Without the bound the broker's late ackno
 next worker for ever.
 
 One 1-day ``raw_orders`` request whose day is given the ``kill_worker`` defect: the step SIGKILLs its worker, so
-the first delivery takes down one worker and the second the other (the default limit is 2 lost workers). Two new
-workers replace them; the third delivery is refused before it computes anything, the run fails, the cell fails
+the first delivery takes down one worker and the second the other (the default limit is 2 lost workers), each
+replaced by a new one as soon as it is seen dead; the third delivery is refused before it computes anything, the run fails, the cell fails
 with the reason, and both attempts the killed deliveries began are abandoned (nothing left for reconcile to repair).
 """
 
@@ -35,6 +35,10 @@ def run_ended(stack, request_id: str) -> bool:
     return any(r.dagster_run.is_finished for r in stack.run_records(request_id))
 
 
+def dead_workers(stack) -> list[str]:
+    return [name for name, worker in stack.workers.items() if not worker.alive()]
+
+
 def test_a_step_that_kills_its_worker_is_delivered_a_bounded_number_of_times_then_its_cell_fails(celery_stack):
     stack = celery_stack
     assert DEFAULT_WORKER_LOSS_LIMIT == len(WORKER_NAMES)  # each killed delivery takes one of the two workers
@@ -43,14 +47,17 @@ def test_a_step_that_kills_its_worker_is_delivered_a_bounded_number_of_times_the
     try:
         request_id = stack.create("--assets", RAW_ORDERS, "--from", DAY, "--to", DAY, "--reprocess", "completed",
                                   "--conf", conf)["request_id"]
-        # Both workers dead, or (the test then fails at once, not at the timeout) the run over without it.
-        poll(lambda: not any(w.alive() for w in stack.workers.values()) or run_ended(stack, request_id),
-             KILLED_TIMEOUT, "the step to kill both workers")
-        alive = [name for name, worker in stack.workers.items() if worker.alive()]
-        assert not alive, f"{alive} alive, the run {stack.run_records(request_id)[0].dagster_run.status}"
+        # Each dead worker is replaced as soon as it is seen dead (a new machine with the same name), so a
+        # replacement starts while the next delivery kills the other worker; the third delivery runs on one.
+        killed = 0
+        while killed < DEFAULT_WORKER_LOSS_LIMIT:
+            dead = poll(lambda: dead_workers(stack) or run_ended(stack, request_id), KILLED_TIMEOUT,
+                        "the step to kill a worker")
+            assert dead is not True, f"the run ended after {killed} worker(s) killed"
+            killed += len(dead)
+            stack.start_workers(dead)
     finally:
-        # New machines in the dead ones' place: one takes the third delivery, and the next test has two workers.
-        stack.start_workers([name for name, worker in stack.workers.items() if not worker.alive()])
+        stack.start_workers(dead_workers(stack))  # the next test has two workers, also after a failure here
     out = stack.wait(request_id, expect_exit=1, timeout=REQUEST_TIMEOUT)
     assert out["status"] == M.COMPLETED, out
 
@@ -64,12 +71,12 @@ def test_a_step_that_kills_its_worker_is_delivered_a_bounded_number_of_times_the
     current = stack.catalog.current(RAW_ORDERS, DAY)
     assert (current and current.version_id) == (serving and serving.version_id)
 
-    # Two deliveries began an attempt on a different worker each and died with it; neither is left in progress.
+    # Two deliveries began an attempt each and died with their worker; neither is left in progress.
     attempts = sorted(request_versions(stack, request_id), key=lambda v: v.attempt_no)
     assert [(v.attempt_no, v.state) for v in attempts] == [
         (1, VersionState.ABANDONED.value), (2, VersionState.ABANDONED.value)
     ], [(v.version_id, v.state, v.worker, v.error) for v in attempts]
-    assert {v.worker for v in attempts} == set(WORKER_NAMES)
+    assert {v.worker for v in attempts} <= set(WORKER_NAMES)
     assert REFUSAL in attempts[-1].error and "not delivered again" in attempts[-1].error
 
     # Dagster: one run, three starts of the step (two lost), one failure with the reason, run FAILURE.
