@@ -4,8 +4,9 @@ next worker for ever.
 
 One 1-day ``raw_orders`` request whose day is given the ``kill_worker`` defect: the step SIGKILLs its worker, so
 the first delivery takes down one worker and the second the other (the default limit is 2 lost workers), each
-replaced by a new one as soon as it is seen dead; the third delivery is refused before it computes anything, the run fails, the cell fails
-with the reason, and both attempts the killed deliveries began are abandoned (nothing left for reconcile to repair).
+replaced by a new one as soon as it is seen dead; the third delivery is refused before it computes anything, the
+run fails, the cell fails with the reason, and both attempts the killed deliveries began are abandoned (nothing
+left for reconcile to repair).
 """
 
 from __future__ import annotations
