@@ -58,8 +58,6 @@ def _cell_line(cell) -> list[str]:
     if last is not None and last.recomputed_on_current_upstream is not None:
         parts.append(f"recomputed on current upstream: {last.recomputed_on_current_upstream}")
     note = (cell.reason or "") + ("; " + last.gap if last is not None and last.gap else "")
-    if cell.decision == "failed" and last is not None and last.error:
-        note += f"; {last.error}"  # why its last attempt ended (e.g. a step not delivered again)
     if note:
         parts.append(f"— {note}")
     return parts

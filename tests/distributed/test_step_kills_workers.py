@@ -64,11 +64,11 @@ def test_a_step_that_kills_its_worker_is_delivered_a_bounded_number_of_times_the
 
     # The cell failed, saying why; the day still serves what it served before.
     [cell] = stack.show(request_id)["cells"]
-    assert cell["decision"] == M.FAILED, cell
+    assert cell["decision"] == M.FAILED and REFUSAL in cell["reason"], cell
     report = stack.cli_json("reconcile", request_id, expect_exit=1)
     assert report["totals"]["gaps"] == 0 and report["totals"]["failed"] == 1, report["totals"]
     [reported] = report["cells"]
-    assert REFUSAL in reported["versions"][-1]["error"], reported
+    assert REFUSAL in reported["versions"][-1]["error"] and REFUSAL in reported["reason"], reported
     current = stack.catalog.current(RAW_ORDERS, DAY)
     assert (current and current.version_id) == (serving and serving.version_id)
 
