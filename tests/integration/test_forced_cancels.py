@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from backfill_assets.integration.runs.cancel import _force, forced_cancels
+from backfill_assets.integration.runs.cancel import force_cancel, forced_cancels
 from tests.homes import shipped_storage
 
 # What dagster-graphql's force termination writes (``_force_mark_as_canceled``).
@@ -30,8 +30,8 @@ def test_only_runs_marked_cancelled_without_their_worker_read_as_forced(tmp_path
     with dg.instance_for_test(temp_dir=str(tmp_path), overrides=shipped_storage()) as instance:
         runs = {name: instance.create_run_for_job(one_step) for name in (
             "ours", "ours_then_failed", "ui", "from_the_queue", "failed")}
-        _force(instance, runs["ours"].run_id, "its code server did not answer the termination request within 5 s")
-        _force(instance, runs["ours_then_failed"].run_id, "it was still CANCELING after 10 s")
+        force_cancel(instance, runs["ours"].run_id, "its code server did not answer the termination request within 5 s")
+        force_cancel(instance, runs["ours_then_failed"].run_id, "it was still CANCELING after 10 s")
         # Its worker, still running, ends the job afterwards: Dagster then shows FAILURE.
         instance.report_run_failed(instance.get_run_by_id(runs["ours_then_failed"].run_id))
         instance.report_run_canceled(runs["ui"], message=UI_FORCE_MESSAGE)

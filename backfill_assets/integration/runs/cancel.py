@@ -158,7 +158,7 @@ def _stop_runs(
                 # Being submitted to the queue, or terminating, for too long: its sensor tick died, or its
                 # worker will never confirm.
                 forced[run.run_id] = f"it was still {run.status.value} after {STUCK_SECONDS:g} s"
-                _force(instance, run.run_id, forced[run.run_id])
+                force_cancel(instance, run.run_id, forced[run.run_id])
         answers = _ask_to_cancel(instance, {
             r.run_id: max(terminate_timeout, QUEUED_CANCEL_TIMEOUT_SECONDS)
             if r.status == dg.DagsterRunStatus.QUEUED else terminate_timeout
@@ -170,7 +170,7 @@ def _stop_runs(
                 acted.add(run_id)
             elif error is not None:
                 forced[run_id] = error
-                _force(instance, run_id, error)
+                force_cancel(instance, run_id, error)
             # Answered False: nothing to cancel yet (a launch in progress); the next round gets it.
         acted.update(forced)
         time.sleep(POLL_SECONDS)
@@ -219,7 +219,7 @@ def _ask_to_cancel(
     return {run_id: answers.get(run_id, (False, no_answer(run_id))) for run_id in timeouts}
 
 
-def _force(instance: dg.DagsterInstance, run_id: str, why: str) -> None:
+def force_cancel(instance: dg.DagsterInstance, run_id: str, why: str) -> None:
     """Mark the run cancelled in Dagster's run storage, as the UI's force termination does (dagster-graphql's
     ``_force_mark_as_canceled``): the run counts as finished, frees its queue slots, and its step refuses to
     publish should its worker still be running (``gated.py`` re-reads the run's status before publishing)."""
