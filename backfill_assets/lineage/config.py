@@ -94,7 +94,10 @@ def parse_lineage_setting(setting: str | None, namespace: str | None = None) -> 
     if text.startswith("file:"):
         path = text.removeprefix("file:").removeprefix("//")
         if not path:
-            raise InvalidInput(f"openlineage setting {setting!r}: file: needs a path (file:/var/log/lineage.jsonl); accepted: {_FORMS}")
+            raise InvalidInput(
+                f"openlineage setting {setting!r}: file: needs a path (file:/var/log/lineage.jsonl); "
+                f"accepted: {_FORMS}"
+            )
         return LineageTarget(LineageTransport.FILE, str(Path(path).expanduser()), namespace=namespace)
     parts = urlsplit(text)
     if parts.scheme in ("http", "https") and parts.netloc:
