@@ -156,3 +156,10 @@ def test_a_receiver_that_is_down_leaves_the_day_published_and_warns(env, monkeyp
     assert current.version_id == f"{RAW_ORDERS}/{DAY}/{run.run_id}/1" and current.state == "PUBLISHED"
     warnings = [e.user_message for e in env.instance.all_logs(run.run_id) if "not sent" in (e.user_message or "")]
     assert warnings and all(current.version_id in w and "goes on" in w for w in warnings)
+
+
+def test_a_setting_of_no_accepted_form_fails_the_step_before_it_writes(env, monkeypatch):
+    monkeypatch.setenv(ENV_OPENLINEAGE, "kafka://broker:9092")
+    [run] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS])
+    assert not run.success and "file:<path>" in run.failure and "kafka://broker:9092" in run.failure
+    assert env.catalog.versions_of(RAW_ORDERS, DAY) == []
