@@ -1,12 +1,15 @@
 """The gate's observer that sends each attempt's stages as OpenLineage events, best effort.
 
 A send that fails (receiver down, refused, slow past its timeout, a file not writable) is reported through
-``warn`` and dropped: lineage never fails, retries or changes a publish.
+``warn`` and dropped: lineage never fails, retries or changes a publish. After a failure the process sends nothing
+to that target for ``PAUSE_AFTER_FAILURE_SECONDS``: a receiver that is down (or a host that swallows packets,
+where each send waits out its timeout) then costs a year's backfill one timeout a minute, not one per day.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from typing import Callable
 
 from openlineage.client import OpenLineageClient
@@ -48,6 +51,11 @@ def client_for(target: LineageTarget) -> OpenLineageClient:
     return OpenLineageClient(config={"transport": config})
 
 
+PAUSE_AFTER_FAILURE_SECONDS = 60.0
+# target → monotonic time before which this process sends it nothing (it failed just before).
+_PAUSED_UNTIL: dict[str, float] = {}
+
+
 class OpenLineageObserver:
     """Maps each stage of an attempt to run events (``events.attempt_events``) and sends them."""
 
@@ -57,11 +65,13 @@ class OpenLineageObserver:
         naming: LineageNaming,
         warn: Callable[[str], None],
         client: OpenLineageClient | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.target = target
         self.naming = naming
         self.warn = warn
         self._client = client
+        self._clock = clock
 
     def client(self) -> OpenLineageClient:
         # Made at the first event: a step that never begins an attempt never builds a transport.
@@ -70,14 +80,22 @@ class OpenLineageObserver:
         return self._client
 
     def observe(self, event: AttemptEvent) -> None:
+        where = self.target.describe()
+        if self._clock() < _PAUSED_UNTIL.get(where, 0.0):
+            self.warn(
+                f"OpenLineage events of {event.stage.value} {event.version.version_id} skipped: {where} failed "
+                f"less than {PAUSE_AFTER_FAILURE_SECONDS:.0f} s ago; the attempt goes on without them"
+            )
+            return
         for run_event in attempt_events(event, self.naming):
             try:
                 self.client().emit(run_event)
             except Exception as exc:  # noqa: BLE001 — any transport error: warn and go on
+                _PAUSED_UNTIL[where] = self._clock() + PAUSE_AFTER_FAILURE_SECONDS
                 self.warn(
                     f"OpenLineage {run_event.eventType.value if run_event.eventType else ''} event for "
-                    f"{event.version.version_id} not sent to {self.target.describe()}: {type(exc).__name__}: "
-                    f"{exc}; the attempt goes on without it"
+                    f"{event.version.version_id} not sent to {where}: {type(exc).__name__}: {exc}; the attempt "
+                    f"goes on without it, and nothing is sent there for {PAUSE_AFTER_FAILURE_SECONDS:.0f} s"
                 )
                 # The rest of this stage's events would fail the same way, each waiting for its timeout.
                 return

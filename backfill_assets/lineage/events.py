@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -259,9 +258,5 @@ def _output(event: AttemptEvent, naming: LineageNaming, producer: str, decision:
 
 
 def _time(value: Any) -> str | None:
-    """A stored time as UTC ISO-8601 (the catalog returns text from SQLite, datetimes from PostgreSQL)."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, datetime):
-        return iso(value if value.tzinfo else value.replace(tzinfo=timezone.utc))
-    return str(value)
+    """A stored time (the catalog keeps UTC ISO-8601 text), None when it has not happened."""
+    return str(value) if value else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -23,7 +24,7 @@ from backfill_assets.lineage.config import (
     lineage_target,
     parse_lineage_setting,
 )
-from backfill_assets.lineage.emitter import OpenLineageObserver
+from backfill_assets.lineage.emitter import PAUSE_AFTER_FAILURE_SECONDS, OpenLineageObserver
 from backfill_assets.lineage.events import LineageNaming, attempt_events, run_id_for
 from tests.engine.catalog_helpers import identity, published
 from tests.orders import GRAPH
@@ -176,15 +177,24 @@ def test_the_console_target_writes_one_json_line_per_event_on_stdout(tmp_path, c
     assert [e["eventType"] for e in lines] == ["START", "COMPLETE", "OTHER"] and warned == []
 
 
-def test_a_failed_send_warns_once_per_stage_and_raises_nothing(tmp_path):
+def test_a_failed_send_warns_and_pauses_sending_to_that_target_for_a_while(tmp_path):
     stages, _, _ = _attempt(tmp_path, [CheckOutcome("row_count", True, "rows match")])
+    began, published_ = stages
     warned: list[str] = []
+    now = [1000.0]
     target = parse_lineage_setting(f"file:{tmp_path / 'no' / 'such' / 'dir' / 'x.jsonl'}")
-    observer = OpenLineageObserver(target, NAMING, warned.append)
-    for stage in stages:
-        observer.observe(stage)
-    # START, then COMPLETE (the publish's OTHER is not tried once COMPLETE failed).
-    assert len(warned) == 2 and all("not sent" in w for w in warned)
+    observer = OpenLineageObserver(target, NAMING, warned.append, clock=lambda: now[0])
+
+    observer.observe(began)  # the file cannot be opened: warned, and the target paused
+    observer.observe(published_)  # within the pause: not tried
+    assert "not sent" in warned[0] and "skipped" in warned[1] and len(warned) == 2
+
+    (tmp_path / "no" / "such" / "dir").mkdir(parents=True)
+    now[0] += PAUSE_AFTER_FAILURE_SECONDS + 1
+    observer.observe(published_)  # the pause is over and the file can be written: COMPLETE and the publish
+    assert len(warned) == 2
+    sent = [json.loads(line)["eventType"] for line in Path(target.location).read_text().splitlines()]
+    assert sent == ["COMPLETE", "OTHER"]
 
 
 def test_the_resource_setting_wins_over_the_environment_which_is_read_when_asked():

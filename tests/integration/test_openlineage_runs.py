@@ -148,14 +148,18 @@ def test_a_receiver_that_is_down_leaves_the_day_published_and_warns(env, monkeyp
     with socket.socket() as probe:  # a port nothing listens on: connections are refused
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    monkeypatch.setenv(ENV_OPENLINEAGE, f"http://127.0.0.1:{port}")
+    # An endpoint of its own: a later receiver on the same port is not a target this process paused.
+    monkeypatch.setenv(ENV_OPENLINEAGE, f"http://127.0.0.1:{port}/down/api/v1/lineage")
     [run] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS])
 
     assert run.success, run.failure
     current = env.catalog.current(RAW_ORDERS, DAY)
     assert current.version_id == f"{RAW_ORDERS}/{DAY}/{run.run_id}/1" and current.state == "PUBLISHED"
-    warnings = [e.user_message for e in env.instance.all_logs(run.run_id) if "not sent" in (e.user_message or "")]
-    assert warnings and all(current.version_id in w and "goes on" in w for w in warnings)
+    warnings = [e.user_message for e in env.instance.all_logs(run.run_id) if "OpenLineage" in (e.user_message or "")]
+    # START could not be sent; the conclusion is not even tried (the target is paused after a failure).
+    assert len(warnings) == 2 and "START event" in warnings[0] and "not sent" in warnings[0]
+    assert "published" in warnings[1] and "skipped" in warnings[1]
+    assert all(current.version_id in w and "goes on" in w for w in warnings)
 
 
 def test_a_setting_of_no_accepted_form_fails_the_step_before_it_writes(env, monkeypatch):
