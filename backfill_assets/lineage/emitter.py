@@ -87,7 +87,13 @@ class OpenLineageObserver:
                 f"less than {PAUSE_AFTER_FAILURE_SECONDS:.0f} s ago; the attempt goes on without them"
             )
             return
-        for run_event in attempt_events(event, self.naming):
+        try:
+            run_events = attempt_events(event, self.naming)
+        except Exception as exc:  # noqa: BLE001 — a record the mapping cannot express: warn, like a failed send
+            self.warn(f"OpenLineage events of {event.stage.value} {event.version.version_id} not built: "
+                      f"{type(exc).__name__}: {exc}; the attempt goes on without them")
+            return
+        for run_event in run_events:
             try:
                 self.client().emit(run_event)
             except Exception as exc:  # noqa: BLE001 — any transport error: warn and go on

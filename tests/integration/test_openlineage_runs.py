@@ -125,6 +125,15 @@ def test_a_rejected_day_sends_fail_with_the_failed_checks(env, receiver):
     assert decision["servingVersionId"] == serving.version_id
 
 
+def test_a_range_run_sends_one_run_per_day(env, receiver):
+    [run] = run_partitions(env.instance, [(DAY, "2022-09-02")], assets=[RAW_ORDERS])
+    assert run.success, run.failure
+    by_run: dict[str, list[str]] = {}
+    for event in receiver.of(RAW_ORDERS):
+        by_run.setdefault(event["run"]["facets"][F.IDENTITY_FACET]["partitionKey"], []).append(event["eventType"])
+    assert by_run == {DAY: ["START", "COMPLETE", "OTHER"], "2022-09-02": ["START", "COMPLETE", "OTHER"]}
+
+
 def test_lineage_is_off_unless_the_setting_turns_it_on(env, receiver, monkeypatch):
     monkeypatch.delenv(ENV_OPENLINEAGE)
     [run] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS])
