@@ -22,6 +22,7 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import BackfillError
 from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.integration.launching_user import DAGSTER_USER_TAG, launching_user
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.service import Backfills
 
@@ -166,9 +167,10 @@ def build_operation_job(graph: AssetGraph, operation: Operation) -> dg.JobDefini
     config_class = operation.config
 
     def run_operation(context: dg.OpExecutionContext, config: config_class, backfill: BackfillResource):
-        user = context.run.tags.get("dagster/user") or LAUNCHPAD_USER
+        user = context.run.tags.get(DAGSTER_USER_TAG) or LAUNCHPAD_USER
         backfills = Backfills.for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD,
-                                           user=user, warehouse=backfill.warehouse())
+                                           user=user, warehouse=backfill.warehouse(),
+                                           system_user=launching_user(context.run.tags))
         try:
             result = operation.call(backfills, config, user)
         except BackfillError as exc:  # the service's one-line message; nothing was written
