@@ -208,7 +208,7 @@ def backfill_definitions(
 
     ``access`` (``AccessPolicy(approvers=[...], admins=[...])``) says who may approve side effects and overrides
     and who besides an asset's owners may decide its handoffs; ``cleanup`` (``CleanupPolicy(retention_days=...)``)
-    how long the ``backfill_gc`` sensor (shipped stopped) keeps non-current versions' files. Both live here, in the
+    how long the ``backfill_cleanup`` sensor (shipped stopped) keeps non-current versions' files. Both live here, in the
     code location, so every door that loads it (CLI, webserver, daemon) checks the same lists.
     """
     declared = list(assets)

@@ -88,7 +88,8 @@ class HandoffConfig(dg.Config):
 
 
 class GcConfig(dg.Config):
-    older_than_days: int = Field(description="Days of retention.")
+    older_than_days: Optional[int] = Field(
+        default=None, description="Days of retention (default: the code location's CleanupPolicy).")
     dry_run: bool = Field(default=True, description="List what would be removed; remove nothing.")
 
 

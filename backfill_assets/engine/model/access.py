@@ -85,7 +85,7 @@ def _listing(names: Sequence[str], admins: Sequence[str]) -> str:
 @dataclass(frozen=True)
 class CleanupPolicy:
     """``CleanupPolicy(retention_days=30)``: files of non-current versions older than this are reclaimed by the gc
-    sensor (``backfill_gc``, shipped stopped) and by ``gc`` when no ``--older-than`` is given."""
+    sensor (``backfill_cleanup``, shipped stopped) and by ``gc`` when no ``--older-than`` is given."""
 
     retention_days: int = DEFAULT_RETENTION_DAYS
 
