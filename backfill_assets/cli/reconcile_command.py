@@ -87,7 +87,7 @@ def print_report(report: Report) -> None:
         )
     who = _who_line(report.request)
     if who:
-        console.print(who, highlight=False, markup=False)
+        console.print(who, highlight=False, markup=False, soft_wrap=True)
     # Lines, not tables: a cell's versions, change and note are too wide for a table at 80 columns.
     if report.request.get("conf"):
         console.print(f"conf {json.dumps(report.request['conf'], sort_keys=True)}", highlight=False, markup=False)

@@ -118,7 +118,7 @@ def gc(context: ServiceContext, older_than_days: int | None, dry_run: bool) -> l
     if older_than_days is None:
         older_than_days = context.graph.cleanup.retention_days
     purged = collect_garbage(context.catalog, context.warehouse, older_than_days, utc_now(), dry_run)
-    if not dry_run:
+    if purged and not dry_run:  # the sensor's hourly passes that find nothing leave no row in the trail
         context.record("gc", f"older than {older_than_days} day(s)", f"purged {len(purged)} version(s)")
     return purged
 
