@@ -38,7 +38,7 @@ def _decide(app: AppContext, handoff_id: str, status: str, by: str | None, as_js
 
 @handoff.command("accept")
 @click.argument("handoff_id")
-@click.option("--by", default=None, help="Who accepts (default: the OS user).")
+@click.option("--by", default=None, help="Who accepts: one of the asset's owners or an admin (default: the OS user).")
 @json_option
 @click.pass_obj
 def handoff_accept(app: AppContext, handoff_id: str, by: str | None, as_json: bool) -> None:
@@ -48,7 +48,7 @@ def handoff_accept(app: AppContext, handoff_id: str, by: str | None, as_json: bo
 
 @handoff.command("decline")
 @click.argument("handoff_id")
-@click.option("--by", default=None, help="Who declines (default: the OS user).")
+@click.option("--by", default=None, help="Who declines: one of the asset's owners or an admin (default: the OS user).")
 @json_option
 @click.pass_obj
 def handoff_decline(app: AppContext, handoff_id: str, by: str | None, as_json: bool) -> None:

@@ -80,8 +80,7 @@ class Override:
             OverrideAction.SKIP: "marked skipped",
             OverrideAction.UNSKIP: "skip mark withdrawn",
         }[self.action]
-        seen = f" (as {self.system_user})" if self.system_user and self.system_user != self.decided_by else ""
-        return f"{verb} by {self.decided_by}{seen} at {self.at}: {self.reason}"
+        return f"{verb} by {self.decided_by} at {self.at}: {self.reason}"
 
 
 def skip_mark_reason(mark: Override) -> str:
