@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from backfill_assets.cli import cli
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.intervals import utc_now
+from backfill_assets.engine.plan.adoption import adopted_spec
 from backfill_assets.engine.store import schema
 from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.handoffs import Handoffs
@@ -26,7 +27,8 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.operations import Operations
 from backfill_assets.engine.store.outbox import deliveries
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
-from backfill_assets.integration.launching_user import UI_WITHOUT_LOGIN
+from backfill_assets.integration.graphs import graph_of
+from backfill_assets.integration.launching_user import NOT_RECORDED, UI_WITHOUT_LOGIN, launching_user
 from backfill_assets.integration.operation_jobs import op_name
 from backfill_assets.integration.request_jobs import REQUEST_JOB, REQUEST_OP
 from backfill_assets.integration.runs import local_runs
@@ -238,3 +240,15 @@ def test_the_gc_sensor_reclaims_rejected_and_superseded_versions_past_retention(
     assert (trail.actor, trail.outcome) == (GC_ACTOR, "purged 2 version(s)")
     again = sensor(dg.build_sensor_context(instance=env.instance))
     assert again.skip_message.startswith("purged 0 version(s)")
+
+
+@pytest.mark.parametrize("tags, seen", [
+    ({"user": "fin@example.com", "dagster/user": "x", **FROM_UI}, "fin@example.com"),  # Dagster+ names its users
+    ({"dagster/user": "ops@example.com"}, "ops@example.com"),  # a wrapper or proxy that tags runs
+    (FROM_UI, UI_WITHOUT_LOGIN),  # all that Dagster OSS's UI tags
+    ({}, NOT_RECORDED),  # dagster job launch, the GraphQL API
+])
+def test_the_launching_user_is_what_dagster_recorded_or_says_how_it_was_launched(tags, seen):
+    assert launching_user(tags) == seen
+    spec = adopted_spec(graph_of(ACCESS_DEFS), ((RAW_ORDERS, DAY),), tags, tags.get("user"), 2, launching_user(tags))
+    assert spec.system_user == seen
