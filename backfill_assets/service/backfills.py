@@ -41,7 +41,7 @@ from .records import (
     RequestSummary,
     Resumed,
 )
-from .versions import PointerChange, SkipMarks
+from .versions import PointerChange, SkipMarks, Traced
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -213,6 +213,11 @@ class Backfills:
         """Every version of the day, oldest first: published, rejected, superseded, rolled back, in flight."""
         versions.require_cell(self.context, asset, partition_key)
         return self.catalog.versions_of(asset, partition_key)
+
+    def trace(self, ref: str) -> list[Traced]:
+        """The version(s) an external engine's id or label names (a pod name or application id it reported, its
+        version label, a version id, a logical or Dagster run id), each with its engine ids; NotFound if none."""
+        return versions.trace(self.context, ref)
 
     # ---- handoffs ----------------------------------------------------------------------------------------------
 
