@@ -90,8 +90,8 @@ def gated_asset(
     ``config`` (with ``config=``: an instance of that Dagster ``Config`` class, every field with a default; a
     request sets it with ``--conf '{"<asset>": {...}}'``), ``run`` (the attempt's ``RunContext``: its identity,
     its isolated location and the labels an external engine takes; ``run_external`` hands the compute to one) and
-    any resource of the code location; it returns a DataFrame. ``fingerprint`` (same parameters) digests a source-reading asset's source interval, so reconcile
-    can tell whether a recomputation would read the same.
+    any resource of the code location; it returns a DataFrame. ``fingerprint`` (same parameters) digests a
+    source-reading asset's source interval, so reconcile can tell whether a recomputation would read the same.
     """
 
     def decorate(transform: Callable[..., Any]) -> BackfillAsset:

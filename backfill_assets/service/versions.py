@@ -13,8 +13,8 @@ from backfill_assets.engine.model.errors import NotFound, UnsafeName
 from backfill_assets.engine.model.identity import parse_version_id
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.overrides import Override, OverrideAction
-from backfill_assets.engine.plan import overrides as override_plan
 from backfill_assets.engine.model.run_context import version_id_of_label
+from backfill_assets.engine.plan import overrides as override_plan
 from backfill_assets.engine.plan.gc import collect_garbage
 from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
 from backfill_assets.engine.store.engine_refs import EngineRef, EngineRefs, validate_engine_id

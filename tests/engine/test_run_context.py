@@ -76,7 +76,8 @@ def test_the_labels_reach_kubernetes_spark_and_the_environment_with_the_full_val
     assert run.spark_conf["spark.backfill.engine_location"] == run.location + "/engine"
     assert run.env["BACKFILL_RUN_VERSION_ID"] == run.version_id
     assert run.env["BACKFILL_RUN_ENGINE_LOCATION"] == run.engine_location
-    assert run.times["started_at"] == run.started_at and run.times["interval_start"] == "2022-09-30T16:00:00.000000+00:00"
+    assert run.times["started_at"] == run.started_at
+    assert run.times["interval_start"] == "2022-09-30T16:00:00.000000+00:00"
     assert json.loads(json.dumps(run.as_dict()))["labels"] == run.labels  # what Pipes extras carry: plain JSON
     with pytest.raises(RuntimeError, match="records no engine ids"):
         run.report_engine_id("subprocess", "host:1")

@@ -27,8 +27,8 @@ def compute(gate: Gate, graph: AssetGraph, resources: Mapping[str, Any], config:
 
     Upstream assets are read for the same interval; a depends-on-past asset also gets ``previous``, its own
     published version of the previous interval (None on the calendar's first day): a missing one is waited
-    for, never computed around. An asset that declares a config gets ``config``, the object the run was given. Every one may ask for ``run``,
-    the attempt's ``RunContext``.
+    for, never computed around. An asset that declares a config gets ``config``, the object the run was given.
+    Every one may ask for ``run``, the attempt's ``RunContext``.
     """
     spec = gate.spec
     key = gate.identity.partition_key
