@@ -13,11 +13,10 @@ from backfill_assets.engine.model.errors import NotFound, UnsafeName
 from backfill_assets.engine.model.identity import parse_version_id
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.overrides import Override, OverrideAction
-from backfill_assets.engine.model.run_context import version_id_of_label
 from backfill_assets.engine.plan import overrides as override_plan
 from backfill_assets.engine.plan.gc import collect_garbage
 from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
-from backfill_assets.engine.store.engine_refs import EngineRef, EngineRefs, validate_engine_id
+from backfill_assets.engine.store.engine_refs import EngineRef, EngineRefs, validate_engine_id, versions_with_label
 
 from .context import ServiceContext
 from .requests import freeze
@@ -88,8 +87,9 @@ class Traced:
 
 def trace(context: ServiceContext, ref: str) -> list[Traced]:
     """The version(s) an external engine's id or label names, oldest first: a version id, the version label of its
-    pods (``daily_revenue.2022-10-17.<run>.1``), an engine id the engine reported (a pod name, an application id),
-    or a logical or Dagster run id (every version of that run). An id that names none is an error."""
+    pods (``daily_revenue.2022-10-17.<run>.1``, or shortened to end in a digest), an engine id the engine reported
+    (a pod name, an application id), or a logical or Dagster run id (every version of that run). An id that names
+    none is an error."""
     ref = validate_engine_id(ref, "reference")
     found: dict[str, Traced] = {}
 
@@ -97,23 +97,20 @@ def trace(context: ServiceContext, ref: str) -> list[Traced]:
         for version in versions:
             found.setdefault(version.version_id, Traced(version, how))
 
-    for how, version_id in ((TraceMatch.VERSION_ID, ref), (TraceMatch.VERSION_LABEL, version_id_of_label(ref))):
-        add(_version_if_any(context, version_id), how)
+    add(_version_if_any(context, ref), TraceMatch.VERSION_ID)
+    add(versions_with_label(context.catalog, ref), TraceMatch.VERSION_LABEL)
     refs = EngineRefs(context.catalog)
     add(context.catalog.versions_by_id(sorted({r.version_id for r in refs.with_id(ref)})), TraceMatch.ENGINE_ID)
     add(context.catalog.versions_of_run(ref), TraceMatch.LOGICAL_RUN_ID)
     add(context.catalog.versions_of_dagster_runs([ref]), TraceMatch.DAGSTER_RUN_ID)
     if not found:
-        raise NotFound(f"no version has the engine id, label, version id or run id {ref!r} (a label shortened to "
-                       "end in a digest: trace its backfill-assets.io/dagster-run-id label instead)")
+        raise NotFound(f"no version has the engine id, label, version id or run id {ref!r}")
     engine_refs = refs.of_versions(list(found))
     traced = [Traced(t.version, t.matched_by, tuple(engine_refs[v])) for v, t in found.items()]
     return sorted(traced, key=lambda t: (str(t.version.created_at), t.version.version_id))
 
 
-def _version_if_any(context: ServiceContext, version_id: str | None) -> list[Version]:
-    if version_id is None:
-        return []
+def _version_if_any(context: ServiceContext, version_id: str) -> list[Version]:
     try:
         return [context.catalog.get(version_id)]
     except (UnsafeName, NotFound):

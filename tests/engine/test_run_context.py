@@ -21,7 +21,7 @@ from backfill_assets.engine.model.run_context import (
     version_label,
 )
 from backfill_assets.engine.store.catalog import Catalog
-from backfill_assets.engine.store.engine_refs import EngineRefs
+from backfill_assets.engine.store.engine_refs import EngineRefs, versions_with_label
 from backfill_assets.engine.store.storage import Warehouse
 
 from .catalog_helpers import begin_verified, identity
@@ -98,6 +98,17 @@ def test_engine_ids_are_recorded_once_per_version_and_found_by_id(catalog_url):
         refs.record(first, "subprocess", "  ")
     with pytest.raises(InvalidInput, match="control character"):
         refs.record(first, "subprocess", "pod\nname")
+
+
+@pytest.mark.parametrize("asset", ["order_facts", "meter_readings", "a_rather_long_asset_name_for_meters"],
+                         ids=["whole", "shortened-in-the-run-id", "shortened-in-the-asset"])
+def test_a_pods_version_label_finds_its_version_whole_or_shortened(tmp_path, asset):
+    catalog = Catalog(f"sqlite:///{tmp_path}/catalog.db")
+    mine = begin_verified(catalog, identity(RUN_ID, asset=asset))
+    begin_verified(catalog, identity(RUN_ID[:-1] + "0", asset=asset))  # the same head, another run: not it
+    label = version_label(mine)
+    assert [v.version_id for v in versions_with_label(catalog, label)] == [mine]
+    assert versions_with_label(catalog, label[:-1] + "x") == [] and versions_with_label(catalog, RUN_ID) == []
 
 
 def test_gc_removes_an_engine_s_output_with_its_version(tmp_path):

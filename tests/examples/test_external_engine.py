@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from backfill_assets import Backfills
 from backfill_assets.cli import cli
 from backfill_assets.engine.model.errors import NotFound
+from backfill_assets.engine.model.run_context import version_label
 from backfill_assets.engine.store.db import dispose_all
 from backfill_assets.engine.store.engine_refs import EngineRefs
 from backfill_assets.examples.external_engine import MODULE
@@ -122,6 +123,9 @@ def test_trace_on_the_command_line_finds_the_version_and_refuses_an_unknown_id(r
     # The run's id (a pod's backfill-assets.io/dagster-run-id label) lists what that run wrote.
     by_run = CliRunner().invoke(cli, ["-m", MODULE, "trace", ran.bad.run_id], catch_exceptions=False)
     assert by_run.exit_code == 0 and f"{_version_of(ran, ran.bad).version_id}  REJECTED" in by_run.output
+    # A pod's backfill-assets.io/version-id label (shortened here: it ends in a digest) names the version too.
+    [by_label] = ran.backfills.trace(version_label(version.version_id))
+    assert (by_label.version.version_id, by_label.matched_by) == (version.version_id, "version_label")
     unknown = CliRunner().invoke(cli, ["-m", MODULE, "trace", "no-such-pod-7f9c"])
     assert unknown.exit_code != 0
     assert "no version has the engine id, label, version id or run id 'no-such-pod-7f9c'" in unknown.output

@@ -12,8 +12,9 @@ import sqlalchemy as sa
 from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.engine.model.identity import parse_version_id, validate_text
 from backfill_assets.engine.model.intervals import iso, utc_now
-from backfill_assets.engine.store.catalog import Catalog
-from backfill_assets.engine.store.schema import engine_refs
+from backfill_assets.engine.model.run_context import K8S_DIGEST_CHARS, version_id_of_label, version_label
+from backfill_assets.engine.store.catalog import Catalog, Version
+from backfill_assets.engine.store.schema import engine_refs, versions
 
 ENGINE_MAX = 64
 ENGINE_ID_MAX = 255
@@ -75,3 +76,29 @@ class EngineRefs:
         with self.reader.connect() as conn:
             rows = conn.execute(query).all()
         return [EngineRef(r.version_id, r.engine, r.engine_id, r.at) for r in rows]
+
+
+def versions_with_label(catalog: Catalog, label: str) -> list[Version]:
+    """The version whose ``version_label`` (a pod's ``backfill-assets.io/version-id``) is ``label``: read back
+    when it was not shortened, else looked up by what its readable head keeps (the asset, the day, the run id's
+    start) and confirmed by computing each candidate's label. Empty when none has it."""
+    whole = version_id_of_label(label)
+    if whole is not None:
+        return catalog.versions_by_id([whole])
+    head, dash, digest = label.rpartition("-")
+    if not dash or len(digest) != K8S_DIGEST_CHARS or not head:
+        return []
+    asset, dot, rest = head.partition(".")
+    day, dot_after_day, run_start = rest.partition(".")
+    if not dot:  # the asset name alone filled the head
+        criteria = [versions.c.asset.like(_escaped(asset) + "%", escape="\\")]
+    elif not dot_after_day:
+        criteria = [versions.c.asset == asset, versions.c.partition_key.like(_escaped(day) + "%", escape="\\")]
+    else:
+        criteria = [versions.c.asset == asset, versions.c.partition_key == day,
+                    versions.c.run_id.like(_escaped(run_start) + "%", escape="\\")]
+    return [v for v in catalog.versions_where(*criteria) if version_label(v.version_id) == label]
+
+
+def _escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
