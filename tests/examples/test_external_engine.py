@@ -127,7 +127,7 @@ def test_trace_on_the_command_line_finds_the_version_and_refuses_an_unknown_id(r
     [by_label] = ran.backfills.trace(version_label(version.version_id))
     assert (by_label.version.version_id, by_label.matched_by) == (version.version_id, "version_label")
     unknown = CliRunner().invoke(cli, ["-m", MODULE, "trace", "no-such-pod-7f9c"])
-    assert unknown.exit_code != 0
+    assert unknown.exit_code == 2
     assert "no version has the engine id, label, version id or run id 'no-such-pod-7f9c'" in unknown.output
     with pytest.raises(NotFound):
         ran.backfills.trace("no-such-pod-7f9c")
