@@ -2,7 +2,7 @@
 through Dagster Pipes (``dg.PipesSubprocessClient``). The identity reaches the process (its own log lines, in the
 run's event log, name the version), it writes into the version's isolated location, its id is recorded with the
 version (``trace`` finds the version from it), the gate publishes its output — and rejects a bad one, the previous
-version still serving. A run writing several days publishes each."""
+version still serving. A run writing several days (a range run, a backfill's batched run) publishes each."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from backfill_assets.engine.store.db import dispose_all
 from backfill_assets.engine.store.engine_refs import EngineRefs
 from backfill_assets.examples.external_engine import MODULE
 from backfill_assets.examples.external_engine.definitions import defs
+from backfill_assets.integration.assets.chunks import CHUNK_JOB, chunk_run_config, chunk_tags
 from tests.homes import fresh_home, shipped_storage
 
 DST_DAY = "2024-03-31"  # 23 hours in Berlin: 3 meters x 23 readings
@@ -110,6 +111,19 @@ def test_a_run_writing_several_days_publishes_each_from_its_own_process(ran):
         ("2024-04-01", "PUBLISHED", 72), ("2024-04-02", "PUBLISHED", 72)]
     refs = EngineRefs(ran.backfills.catalog).of_versions([v.version_id for v in written])
     assert len({r[0].engine_id for r in refs.values()}) == 2  # one process per day
+
+
+def test_a_backfill_s_batched_run_hands_each_day_to_its_own_process_and_downstream_reads_the_published_output(ran):
+    days = {"meter_readings": ["2024-04-03", "2024-04-04"], "daily_usage": ["2024-04-03", "2024-04-04"]}
+    result = defs.resolve_job_def(CHUNK_JOB).execute_in_process(
+        instance=ran.instance, run_config=chunk_run_config(days), tags=chunk_tags(days), raise_on_error=False)
+    assert result.success
+    for day in days["meter_readings"]:
+        readings, usage = (ran.backfills.serving(a, day) for a in ("meter_readings", "daily_usage"))
+        assert (readings.state, readings.rows, usage.state, usage.rows) == ("PUBLISHED", 72, "PUBLISHED", 3)
+        assert usage.input_versions == {f"meter_readings/{day}": readings.version_id}
+    lines = [m for m in _messages(ran.instance, result.run_id) if m.startswith("external job computing")]
+    assert len(lines) == 2
 
 
 def test_trace_on_the_command_line_finds_the_version_and_refuses_an_unknown_id(ran):
