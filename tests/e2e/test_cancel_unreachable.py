@@ -1,4 +1,4 @@
-"""``request cancel`` when a run's code server does not answer (issue 10): bounded, total and idempotent.
+"""``request cancel`` when a run's code server does not answer: bounded, total and idempotent.
 
 Real parts only: a ``dagster api grpc`` code server in its own process, a ``dagster-daemon`` that loads the code
 from it (workspace ``grpc_server``), requests made through the CLI. The run worker is held at a named boundary of

@@ -28,6 +28,7 @@ from backfill_assets.integration.assets.dashboard import (
 )
 from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.assets.user_config import StepConfig, step_config, with_user_fields
+from backfill_assets.integration.lineage import lineage_observers
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.runs.run_identity import identity_from_context
 
@@ -144,6 +145,7 @@ def gate_one(
         # Read again just before the publish CAS: a run marked cancelled while it computed (its code server did
         # not answer the termination, so nothing interrupted this worker) abandons its version instead.
         publish_guard=stopped,
+        observers=lineage_observers(context, backfill),
     )
     gate.begin()
     context.log.info(f"writing {gate.version_id} identity={json.dumps(gate.labels(), sort_keys=True)}")
