@@ -41,18 +41,18 @@ RecordEngineId = Callable[[str, str], None]
 def k8s_label_value(value: str) -> str:
     """``value`` as a Kubernetes label value: unchanged when it already is one; otherwise its unsafe characters
     become ``_`` and, when that changed it or it is too long, it is cut and ends with ``-`` and 10 hex digits of
-    the full value's sha256 (so two long values never share a label). The full value is in the annotation of the
-    same name, and the catalog."""
+    the full value's sha256 (two long values that start alike get different labels). The full value is in the
+    annotation of the same name, and the catalog."""
     if _K8S_VALUE_RE.match(value):
         return value
-    digest = hashlib.sha256(value.encode()).hexdigest()[:K8S_DIGEST_CHARS]
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:K8S_DIGEST_CHARS]
     head = _K8S_UNSAFE.sub("_", value)[: K8S_VALUE_MAX - K8S_DIGEST_CHARS - 1].strip("_.-")
     return f"{head}-{digest}" if head else digest
 
 
 def version_label(version_id: str) -> str:
     """The version id as a label value: ``/`` becomes ``.`` (``daily_revenue.2022-10-17.<run>.1``), shortened with
-    a digest only when longer than 63 characters; ``trace`` turns an unshortened one back into the version id."""
+    a digest only when longer than 63 characters. ``trace`` finds the version from either (engine_refs.py)."""
     return k8s_label_value(version_id.replace("/", "."))
 
 
