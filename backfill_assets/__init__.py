@@ -45,6 +45,9 @@ if TYPE_CHECKING:
         BusinessCalendar,
         Interval,
     )
+    from backfill_assets.engine.model.run_context import (
+        RunContext,
+    )
     from backfill_assets.engine.model.settings import (
         Settings,
     )
@@ -68,6 +71,9 @@ if TYPE_CHECKING:
         gated_asset,
         side_effect_asset,
     )
+    from backfill_assets.integration.external import (
+        run_external,
+    )
     from backfill_assets.integration.graphs import (
         graph_of,
     )
@@ -87,6 +93,7 @@ if TYPE_CHECKING:
 _PUBLIC = {
     "BusinessCalendar": "backfill_assets.engine.model.intervals",
     "Interval": "backfill_assets.engine.model.intervals",
+    "RunContext": "backfill_assets.engine.model.run_context",
     "Settings": "backfill_assets.engine.model.settings",
     "BackfillError": "backfill_assets.engine.model.errors",
     "CatalogSchemaMismatch": "backfill_assets.engine.model.errors",
@@ -123,6 +130,7 @@ _PUBLIC = {
     "side_effect_asset": "backfill_assets.integration.api",
     "backfill_definitions": "backfill_assets.integration.api",
     "graph_of": "backfill_assets.integration.graphs",
+    "run_external": "backfill_assets.integration.external",
     "BackfillResource": "backfill_assets.integration.resources",
     "Backfills": "backfill_assets.service",
     "RequestInput": "backfill_assets.service",
@@ -163,6 +171,7 @@ __all__ = [
     "ReprocessPolicy",
     "RequestInput",
     "RequestSource",
+    "RunContext",
     "STRING",
     "Settings",
     "StorageError",
@@ -176,6 +185,7 @@ __all__ = [
     "not_empty",
     "retry_transient",
     "row_count",
+    "run_external",
     "side_effect_asset",
     "sql_engine",
     "totals_match",

@@ -25,7 +25,7 @@ import dagster as dg
 from backfill_assets.engine.model.access import AccessPolicy, CleanupPolicy
 from backfill_assets.engine.model.asset_config import CONFIG_ARG
 from backfill_assets.engine.model.errors import InvalidInput
-from backfill_assets.engine.model.graph import RESERVED_ARGS, AssetGraph, DeclaredAsset, parameter_names
+from backfill_assets.engine.model.graph import RESERVED_ARGS, RUN_ARG, AssetGraph, DeclaredAsset, parameter_names
 from backfill_assets.engine.model.identity import validate_asset_name
 from backfill_assets.engine.model.intervals import BusinessCalendar, utc_now
 from backfill_assets.engine.model.request_model import CONF_KEYS
@@ -90,9 +90,10 @@ def gated_asset(
     The decorated transform takes, by name: ``interval`` (the data interval), one published frame per upstream
     in ``deps``, ``previous`` (``depends_on_past`` only: its own previous interval, None on the first day),
     ``config`` (with ``config=``: an instance of that Dagster ``Config`` class, every field with a default; a
-    request sets it with ``--conf '{"<asset>": {...}}'``) and any resource of the code location; it returns a
-    DataFrame. ``fingerprint`` (same parameters) digests a source-reading asset's source interval, so reconcile
-    can tell whether a recomputation would read the same.
+    request sets it with ``--conf '{"<asset>": {...}}'``), ``run`` (the attempt's ``RunContext``: its identity,
+    its isolated location and the labels an external engine takes; ``run_external`` hands the compute to one) and
+    any resource of the code location; it returns a DataFrame. ``fingerprint`` (same parameters) digests a
+    source-reading asset's source interval, so reconcile can tell whether a recomputation would read the same.
     """
 
     def decorate(transform: Callable[..., Any]) -> BackfillAsset:
@@ -163,6 +164,8 @@ def side_effect_asset(
         needs = [*parameter_names(payload), *parameter_names(deliver), *parameter_names(idempotency_key)]
         if CONFIG_ARG in needs:
             raise InvalidInput(f"{asset_name}: `{CONFIG_ARG}` is for gated assets declared with config=")
+        if RUN_ARG in needs:
+            raise InvalidInput(f"{asset_name}: `{RUN_ARG}` is a gated asset's attempt; a side effect writes no version")
         spec = DeclaredAsset(
             name=asset_name,
             description=description or _doc(payload),
@@ -300,7 +303,7 @@ def _resources(
         # Refused when declared, not when the step first runs: Dagster's step context is the wrapper's own.
         raise InvalidInput(
             f"{asset_name}: a transform, audit or hook gets no `{UNPASSED_CONTEXT}`; ask for `interval` (the data "
-            "interval), `previous`, `config`, upstream assets or resources by name"
+            "interval), `run` (the attempt's identity), `previous`, `config`, upstream assets or resources by name"
         )
     skip = set(upstream) | set(RESERVED_ARGS) | set(extra_reserved)
     return tuple(dict.fromkeys(n for n in needs if n not in skip))

@@ -42,7 +42,7 @@ from .records import (
     RequestSummary,
     Resumed,
 )
-from .versions import PointerChange, SkipMarks
+from .versions import PointerChange, SkipMarks, Traced
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -226,6 +226,11 @@ class Backfills:
         versions.require_cell(self.context, asset, partition_key)
         runs = runs_touching_cell(self.context.instance_of(), self.graph, asset, partition_key)
         return cell_tries(self.catalog, asset, partition_key, request_id=request_id, runs=runs)
+
+    def trace(self, ref: str) -> list[Traced]:
+        """The version(s) an external engine's id or label names (a pod name or application id it reported, its
+        version label, a version id, a logical or Dagster run id), each with its engine ids; NotFound if none."""
+        return versions.trace(self.context, ref)
 
     # ---- handoffs ----------------------------------------------------------------------------------------------
 

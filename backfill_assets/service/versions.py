@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.errors import NotFound, UnsafeName
 from backfill_assets.engine.model.identity import parse_version_id
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.overrides import Override, OverrideAction
 from backfill_assets.engine.plan import overrides as override_plan
 from backfill_assets.engine.plan.gc import collect_garbage
-from backfill_assets.engine.store.catalog_records import Consumer, PointerMove
+from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
+from backfill_assets.engine.store.engine_refs import EngineRef, EngineRefs, validate_engine_id, versions_with_label
 
 from .context import ServiceContext
 from .requests import freeze
@@ -57,6 +60,61 @@ class SkipMarks:
     def as_dict(self) -> dict[str, Any]:
         action = OverrideAction.UNSKIP if self.undone else OverrideAction.SKIP
         return {"action": str(action), "cells": [m.as_dict() for m in self.marks]}
+
+
+class TraceMatch(StrEnum):
+    """How a traced reference named a version (``Traced.matched_by``)."""
+
+    VERSION_ID = "version_id"
+    VERSION_LABEL = "version_label"  # RunContext.k8s_labels' backfill-assets.io/version-id
+    ENGINE_ID = "engine_id"
+    LOGICAL_RUN_ID = "logical_run_id"
+    DAGSTER_RUN_ID = "dagster_run_id"
+
+
+@dataclass(frozen=True)
+class Traced:
+    """A version an engine's id or label led to, with every engine id recorded for it."""
+
+    version: Version
+    matched_by: TraceMatch
+    engine_refs: tuple[EngineRef, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"matched_by": str(self.matched_by), **self.version.as_dict(),
+                "engine_refs": [r.as_dict() for r in self.engine_refs]}
+
+
+def trace(context: ServiceContext, ref: str) -> list[Traced]:
+    """The version(s) an external engine's id or label names, oldest first: a version id, the version label of its
+    pods (``daily_revenue.2022-10-17.<run>.1``, or shortened to end in a digest), an engine id the engine reported
+    (a pod name, an application id), or a logical or Dagster run id (every version of that run). An id that names
+    none is an error."""
+    ref = validate_engine_id(ref, "reference")
+    found: dict[str, Traced] = {}
+
+    def add(versions: list[Version], how: TraceMatch) -> None:
+        for version in versions:
+            found.setdefault(version.version_id, Traced(version, how))
+
+    add(_version_if_any(context, ref), TraceMatch.VERSION_ID)
+    add(versions_with_label(context.catalog, ref), TraceMatch.VERSION_LABEL)
+    refs = EngineRefs(context.catalog)
+    add(context.catalog.versions_by_id(sorted({r.version_id for r in refs.with_id(ref)})), TraceMatch.ENGINE_ID)
+    add(context.catalog.versions_of_run(ref), TraceMatch.LOGICAL_RUN_ID)
+    add(context.catalog.versions_of_dagster_runs([ref]), TraceMatch.DAGSTER_RUN_ID)
+    if not found:
+        raise NotFound(f"no version has the engine id, label, version id or run id {ref!r}")
+    engine_refs = refs.of_versions(list(found))
+    traced = [Traced(t.version, t.matched_by, tuple(engine_refs[v])) for v, t in found.items()]
+    return sorted(traced, key=lambda t: (str(t.version.created_at), t.version.version_id))
+
+
+def _version_if_any(context: ServiceContext, version_id: str) -> list[Version]:
+    try:
+        return [context.catalog.get(version_id)]
+    except (UnsafeName, NotFound):
+        return []
 
 
 def rollback(

@@ -24,7 +24,8 @@ STRING, FLOAT, INT, TIMESTAMP, BOOL = "string", "float", "int", "timestamp", "bo
 INTERVAL_ARG = "interval"
 PREVIOUS_ARG = "previous"  # a depends-on-past asset's own previous interval (None on the first day)
 FRAME_ARG = "frame"  # an audit's written frame
-RESERVED_ARGS = (INTERVAL_ARG, PREVIOUS_ARG, FRAME_ARG, CONFIG_ARG)
+RUN_ARG = "run"  # the attempt's identity, location and engine labels (engine/model/run_context.RunContext)
+RESERVED_ARGS = (INTERVAL_ARG, PREVIOUS_ARG, FRAME_ARG, CONFIG_ARG, RUN_ARG)
 
 
 @dataclass(frozen=True)

@@ -266,3 +266,17 @@ operations = sa.Table(
     sa.Column("outcome", sa.Text, nullable=False),
     sa.Index("ix_operations_request", "request_id"),
 )
+
+# An external engine's ids (a subprocess, a Kubernetes pod, a Spark application) recorded with the version it
+# computed (RunContext.report_engine_id), so `backfill-assets trace <id>` finds the version from the engine's side.
+engine_refs = sa.Table(
+    "engine_refs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("version_id", _vid, nullable=False),
+    sa.Column("engine", sa.String(64), nullable=False),  # what kind: subprocess, kubernetes_pod, spark_application
+    sa.Column("engine_id", sa.String(255), nullable=False),
+    sa.Column("at", _ts, nullable=False),
+    sa.Index("ix_engine_refs_engine_id", "engine_id"),
+    sa.Index("ix_engine_refs_version", "version_id"),
+)
