@@ -10,6 +10,7 @@ import dagster as dg
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import BackfillError
+from backfill_assets.engine.model.gates import pool_for
 from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.wap.audit import check_names
@@ -31,7 +32,6 @@ from backfill_assets.integration.assets.user_config import StepConfig, step_conf
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.runs.run_identity import identity_from_context
 
-SOURCE_POOL = "source_system"
 # A run in one of these may not publish: it was asked to stop, or was marked cancelled without its worker's
 # confirmation (`request cancel` when its code server did not answer), and its worker is still going.
 STOPPED_RUN_STATUSES = (dg.DagsterRunStatus.CANCELING, dg.DagsterRunStatus.CANCELED)
@@ -265,7 +265,7 @@ def build_gated_asset(
         check_specs=check_specs_for(spec, partitions_def),
         can_subset=True,
         required_resource_keys={BACKFILL_RESOURCE, *spec.resources},
-        pool=SOURCE_POOL if not spec.upstream else None,
+        pool=pool_for(spec.pool, spec.upstream),
         # Technical faults (lost connection, killed worker) get a new attempt of the same logical run;
         # rejections and planning errors raise Failure(allow_retries=False).
         retry_policy=dg.RetryPolicy(max_retries=2, delay=1),
