@@ -204,3 +204,28 @@ def test_a_write_target_admits_its_limit_of_steps_and_the_next_waits_for_a_slot(
     # The second day's write and audit began only after the first day's ended: never two in the target at once.
     assert STEPS.writing == [("in", DAYS[0]), ("out", DAYS[0]), ("in", DAYS[1]), ("out", DAYS[1])]
     assert TargetSlots(catalog).holders(TARGET) == []
+
+
+@pytest.mark.parametrize("assets, team", [
+    ("raw_orders,order_facts", "team:ingestion"),  # several owners: the most upstream asset's
+    ("daily_revenue,order_facts", "team:analytics"),
+])
+def test_a_requests_runs_carry_the_team_they_are_charged_to(env, assets, team):
+    import json
+
+    from click.testing import CliRunner
+
+    from backfill_assets.cli import cli
+    from backfill_assets.engine.model.settings import code_version
+    from backfill_assets.engine.store.ledger import Ledger
+    from backfill_assets.integration.sensors.driver import drive_request, run_request_for
+    from tests.orders import GRAPH
+
+    result = CliRunner().invoke(cli, ["request", "create", "--assets", assets, "--from", "2022-09-01", "--to",
+                                      "2022-09-02", "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    record = Ledger(env.catalog).get(json.loads(result.output)["request_id"])
+    with dg.instance_for_test(temp_dir=str(env.home)) as instance:
+        submissions = drive_request(GRAPH, instance, env.catalog, record, code_version())
+    assert submissions
+    assert {run_request_for(GRAPH, record, s).tags[T.TEAM] for s in submissions} == {team}

@@ -6,8 +6,9 @@ source side), the write target whose quota it shares, and the team its backfill 
 - **Target**: a named place the step writes and publishes to (a warehouse); at most the configured number of steps
   write to one target at once, counted in the catalog (``engine/store/target_slots.py``).
 - **Team**: an asset's team is its first owner (``unowned`` without one). A request is charged to the team of its
-  most upstream requested asset (graph order; the first declared among equals), so a request spanning several
-  owners' assets counts against exactly one team's limit, the same on every run it makes.
+  most upstream requested asset (the fewest assets above it; alphabetically first among equals, as Dagster's
+  asset graph sorts them), so a request spanning several owners' assets counts against exactly one team's limit,
+  the same on every run it makes.
 """
 
 from __future__ import annotations
@@ -42,6 +43,19 @@ def pool_for(declared_pool: str | None, upstream: tuple[str, ...]) -> str | None
 def team_of(owners: Iterable[str]) -> str:
     first = next(iter(owners), None)
     return first if first else UNOWNED_TEAM
+
+
+def upstream_first(assets: Iterable[str], upstream_of: Mapping[str, Iterable[str]]) -> list[str]:
+    """``assets`` by their level in the graph (a root 0, else one more than its highest upstream), then name: the
+    order of Dagster's ``toposorted_asset_keys``, so a request and a UI backfill of the same assets agree."""
+    levels: dict[str, int] = {}
+
+    def level(name: str) -> int:
+        if name not in levels:
+            levels[name] = 1 + max((level(u) for u in upstream_of.get(name, ()) if u in upstream_of), default=-1)
+        return levels[name]
+
+    return sorted(assets, key=lambda name: (level(name), name))
 
 
 def team_of_request(owners_in_graph_order: Iterable[tuple[str, Iterable[str]]]) -> str:
