@@ -114,3 +114,42 @@ def test_a_held_lease_is_renewed_and_released(catalog):
         assert lease.lost() is None
         assert slots.try_acquire(TARGET, 1, _who("other"), 0.3) is None
     assert slots.holders(TARGET) == []
+
+
+HOLDER_SCRIPT = """
+import sys, time
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.target_slots import SlotHolder, TargetSlots
+from backfill_assets.engine.wap.target_lease import TargetQuota, write_slot
+
+quota = TargetQuota("warehouse_x", 1, lease_seconds=1.0, wait_seconds=30)
+with write_slot(TargetSlots(Catalog(sys.argv[1])), quota, SlotHolder("doomed", -5, "run-doomed", "orders", "d")):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_worker_killed_while_holding_a_slot_frees_it_when_its_lease_expires(catalog):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    worker = subprocess.Popen([sys.executable, "-c", HOLDER_SCRIPT, catalog.url], stdout=subprocess.PIPE,
+                              env=dict(os.environ), text=True)
+    try:
+        assert worker.stdout.readline().strip() == "held"
+        slots = TargetSlots(catalog)
+        assert [h.holder for h in slots.holders(TARGET)] == ["doomed"]
+        os.kill(worker.pid, signal.SIGKILL)  # no release, no more renewals
+        worker.wait(10)
+        killed_at = time.monotonic()
+        quota = TargetQuota(TARGET, 1, lease_seconds=1.0, wait_seconds=20)
+        with write_slot(slots, quota, _who("next")):
+            waited = time.monotonic() - killed_at
+            assert [h.holder for h in slots.holders(TARGET)] == ["next"]
+    finally:
+        worker.kill()
+        worker.wait(10)
+    assert waited < 5.0, waited  # the lease's expiry (1 s) plus polling, far from the wait bound (20 s)
