@@ -24,7 +24,7 @@ import dagster as dg
 
 from backfill_assets.engine.model.asset_config import CONFIG_ARG
 from backfill_assets.engine.model.errors import InvalidInput
-from backfill_assets.engine.model.gates import validate_gate_name, validate_target_limits
+from backfill_assets.engine.model.gates import validate_gate_name, validate_target_limits, validate_target_timing
 from backfill_assets.engine.model.graph import RESERVED_ARGS, AssetGraph, DeclaredAsset, parameter_names
 from backfill_assets.engine.model.identity import validate_asset_name
 from backfill_assets.engine.model.intervals import BusinessCalendar, utc_now
@@ -232,6 +232,7 @@ def backfill_definitions(
             + "; ".join(f"{r} (asked by {', '.join(users[r])})" for r in missing)
         )
     validate_target_limits(backfill.target_limits, {s.name: s.target for s in graph if s.target})
+    validate_target_timing(backfill.target_lease_seconds, backfill.target_wait_seconds)
     built = [
         build_side_effect_asset(spec, graph)
         if spec.side_effect

@@ -136,7 +136,10 @@ def test_each_step_waits_in_the_pool_its_asset_chose_and_a_root_asset_defaults_t
      "every write target needs a limit: loaded writes to 'warehouse_x' — set BackfillResource(target_limits="),
     (lambda: backfill_definitions(assets=[_target_asset()], backfill=BackfillResource(target_limits={TARGET: 0})),
      "target_limits['warehouse_x'] = 0: a write limit is a whole number, at least 1"),
-], ids=["empty-pool", "bad-target-name", "target-without-limit", "zero-limit"])
+    (lambda: backfill_definitions(assets=[_target_asset()], backfill=BackfillResource(
+        target_limits={TARGET: 1}, target_lease_seconds=0)),
+     "target_lease_seconds = 0.0: a number of seconds, at least 0.3"),
+], ids=["empty-pool", "bad-target-name", "target-without-limit", "zero-limit", "zero-lease"])
 def test_bad_gate_config_is_refused_when_the_code_location_loads(declare, message):
     with pytest.raises(InvalidInput) as refused:
         declare()

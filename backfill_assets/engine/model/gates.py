@@ -82,3 +82,10 @@ def validate_target_limits(limits: Mapping[str, object] | None, targets_by_asset
             + f" — set BackfillResource(target_limits={{...}}) (configured: {sorted(checked) or 'none'})"
         )
     return checked
+
+
+def validate_target_timing(lease_seconds: object, wait_seconds: object) -> None:
+    """A lease must last (its holder renews it every third of it); a wait may be 0 (fail at once when busy)."""
+    for name, value, least in (("target_lease_seconds", lease_seconds, 0.3), ("target_wait_seconds", wait_seconds, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < least:
+            raise InvalidInput(f"{name} = {value!r}: a number of seconds, at least {least:g}")

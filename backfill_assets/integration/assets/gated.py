@@ -12,7 +12,7 @@ import dagster as dg
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import BackfillError
-from backfill_assets.engine.model.gates import pool_for, validate_target_limits
+from backfill_assets.engine.model.gates import pool_for, validate_target_limits, validate_target_timing
 from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.target_slots import SlotHolder, TargetSlots
@@ -182,6 +182,7 @@ def target_write_slot(
     if spec.target is None:
         return nullcontext()
     limits = validate_target_limits(backfill.target_limits, {spec.name: spec.target})
+    validate_target_timing(backfill.target_lease_seconds, backfill.target_wait_seconds)
     quota = TargetQuota(spec.target, limits[spec.target], backfill.target_lease_seconds, backfill.target_wait_seconds)
     try:
         priority = int(context.run.tags.get(T.DAGSTER_PRIORITY, "0"))
