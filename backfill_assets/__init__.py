@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from backfill_assets.engine.model.access import (
+        AccessPolicy,
+        CleanupPolicy,
+    )
     from backfill_assets.engine.model.errors import (
         BackfillError,
         CatalogSchemaMismatch,
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
         IntegrityError,
         InvalidField,
         InvalidInput,
+        NotAuthorized,
         NotFound,
         PlanError,
         PublishConflict,
@@ -93,6 +98,9 @@ _PUBLIC = {
     "PublishConflict": "backfill_assets.engine.model.errors",
     "IntegrityError": "backfill_assets.engine.model.errors",
     "NotFound": "backfill_assets.engine.model.errors",
+    "NotAuthorized": "backfill_assets.engine.model.errors",
+    "AccessPolicy": "backfill_assets.engine.model.access",
+    "CleanupPolicy": "backfill_assets.engine.model.access",
     "PlanError": "backfill_assets.engine.model.errors",
     "StorageError": "backfill_assets.engine.model.errors",
     "sql_engine": "backfill_assets.engine.store.db",
@@ -126,6 +134,7 @@ _PUBLIC = {
 }
 
 __all__ = [
+    "AccessPolicy",
     "Audit",
     "AuditResult",
     "BOOL",
@@ -135,6 +144,7 @@ __all__ = [
     "Backfills",
     "BusinessCalendar",
     "CatalogSchemaMismatch",
+    "CleanupPolicy",
     "ClearInput",
     "DownstreamPolicy",
     "FLOAT",
@@ -144,6 +154,7 @@ __all__ = [
     "Interval",
     "InvalidField",
     "InvalidInput",
+    "NotAuthorized",
     "NotFound",
     "Order",
     "PlanError",

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import dagster as dg
 
+from backfill_assets.engine.model.access import AccessPolicy, CleanupPolicy
 from backfill_assets.engine.model.asset_config import CONFIG_ARG
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.gates import validate_gate_name, validate_target_limits, validate_target_timing
@@ -41,6 +42,7 @@ from backfill_assets.integration.operation_jobs import build_operation_jobs
 from backfill_assets.integration.request_jobs import build_clear_job, build_report_job, build_request_job
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.sensors.adoption import build_adoption_sensor
+from backfill_assets.integration.sensors.cleanup import build_gc_sensor
 from backfill_assets.integration.sensors.driver import build_driver_sensor
 from backfill_assets.integration.sensors.production import build_production_sensor
 from backfill_assets.integration.sensors.propagation import build_propagation_sensor
@@ -197,6 +199,8 @@ def backfill_definitions(
     catchup: bool = True,
     production_start: str | date | None = None,
     clock: Callable[[], datetime] | None = None,
+    access: AccessPolicy | None = None,
+    cleanup: CleanupPolicy | None = None,
 ) -> dg.Definitions:
     """The code location: gated assets and their blocking checks, the production and backfill jobs, the batched
     (chunk) job, the Launchpad's backfill_request and backfill_report jobs, the production trigger, and the
@@ -211,9 +215,14 @@ def backfill_definitions(
     submits every missed day in order; ``catchup=False`` only the newest, the gap being a request's job. Its first
     start runs the newest day only, or, with ``catchup``, every day from ``production_start`` (Airflow's
     ``start_date``; no day before it is ever run by production). ``clock`` is the trigger's "now" (tests).
+
+    ``access`` (``AccessPolicy(approvers=[...], admins=[...])``) says who may approve side effects and overrides
+    and who besides an asset's owners may decide its handoffs; ``cleanup`` (``CleanupPolicy(retention_days=...)``)
+    how long the ``backfill_cleanup`` sensor (shipped stopped) keeps non-current versions' files. Both live here, in the
+    code location, so every door that loads it (CLI, webserver, daemon) checks the same lists.
     """
     declared = list(assets)
-    graph = asset_graph(declared)
+    graph = asset_graph(declared, _policy(access, AccessPolicy, "access"), _policy(cleanup, CleanupPolicy, "cleanup"))
     config_classes = {item.name: item.config_class for item in declared if item.config_class is not None}
     if clock is not None and not callable(clock):
         raise InvalidInput(f"clock must be a callable returning the current time, not {type(clock).__name__}")
@@ -256,6 +265,7 @@ def backfill_definitions(
             build_driver_sensor(graph, [backfill_job, chunk_job, report_job], backfill),
             build_propagation_sensor(graph, backfill),
             build_adoption_sensor(graph, report_job, backfill),
+            build_gc_sensor(graph, backfill),
         ],
         resources={BACKFILL_RESOURCE: backfill, **resources},
         executor=executor,
@@ -264,7 +274,15 @@ def backfill_definitions(
     return defs
 
 
-def asset_graph(assets: Iterable[BackfillAsset]) -> AssetGraph:
+def _policy(value: Any, kind: type, name: str) -> Any:
+    if value is not None and not isinstance(value, kind):
+        raise InvalidInput(f"{name} must be a {kind.__name__}, not {type(value).__name__}")
+    return value
+
+
+def asset_graph(
+    assets: Iterable[BackfillAsset], access: AccessPolicy | None = None, cleanup: CleanupPolicy | None = None
+) -> AssetGraph:
     declared = list(assets)
     if not declared:
         raise InvalidInput("backfill_definitions needs at least one asset")
@@ -275,7 +293,7 @@ def asset_graph(assets: Iterable[BackfillAsset]) -> AssetGraph:
     if len(calendars) > 1:
         raise InvalidInput("every asset of one code location must share one BusinessCalendar: "
                            + ", ".join(f"{c.tz_name} from {c.first_day}" for c in calendars))
-    return AssetGraph(declared[0].calendar, [item.spec for item in declared])
+    return AssetGraph(declared[0].calendar, [item.spec for item in declared], access, cleanup)
 
 
 def _dep_name(dep: Dep) -> str:

@@ -76,7 +76,8 @@ def rollback(
 def accept(context: ServiceContext, version_id: str, approved_by: str, reason: str, cascade: bool) -> PointerChange:
     asset, partition, _, _ = parse_version_id(version_id)
     require_cell(context, asset, partition)
-    move, record = override_plan.accept(context.catalog, context.warehouse, version_id, approved_by, reason)
+    move, record = override_plan.accept(context.catalog, context.warehouse, version_id, approved_by, reason,
+                                        context.graph.access, context.seen_user)
     event = _tell_dagster(context, _override_report(context, move, record), move, "accept")
     readers = context.catalog.consumers_of(move.previous_version_id) if move.previous_version_id else []
     cascade_id = consumer_cascade(context, readers, f"{version_id}: {record.reason}", "accept",
@@ -89,7 +90,8 @@ def reject(
     context: ServiceContext, asset: str, partition_key: str, by: str, reason: str, cascade: bool
 ) -> PointerChange:
     require_cell(context, asset, partition_key)
-    move, record = override_plan.reject(context.catalog, context.warehouse, asset, partition_key, by, reason)
+    move, record = override_plan.reject(context.catalog, context.warehouse, asset, partition_key, by, reason,
+                                        context.graph.access, context.seen_user)
     event = _tell_dagster(context, _override_report(context, move, record), move, "reject")
     cascade_id = consumer_cascade(context, move.consumers_of_previous, f"{move.previous_version_id}: "
                                   f"{record.reason}", "reject", "the rejected version") if cascade else None
@@ -102,7 +104,8 @@ def skip(
     reason: str, undo: bool,
 ) -> SkipMarks:
     cells = override_plan.skip_cells(context.graph, asset, partition_key, first, last)
-    marks = SkipMarks(asset, undo, tuple(override_plan.skip(context.catalog, cells, by, reason, undo)))
+    marks = SkipMarks(asset, undo, tuple(override_plan.skip(context.catalog, cells, by, reason, undo,
+                                                            context.seen_user)))
     days = [m.partition_key for m in marks.marks]
     span = days[0] if len(days) == 1 else f"{days[0]}..{days[-1]}"
     context.record("unskip" if undo else "skip", f"{asset}/{span}", f"{len(days)} cell(s)", reason=reason,
@@ -110,9 +113,12 @@ def skip(
     return marks
 
 
-def gc(context: ServiceContext, older_than_days: int, dry_run: bool) -> list[dict[str, Any]]:
+def gc(context: ServiceContext, older_than_days: int | None, dry_run: bool) -> list[dict[str, Any]]:
+    """The manual ``gc`` and the gc sensor alike; ``older_than_days`` None: the code location's retention."""
+    if older_than_days is None:
+        older_than_days = context.graph.cleanup.retention_days
     purged = collect_garbage(context.catalog, context.warehouse, older_than_days, utc_now(), dry_run)
-    if not dry_run:
+    if purged and not dry_run:  # the sensor's hourly passes that find nothing leave no row in the trail
         context.record("gc", f"older than {older_than_days} day(s)", f"purged {len(purged)} version(s)")
     return purged
 

@@ -3,7 +3,8 @@
     BackfillError
     ├── InvalidInput            bad dates, names, keys, config — refused before anything is written
     │   ├── InvalidField        ... in named input fields, which each surface words its own way (--to, to_day)
-    │   └── UnsafeName          a name or partition key that could escape the warehouse root
+    │   ├── UnsafeName          a name or partition key that could escape the warehouse root
+    │   └── NotAuthorized       a stated name not on the code location's lists (approvers, owners, admins)
     ├── IllegalTransition       a version state change the life cycle (docs/DESIGN.md §3) does not allow
     ├── PublishConflict         compare-and-swap on the current pointer lost (another version won)
     ├── IntegrityError          a file on disk does not match its manifest / catalog row
@@ -91,6 +92,11 @@ class NotFound(BackfillError):
 
 class PlanError(BackfillError):
     pass
+
+
+class NotAuthorized(InvalidInput):
+    """The name given (an approver, a handoff's decider) is not one the code location's ``AccessPolicy`` allows;
+    the message names who may; nothing changed."""
 
 
 class CatalogSchemaMismatch(BackfillError):

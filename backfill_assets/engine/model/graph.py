@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from backfill_assets.engine.model.access import AccessPolicy, CleanupPolicy
 from backfill_assets.engine.model.asset_config import CONFIG_ARG, AssetConfig
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.intervals import BusinessCalendar
@@ -61,10 +62,16 @@ class DeclaredAsset:
 
 
 class AssetGraph:
-    """Assets in topological order (upstream first, then declaration order) over one business calendar."""
+    """Assets in topological order (upstream first, then declaration order) over one business calendar, with the
+    code location's access and cleanup policies (every door that loads the code location gets the same)."""
 
-    def __init__(self, calendar: BusinessCalendar, specs: Iterable[DeclaredAsset]):
+    def __init__(
+        self, calendar: BusinessCalendar, specs: Iterable[DeclaredAsset], access: AccessPolicy | None = None,
+        cleanup: CleanupPolicy | None = None,
+    ):
         self.calendar = calendar
+        self.access = access or AccessPolicy()
+        self.cleanup = cleanup or CleanupPolicy()
         given = list(specs)
         by_name: dict[str, DeclaredAsset] = {}
         for spec in given:

@@ -136,6 +136,8 @@ requests = sa.Table(
     sa.Column("side_effects_json", sa.Text, nullable=False),
     sa.Column("approved_by", sa.String(120)),
     sa.Column("requested_by", sa.String(120), nullable=False),
+    # Who the system saw create it (OS user, Dagster's launching user) beside the names stated; NULL before 0002.
+    sa.Column("system_user", sa.String(120)),
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("requested_at", _ts, nullable=False),
     sa.Column("source", sa.String(16), nullable=False),  # cli | dagster (adopted)
@@ -200,6 +202,7 @@ handoffs = sa.Table(
     sa.Column("created_at", _ts, nullable=False),
     sa.Column("decided_at", _ts),
     sa.Column("decided_by", sa.String(120)),
+    sa.Column("system_user", sa.String(120)),  # who the system saw decide, beside decided_by (NULL before 0002)
 )
 
 # Named cursors kept in the catalog (not only in Dagster's sensor state) so the driver can tell whether the
@@ -240,6 +243,7 @@ overrides = sa.Table(
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("at", _ts, nullable=False),
     sa.Column("publish_seq", sa.BigInteger),  # the publish_log row of an accept (publish) or reject (rollback)
+    sa.Column("system_user", sa.String(120)),  # who the system saw decide, beside decided_by (NULL before 0002)
     sa.Index("ix_overrides_cell", "asset", "partition_key"),
     sa.Index("ix_overrides_version", "version_id"),
 )

@@ -32,7 +32,9 @@ from backfill_assets.integration.assets.dashboard import (
     rejection_observation,
 )
 from backfill_assets.integration.assets.partitions import daily_partitions_for
+from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
 from backfill_assets.integration.assets.user_config import StepConfig, step_config, with_user_fields
+from backfill_assets.integration.lineage import lineage_observers
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.runs.run_identity import identity_from_context
 
@@ -148,6 +150,7 @@ def gate_one(
         # Read again just before the publish CAS: a run marked cancelled while it computed (its code server did
         # not answer the termination, so nothing interrupted this worker) abandons its version instead.
         publish_guard=stopped,
+        observers=lineage_observers(context, backfill),
     )
     gate.begin()
     context.log.info(f"writing {gate.version_id} identity={json.dumps(gate.labels(), sort_keys=True)}")
@@ -299,6 +302,8 @@ def build_gated_asset(
         del config  # read as the op's config by step_config, beside the library's own (none)
         backfill = getattr(context.resources, BACKFILL_RESOURCE)
         user_config = step_config(context.op_execution_context.op_config, config_class)
+        # A broker hands a dead worker's step to another worker: bounded, or a step that kills workers loops.
+        refuse_after_lost_workers(context, backfill.catalog(), spec.name, context.partition_keys)
         if len(context.partition_keys) > 1:
             yield from _run_batch(context, graph, spec, backfill, user_config)
         else:

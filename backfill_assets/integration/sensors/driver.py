@@ -115,9 +115,11 @@ def drive_request(
     submitted = {c.run_key for c in cells if c.decision == M.SUBMITTED}
     settling = [v.run_id for k, v in runs_by_key.items() if k in submitted and v.status in FINISHED_RUN_STATUSES]
     by_run: dict[tuple[str, str, str], str] = {}
+    errors: dict[tuple[str, str, str], str | None] = {}
     if settling:
         for v in catalog.versions_of_dagster_runs(settling):
             by_run[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
+            errors[(v.asset, v.partition_key, v.dagster_run_id)] = v.error
     pending = [c.key for c in sorted(cells, key=lambda c: c.ordinal) if c.decision == M.PENDING]
     result = tick(
         graph,
@@ -131,6 +133,7 @@ def drive_request(
         cascade_confirmed=record.confirmed_at is not None,
         hold_open=downstream_hold(catalog, record),
         queue_ahead=enforces_one_run_per_tag_value(instance, T.SLOT),
+        version_error_of=lambda a, p, run_id: errors.get((a, p, run_id)),
     )
     # Record decisions before the run requests leave the sensor: a crash in between is healed by re-requesting
     # the same run keys next tick, never by submitting twice.
