@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         PublishConflict,
         RefusedField,
         StorageError,
+        TargetBusy,
         UnsafeName,
     )
     from backfill_assets.engine.model.graph import (
@@ -110,6 +111,7 @@ _PUBLIC = {
     "CleanupPolicy": "backfill_assets.engine.model.access",
     "PlanError": "backfill_assets.engine.model.errors",
     "StorageError": "backfill_assets.engine.model.errors",
+    "TargetBusy": "backfill_assets.engine.model.errors",
     "sql_engine": "backfill_assets.engine.store.db",
     "retry_transient": "backfill_assets.engine.store.db",
     "STRING": "backfill_assets.engine.model.graph",
@@ -176,6 +178,7 @@ __all__ = [
     "Settings",
     "StorageError",
     "TIMESTAMP",
+    "TargetBusy",
     "UnsafeName",
     "audit",
     "backfill_definitions",

@@ -25,6 +25,7 @@ import dagster as dg
 from backfill_assets.engine.model.access import AccessPolicy, CleanupPolicy
 from backfill_assets.engine.model.asset_config import CONFIG_ARG
 from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.gates import validate_gate_name, validate_target_limits, validate_target_timing
 from backfill_assets.engine.model.graph import RESERVED_ARGS, RUN_ARG, AssetGraph, DeclaredAsset, parameter_names
 from backfill_assets.engine.model.identity import validate_asset_name
 from backfill_assets.engine.model.intervals import BusinessCalendar, utc_now
@@ -83,6 +84,8 @@ def gated_asset(
     owners: Sequence[str] = (),
     group_name: str = DEFAULT_GROUP,
     config: type[dg.Config] | None = None,
+    pool: str | None = None,
+    target: str | None = None,
 ) -> Callable[[Callable[..., Any]], BackfillAsset]:
     """A daily-partitioned data asset whose every run writes a new version, audits it and publishes it only if
     every audit passes.
@@ -94,6 +97,11 @@ def gated_asset(
     its isolated location and the labels an external engine takes; ``run_external`` hands the compute to one) and
     any resource of the code location; it returns a DataFrame. ``fingerprint`` (same parameters) digests a
     source-reading asset's source interval, so reconcile can tell whether a recomputation would read the same.
+
+    ``pool``: the Dagster pool the step waits in (its limit: ``dagster instance concurrency set POOL N``, or the
+    instance's ``pools.default_limit``); without one a root asset waits in ``source_system`` and any other asset
+    in none. ``target``: the write target (e.g. a warehouse) whose quota the step shares: at most
+    ``BackfillResource(target_limits={target: N})`` steps write, audit and publish to it at once.
     """
 
     def decorate(transform: Callable[..., Any]) -> BackfillAsset:
@@ -131,6 +139,8 @@ def gated_asset(
             fingerprint=fingerprint,
             resources=_resources(asset_name, needs, upstream),
             config=asset_config,
+            pool=None if pool is None else validate_gate_name(pool, "pool", asset_name),
+            target=None if target is None else validate_gate_name(target, "target", asset_name),
         )
         return BackfillAsset(spec, calendar, config)
 
@@ -233,6 +243,8 @@ def backfill_definitions(
             "parameters that are neither `interval`, `previous`, an upstream asset nor a resource: "
             + "; ".join(f"{r} (asked by {', '.join(users[r])})" for r in missing)
         )
+    validate_target_limits(backfill.target_limits, {s.name: s.target for s in graph if s.target})
+    validate_target_timing(backfill.target_lease_seconds, backfill.target_wait_seconds)
     built = [
         build_side_effect_asset(spec, graph)
         if spec.side_effect

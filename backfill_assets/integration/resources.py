@@ -25,6 +25,12 @@ class BackfillResource(dg.ConfigurableResource):
     # (OpenLineage's own config); unset falls back to BACKFILL_OPENLINEAGE, and that to off.
     openlineage: Optional[str] = None
     openlineage_namespace: Optional[str] = None
+    # Write targets' quotas (``gated_asset(target=...)``): at most N steps write, audit and publish to a target at
+    # once, counted in the catalog by leases that expire when their holder stops renewing them (a killed worker).
+    target_limits: dict[str, int] = {}
+    target_lease_seconds: float = 30.0
+    # How long a step waits for a write slot before failing, so it never holds its Dagster pool slot for ever.
+    target_wait_seconds: float = 600.0
 
     def settings(self) -> Settings:
         overrides = {"warehouse_root": self.warehouse_root, "catalog_url": self.catalog_url}

@@ -21,9 +21,9 @@ PINNED = [
     "BusinessCalendar", "CatalogSchemaMismatch", "CleanupPolicy", "ClearInput", "DownstreamPolicy", "FLOAT", "INT",
     "IllegalTransition", "IntegrityError", "Interval", "InvalidField", "InvalidInput", "NotAuthorized", "NotFound",
     "Order", "PlanError", "PublishConflict", "RefusedField", "ReprocessPolicy", "RequestInput", "RequestSource",
-    "RunContext", "STRING", "Settings", "StorageError", "TIMESTAMP", "UnsafeName", "audit", "backfill_definitions",
-    "gated_asset", "graph_of", "matches_schema", "not_empty", "retry_transient", "row_count", "run_external",
-    "side_effect_asset", "sql_engine", "totals_match", "unique_key",
+    "RunContext", "STRING", "Settings", "StorageError", "TIMESTAMP", "TargetBusy", "UnsafeName", "audit",
+    "backfill_definitions", "gated_asset", "graph_of", "matches_schema", "not_empty", "retry_transient", "row_count",
+    "run_external", "side_effect_asset", "sql_engine", "totals_match", "unique_key",
 ]
 PACKAGE = Path(backfill_assets.__file__).parent
 

@@ -11,8 +11,10 @@
     ├── NotFound                an unknown asset, partition, version or request
     ├── PlanError               a request that cannot be planned (overlap, depends-on-past order, ...)
     │   └── RefusedField        ... because of named input fields
-    └── CatalogSchemaMismatch   the catalog's schema version is not this code's: refused when opened, nothing
-                                changed (`backfill-assets catalog upgrade`, or a newer backfill_assets)
+    ├── CatalogSchemaMismatch   the catalog's schema version is not this code's: refused when opened, nothing
+    │                           changed (`backfill-assets catalog upgrade`, or a newer backfill_assets)
+    └── TargetBusy              no write slot of the step's target freed within its wait (the previous version
+                                keeps serving; the cell can be run again)
 
     FieldMessage (a mixin of InvalidField and RefusedField): the message's template and the fields it names
 
@@ -100,6 +102,10 @@ class NotAuthorized(InvalidInput):
 class CatalogSchemaMismatch(BackfillError):
     """A catalog made before its schema was versioned, at an older revision (the message names the upgrade
     command) or at one this code does not know (a newer backfill_assets wrote it)."""
+
+
+class TargetBusy(BackfillError):
+    """A step waited its whole ``target_wait_seconds`` for a write slot of its target."""
 
 
 class InvalidField(FieldMessage, InvalidInput):

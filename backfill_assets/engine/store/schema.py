@@ -280,3 +280,30 @@ engine_refs = sa.Table(
     sa.Index("ix_engine_refs_engine_id", "engine_id"),
     sa.Index("ix_engine_refs_version", "version_id"),
 )
+
+# Write-target quotas (engine/store/target_slots.py): one row per slot taken of a target's limit, a lease its holder
+# renews while it writes, audits and publishes; a lease not renewed (its worker killed) expires and the slot is
+# taken again. Waiters queue by priority (production first), then by arrival; a waiter that stops polling expires too.
+target_slots = sa.Table(
+    "target_slots",
+    metadata,
+    sa.Column("target", sa.String(64), primary_key=True),
+    sa.Column("slot", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("holder", sa.String(64), nullable=False),
+    sa.Column("priority", sa.Integer, nullable=False),
+    sa.Column("dagster_run_id", sa.String(64)),
+    sa.Column("asset", _asset),
+    sa.Column("partition_key", _key),
+    sa.Column("acquired_at", _ts, nullable=False),
+    sa.Column("expires_at", _ts, nullable=False),
+)
+
+target_slot_waiters = sa.Table(
+    "target_slot_waiters",
+    metadata,
+    sa.Column("target", sa.String(64), primary_key=True),
+    sa.Column("holder", sa.String(64), primary_key=True),
+    sa.Column("priority", sa.Integer, nullable=False),
+    sa.Column("since", _ts, nullable=False),
+    sa.Column("expires_at", _ts, nullable=False),
+)

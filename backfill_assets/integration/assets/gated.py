@@ -2,7 +2,9 @@
 
 
 import json
+import uuid
 import warnings
+from contextlib import AbstractContextManager, nullcontext
 from typing import Callable
 
 import dagster as dg
@@ -10,12 +12,15 @@ import dagster as dg
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import BackfillError
+from backfill_assets.engine.model.gates import pool_for, validate_target_limits, validate_target_timing
 from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
 from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.store.target_slots import SlotHolder, TargetSlots
 from backfill_assets.engine.wap.audit import check_names
 from backfill_assets.engine.wap.compute import compute
 from backfill_assets.engine.wap.faults import AFTER_EVENT, fault_point
 from backfill_assets.engine.wap.gate import Gate, GateOutcome, earlier_publish, serving_again
+from backfill_assets.engine.wap.target_lease import Lease, TargetQuota, write_slot
 from backfill_assets.integration.assets.admission import admission_skip, frozen_code_version
 from backfill_assets.integration.assets.dashboard import (
     CHECK_SPEC_NOTE,
@@ -33,7 +38,6 @@ from backfill_assets.integration.lineage import lineage_observers
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.runs.run_identity import identity_from_context
 
-SOURCE_POOL = "source_system"
 # A run in one of these may not publish: it was asked to stop, or was marked cancelled without its worker's
 # confirmation (`request cancel` when its code server did not answer), and its worker is still going.
 STOPPED_RUN_STATUSES = (dg.DagsterRunStatus.CANCELING, dg.DagsterRunStatus.CANCELED)
@@ -154,8 +158,11 @@ def gate_one(
         computed = compute(
             gate, graph, user_resources(context, spec), user_config.instance if user_config is not None else None
         )
-        checks = gate.write_and_audit(computed.frame, computed.available, computed.source_fingerprint)
-        outcome = gate.conclude(checks)
+        with target_write_slot(context, spec, backfill, key) as lease:
+            if lease is not None:  # a lease lost before the publish means another step now writes in its slot
+                gate.publish_guard = lambda: stopped() or lease.lost()
+            checks = gate.write_and_audit(computed.frame, computed.available, computed.source_fingerprint)
+            outcome = gate.conclude(checks)
     except BackfillError as exc:
         gate.abandon_if_unfinished(str(exc))
         # Not a transient fault: retrying cannot help, so no new attempt.
@@ -169,6 +176,24 @@ def gate_one(
     else:
         context.log.error(_rejection(spec, key, outcome))
     return outcome
+
+
+def target_write_slot(
+    context, spec: DeclaredAsset, backfill: BackfillResource, key: str
+) -> AbstractContextManager[Lease | None]:
+    """A write slot of the asset's target (``gated_asset(target=...)``) for this day, or nothing to hold."""
+    if spec.target is None:
+        return nullcontext()
+    limits = validate_target_limits(backfill.target_limits, {spec.name: spec.target})
+    validate_target_timing(backfill.target_lease_seconds, backfill.target_wait_seconds)
+    quota = TargetQuota(spec.target, limits[spec.target], backfill.target_lease_seconds, backfill.target_wait_seconds)
+    try:
+        priority = int(context.run.tags.get(T.DAGSTER_PRIORITY, "0"))
+    except ValueError:  # Dagster reads a bad priority tag as 0 too
+        priority = 0
+    who = SlotHolder(uuid.uuid4().hex, priority, context.run.run_id, spec.name, key)
+    context.log.info(f"{spec.name} {key}: taking a write slot of target {spec.target} (limit {quota.limit})")
+    return write_slot(TargetSlots(backfill.catalog()), quota, who)
 
 
 def _rejection(spec: DeclaredAsset, key: str, outcome: GateOutcome) -> str:
@@ -268,7 +293,7 @@ def build_gated_asset(
         check_specs=check_specs_for(spec, partitions_def),
         can_subset=True,
         required_resource_keys={BACKFILL_RESOURCE, *spec.resources},
-        pool=SOURCE_POOL if not spec.upstream else None,
+        pool=pool_for(spec.pool, spec.upstream),
         # Technical faults (lost connection, killed worker) get a new attempt of the same logical run;
         # rejections and planning errors raise Failure(allow_retries=False).
         retry_policy=dg.RetryPolicy(max_retries=2, delay=1),

@@ -7,6 +7,7 @@ import dagster as dg
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.gates import team_of_request, upstream_first
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.plan.driver_tick import FINISHED_RUN_STATUSES, Submission, tick
@@ -57,8 +58,14 @@ def run_config_for(graph: AssetGraph, submission: Submission) -> dict:
     return {"ops": {asset: {"config": dict(config)} for asset, config in submission.configs.items() if config}}
 
 
+def team_for(graph: AssetGraph, record: RequestRecord) -> str:
+    """The team the request's runs are charged to (``engine/model/gates.py``): the run queue's per-team limit."""
+    requested = upstream_first([a for a in record.spec.assets if a in graph], {s.name: s.upstream for s in graph})
+    return team_of_request((a, graph[a].owners) for a in requested)
+
+
 def run_request_for(graph: AssetGraph, record: RequestRecord, submission: Submission) -> dg.RunRequest:
-    tags = run_tags_for(record)
+    tags = run_tags_for(record) | {T.TEAM: team_for(graph, record)}
     if submission.slot is not None:
         tags[T.SLOT] = f"{record.request_id}/{submission.slot}"
     if submission.batched:

@@ -38,6 +38,7 @@ from .backfills import (
     enforces_one_run_per_tag_value,
     list_backfills,
     run_queue_limits,
+    workspace_asset_owners,
     workspace_asset_tags,
 )
 from .daemon_loops import (
@@ -83,6 +84,7 @@ __all__ = [
     "BackfillInfo",
     "list_backfills",
     "backfill_partitions",
+    "workspace_asset_owners",
     "workspace_asset_tags",
     "cancel_backfill",
     "run_queue_limits",
