@@ -156,10 +156,16 @@ def test_a_request_is_charged_to_the_team_of_its_most_upstream_asset():
 # ---- real runs ------------------------------------------------------------------------------------------------
 
 
+# The control: a last comer below the backfill's priority is served last. Not "same priority, first come first
+# served": on SQLite Dagster stamps a waiting step to the second, so two steps queued within one second tie, and
+# their order is SQLite's to choose.
+LOWER = {T.LANE: T.LANE_MANUAL, T.DAGSTER_PRIORITY: str(T.PRIORITY_BACKFILL - 5)}
+
+
 @pytest.mark.parametrize("production_tags, expected", [
     (PRODUCTION, [DAYS[0], DAYS[2], DAYS[1]]),
-    (BACKFILL, [DAYS[0], DAYS[1], DAYS[2]]),  # no priority of its own: first come, first served
-], ids=["production-first", "same-priority-fifo"])
+    (LOWER, [DAYS[0], DAYS[1], DAYS[2]]),
+], ids=["production-first", "lower-priority-last"])
 def test_a_production_step_takes_the_freed_pool_slot_before_a_backfill_step_that_waited_longer(
     home, production_tags, expected
 ):
