@@ -9,16 +9,25 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
 
 from backfill_assets.engine.model.errors import PublishConflict
 from backfill_assets.engine.model.identity import RunIdentity, params_digest
 from backfill_assets.engine.model.intervals import BusinessCalendar, iso, utc_now
+from backfill_assets.engine.store import schema_version
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.schema import log_head, pointers, publish_log, reads, versions
 
 CALENDAR = BusinessCalendar("Asia/Shanghai", date(2022, 9, 1))
 ASSET = "order_facts"
 KEY = "2022-10-01"
+
+
+def as_before_versioning(conn: sa.Connection) -> None:
+    """Make a catalog created at head look like one from before schema versions: the baseline's tables only (what
+    later revisions added is taken away by their downgrades), and no version table."""
+    command.downgrade(schema_version.alembic_config(conn), "0001")
+    conn.exec_driver_sql(f"DROP TABLE {schema_version.VERSION_TABLE}")
 
 
 def identity(run_id: str = "run-a", key: str = KEY, asset: str = ASSET, request_id: str | None = None) -> RunIdentity:

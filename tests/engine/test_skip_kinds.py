@@ -19,8 +19,8 @@ from backfill_assets.engine.plan.readiness import left_unpublished
 from backfill_assets.engine.store import db
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.schema import request_items
-from backfill_assets.engine.store.schema_version import VERSION_TABLE
 from backfill_assets.service.catalog_schema import upgrade_catalog_schema
+from tests.engine.catalog_helpers import as_before_versioning
 
 OLD_ROWS = {
     "a": (M.SKIPPED, UPSTREAM_NOT_PUBLISHED, SkipKind.LEFT_UNPUBLISHED),
@@ -46,7 +46,7 @@ def test_an_older_catalog_gets_each_skipped_cells_kind_when_it_is_upgraded(catal
     Catalog(catalog_url)  # today's schema, then made older: unversioned, no kind column, rows written without one
     engine = db.engine_for(catalog_url)
     with engine.begin() as conn:
-        conn.exec_driver_sql(f"DROP TABLE {VERSION_TABLE}")
+        as_before_versioning(conn)
         conn.exec_driver_sql("ALTER TABLE request_items DROP COLUMN skip_kind")
         old_columns = [c for c in request_items.c if c.name != "skip_kind"]
         conn.execute(sa.insert(sa.table("request_items", *(sa.column(c.name) for c in old_columns))), [
