@@ -37,9 +37,9 @@ from sqlalchemy.engine import make_url
 
 from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.gates import DEFAULT_SOURCE_POOL as SOURCE_POOL
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
-from backfill_assets.engine.model.gates import DEFAULT_SOURCE_POOL as SOURCE_POOL
 
 from .cpu_groups import CpuGroups
 from .distributed_checks import check_trial
