@@ -29,7 +29,7 @@ from backfill_assets.integration.assets.dashboard import (
 from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.assets.user_config import StepConfig, step_config, with_user_fields
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
-from backfill_assets.integration.runs.run_identity import identity_from_context
+from backfill_assets.integration.runs.run_identity import computation_of, identity_from_context, logical_run_for
 
 SOURCE_POOL = "source_system"
 # A run in one of these may not publish: it was asked to stop, or was marked cancelled without its worker's
@@ -96,6 +96,15 @@ def unless_run_stopped(
     return guard
 
 
+def log_logical_run(context, catalog, graph: AssetGraph, asset: str, params: dict) -> str:
+    """Say in the step's log which logical run a re-execution's computation of ``asset`` belongs to, and why;
+    returns that run's id."""
+    chosen = logical_run_for(context.instance, context.run, catalog, asset, computation_of(graph, asset, params))
+    log = context.log.warning if chosen.changed_computation else context.log.info
+    log(f"{asset}: logical run {chosen.logical_run_id} — {chosen.reason}")
+    return chosen.logical_run_id
+
+
 def gate_one(
     context: dg.AssetExecutionContext,
     graph: AssetGraph,
@@ -122,7 +131,9 @@ def gate_one(
     if user_config is not None:
         # Normalized with every default, so a retry (or a run given the defaults explicitly) digests the same.
         params["config"] = user_config.values
-    identity = identity_from_context(context, spec.name, params, key, graph)
+    identity = identity_from_context(context, spec.name, params, key, graph, backfill.catalog())
+    if first_of_step and context.run.root_run_id:
+        log_logical_run(context, backfill.catalog(), graph, spec.name, params)
     earlier = earlier_publish(backfill.catalog(), identity)
     if earlier is not None:
         context.log.warning(
