@@ -57,6 +57,9 @@ if TYPE_CHECKING:
         totals_match,
         unique_key,
     )
+    from backfill_assets.engine.model.day_order import (
+        DayOrder,
+    )
     from backfill_assets.integration.api import (
         BackfillAsset,
         backfill_definitions,
@@ -97,6 +100,7 @@ _PUBLIC = {
     "StorageError": "backfill_assets.engine.model.errors",
     "sql_engine": "backfill_assets.engine.store.db",
     "retry_transient": "backfill_assets.engine.store.db",
+    "DayOrder": "backfill_assets.engine.model.day_order",
     "STRING": "backfill_assets.engine.model.graph",
     "FLOAT": "backfill_assets.engine.model.graph",
     "INT": "backfill_assets.engine.model.graph",
@@ -136,6 +140,7 @@ __all__ = [
     "BusinessCalendar",
     "CatalogSchemaMismatch",
     "ClearInput",
+    "DayOrder",
     "DownstreamPolicy",
     "FLOAT",
     "INT",
