@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from backfill_assets.engine.model.day_order import (
+        DayOrder,
+    )
     from backfill_assets.engine.model.errors import (
         BackfillError,
         CatalogSchemaMismatch,
@@ -56,9 +59,6 @@ if TYPE_CHECKING:
         row_count,
         totals_match,
         unique_key,
-    )
-    from backfill_assets.engine.model.day_order import (
-        DayOrder,
     )
     from backfill_assets.integration.api import (
         BackfillAsset,

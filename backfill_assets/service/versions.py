@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from backfill_assets.engine.model.day_order import DayOrder, declared_pace
 from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.day_order import DayOrder, declared_pace
 from backfill_assets.engine.model.identity import parse_version_id
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.overrides import Override, OverrideAction

@@ -7,7 +7,6 @@ import dagster as dg
 from click.testing import CliRunner
 
 from backfill_assets.cli import cli
-
 from backfill_assets.engine.model.settings import ENV_CODE_VERSION
 from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.assets.chunks import CHUNK_JOB
@@ -103,7 +102,8 @@ def test_chunk_reexecution_keeps_unchanged_assets_in_the_root_run_and_starts_a_r
     same = _reexecute(env, chunk_job_def, first.run_id, config, from_failure=False)
     assert same.status == dg.DagsterRunStatus.FAILURE
     assert _ids(env, ORDER_FACTS, DAY1) == [(first.run_id, first.run_id, 1, "REJECTED")]
-    fixed_config = {**config, "ops": {**config["ops"], f"chunk_{ORDER_FACTS}": {"config": {"partitions": [DAY1, DAY2]}}}}
+    fixed_op = {"config": {"partitions": [DAY1, DAY2]}}  # the defect left out
+    fixed_config = {**config, "ops": {**config["ops"], f"chunk_{ORDER_FACTS}": fixed_op}}
     fixed = _reexecute(env, chunk_job_def, same.run_id, fixed_config, from_failure=False)
     assert fixed.status == dg.DagsterRunStatus.SUCCESS  # the verdict found every day under the right run
     for day in (DAY1, DAY2):

@@ -86,6 +86,11 @@ BAD_INPUT = [
         id="backward-with-depends-on-past",
     ),
     pytest.param(
+        create_args(**{"--assets": f"{ORDER_FACTS},{CUSTOMER_SNAPSHOT}", "--max-active": "4"}),
+        f"--max-active 4 is refused: {CUSTOMER_SNAPSHOT} depends on the past, so its days run one at a time",
+        id="parallel-with-a-serial-asset",
+    ),
+    pytest.param(
         create_args(**{"--assets": f"{DAILY_REVENUE},{REVENUE_ALERT}", "--allow-side-effects": REVENUE_ALERT}),
         "--approved-by",
         id="side-effects-without-approver",

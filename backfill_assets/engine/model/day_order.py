@@ -104,7 +104,7 @@ def resolve_order(graph: AssetGraph, pace: DeclaredPace, asked: str | None) -> s
     if pace.order is not None and asked != pace.order.value:
         reasons = "; ".join(f"{a} {why_order(graph[a])}" for a in pace.order_set_by)
         raise RefusedField(
-            "{order} {value} is refused: {reasons}, so the request runs {declared}; leave {order} out to use it",
+            "{order} {value} is refused: {reasons}, so the request runs {declared}; leave the order out to use it",
             value=asked, reasons=reasons, declared=pace.order.value,
         )
     return asked
@@ -118,7 +118,6 @@ def resolve_max_active(graph: AssetGraph, pace: DeclaredPace, asked: int | None)
     if asked > 1 and pace.serial:
         reasons = "; ".join(f"{a} {why_serial(graph[a])}" for a in pace.serial)
         raise RefusedField(
-            "{max_active} {value} is refused: {reasons}, so its days run one at a time; leave {max_active} out "
-            "or give 1", value=asked, reasons=reasons,
+            "{max_active} {value} is refused: {reasons}, so its days run one at a time; leave it out or give 1", value=asked, reasons=reasons,
         )
     return asked

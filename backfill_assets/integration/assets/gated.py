@@ -9,6 +9,7 @@ import dagster as dg
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.day_order import DayOrder, declared_order, runs_serially, why_order, why_serial
 from backfill_assets.engine.model.errors import BackfillError
 from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
 from backfill_assets.engine.store.ledger import Ledger
@@ -252,6 +253,7 @@ def build_gated_asset(
     """The asset's step; ``config_class`` (``gated_asset(config=...)``) adds the user's fields to its op config."""
     op_config = with_user_fields(GateConfig, config_class, spec.name)
     asset_tags = {T.DEPENDS_ON_PAST: "true"} if spec.depends_on_past else {}
+    asset_tags.update(day_order_tags(spec))
     partitions_def = daily_partitions_for(graph.calendar)
 
     # A multi_asset only for can_subset: a batched (range) run deselects the checks, which the step then
@@ -268,7 +270,7 @@ def build_gated_asset(
                 tags=asset_tags,
                 partitions_def=partitions_def,
                 kinds={"parquet"},
-                metadata=_column_schema(spec),
+                metadata={**_column_schema(spec), "backfill order": pace_description(spec)},
                 # A range run materializes partition by partition and never emits the output as a whole.
                 skippable=True,
             )
@@ -291,6 +293,20 @@ def build_gated_asset(
             yield from _run_single(context, graph, spec, backfill, user_config)
 
     return _gated
+
+
+def day_order_tags(spec: DeclaredAsset) -> dict[str, str]:
+    """The asset's declared order and parallel safety as asset tags (what a request defaults to)."""
+    return {T.DAY_ORDER: declared_order(spec).value, T.PARALLEL_DAYS: str(not runs_serially(spec)).lower()}
+
+
+def pace_description(spec: DeclaredAsset) -> str:
+    """How a backfill request runs the asset's days, in words, for the asset page."""
+    order = declared_order(spec)
+    ordered = ("in any order (forward unless the request says backward)" if order == DayOrder.ANY
+               else f"{order.value} only ({why_order(spec)})")
+    pace = f"one day at a time ({why_serial(spec)})" if runs_serially(spec) else "several days at once"
+    return f"days run {ordered}, {pace}; a request contradicting this is refused"
 
 
 def _column_schema(spec: DeclaredAsset) -> dict:

@@ -10,8 +10,8 @@ import dagster as dg
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import RunIdentity, params_digest
-from backfill_assets.engine.model.logical_run import LogicalRun, logical_run_of
 from backfill_assets.engine.model.intervals import iso, utc_now
+from backfill_assets.engine.model.logical_run import LogicalRun, logical_run_of
 from backfill_assets.engine.model.settings import code_version, worker_label
 from backfill_assets.engine.plan.admission import adopted_request_id
 from backfill_assets.engine.store.catalog_queries import CatalogQueries
