@@ -118,6 +118,7 @@ def resolve_max_active(graph: AssetGraph, pace: DeclaredPace, asked: int | None)
     if asked > 1 and pace.serial:
         reasons = "; ".join(f"{a} {why_serial(graph[a])}" for a in pace.serial)
         raise RefusedField(
-            "{max_active} {value} is refused: {reasons}, so its days run one at a time; leave it out or give 1", value=asked, reasons=reasons,
+            "{max_active} {value} is refused: {reasons}, so its days run one at a time; leave it out or give 1",
+            value=asked, reasons=reasons,
         )
     return asked
