@@ -18,8 +18,8 @@ from tests.orders import DEFS
 
 PINNED = [
     "Audit", "AuditResult", "BOOL", "BackfillAsset", "BackfillError", "BackfillResource", "Backfills",
-    "BusinessCalendar", "CatalogSchemaMismatch", "ClearInput", "DownstreamPolicy", "FLOAT", "INT", "IllegalTransition",
-    "IntegrityError", "Interval",
+    "BusinessCalendar", "CatalogSchemaMismatch", "ClearInput", "DayOrder", "DownstreamPolicy", "FLOAT", "INT",
+    "IllegalTransition", "IntegrityError", "Interval",
     "InvalidField", "InvalidInput", "NotFound", "Order", "PlanError", "PublishConflict", "RefusedField",
     "ReprocessPolicy", "RequestInput", "RequestSource", "STRING", "Settings", "StorageError", "TIMESTAMP",
     "UnsafeName", "audit", "backfill_definitions", "gated_asset", "graph_of", "matches_schema", "not_empty",
