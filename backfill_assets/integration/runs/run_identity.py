@@ -94,7 +94,8 @@ def logical_run_for(
     key = (run.run_id, asset, *computation)
     if key not in _LOGICAL_RUNS:
         chain = reexecuted_runs(instance, run) if run.root_run_id else []
-        earlier = [v for v in catalog.versions_of_dagster_runs(chain) if v.asset == asset] if chain else []
+        written = catalog.versions_of_dagster_runs(chain) if chain else []
+        earlier = sorted((v for v in written if v.asset == asset), key=lambda v: str(v.created_at or ""))
         if len(_LOGICAL_RUNS) >= _LOGICAL_RUNS_KEPT:
             _LOGICAL_RUNS.clear()
         _LOGICAL_RUNS[key] = logical_run_of(run.run_id, run.root_run_id, earlier, *computation)
