@@ -184,6 +184,14 @@ def test_reprocess_none_skips_a_cell_whose_run_failed_without_a_version_and_fail
     assert dry_run("failed")[FIRST] == "create: latest run failed before writing a version"
 
 
+def test_order_and_max_active_left_out_are_what_the_assets_declare(env):
+    serial = json.loads(CliRunner().invoke(cli, create_args(**{"--assets": f"{ORDER_FACTS},{CUSTOMER_SNAPSHOT}"})
+                                           + ["--dry-run", "--json"], catch_exceptions=False).output)
+    assert (serial["max_active"], serial["order"]) == (1, "forward")
+    free = json.loads(CliRunner().invoke(cli, create_args() + ["--dry-run", "--json"], catch_exceptions=False).output)
+    assert (free["max_active"], free["order"]) == (2, "forward")
+
+
 def test_create_and_dry_run_state_the_concurrency_the_instance_really_allows(env):
     (env.home / "dagster.yaml").write_text(
         "concurrency:\n  runs:\n    max_concurrent_runs: 3\n    tag_concurrency_limits:\n"
