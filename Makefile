@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CORE_STAMP := $(VENV)/.installed-core
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo demo-postgres demo-distributed test test-fast test-compat screenshots lint dev bench bench-scale reliability clean
+.PHONY: demo demo-postgres demo-distributed test test-fast test-compat test-release screenshots lint dev bench bench-scale reliability clean
 
 $(CORE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,10 +49,17 @@ demo-distributed: $(STAMP)
 
 # Three workers on the 2 cores: most test time is waiting on daemons, sensor ticks and Dagster's 30 s backfill loop
 # (two workers kept the cores about 45 % busy and took 13.5-15 min); the PostgreSQL server restart runs alone, last.
-# --durations: the slowest tests are listed at the end, to watch the 10-minute budget.
+# --durations: the slowest tests are listed at the end, to watch the 10-minute budget. The tests marked `release`
+# (the package installed from its wheel as a user does, the benchmarks at tiny sizes) are test-release's.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 3 --dist loadgroup -m "not server_restart" --durations=15
+	$(BIN)/python -m pytest -q -n 3 --dist loadgroup -m "not server_restart and not release" --durations=15
 	$(BIN)/python -m pytest -q -m server_restart
+
+# What a release needs beyond `make test` (.ci/run runs both): the README's quick start from the built wheel on
+# Python 3.12 with the newest Dagster, the benchmarks at tiny sizes, then test-compat (the lowest Dagster).
+test-release: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -m release
+	$(MAKE) test-compat
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q tests/engine

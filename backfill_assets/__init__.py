@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from backfill_assets.engine.model.access import (
+        AccessPolicy,
+        CleanupPolicy,
+    )
     from backfill_assets.engine.model.day_order import (
         DayOrder,
     )
@@ -25,11 +29,13 @@ if TYPE_CHECKING:
         IntegrityError,
         InvalidField,
         InvalidInput,
+        NotAuthorized,
         NotFound,
         PlanError,
         PublishConflict,
         RefusedField,
         StorageError,
+        TargetBusy,
         UnsafeName,
     )
     from backfill_assets.engine.model.graph import (
@@ -42,6 +48,9 @@ if TYPE_CHECKING:
     from backfill_assets.engine.model.intervals import (
         BusinessCalendar,
         Interval,
+    )
+    from backfill_assets.engine.model.run_context import (
+        RunContext,
     )
     from backfill_assets.engine.model.settings import (
         Settings,
@@ -66,6 +75,9 @@ if TYPE_CHECKING:
         gated_asset,
         side_effect_asset,
     )
+    from backfill_assets.integration.external import (
+        run_external,
+    )
     from backfill_assets.integration.graphs import (
         graph_of,
     )
@@ -85,6 +97,7 @@ if TYPE_CHECKING:
 _PUBLIC = {
     "BusinessCalendar": "backfill_assets.engine.model.intervals",
     "Interval": "backfill_assets.engine.model.intervals",
+    "RunContext": "backfill_assets.engine.model.run_context",
     "Settings": "backfill_assets.engine.model.settings",
     "BackfillError": "backfill_assets.engine.model.errors",
     "CatalogSchemaMismatch": "backfill_assets.engine.model.errors",
@@ -96,8 +109,12 @@ _PUBLIC = {
     "PublishConflict": "backfill_assets.engine.model.errors",
     "IntegrityError": "backfill_assets.engine.model.errors",
     "NotFound": "backfill_assets.engine.model.errors",
+    "NotAuthorized": "backfill_assets.engine.model.errors",
+    "AccessPolicy": "backfill_assets.engine.model.access",
+    "CleanupPolicy": "backfill_assets.engine.model.access",
     "PlanError": "backfill_assets.engine.model.errors",
     "StorageError": "backfill_assets.engine.model.errors",
+    "TargetBusy": "backfill_assets.engine.model.errors",
     "sql_engine": "backfill_assets.engine.store.db",
     "retry_transient": "backfill_assets.engine.store.db",
     "DayOrder": "backfill_assets.engine.model.day_order",
@@ -119,6 +136,7 @@ _PUBLIC = {
     "side_effect_asset": "backfill_assets.integration.api",
     "backfill_definitions": "backfill_assets.integration.api",
     "graph_of": "backfill_assets.integration.graphs",
+    "run_external": "backfill_assets.integration.external",
     "BackfillResource": "backfill_assets.integration.resources",
     "Backfills": "backfill_assets.service",
     "RequestInput": "backfill_assets.service",
@@ -130,6 +148,7 @@ _PUBLIC = {
 }
 
 __all__ = [
+    "AccessPolicy",
     "Audit",
     "AuditResult",
     "BOOL",
@@ -139,6 +158,7 @@ __all__ = [
     "Backfills",
     "BusinessCalendar",
     "CatalogSchemaMismatch",
+    "CleanupPolicy",
     "ClearInput",
     "DayOrder",
     "DownstreamPolicy",
@@ -149,6 +169,7 @@ __all__ = [
     "Interval",
     "InvalidField",
     "InvalidInput",
+    "NotAuthorized",
     "NotFound",
     "Order",
     "PlanError",
@@ -157,10 +178,12 @@ __all__ = [
     "ReprocessPolicy",
     "RequestInput",
     "RequestSource",
+    "RunContext",
     "STRING",
     "Settings",
     "StorageError",
     "TIMESTAMP",
+    "TargetBusy",
     "UnsafeName",
     "audit",
     "backfill_definitions",
@@ -170,6 +193,7 @@ __all__ = [
     "not_empty",
     "retry_transient",
     "row_count",
+    "run_external",
     "side_effect_asset",
     "sql_engine",
     "totals_match",

@@ -11,7 +11,8 @@ from backfill_assets.engine.model.settings import PACKAGE_DIR, Settings
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.storage import Warehouse
 
-LOCATION_VARIABLES = ("BACKFILL_WAREHOUSE", "BACKFILL_CATALOG_URL", "BACKFILL_SOURCE_URL", "BACKFILL_SINK_PATH")
+LOCATION_VARIABLES = ("BACKFILL_WAREHOUSE", "BACKFILL_CATALOG_URL", "BACKFILL_SOURCE_URL", "BACKFILL_SINK_PATH",
+                      "BACKFILL_OPENLINEAGE")
 TEST_CODE_VERSION = "test-code-1"
 
 

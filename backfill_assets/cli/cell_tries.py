@@ -8,7 +8,6 @@ import click
 
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.store.ledger import Ledger
-from backfill_assets.engine.store.tries import cell_tries
 
 from .app import AppContext, emit
 from .data_commands import validate_cell
@@ -28,9 +27,8 @@ def parse_cell(app: AppContext, text: str) -> tuple[str, str]:
 
 def show_cell_tries(app: AppContext, request_id: str, text: str, as_json: bool) -> None:
     asset, partition = parse_cell(app, text)
-    catalog = app.catalog()
-    tries = cell_tries(catalog, asset, partition, request_id=request_id)
-    in_request = any(c.key == (asset, partition) for c in Ledger(catalog).cells(request_id))
+    tries = app.service().tries(asset, partition, request_id=request_id)
+    in_request = any(c.key == (asset, partition) for c in Ledger(app.catalog()).cells(request_id))
     data = {"request_id": request_id, "asset": asset, "partition_key": partition, "in_request": in_request,
             "tries": tries}
 
@@ -54,14 +52,17 @@ def _try_lines(number: int, t: dict[str, Any]) -> list[str]:
         if t["request_id"] else "no request"
     )
     if not t["version_written"]:
+        # A ledger's run has the request's decision for the cell; any other run only Dagster's status.
+        outcome = t["decision"] or f"Dagster {t['run_status']}"
         return [
-            f"{mark} {number}. no version written  {t['decision']}  lane {t['lane']}  {who}",
+            f"{mark} {number}. no version written  {outcome}  lane {t['lane']}  {who}",
             f"      dagster run {t['dagster_run_id']}  requested {t['requested_at'] or '-'}",
             *([f"      {t['error']}"] if t["error"] else []),
         ]
     lines = [
         f"{mark} {number}. {t['version_id']}  {t['state']}  lane {t['lane'] or '-'}  {who}",
-        f"      run {t['logical_run_id']}  dagster run {t['dagster_run_id']}  attempt {t['attempt_no']}"
+        f"      run {t['logical_run_id']}  dagster run {t['dagster_run_id']} ({t['run_status'] or '-'})"
+        f"  attempt {t['attempt_no']}"
         f"  worker {t['worker'] or '-'}  code {t['code_version']}",
         f"      requested {t['requested_at'] or '-'}  started {t['started_at'] or '-'}  ended {t['ended_at'] or '-'}"
         f"  published {t['published_at'] or '-'}",

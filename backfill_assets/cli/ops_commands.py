@@ -38,7 +38,7 @@ def _decide(app: AppContext, handoff_id: str, status: str, by: str | None, as_js
 
 @handoff.command("accept")
 @click.argument("handoff_id")
-@click.option("--by", default=None, help="Who accepts (default: the OS user).")
+@click.option("--by", default=None, help="Who accepts: one of the asset's owners or an admin (default: the OS user).")
 @json_option
 @click.pass_obj
 def handoff_accept(app: AppContext, handoff_id: str, by: str | None, as_json: bool) -> None:
@@ -48,7 +48,7 @@ def handoff_accept(app: AppContext, handoff_id: str, by: str | None, as_json: bo
 
 @handoff.command("decline")
 @click.argument("handoff_id")
-@click.option("--by", default=None, help="Who declines (default: the OS user).")
+@click.option("--by", default=None, help="Who declines: one of the asset's owners or an admin (default: the OS user).")
 @json_option
 @click.pass_obj
 def handoff_decline(app: AppContext, handoff_id: str, by: str | None, as_json: bool) -> None:
@@ -57,12 +57,15 @@ def handoff_decline(app: AppContext, handoff_id: str, by: str | None, as_json: b
 
 
 @cli.command()
-@click.option("--older-than", "older_than", required=True, type=int, help="Days of retention.")
+@click.option("--older-than", "older_than", default=None, type=int,
+              help="Days of retention (default: the code location's CleanupPolicy, 30 days unless set).")
 @click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
 @json_option
 @click.pass_obj
-def gc(app: AppContext, older_than: int, dry_run: bool, as_json: bool) -> None:
+def gc(app: AppContext, older_than: int | None, dry_run: bool, as_json: bool) -> None:
     """Purge files of non-current versions past retention (never a current version or its rollback target).
+
+    The backfill_cleanup sensor (shipped stopped) does the same on a timer with the code location's retention.
 
     Example: backfill-assets gc --older-than 30 --dry-run
     """

@@ -39,10 +39,14 @@ TOTALS_SHOWN = (
 def _cell_line(cell) -> list[str]:
     last = cell.versions[-1] if cell.versions else None
     parts = [cell.partition_key, cell.asset, cell.decision]
+    if cell.run_reads_as:
+        # Dagster shows FAILURE for a run marked cancelled whose worker failed afterwards: say what happened.
+        parts[2] = cell.run_reads_as
+        parts.append(f"[Dagster: {cell.run_status}]")
     if cell.origin != "planned":
         parts.append(f"({cell.origin})")
     if cell.override:
-        parts.append(f"[override: {cell.override['action']} by {cell.override['by']}]")
+        parts.append(f"[override: {cell.override['action']} by {_as_seen(cell.override['by'], cell.override)}]")
     if cell.versions:
         parts.append("versions " + " ".join(f"{v.attempt_no}:{v.state}" for v in cell.versions))
     if last is not None and last.rows is not None:
@@ -59,6 +63,19 @@ def _cell_line(cell) -> list[str]:
     return parts
 
 
+def _as_seen(stated: str | None, row: dict) -> str:
+    """A stated name, with who the system saw when it differs (``ana (as alice)``): names are claims."""
+    seen = row.get("system_user")
+    return f"{stated} (as {seen})" if seen and seen != stated else str(stated)
+
+
+def _who_line(request: dict) -> str | None:
+    if not request.get("system_user"):
+        return None  # a request from before the system user was recorded
+    approved = f"; side effects approved by {request['approved_by']}" if request.get("approved_by") else ""
+    return f"requested by {request['requested_by']}{approved}; system user {request['system_user']}"
+
+
 def print_report(report: Report) -> None:
     console = Console()
     t = report.totals
@@ -72,6 +89,9 @@ def print_report(report: Report) -> None:
             f"{Pause(**pause).message} — `backfill-assets request resume {report.request['request_id']}` goes on",
             highlight=False, markup=False,
         )
+    who = _who_line(report.request)
+    if who:
+        console.print(who, highlight=False, markup=False, soft_wrap=True)
     # Lines, not tables: a cell's versions, change and note are too wide for a table at 80 columns.
     if report.request.get("conf"):
         console.print(f"conf {json.dumps(report.request['conf'], sort_keys=True)}", highlight=False, markup=False)
@@ -93,6 +113,8 @@ def print_report(report: Report) -> None:
     for h in report.handoffs:
         console.print(
             f"handoff {h['handoff_id']} {h['asset']} → {h['owner']}: {h['status']} (deadline {h['deadline']})"
+            + (f" by {_as_seen(h['decided_by'], h)}" if h.get("decided_by") else ""),
+            highlight=False, markup=False,
         )
 
 

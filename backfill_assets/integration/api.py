@@ -22,10 +22,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import dagster as dg
 
+from backfill_assets.engine.model.access import AccessPolicy, CleanupPolicy
 from backfill_assets.engine.model.asset_config import CONFIG_ARG
 from backfill_assets.engine.model.day_order import DayOrder, day_order
 from backfill_assets.engine.model.errors import InvalidInput
-from backfill_assets.engine.model.graph import RESERVED_ARGS, AssetGraph, DeclaredAsset, parameter_names
+from backfill_assets.engine.model.gates import validate_gate_name, validate_target_limits, validate_target_timing
+from backfill_assets.engine.model.graph import RESERVED_ARGS, RUN_ARG, AssetGraph, DeclaredAsset, parameter_names
 from backfill_assets.engine.model.identity import validate_asset_name
 from backfill_assets.engine.model.intervals import BusinessCalendar, utc_now
 from backfill_assets.engine.model.request_model import CONF_KEYS
@@ -41,6 +43,7 @@ from backfill_assets.integration.operation_jobs import build_operation_jobs
 from backfill_assets.integration.request_jobs import build_clear_job, build_report_job, build_request_job
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.sensors.adoption import build_adoption_sensor
+from backfill_assets.integration.sensors.cleanup import build_gc_sensor
 from backfill_assets.integration.sensors.driver import build_driver_sensor
 from backfill_assets.integration.sensors.production import build_production_sensor
 from backfill_assets.integration.sensors.propagation import build_propagation_sensor
@@ -84,6 +87,8 @@ def gated_asset(
     config: type[dg.Config] | None = None,
     order: DayOrder | str = DayOrder.ANY,
     parallel_days: bool = True,
+    pool: str | None = None,
+    target: str | None = None,
 ) -> Callable[[Callable[..., Any]], BackfillAsset]:
     """A daily-partitioned data asset whose every run writes a new version, audits it and publishes it only if
     every audit passes.
@@ -95,9 +100,15 @@ def gated_asset(
     The decorated transform takes, by name: ``interval`` (the data interval), one published frame per upstream
     in ``deps``, ``previous`` (``depends_on_past`` only: its own previous interval, None on the first day),
     ``config`` (with ``config=``: an instance of that Dagster ``Config`` class, every field with a default; a
-    request sets it with ``--conf '{"<asset>": {...}}'``) and any resource of the code location; it returns a
-    DataFrame. ``fingerprint`` (same parameters) digests a source-reading asset's source interval, so reconcile
-    can tell whether a recomputation would read the same.
+    request sets it with ``--conf '{"<asset>": {...}}'``), ``run`` (the attempt's ``RunContext``: its identity,
+    its isolated location and the labels an external engine takes; ``run_external`` hands the compute to one) and
+    any resource of the code location; it returns a DataFrame. ``fingerprint`` (same parameters) digests a
+    source-reading asset's source interval, so reconcile can tell whether a recomputation would read the same.
+
+    ``pool``: the Dagster pool the step waits in (its limit: ``dagster instance concurrency set POOL N``, or the
+    instance's ``pools.default_limit``); without one a root asset waits in ``source_system`` and any other asset
+    in none. ``target``: the write target (e.g. a warehouse) whose quota the step shares: at most
+    ``BackfillResource(target_limits={target: N})`` steps write, audit and publish to it at once.
     """
 
     def decorate(transform: Callable[..., Any]) -> BackfillAsset:
@@ -136,6 +147,8 @@ def gated_asset(
             resources=_resources(asset_name, needs, upstream),
             config=asset_config,
             **_declared_pace(asset_name, order, parallel_days, depends_on_past),
+            pool=None if pool is None else validate_gate_name(pool, "pool", asset_name),
+            target=None if target is None else validate_gate_name(target, "target", asset_name),
         )
         return BackfillAsset(spec, calendar, config)
 
@@ -180,6 +193,8 @@ def side_effect_asset(
         needs = [*parameter_names(payload), *parameter_names(deliver), *parameter_names(idempotency_key)]
         if CONFIG_ARG in needs:
             raise InvalidInput(f"{asset_name}: `{CONFIG_ARG}` is for gated assets declared with config=")
+        if RUN_ARG in needs:
+            raise InvalidInput(f"{asset_name}: `{RUN_ARG}` is a gated asset's attempt; a side effect writes no version")
         spec = DeclaredAsset(
             name=asset_name,
             description=description or _doc(payload),
@@ -206,6 +221,8 @@ def backfill_definitions(
     catchup: bool = True,
     production_start: str | date | None = None,
     clock: Callable[[], datetime] | None = None,
+    access: AccessPolicy | None = None,
+    cleanup: CleanupPolicy | None = None,
 ) -> dg.Definitions:
     """The code location: gated assets and their blocking checks, the production and backfill jobs, the batched
     (chunk) job, the Launchpad's backfill_request and backfill_report jobs, the production trigger, and the
@@ -220,9 +237,14 @@ def backfill_definitions(
     submits every missed day in order; ``catchup=False`` only the newest, the gap being a request's job. Its first
     start runs the newest day only, or, with ``catchup``, every day from ``production_start`` (Airflow's
     ``start_date``; no day before it is ever run by production). ``clock`` is the trigger's "now" (tests).
+
+    ``access`` (``AccessPolicy(approvers=[...], admins=[...])``) says who may approve side effects and overrides
+    and who besides an asset's owners may decide its handoffs; ``cleanup`` (``CleanupPolicy(retention_days=...)``)
+    how long the ``backfill_cleanup`` sensor (shipped stopped) keeps non-current versions' files. Both live here, in the
+    code location, so every door that loads it (CLI, webserver, daemon) checks the same lists.
     """
     declared = list(assets)
-    graph = asset_graph(declared)
+    graph = asset_graph(declared, _policy(access, AccessPolicy, "access"), _policy(cleanup, CleanupPolicy, "cleanup"))
     config_classes = {item.name: item.config_class for item in declared if item.config_class is not None}
     if clock is not None and not callable(clock):
         raise InvalidInput(f"clock must be a callable returning the current time, not {type(clock).__name__}")
@@ -240,6 +262,8 @@ def backfill_definitions(
             "parameters that are neither `interval`, `previous`, an upstream asset nor a resource: "
             + "; ".join(f"{r} (asked by {', '.join(users[r])})" for r in missing)
         )
+    validate_target_limits(backfill.target_limits, {s.name: s.target for s in graph if s.target})
+    validate_target_timing(backfill.target_lease_seconds, backfill.target_wait_seconds)
     built = [
         build_side_effect_asset(spec, graph)
         if spec.side_effect
@@ -263,6 +287,7 @@ def backfill_definitions(
             build_driver_sensor(graph, [backfill_job, chunk_job, report_job], backfill),
             build_propagation_sensor(graph, backfill),
             build_adoption_sensor(graph, report_job, backfill),
+            build_gc_sensor(graph, backfill),
         ],
         resources={BACKFILL_RESOURCE: backfill, **resources},
         executor=executor,
@@ -271,7 +296,15 @@ def backfill_definitions(
     return defs
 
 
-def asset_graph(assets: Iterable[BackfillAsset]) -> AssetGraph:
+def _policy(value: Any, kind: type, name: str) -> Any:
+    if value is not None and not isinstance(value, kind):
+        raise InvalidInput(f"{name} must be a {kind.__name__}, not {type(value).__name__}")
+    return value
+
+
+def asset_graph(
+    assets: Iterable[BackfillAsset], access: AccessPolicy | None = None, cleanup: CleanupPolicy | None = None
+) -> AssetGraph:
     declared = list(assets)
     if not declared:
         raise InvalidInput("backfill_definitions needs at least one asset")
@@ -282,7 +315,7 @@ def asset_graph(assets: Iterable[BackfillAsset]) -> AssetGraph:
     if len(calendars) > 1:
         raise InvalidInput("every asset of one code location must share one BusinessCalendar: "
                            + ", ".join(f"{c.tz_name} from {c.first_day}" for c in calendars))
-    return AssetGraph(declared[0].calendar, [item.spec for item in declared])
+    return AssetGraph(declared[0].calendar, [item.spec for item in declared], access, cleanup)
 
 
 def _dep_name(dep: Dep) -> str:
@@ -301,7 +334,7 @@ def _resources(
         # Refused when declared, not when the step first runs: Dagster's step context is the wrapper's own.
         raise InvalidInput(
             f"{asset_name}: a transform, audit or hook gets no `{UNPASSED_CONTEXT}`; ask for `interval` (the data "
-            "interval), `previous`, `config`, upstream assets or resources by name"
+            "interval), `run` (the attempt's identity), `previous`, `config`, upstream assets or resources by name"
         )
     skip = set(upstream) | set(RESERVED_ARGS) | set(extra_reserved)
     return tuple(dict.fromkeys(n for n in needs if n not in skip))

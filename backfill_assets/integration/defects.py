@@ -1,5 +1,6 @@
 """Deliberate defects, a plug-in for demos, drills and tests: ``with_defects`` gives gated assets a config that
-spoils their output on chosen days, so a blocking check fails for real and the previous version keeps serving.
+spoils their output on chosen days, so a blocking check fails for real and the previous version keeps serving (or,
+``kill_worker``, kills the process computing the day, as a step that takes its worker down).
 
 Nothing else in the library knows of it: a defect reaches a step as the wrapped asset's own config (frozen in a
 request's ``conf`` like any asset config, or given in the Launchpad as op config), the wrapped transform spoils the
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import re
+import signal
 from dataclasses import replace
 from enum import Enum
 from typing import Any, Callable, Mapping, Optional
@@ -35,6 +38,9 @@ class Defect(str, Enum):
     drop_rows = "drop_rows"  # a tenth of the rows missing: row_count (and totals) fail
     duplicate_keys = "duplicate_keys"  # three rows twice: unique_key fails
     bad_schema = "bad_schema"  # a numeric column arrives as text: matches_schema fails
+    # The process computing the day dies (SIGKILL), as a step that takes its worker down with it: a drill for
+    # workers, not for checks. In an in-process run, that process is the caller's.
+    kill_worker = "kill_worker"
 
 
 class DefectConfig(dg.Config):
@@ -113,6 +119,8 @@ def _spoiling(transform: Callable[..., Any] | None, schema: dict[str, str]) -> C
 
     @functools.wraps(transform)
     def spoiling(**given: Any) -> Any:
+        if given[CONFIG_ARG].defect_on(given[INTERVAL_ARG].key) == Defect.kill_worker:
+            os.kill(os.getpid(), signal.SIGKILL)
         frame = transform(**{name: value for name, value in given.items() if name in own})
         if not isinstance(frame, pd.DataFrame):
             return frame  # the gate refuses it, naming the transform

@@ -14,6 +14,8 @@ INSTANCE_YAML = "dagster.yaml"
 NEEDED_BLOCKS = ("run_coordinator", "run_launcher", "concurrency", "sensors", "run_monitoring")
 # Blocks whose class matters: another class there is named too.
 CLASS_BLOCKS = ("run_coordinator", "run_launcher")
+# The run-queue limit that keeps one team's backfills from taking the whole lane (docs/OPERATIONS.md, "Gates").
+TEAM_TAG = "backfill/team"
 
 
 def template_text() -> str:
@@ -54,7 +56,22 @@ def lacking_blocks(home: Path) -> list[tuple[str, str]]:
             lacking.append(
                 (block, f"`{block}:` is {_class_of(present[block]) or 'unset'}, not {_class_of(shipped[block])}")
             )
+        elif block == "concurrency" and not _limits_per_team(present):
+            lacking.append((block, f"`concurrency.runs.tag_concurrency_limits` has no per-team limit (key "
+                                   f"{TEAM_TAG}, value applyLimitPerUniqueValue: true)"))
     return lacking
+
+
+def _limits_per_team(config: dict) -> bool:
+    """Whether the run queue (``concurrency.runs`` or the older ``run_queue``) limits runs per ``backfill/team``."""
+    concurrency = config.get("concurrency")
+    queues = [concurrency.get("runs") if isinstance(concurrency, dict) else None, config.get("run_queue")]
+    entries = [e for q in queues if isinstance(q, dict) for e in q.get("tag_concurrency_limits") or []]
+    return any(
+        isinstance(e, dict) and e.get("key") == TEAM_TAG and isinstance(e.get("value"), dict)
+        and e["value"].get("applyLimitPerUniqueValue") is True
+        for e in entries
+    )
 
 
 def _class_of(block: object) -> str | None:

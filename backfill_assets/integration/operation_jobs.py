@@ -22,6 +22,7 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import BackfillError
 from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.integration.launching_user import DAGSTER_USER_TAG, launching_user
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.service import Backfills
 
@@ -87,7 +88,8 @@ class HandoffConfig(dg.Config):
 
 
 class GcConfig(dg.Config):
-    older_than_days: int = Field(description="Days of retention.")
+    older_than_days: Optional[int] = Field(
+        default=None, description="Days of retention (default: the code location's CleanupPolicy).")
     dry_run: bool = Field(default=True, description="List what would be removed; remove nothing.")
 
 
@@ -166,9 +168,10 @@ def build_operation_job(graph: AssetGraph, operation: Operation) -> dg.JobDefini
     config_class = operation.config
 
     def run_operation(context: dg.OpExecutionContext, config: config_class, backfill: BackfillResource):
-        user = context.run.tags.get("dagster/user") or LAUNCHPAD_USER
+        user = context.run.tags.get(DAGSTER_USER_TAG) or LAUNCHPAD_USER
         backfills = Backfills.for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD,
-                                           user=user, warehouse=backfill.warehouse())
+                                           user=user, warehouse=backfill.warehouse(),
+                                           system_user=launching_user(context.run.tags))
         try:
             result = operation.call(backfills, config, user)
         except BackfillError as exc:  # the service's one-line message; nothing was written

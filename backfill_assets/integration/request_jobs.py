@@ -24,6 +24,7 @@ from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanErro
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.request_input import RequestInput, parse_conf_text
 from backfill_assets.engine.plan.clearing import ClearInput
+from backfill_assets.integration.launching_user import DAGSTER_USER_TAG, launching_user
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.selection import select_assets
 from backfill_assets.integration.ui_markdown import plan_markdown, report_markdown
@@ -105,9 +106,10 @@ def build_request_job(graph: AssetGraph) -> dg.JobDefinition:
     def create_backfill_request(
         context: dg.OpExecutionContext, config: BackfillRequestConfig, backfill: BackfillResource
     ):
-        backfills = Backfills.for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD)
+        backfills = Backfills.for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD,
+                                           system_user=launching_user(context.run.tags))
         with refused_as_failure():
-            asked = request_input(config, context.run.tags.get("dagster/user"))
+            asked = request_input(config, context.run.tags.get(DAGSTER_USER_TAG))
             plan = backfills.plan(asked)
             created = None if config.dry_run else backfills.create(asked)
         yield outcome_output(context, plan, created)
@@ -128,10 +130,11 @@ def build_clear_job(graph: AssetGraph, assets: Sequence[dg.AssetsDefinition]) ->
     def clear_backfill_cells(context: dg.OpExecutionContext, config: BackfillClearConfig, backfill: BackfillResource):
         backfills = Backfills.for_instance(
             graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD, select_assets=selector,
+            system_user=launching_user(context.run.tags),
         )
         fields = config.model_dump(exclude=set(RequestOptionsConfig.model_fields) | {"dry_run"})
         with refused_as_failure():
-            asked = ClearInput(**fields, **config.options(context.run.tags.get("dagster/user")))
+            asked = ClearInput(**fields, **config.options(context.run.tags.get(DAGSTER_USER_TAG)))
             planned = backfills.clear(asked, dry_run=True)
             created = None if config.dry_run else backfills.clear(asked).created
         context.log.info(f"clear {config.select!r}: {', '.join(planned.assets)}; {planned.first}..{planned.last} "

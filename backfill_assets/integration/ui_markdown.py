@@ -64,7 +64,7 @@ def report_markdown(report: Report) -> str:
         rows.append([
             cell.partition_key,
             cell.asset,
-            cell.decision,
+            f"{cell.run_reads_as} (Dagster: {cell.run_status})" if cell.run_reads_as else cell.decision,
             " ".join(f"{v.attempt_no}:{v.state}" for v in cell.versions) or "—",
             last.version_id if last else "—",
             cell.reason or "",

@@ -23,6 +23,7 @@ from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.operations import Operation, Operations
 from backfill_assets.engine.store.storage import Warehouse
+from backfill_assets.engine.store.tries import cell_tries
 from backfill_assets.engine.store.wakeup import wake_daemon
 
 from . import control, handoffs, reconciling, requests, versions
@@ -41,7 +42,7 @@ from .records import (
     RequestSummary,
     Resumed,
 )
-from .versions import PointerChange, SkipMarks
+from .versions import PointerChange, SkipMarks, Traced
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -67,12 +68,13 @@ class Backfills:
         cls, definitions: Any, instance: dg.DagsterInstance, catalog: Catalog | None = None,
         source: M.RequestSource = M.RequestSource.PYTHON, user: str | None = None,
         warehouse: Warehouse | None = None, select_assets: Callable[[str], tuple[str, ...]] | None = None,
+        system_user: str = "",
     ) -> Backfills:
         """The service for a code location (its ``dg.Definitions`` from ``backfill_definitions``, or its graph)
         on a Dagster instance; the catalog and warehouse are the ones the settings name (``BACKFILL_CATALOG_URL``,
         ``BACKFILL_WAREHOUSE``) unless given. ``user``: who acts when an operation names nobody (the OS user).
         ``select_assets``: how a clear's selection resolves (by default through ``definitions``, when they are
-        Dagster's)."""
+        Dagster's). ``system_user``: who the system saw act (stored beside stated names; by default ``user``)."""
         from backfill_assets.integration.graphs import graph_of
         from backfill_assets.integration.runs.dagster_adapter import run_queue_limits
         from backfill_assets.integration.selection import selector_of
@@ -92,6 +94,7 @@ class Backfills:
             source=source,
             user=user or os_user(),
             select_assets=selector,
+            system_user=system_user,
         ))
 
     # ---- requests ----------------------------------------------------------------------------------------------
@@ -199,9 +202,9 @@ class Backfills:
         """Mark cells deliberately skipped (one day, or from_day..to_day), or withdraw the marks (``undo``)."""
         return versions.skip(self.context, asset, partition_key, from_day, to_day, by, reason, undo)
 
-    def gc(self, older_than_days: int, dry_run: bool = False) -> list[dict[str, Any]]:
+    def gc(self, older_than_days: int | None = None, dry_run: bool = False) -> list[dict[str, Any]]:
         """Purge the files of non-current versions past retention (never a current version or its rollback
-        target); ``dry_run`` lists them."""
+        target): ``older_than_days``, by default the code location's ``CleanupPolicy``; ``dry_run`` lists them."""
         return versions.gc(self.context, older_than_days, dry_run)
 
     def serving(self, asset: str, partition_key: str) -> Version | None:
@@ -213,6 +216,21 @@ class Backfills:
         """Every version of the day, oldest first: published, rejected, superseded, rolled back, in flight."""
         versions.require_cell(self.context, asset, partition_key)
         return self.catalog.versions_of(asset, partition_key)
+
+    def tries(self, asset: str, partition_key: str, request_id: str | None = None) -> list[dict[str, Any]]:
+        """Every try of the cell, oldest first (Airflow's task tries): each version written, and each Dagster run
+        that was to write the cell and wrote nothing (a relaunched run, a production run that failed before
+        writing), with the request that asked for it; ``request_id``'s tries marked ``this_request``."""
+        from backfill_assets.integration.runs.cell_runs import runs_touching_cell
+
+        versions.require_cell(self.context, asset, partition_key)
+        runs = runs_touching_cell(self.context.instance_of(), self.graph, asset, partition_key)
+        return cell_tries(self.catalog, asset, partition_key, request_id=request_id, runs=runs)
+
+    def trace(self, ref: str) -> list[Traced]:
+        """The version(s) an external engine's id or label names (a pod name or application id it reported, its
+        version label, a version id, a logical or Dagster run id), each with its engine ids; NotFound if none."""
+        return versions.trace(self.context, ref)
 
     # ---- handoffs ----------------------------------------------------------------------------------------------
 

@@ -39,6 +39,13 @@ class ServiceContext:
     # Who acts when an operation names nobody (the requester of a consumer cascade): the OS user, the UI's user.
     user: str = "unknown"
     select_assets: Callable[[str], tuple[str, ...]] | None = None
+    # Who the system saw act, stored beside every stated name (a request's, an override's, a handoff decision's):
+    # the OS user for the CLI, Dagster's launching user for a run; empty: ``user``.
+    system_user: str = ""
+
+    @property
+    def seen_user(self) -> str:
+        return self.system_user or self.user
 
     @property
     def warehouse(self) -> Warehouse:

@@ -8,8 +8,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from backfill_assets.engine.model.cells import CellOrigin
+from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import utc_now
-from backfill_assets.engine.store.handoffs import ACCEPTED, DECLINED, Handoffs
+from backfill_assets.engine.store.handoffs import ACCEPTED, DECLINED, Handoffs, owners_of, validate_handoff_id
 from backfill_assets.engine.store.ledger import Ledger
 
 from .context import ServiceContext
@@ -29,6 +30,7 @@ class Handoff:
     created_at: Any
     decided_at: Any = None
     decided_by: str | None = None
+    system_user: str | None = None  # who the system saw decide (the OS user, Dagster's launching user)
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> Handoff:
@@ -52,7 +54,15 @@ def list_handoffs(context: ServiceContext, request_id: str | None, status: str |
 
 
 def decide(context: ServiceContext, handoff_id: str, decision: str, by: str) -> HandoffDecision:
-    decided = Handoffs(context.catalog).decide(handoff_id, decision, by, utc_now())
+    """Only the asset's owners (as the code location declares them now) or an admin of its ``AccessPolicy`` may
+    decide; anyone else is refused, naming who may, and nothing changes."""
+    store = Handoffs(context.catalog)
+    offered = store.get(validate_handoff_id(handoff_id))
+    asset = offered["asset"]
+    owners = context.graph[asset].owners if asset in context.graph else owners_of(offered["owner"])
+    context.graph.access.require_decider(validate_text(by, "{by}", 120), asset, owners,
+                                         f"handoff {handoff_id}")
+    decided = store.decide(handoff_id, decision, by, utc_now(), context.seen_user)
     added = 0
     if decision == ACCEPTED:
         cells = [(decided["asset"], p) for p in decided["partitions"]]

@@ -50,7 +50,8 @@ class Request:
             "wait_for_overlap": spec.wait_for_overlap,
             "partitions_per_run": spec.partitions_per_run, "partitions_per_run_mode": spec.partitions_per_run_mode,
             "only_failed": spec.only_failed, "conf": spec.conf, "allow_side_effects": list(spec.allow_side_effects),
-            "approved_by": spec.approved_by, "requested_by": spec.requested_by, "reason": spec.reason,
+            "approved_by": spec.approved_by, "requested_by": spec.requested_by, "system_user": spec.system_user,
+            "reason": spec.reason,
             "requested_at": self.requested_at, "message": self.message, "confirmed_at": self.confirmed_at,
             "closed_at": self.closed_at,
         }

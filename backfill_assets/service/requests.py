@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.errors import InvalidInput
@@ -53,6 +54,8 @@ def freeze(
     ``left_out``: the cells held out, with their reason (by default the side effects the spec does not authorize;
     an adopted backfill holds none out: Dagster launches them and admission decides)."""
     excluded = spec.excluded_cells(service.graph) if left_out is None else dict(left_out)
+    if spec.system_user is None:
+        spec = replace(spec, system_user=service.seen_user)
     record = Ledger(service.catalog).create(
         request_id or M.new_request_id(utc_now()), spec, service.code_version(), excluded, source=service.source,
         message=message,

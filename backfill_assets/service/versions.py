@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.day_order import DayOrder, declared_pace
+from backfill_assets.engine.model.errors import NotFound, UnsafeName
 from backfill_assets.engine.model.identity import parse_version_id
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.overrides import Override, OverrideAction
 from backfill_assets.engine.plan import overrides as override_plan
 from backfill_assets.engine.plan.gc import collect_garbage
-from backfill_assets.engine.store.catalog_records import Consumer, PointerMove
+from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
+from backfill_assets.engine.store.engine_refs import EngineRef, EngineRefs, validate_engine_id, versions_with_label
 
 from .context import ServiceContext
 from .requests import freeze
@@ -60,6 +63,61 @@ class SkipMarks:
         return {"action": str(action), "cells": [m.as_dict() for m in self.marks]}
 
 
+class TraceMatch(StrEnum):
+    """How a traced reference named a version (``Traced.matched_by``)."""
+
+    VERSION_ID = "version_id"
+    VERSION_LABEL = "version_label"  # RunContext.k8s_labels' backfill-assets.io/version-id
+    ENGINE_ID = "engine_id"
+    LOGICAL_RUN_ID = "logical_run_id"
+    DAGSTER_RUN_ID = "dagster_run_id"
+
+
+@dataclass(frozen=True)
+class Traced:
+    """A version an engine's id or label led to, with every engine id recorded for it."""
+
+    version: Version
+    matched_by: TraceMatch
+    engine_refs: tuple[EngineRef, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"matched_by": str(self.matched_by), **self.version.as_dict(),
+                "engine_refs": [r.as_dict() for r in self.engine_refs]}
+
+
+def trace(context: ServiceContext, ref: str) -> list[Traced]:
+    """The version(s) an external engine's id or label names, oldest first: a version id, the version label of its
+    pods (``daily_revenue.2022-10-17.<run>.1``, or shortened to end in a digest), an engine id the engine reported
+    (a pod name, an application id), or a logical or Dagster run id (every version of that run). An id that names
+    none is an error."""
+    ref = validate_engine_id(ref, "reference")
+    found: dict[str, Traced] = {}
+
+    def add(versions: list[Version], how: TraceMatch) -> None:
+        for version in versions:
+            found.setdefault(version.version_id, Traced(version, how))
+
+    add(_version_if_any(context, ref), TraceMatch.VERSION_ID)
+    add(versions_with_label(context.catalog, ref), TraceMatch.VERSION_LABEL)
+    refs = EngineRefs(context.catalog)
+    add(context.catalog.versions_by_id(sorted({r.version_id for r in refs.with_id(ref)})), TraceMatch.ENGINE_ID)
+    add(context.catalog.versions_of_run(ref), TraceMatch.LOGICAL_RUN_ID)
+    add(context.catalog.versions_of_dagster_runs([ref]), TraceMatch.DAGSTER_RUN_ID)
+    if not found:
+        raise NotFound(f"no version has the engine id, label, version id or run id {ref!r}")
+    engine_refs = refs.of_versions(list(found))
+    traced = [Traced(t.version, t.matched_by, tuple(engine_refs[v])) for v, t in found.items()]
+    return sorted(traced, key=lambda t: (str(t.version.created_at), t.version.version_id))
+
+
+def _version_if_any(context: ServiceContext, version_id: str) -> list[Version]:
+    try:
+        return [context.catalog.get(version_id)]
+    except (UnsafeName, NotFound):
+        return []
+
+
 def rollback(
     context: ServiceContext, asset: str, partition_key: str, reason: str, to_version: str | None, cascade: bool
 ) -> PointerChange:
@@ -77,7 +135,8 @@ def rollback(
 def accept(context: ServiceContext, version_id: str, approved_by: str, reason: str, cascade: bool) -> PointerChange:
     asset, partition, _, _ = parse_version_id(version_id)
     require_cell(context, asset, partition)
-    move, record = override_plan.accept(context.catalog, context.warehouse, version_id, approved_by, reason)
+    move, record = override_plan.accept(context.catalog, context.warehouse, version_id, approved_by, reason,
+                                        context.graph.access, context.seen_user)
     event = _tell_dagster(context, _override_report(context, move, record), move, "accept")
     readers = context.catalog.consumers_of(move.previous_version_id) if move.previous_version_id else []
     cascade_id = consumer_cascade(context, readers, f"{version_id}: {record.reason}", "accept",
@@ -90,7 +149,8 @@ def reject(
     context: ServiceContext, asset: str, partition_key: str, by: str, reason: str, cascade: bool
 ) -> PointerChange:
     require_cell(context, asset, partition_key)
-    move, record = override_plan.reject(context.catalog, context.warehouse, asset, partition_key, by, reason)
+    move, record = override_plan.reject(context.catalog, context.warehouse, asset, partition_key, by, reason,
+                                        context.graph.access, context.seen_user)
     event = _tell_dagster(context, _override_report(context, move, record), move, "reject")
     cascade_id = consumer_cascade(context, move.consumers_of_previous, f"{move.previous_version_id}: "
                                   f"{record.reason}", "reject", "the rejected version") if cascade else None
@@ -103,7 +163,8 @@ def skip(
     reason: str, undo: bool,
 ) -> SkipMarks:
     cells = override_plan.skip_cells(context.graph, asset, partition_key, first, last)
-    marks = SkipMarks(asset, undo, tuple(override_plan.skip(context.catalog, cells, by, reason, undo)))
+    marks = SkipMarks(asset, undo, tuple(override_plan.skip(context.catalog, cells, by, reason, undo,
+                                                            context.seen_user)))
     days = [m.partition_key for m in marks.marks]
     span = days[0] if len(days) == 1 else f"{days[0]}..{days[-1]}"
     context.record("unskip" if undo else "skip", f"{asset}/{span}", f"{len(days)} cell(s)", reason=reason,
@@ -111,9 +172,12 @@ def skip(
     return marks
 
 
-def gc(context: ServiceContext, older_than_days: int, dry_run: bool) -> list[dict[str, Any]]:
+def gc(context: ServiceContext, older_than_days: int | None, dry_run: bool) -> list[dict[str, Any]]:
+    """The manual ``gc`` and the gc sensor alike; ``older_than_days`` None: the code location's retention."""
+    if older_than_days is None:
+        older_than_days = context.graph.cleanup.retention_days
     purged = collect_garbage(context.catalog, context.warehouse, older_than_days, utc_now(), dry_run)
-    if not dry_run:
+    if purged and not dry_run:  # the sensor's hourly passes that find nothing leave no row in the trail
         context.record("gc", f"older than {older_than_days} day(s)", f"purged {len(purged)} version(s)")
     return purged
 

@@ -9,7 +9,7 @@ from bench.micro import cas, driver_tick, lookup, planning, process_gc, propagat
 from bench.report import process_gc_paragraph
 from bench.workspace import Workspace
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.release]
 
 
 @pytest.fixture

@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.release
 
 
 def test_benchmark_runs_at_tiny_sizes_and_contenders_agree(tmp_path):

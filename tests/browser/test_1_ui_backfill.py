@@ -1,4 +1,4 @@
-"""Scenario 1 of issue 12: a backfill launched from the asset's partitions page, exactly as a user clicks it, keeps
+"""Scenario 1: a backfill launched from the asset's partitions page, exactly as a user clicks it, keeps
 the reprocess policy of its launch tag.
 
 order_facts over 2022-10-01..10-05: two days published, one rejected, two missing. The user opens Materialize…,

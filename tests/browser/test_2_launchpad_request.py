@@ -1,4 +1,4 @@
-"""Scenario 2 of issue 12: a request made, watched and read without a terminal.
+"""Scenario 2: a request made, watched and read without a terminal.
 
 The user opens the ``backfill_request`` job's Launchpad, writes a request as config with ``dry_run: true``,
 launches it and reads the plan on the run's page (its output metadata ``plan``); then launches it for real, watches

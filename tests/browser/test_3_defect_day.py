@@ -1,4 +1,4 @@
-"""Scenario 3 of issue 12: after the demo's defect day, a UI user sees why 2022-10-17 still serves the old version.
+"""Scenario 3: after the demo's defect day, a UI user sees why 2022-10-17 still serves the old version.
 
 daily_revenue 2022-10-17 is published once (the good production version), then recomputed with the demo's defect
 (``defect: drop_rows``, the defects plug-in): the blocking checks ``row_count`` and ``business_totals`` reject

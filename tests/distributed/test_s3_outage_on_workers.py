@@ -1,4 +1,4 @@
-"""The S3 endpoint down while a Celery worker is mid-step (issue 14, faults across machines).
+"""The S3 endpoint down while a Celery worker is mid-step (faults across machines).
 
 A worker holds a 1-day ``raw_orders`` step after its write, before its checks read the object back; the endpoint
 goes down and the hold is lifted. The integrity check cannot read: the attempt is abandoned, Dagster's retry

@@ -1,4 +1,4 @@
-"""``request cancel`` when a run's code server does not answer (issue 10): bounded, total and idempotent.
+"""``request cancel`` when a run's code server does not answer: bounded, total and idempotent.
 
 Real parts only: a ``dagster api grpc`` code server in its own process, a ``dagster-daemon`` that loads the code
 from it (workspace ``grpc_server``), requests made through the CLI. The run worker is held at a named boundary of
@@ -305,3 +305,17 @@ def test_cancel_with_a_code_server_that_does_not_answer_forces_the_run_and_retur
     assert not [v for v in stack.versions_of_run(first) if VersionState(v.state) in VERIFIED]
     assert e.catalog.current(RAW_ORDERS, STOPPED_DAYS[0]) is None
     assert e.show(rid)["cells"] == shown["cells"]
+
+    # Dagster ends the forced run FAILURE here (its worker's job failure comes after the mark); whatever it shows,
+    # reconcile reads it as a forced cancel beside Dagster's status. The run that left the queue is not forced.
+    report = e.cli_json("reconcile", rid, expect_exit=1)
+    runs = {r["run_id"]: r for r in report["runs"]}
+    final = stack.run_status(first.run_id).value
+    assert runs[first.run_id] == {"run_id": first.run_id, "status": final, "reads_as": "cancelled (forced)"}, runs
+    assert runs[queued.run_id]["reads_as"] is None, runs
+    cells = {c["run_ids"][-1]: c for c in report["cells"]}
+    assert (cells[first.run_id]["decision"], cells[first.run_id]["run_status"]) == ("cancelled", final)
+    assert cells[first.run_id]["run_reads_as"] == "cancelled (forced)" and cells[queued.run_id]["run_reads_as"] is None
+    human = CliRunner().invoke(cli, ["reconcile", rid]).output
+    [line] = [line for line in human.splitlines() if f" {STOPPED_DAYS[0]} " in f" {line} "]
+    assert f"cancelled (forced)  [Dagster: {final}]" in line, human

@@ -230,6 +230,7 @@ def test_a_ui_backfill_runs_at_most_max_active_runs_newest_first(e2e, webserver)
     for record in records:
         tags = record.dagster_run.tags
         assert (tags[T.SLOT], tags[T.LANE], tags[T.QUEUE_HOLD]) == (f"{request_id}/0", "backfill", "released")
+        assert tags[T.TEAM] == "team:analytics"  # order_facts' owner: the run queue's per-team limit applies
     assert_reconciles_exactly(e2e, request_id, published=len(PACED_DAYS), skipped=0)
 
 

@@ -1,4 +1,4 @@
-"""The warm run launcher keeps the default launcher's promises (issue 13): real daemon, real runs, real signals.
+"""The warm run launcher keeps the default launcher's promises: real daemon, real runs, real signals.
 
 A small code location written into the test's folder (``defs.py``: an asset that records a mark and the pid that
 ran it, an asset that holds until its file is deleted) runs on its own ``dagster-daemon`` with the product's

@@ -232,12 +232,13 @@ def test_a_catalog_at_an_older_revision_is_refused_naming_the_command(tmp_path, 
     Catalog(url)
     db.dispose_all()
     # This code's head moves on (as it will with the next revision): a catalog at today's is then older.
-    monkeypatch.setattr(schema_version, "HEAD", "0002")
-    monkeypatch.setattr(schema_version, "known_revisions", lambda: {HEAD, "0002"})
+    following = f"{int(HEAD) + 1:04d}"
+    monkeypatch.setattr(schema_version, "HEAD", following)
+    monkeypatch.setattr(schema_version, "known_revisions", lambda: {HEAD, following})
     with pytest.raises(CatalogSchemaMismatch) as refused:
         Catalog(url)
     assert str(refused.value) == (
-        f"catalog {url} is at schema version {HEAD}, this backfill_assets needs 0002: run `{UPGRADE_COMMAND}`"
+        f"catalog {url} is at schema version {HEAD}, this backfill_assets needs {following}: run `{UPGRADE_COMMAND}`"
     )
 
 

@@ -9,15 +9,17 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.concurrency import RunLimit, effective_concurrency
 from backfill_assets.engine.model.settings import PACKAGE_DIR
 
-BACKFILL_RUN = {T.LANE: T.LANE_BACKFILL, T.REQUEST_ID: "req-1"}
+BACKFILL_RUN = {T.LANE: T.LANE_BACKFILL, T.REQUEST_ID: "req-1", T.TEAM: "team:ingestion"}
 
 
 def test_the_products_dagster_yaml_runs_at_most_two_backfill_runs_at_once_and_says_why():
     max_runs, limits = run_queue_limits(PACKAGE_DIR.parent)
     wide = effective_concurrency(6, BACKFILL_RUN, max_runs, limits)
     assert wide.effective == 2
-    assert "max_active 6, but at most 2 run(s)" in wide.note and "backfill/lane=backfill: 2" in wide.note
+    assert "max_active 6, but at most 2 run(s)" in wide.note and "backfill/lane=backfill: 3" in wide.note
     assert "every backfill" in wide.note
+    # One team's backfills share 2 of the lane's 3 runs: another team's request always finds one.
+    assert "backfill/team: 2 per distinct value (per team" in wide.note
     assert effective_concurrency(2, BACKFILL_RUN, max_runs, limits).note is None
 
 

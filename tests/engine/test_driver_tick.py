@@ -9,7 +9,7 @@ import pytest
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.intervals import utc_now
-from backfill_assets.engine.plan.driver_tick import RunView, tick
+from backfill_assets.engine.plan.driver_tick import RunView, settle, tick
 from backfill_assets.engine.plan.planning import CellFacts
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
@@ -145,3 +145,14 @@ def test_a_downstream_cell_waits_for_its_upstream_in_the_same_request(ledger):
     rid = _request(ledger, assets=f"{ORDER_FACTS},{DAILY_REVENUE}", max_active=1)
     [run] = _tick(ledger, rid).submissions
     assert run.assets == (ORDER_FACTS, DAILY_REVENUE) and run.partition == DAYS[0]  # one run per interval
+
+
+def test_a_failed_cells_reason_names_the_error_its_version_ended_with():
+    run = RunView("r1", "k1", "2022-09-01", "FAILURE")
+    settled = settle(run, "ABANDONED", version_error="abandoned: step raw_orders lost its worker 2 time(s)")
+    assert (settled.decision, settled.reason) == (
+        M.FAILED, "run failure, version ABANDONED: abandoned: step raw_orders lost its worker 2 time(s)")
+    assert settle(run, "ABANDONED", version_error="x" * 2000).reason.endswith(": " + "x" * 500)
+    # Nothing written: nothing to name; a published version: not a failure.
+    assert settle(run, None, version_error="ignored").reason == "run failure, no version written"
+    assert settle(run, "PUBLISHED", version_error="ignored").decision == M.PUBLISHED

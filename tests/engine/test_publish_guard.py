@@ -1,4 +1,4 @@
-"""The gate asks its publish guard just before the CAS: a refused attempt abandons its version (issue 10).
+"""The gate asks its publish guard just before the CAS: a refused attempt abandons its version.
 
 A run marked cancelled while its step computed (``request cancel`` when the run's code server did not answer)
 keeps a live worker; when that worker reaches the publish, the guard refuses and nothing becomes visible.

@@ -1,4 +1,4 @@
-"""The warehouse on object storage, end to end (issue 14): ``BACKFILL_WAREHOUSE=s3://…`` and only the standard AWS
+"""The warehouse on object storage, end to end: ``BACKFILL_WAREHOUSE=s3://…`` and only the standard AWS
 variables, the orders code location's real gated steps on a real Dagster instance, a real S3 server on loopback.
 
 Every version is an object under the root; the catalog names it; reads verify its sha256; a rejected defect

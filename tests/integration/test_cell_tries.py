@@ -14,10 +14,10 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.store import schema
 from backfill_assets.engine.store.ledger import Ledger
-from backfill_assets.examples.orders.domain import DAILY_REVENUE, RAW_ORDERS
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.runs.runs import RUN_KEY_TAG
 from backfill_assets.integration.sensors.driver import drive_request, run_tags_for
-from tests.orders import GRAPH, run_partitions
+from tests.orders import GRAPH, run_chunk, run_partitions
 
 from .conftest import environment
 from .driver_harness import drive
@@ -26,6 +26,7 @@ from .driver_harness import drive
 pytestmark = pytest.mark.xdist_group("integration/test_cell_tries")
 
 DAY = "2022-09-02"
+FIRST_DAY = "2022-09-01"
 CELL = f"{RAW_ORDERS}/{DAY}"
 
 
@@ -51,10 +52,25 @@ def tried(tmp_path_factory):
             yield env, tries_of(env)
 
 
+def refused_config(day: str) -> dict:
+    """Run config whose defect the step refuses before writing anything."""
+    return {"ops": {RAW_ORDERS: {"config": {"defect_days": {day: "bogus"}}}}}
+
+
 def tries_of(env) -> dict[str, str]:
-    """One cell tried four times: a production run, a request that published, one whose check failed, and one
-    whose run failed before writing anything."""
+    """One cell tried nine times: a production run that published, one that failed before writing, a Dagster
+    range run and a chunk run over the day that failed before writing, a request that published, one whose check
+    failed, and one whose runs failed before writing anything (relaunched twice). A run of another asset on the
+    day is no try of the cell."""
     [production] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS])
+    [failed_production] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS],
+                                         run_config_for={DAY: refused_config(DAY)})
+    [other_asset] = run_partitions(env.instance, [DAY], assets=[ORDER_FACTS])
+    [ranged] = run_partitions(env.instance, [(FIRST_DAY, DAY)], assets=[RAW_ORDERS],
+                              run_config_for={FIRST_DAY: refused_config(DAY)})
+    chunked = run_chunk(env.instance, {RAW_ORDERS: [FIRST_DAY, DAY]},
+                        configs={RAW_ORDERS: {"defect_days": {DAY: "bogus"}}})
+    assert other_asset.success and not any(r.success for r in (failed_production, ranged, chunked))
     published = _request(env, "alice", "FX fix")
     defect = json.dumps({RAW_ORDERS: {"defect_days": {DAY: "drop_rows"}}})
     rejected = _request(env, "bob", "check the checks", "--conf", defect)
@@ -73,19 +89,29 @@ def tries_of(env) -> dict[str, str]:
             assert not run.success
             failed_runs.append(run.run_id)
     assert len(failed_runs) == 3 and ledger.get(never_wrote).status == M.COMPLETED
-    return {"production": production.run_id, "published": published, "rejected": rejected,
-            "never_wrote": never_wrote, "failed_runs": failed_runs}
+    return {"production": production.run_id, "failed_production": failed_production.run_id,
+            "other_asset": other_asset.run_id, "ranged": ranged.run_id, "chunked": chunked.run_id,
+            "published": published, "rejected": rejected, "never_wrote": never_wrote, "failed_runs": failed_runs}
 
 
 def test_show_cell_lists_every_try_across_requests_and_production_marking_this_requests(tried):
     env, tries = tried
     out = _json("request", "show", tries["rejected"], "--cell", CELL)
     assert (out["asset"], out["partition_key"], out["in_request"]) == (RAW_ORDERS, DAY, True)
-    production, published, rejected, never_wrote = out["tries"]
+    production, failed_production, ranged, chunked, published, rejected, *relaunched, never_wrote = out["tries"]
+    assert tries["other_asset"] not in {t["dagster_run_id"] for t in out["tries"]}
 
     assert production["dagster_run_id"] == tries["production"] and production["lane"] == "production"
     assert production["request_id"] is None and production["requested_by"] is None
     assert production["state"] == "SUPERSEDED" and not production["this_request"]
+    assert production["run_status"] == "SUCCESS"
+
+    # Runs only Dagster knows: a production run, a Dagster range run and a chunk run that failed before writing.
+    for t, run_id, lane in ((failed_production, tries["failed_production"], "production"),
+                            (ranged, tries["ranged"], "production"), (chunked, tries["chunked"], "manual")):
+        assert (t["dagster_run_id"], t["lane"], t["version_written"], t["decision"]) == (run_id, lane, False, None)
+        assert (t["run_status"], t["error"], t["request_id"]) == ("FAILURE", "run failure, no version written", None)
+        assert t["requested_at"] and t["ended_at"] and not t["this_request"]
 
     assert (published["request_id"], published["requested_by"], published["request_reason"]) == (
         tries["published"], "alice", "FX fix")
@@ -100,14 +126,19 @@ def test_show_cell_lists_every_try_across_requests_and_production_marking_this_r
         assert rejected[field], field
 
     assert never_wrote["version_written"] is False and never_wrote["version_id"] is None
-    # The last of its runs: the ledger keeps a cell's latest run only (the relaunched ones are Dagster's to tell).
+    # The last of its runs has the ledger's decision; the two relaunched before it are Dagster's to tell.
     assert (never_wrote["dagster_run_id"], never_wrote["request_id"], never_wrote["requested_by"]) == (
         tries["failed_runs"][-1], tries["never_wrote"], "carol")
     assert never_wrote["decision"] == "failed" and never_wrote["error"] == "run failure, no version written"
     assert never_wrote["lane"] == "backfill" and never_wrote["requested_at"] and never_wrote["checks"] == []
+    assert [t["dagster_run_id"] for t in relaunched] == tries["failed_runs"][:-1]
+    for t in relaunched:
+        assert (t["request_id"], t["requested_by"], t["request_reason"]) == (tries["never_wrote"], "carol", "no luck")
+        assert (t["decision"], t["run_status"], t["lane"], t["version_written"]) == (None, "FAILURE", "backfill", False)
 
     human = CliRunner().invoke(cli, ["request", "show", tries["rejected"], "--cell", CELL]).output
-    assert f"{RAW_ORDERS} {DAY}: 4 try(ies)" in human and "no version written" in human
+    assert f"{RAW_ORDERS} {DAY}: 9 try(ies)" in human and "no version written" in human
+    assert human.count("no version written  Dagster FAILURE") == 5, human
     [marked] = [line for line in human.splitlines() if line.startswith("»")]
     assert rejected["version_id"] in marked and "by bob: check the checks" in marked
 
@@ -124,8 +155,11 @@ def test_versions_shows_who_asked_for_each_version_and_agrees_with_show_cell(tri
 
 def test_a_cell_outside_the_request_is_listed_and_said_to_be_outside(tried):
     env, tries = tried
-    out = _json("request", "show", tries["published"], "--cell", f"{RAW_ORDERS}/2022-09-01")
-    assert out["in_request"] is False and out["tries"] == []
+    out = _json("request", "show", tries["published"], "--cell", f"{RAW_ORDERS}/{FIRST_DAY}")
+    # Its only tries: the multi-day runs over it and DAY, which wrote nothing.
+    assert out["in_request"] is False
+    assert [(t["dagster_run_id"], t["version_written"]) for t in out["tries"]] == [
+        (tries["ranged"], False), (tries["chunked"], False)]
 
 
 @pytest.mark.parametrize(

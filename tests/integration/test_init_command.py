@@ -119,7 +119,9 @@ def test_an_existing_dagster_yaml_is_kept_and_its_missing_blocks_named_with_thei
     advice = instance["advice"]
     assert "no `run_coordinator:` block" in advice and "`run_launcher:` is DefaultRunLauncher" in advice
     assert "class: BackfillRunCoordinator" in advice and "class: WarmRunLauncher" in advice
-    assert "tag_concurrency_limits" not in advice  # its concurrency block is its own choice
+    # Its concurrency block is its own choice, but one without a per-team limit lets one team take the whole
+    # backfill lane: named, with the shipped block to take the entry from.
+    assert "has no per-team limit (key backfill/team" in advice and "key: backfill/team" in advice
     assert (folder / ".dagster_home/dagster.yaml").read_text() == own
 
 

@@ -89,3 +89,18 @@ def test_the_wheel_carries_the_instance_config(tmp_path):
 def test_the_repository_root_config_is_the_shipped_file():
     root = Path(PACKAGE_DIR.parent / "dagster.yaml")
     assert root.read_text() == instance_template.template_text()
+
+
+def test_a_run_queue_without_a_per_team_limit_is_named_with_the_block_to_paste(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    shipped = yaml.safe_load(instance_template.template_text())
+    runs = shipped["concurrency"]["runs"]
+    runs["tag_concurrency_limits"] = [e for e in runs["tag_concurrency_limits"] if e["key"] != "backfill/team"]
+    (home / "dagster.yaml").write_text(yaml.safe_dump(shipped))
+    assert instance_template.missing_blocks(home) == [
+        "`concurrency.runs.tag_concurrency_limits` has no per-team limit (key backfill/team, value "
+        "applyLimitPerUniqueValue: true)"
+    ]
+    advice = instance_template.blocks_text(["concurrency"])
+    assert "key: backfill/team" in advice and "applyLimitPerUniqueValue: true" in advice

@@ -9,9 +9,11 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.store.handoffs import Handoffs as HandoffStore
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
 from backfill_assets.integration.sensors.propagation import propagate_once
+from backfill_assets.service.context import os_user
 from tests.orders import GRAPH, run_partitions
 
 from .conftest import SEED_FROM, SEED_TO
@@ -104,13 +106,22 @@ def test_handoff_accept_decline_and_expiry(env):
     assert handoffs[CUSTOMER_SNAPSHOT]["partitions"] == ["2022-09-04", "2022-09-05"]
     assert Ledger(env.catalog).get(rid).status == M.OPEN, "open handoffs keep the request open"
 
-    assert CliRunner().invoke(cli, ["handoff", "decline", handoffs[CUSTOMER_SNAPSHOT]["handoff_id"]]).exit_code == 0
-    accept = CliRunner().invoke(cli, ["handoff", "accept", handoffs[DAILY_REVENUE]["handoff_id"], "--by", "fin"])
+    decline = ["handoff", "decline", handoffs[CUSTOMER_SNAPSHOT]["handoff_id"], "--by", "team:crm"]
+    assert CliRunner().invoke(cli, decline).exit_code == 0
+    # Only the asset's owners decide: anyone else is refused, naming who may, and the handoff stays open.
+    refused = CliRunner().invoke(cli, ["handoff", "accept", handoffs[DAILY_REVENUE]["handoff_id"], "--by", "fin"])
+    assert refused.exit_code == 2 and "only daily_revenue's owners or an admin may (team:finance)" in refused.output
+    assert HandoffStore(env.catalog).get(handoffs[DAILY_REVENUE]["handoff_id"])["status"] == "open"
+    accept = CliRunner().invoke(cli, ["handoff", "accept", handoffs[DAILY_REVENUE]["handoff_id"], "--by",
+                                      "Team:Finance", "--json"])
     assert accept.exit_code == 0, accept.output
+    decided = json.loads(accept.output)
+    assert (decided["decided_by"], decided["system_user"]) == ("Team:Finance", os_user())
     submitted = drive(env, rid)
     assert [(p, a) for p, a, _ in submitted] == [("2022-09-04", (DAILY_REVENUE,))]
     assert Ledger(env.catalog).get(rid).status == M.COMPLETED
-    again = CliRunner().invoke(cli, ["handoff", "accept", handoffs[DAILY_REVENUE]["handoff_id"]])
+    again = CliRunner().invoke(cli, ["handoff", "accept", handoffs[DAILY_REVENUE]["handoff_id"], "--by",
+                                     "team:finance"])
     assert again.exit_code == 2 and "already accepted" in again.output
 
     # Expiry: a one-second window passes, the propagation sensor closes the handoff, the request completes.

@@ -17,13 +17,14 @@ from backfill_assets.engine.model import errors
 from tests.orders import DEFS
 
 PINNED = [
-    "Audit", "AuditResult", "BOOL", "BackfillAsset", "BackfillError", "BackfillResource", "Backfills",
-    "BusinessCalendar", "CatalogSchemaMismatch", "ClearInput", "DayOrder", "DownstreamPolicy", "FLOAT", "INT",
-    "IllegalTransition", "IntegrityError", "Interval",
-    "InvalidField", "InvalidInput", "NotFound", "Order", "PlanError", "PublishConflict", "RefusedField",
-    "ReprocessPolicy", "RequestInput", "RequestSource", "STRING", "Settings", "StorageError", "TIMESTAMP",
-    "UnsafeName", "audit", "backfill_definitions", "gated_asset", "graph_of", "matches_schema", "not_empty",
-    "retry_transient", "row_count", "side_effect_asset", "sql_engine", "totals_match", "unique_key",
+    "AccessPolicy", "Audit", "AuditResult", "BOOL", "BackfillAsset", "BackfillError", "BackfillResource", "Backfills",
+    "BusinessCalendar", "CatalogSchemaMismatch", "CleanupPolicy", "ClearInput", "DayOrder", "DownstreamPolicy",
+    "FLOAT", "INT",
+    "IllegalTransition", "IntegrityError", "Interval", "InvalidField", "InvalidInput", "NotAuthorized", "NotFound",
+    "Order", "PlanError", "PublishConflict", "RefusedField", "ReprocessPolicy", "RequestInput", "RequestSource",
+    "RunContext", "STRING", "Settings", "StorageError", "TIMESTAMP", "TargetBusy", "UnsafeName", "audit",
+    "backfill_definitions", "gated_asset", "graph_of", "matches_schema", "not_empty", "retry_transient", "row_count",
+    "run_external", "side_effect_asset", "sql_engine", "totals_match", "unique_key",
 ]
 PACKAGE = Path(backfill_assets.__file__).parent
 

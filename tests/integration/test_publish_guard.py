@@ -1,4 +1,4 @@
-"""A run marked cancelled while its step computes publishes nothing (issue 10), on a real instance.
+"""A run marked cancelled while its step computes publishes nothing, on a real instance.
 
 ``request cancel`` marks a run cancelled when its code server does not answer the termination request; the run
 worker keeps going. Here the step is held after writing its version (``BACKFILL_HOLD``), the run is marked

@@ -17,7 +17,7 @@ import pytest
 
 from tests.readme_blocks import ROOT, newcomer_script
 
-pytestmark = [pytest.mark.newcomer, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.newcomer, pytest.mark.release, pytest.mark.timeout(900)]
 WHEEL_PLACEHOLDER = "path/to/backfill_assets"
 PYTHON_PLACEHOLDER = "python3.12"
 # What a user's shell holds that would put this checkout (or its instance) in the newcomer's way.

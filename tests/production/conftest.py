@@ -30,7 +30,7 @@ from tests.orders import CALENDAR as calendar
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 
 CODE_VERSION = "production-test-code"
-SEED_FROM, SEED_TO = "2022-09-01", "2022-09-25"
+SEED_FROM, SEED_TO = "2022-09-01", "2022-09-28"
 ORDERS_PER_DAY = 40
 
 

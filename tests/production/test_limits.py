@@ -1,4 +1,4 @@
-"""The instance a team runs: production keeps priority, the source pool and per-request limits hold,
+"""The instance a team runs: production keeps priority, the source pool, per-request and per-team limits hold,
 and a whole request completes on both storages."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.jobs import PRODUCTION_JOB
 from tests.orders import MODULE as CODE_LOCATION_MODULE
+from tests.orders import run_partitions
 
 # PIPELINE_STARTING: the queue coordinator has dequeued the run and is launching it.
 ENQUEUED, DEQUEUED = "PIPELINE_ENQUEUED", "PIPELINE_STARTING"
@@ -97,7 +98,8 @@ def test_source_pool_and_per_request_limit_hold_even_when_the_driver_over_submit
 # One pass of the queue daemon: dequeue_interval_seconds (1 s in dagster.yaml) plus the pass itself on a loaded
 # 2-core machine.
 QUEUE_ITERATION_SECONDS = 3.0
-BACKFILL_LANE_LIMIT = 2  # dagster.yaml: backfill/lane=backfill
+BACKFILL_LANE_LIMIT = 3  # dagster.yaml: backfill/lane=backfill
+TEAM_LIMIT = 2  # dagster.yaml: backfill/team, per team
 
 
 def test_production_run_starts_before_queued_backfill_runs(prod):
@@ -152,3 +154,51 @@ def test_production_run_starts_before_queued_backfill_runs(prod):
     racing = [left for left in overtook if left - enqueued <= QUEUE_ITERATION_SECONDS]
     assert overtook == racing, (enqueued, dequeued, waiting)
     assert len(racing) <= BACKFILL_LANE_LIMIT, (enqueued, dequeued, waiting)
+
+
+RUNNING = (dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED)
+
+
+def _runs_of_team(prod, team: str) -> list[dg.DagsterRun]:
+    return prod.instance.get_runs(dg.RunsFilter(tags={T.TEAM: team, T.LANE: T.LANE_BACKFILL}))
+
+
+def _poll(what: str, condition, timeout: float = 90):
+    deadline = time.monotonic() + timeout
+    while not (found := condition()):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+    return found
+
+
+def test_one_teams_backfills_never_take_the_whole_lane(prod):
+    # Two analytics requests (order_facts: in no pool, so only the run queue limits them) could fill the lane's 3
+    # runs; held after writing their data, they keep their runs in flight. The team limit (2) leaves the lane's
+    # third run to another team's request (finance's daily_revenue).
+    flood, other = ("2022-09-24", "2022-09-25", "2022-09-26", "2022-09-27"), "2022-09-28"
+    prepared = run_partitions(prod.instance, [*flood, other], assets=[RAW_ORDERS])
+    prepared += run_partitions(prod.instance, [other], assets=[ORDER_FACTS])
+    assert all(run.success for run in prepared), [run.failure for run in prepared]
+    prod.hold.touch()
+    analytics = []
+    try:
+        analytics = [prod.create("--assets", ORDER_FACTS, "--from", first, "--to", last, "--reprocess", "completed",
+                                 "--max-active", "2") for first, last in (flood[:2], flood[2:])]
+        _poll("two analytics runs running and another queued behind the team limit", lambda: (
+            sum(r.status in RUNNING for r in _runs_of_team(prod, "team:analytics")) == TEAM_LIMIT
+            and any(r.status == dg.DagsterRunStatus.QUEUED for r in _runs_of_team(prod, "team:analytics"))
+        ))
+        finance = prod.create("--assets", DAILY_REVENUE, "--from", other, "--to", other, "--reprocess", "completed")
+        [started] = _poll("the finance run to start while analytics' runs wait", lambda: [
+            r for r in _runs_of_team(prod, "team:finance") if r.status != dg.DagsterRunStatus.QUEUED
+        ], timeout=45)
+        assert started.tags[T.REQUEST_ID] == finance
+        flooding = _runs_of_team(prod, "team:analytics")
+        assert sum(r.status in RUNNING for r in flooding) == TEAM_LIMIT
+        assert any(r.status == dg.DagsterRunStatus.QUEUED for r in flooding), "analytics had nothing waiting"
+    finally:
+        prod.hold.unlink(missing_ok=True)
+    for request_id in analytics:
+        assert prod.wait(request_id)["complete"] is True
+    runs = [r for rid in analytics for r in prod.instance.get_run_records(dg.RunsFilter(tags={T.REQUEST_ID: rid}))]
+    assert _max_overlap([(r.start_time, r.end_time) for r in runs]) <= TEAM_LIMIT

@@ -1,4 +1,4 @@
-"""The warehouse's S3 endpoint goes down mid-request and comes back (issue 14), under a real dagster-daemon.
+"""The warehouse's S3 endpoint goes down mid-request and comes back, under a real dagster-daemon.
 
 The warehouse is ``s3://`` on the session's S3 server, reached through an outage proxy (tests/outage_proxy.py):
 ``down`` refuses new connections and resets open ones, ``up`` listens again on the same port, and the bucket

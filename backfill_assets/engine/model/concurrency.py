@@ -29,7 +29,8 @@ class RunLimit:
 
     def describe(self) -> str:
         if self.per_value:
-            return f"tag limit {self.key}: {self.limit} per distinct value (per request)"
+            per = {T.REQUEST_ID: "per request", T.TEAM: "per team, shared by the team's every backfill"}
+            return f"tag limit {self.key}: {self.limit} per distinct value ({per.get(self.key, 'per value')})"
         target = f"{self.key}={self.value}" if self.value is not None else self.key
         return f"tag limit {target}: {self.limit}, shared by every run carrying it (every backfill)"
 

@@ -3,15 +3,18 @@
     BackfillError
     ├── InvalidInput            bad dates, names, keys, config — refused before anything is written
     │   ├── InvalidField        ... in named input fields, which each surface words its own way (--to, to_day)
-    │   └── UnsafeName          a name or partition key that could escape the warehouse root
+    │   ├── UnsafeName          a name or partition key that could escape the warehouse root
+    │   └── NotAuthorized       a stated name not on the code location's lists (approvers, owners, admins)
     ├── IllegalTransition       a version state change the life cycle (docs/DESIGN.md §3) does not allow
     ├── PublishConflict         compare-and-swap on the current pointer lost (another version won)
     ├── IntegrityError          a file on disk does not match its manifest / catalog row
     ├── NotFound                an unknown asset, partition, version or request
     ├── PlanError               a request that cannot be planned (overlap, depends-on-past order, ...)
     │   └── RefusedField        ... because of named input fields
-    └── CatalogSchemaMismatch   the catalog's schema version is not this code's: refused when opened, nothing
-                                changed (`backfill-assets catalog upgrade`, or a newer backfill_assets)
+    ├── CatalogSchemaMismatch   the catalog's schema version is not this code's: refused when opened, nothing
+    │                           changed (`backfill-assets catalog upgrade`, or a newer backfill_assets)
+    └── TargetBusy              no write slot of the step's target freed within its wait (the previous version
+                                keeps serving; the cell can be run again)
 
     FieldMessage (a mixin of InvalidField and RefusedField): the message's template and the fields it names
 
@@ -91,9 +94,18 @@ class PlanError(BackfillError):
     pass
 
 
+class NotAuthorized(InvalidInput):
+    """The name given (an approver, a handoff's decider) is not one the code location's ``AccessPolicy`` allows;
+    the message names who may; nothing changed."""
+
+
 class CatalogSchemaMismatch(BackfillError):
     """A catalog made before its schema was versioned, at an older revision (the message names the upgrade
     command) or at one this code does not know (a newer backfill_assets wrote it)."""
+
+
+class TargetBusy(BackfillError):
+    """A step waited its whole ``target_wait_seconds`` for a write slot of its target."""
 
 
 class InvalidField(FieldMessage, InvalidInput):

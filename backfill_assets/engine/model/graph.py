@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from backfill_assets.engine.model.access import AccessPolicy, CleanupPolicy
 from backfill_assets.engine.model.asset_config import CONFIG_ARG, AssetConfig
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.intervals import BusinessCalendar
@@ -23,7 +24,8 @@ STRING, FLOAT, INT, TIMESTAMP, BOOL = "string", "float", "int", "timestamp", "bo
 INTERVAL_ARG = "interval"
 PREVIOUS_ARG = "previous"  # a depends-on-past asset's own previous interval (None on the first day)
 FRAME_ARG = "frame"  # an audit's written frame
-RESERVED_ARGS = (INTERVAL_ARG, PREVIOUS_ARG, FRAME_ARG, CONFIG_ARG)
+RUN_ARG = "run"  # the attempt's identity, location and engine labels (engine/model/run_context.RunContext)
+RESERVED_ARGS = (INTERVAL_ARG, PREVIOUS_ARG, FRAME_ARG, CONFIG_ARG, RUN_ARG)
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,10 @@ class DeclaredAsset:
     # (engine/model/day_order.py: a depends-on-past asset is forward and serial whatever it declares).
     order: str = "any"
     parallel_days: bool = True
+    # Gates (engine/model/gates.py): the Dagster pool the step waits in (None: ``gates.pool_for``'s default for
+    # its place in the graph) and the write target whose quota it shares (None: no quota).
+    pool: str | None = None
+    target: str | None = None
 
     @property
     def is_data_asset(self) -> bool:
@@ -61,10 +67,16 @@ class DeclaredAsset:
 
 
 class AssetGraph:
-    """Assets in topological order (upstream first, then declaration order) over one business calendar."""
+    """Assets in topological order (upstream first, then declaration order) over one business calendar, with the
+    code location's access and cleanup policies (every door that loads the code location gets the same)."""
 
-    def __init__(self, calendar: BusinessCalendar, specs: Iterable[DeclaredAsset]):
+    def __init__(
+        self, calendar: BusinessCalendar, specs: Iterable[DeclaredAsset], access: AccessPolicy | None = None,
+        cleanup: CleanupPolicy | None = None,
+    ):
         self.calendar = calendar
+        self.access = access or AccessPolicy()
+        self.cleanup = cleanup or CleanupPolicy()
         given = list(specs)
         by_name: dict[str, DeclaredAsset] = {}
         for spec in given:

@@ -40,6 +40,8 @@ class Override:
     reason: str
     at: str
     publish_seq: int | None = None
+    # Who the system saw decide (the OS user, Dagster's launching user), beside ``decided_by``, the name stated.
+    system_user: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "Override":
@@ -53,6 +55,7 @@ class Override:
             reason=row["reason"],
             at=row["at"],
             publish_seq=row["publish_seq"],
+            system_user=row.get("system_user"),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -65,6 +68,7 @@ class Override:
             "reason": self.reason,
             "at": self.at,
             "publish_seq": self.publish_seq,
+            "system_user": self.system_user,
         }
 
     @property

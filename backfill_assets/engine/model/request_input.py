@@ -276,6 +276,8 @@ def _side_effects(graph: AssetGraph, names: Sequence[str], approved_by: str | No
             raise InvalidField("{allow_side_effects} {value!r} is not a side-effecting asset", value=name)
     if chosen and not approved_by:
         raise InvalidField("{allow_side_effects} needs {approved_by} (who approved the side effects)")
+    if chosen:
+        graph.access.require_approver(approved_by, f"side effects ({', '.join(chosen)})")
     return chosen
 
 

@@ -129,6 +129,9 @@ class RequestSpec:
     conf: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
     requested_by: str = "unknown"
+    # Who the system saw create it, beside the names stated (requested_by, approved_by): the OS user of a CLI call,
+    # the launching user Dagster recorded on a run (none in Dagster OSS: see engine/model/access.py).
+    system_user: str | None = None
     wait_for_overlap: bool = False
     partitions_per_run: int = 1
     # How partitions_per_run was chosen: "explicit", or "auto: <why>" (resolve_partitions_per_run).

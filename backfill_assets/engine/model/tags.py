@@ -5,6 +5,8 @@ CODE_VERSION = "backfill/code_version"
 REPROCESS = "backfill/reprocess"
 DOWNSTREAM = "backfill/downstream"
 LANE = "backfill/lane"
+# The team a backfill run is charged to (engine/model/gates.py): the run queue limits runs per team.
+TEAM = "backfill/team"
 REQUESTED_BY = "backfill/requested_by"
 REQUESTED_AT = "backfill/requested_at"
 ALLOW_SIDE_EFFECTS = "backfill/allow_side_effects"

@@ -31,11 +31,12 @@ def adopted_spec(
     tags: dict[str, str],
     user: str | None,
     default_max_active: int | None,
+    system_user: str | None = None,
 ) -> M.RequestSpec:
     """The request an adopted backfill amounts to; its tags may carry our policies.
 
     ``default_max_active``: the run coordinator's default pacing (``integration/runs/coordinator.py``), None when
-    the instance's coordinator does not pace Dagster's backfills."""
+    the instance's coordinator does not pace Dagster's backfills. ``system_user``: who Dagster says launched it."""
     assets = tuple(graph.topological({a for a, _ in cells if a in graph}))
     partitions = tuple(sorted({p for _, p in cells}))
     default = default_max_active or UNPACED_MAX_ACTIVE
@@ -64,6 +65,7 @@ def adopted_spec(
         approved_by=policy.approved_by,
         reason=tags.get(T.REASON, "launched from Dagster"),
         requested_by=tags.get(T.REQUESTED_BY) or user or "dagster",
+        system_user=system_user,
     )
 
 

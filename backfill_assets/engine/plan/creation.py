@@ -20,7 +20,7 @@ class QueueLimits:
 
     def concurrency(self, spec: M.RequestSpec) -> Concurrency:
         """What the run queue lets the request execute at once (its max_active, or less, and why)."""
-        tags = {T.LANE: T.LANE_BACKFILL, T.REQUEST_ID: "this request"}
+        tags = {T.LANE: T.LANE_BACKFILL, T.REQUEST_ID: "this request", T.TEAM: "this request's team"}
         return effective_concurrency(
             spec.effective_max_active, tags, self.max_concurrent_runs, self.limits, self.source
         )

@@ -26,6 +26,8 @@ from backfill_assets.engine.plan.readiness import chain_readiness, readiness
 from backfill_assets.engine.store.ledger import RequestRecord
 
 FINISHED_RUN_STATUSES = ("SUCCESS", "FAILURE", "CANCELED")
+# How much of its version's error a failed cell's reason carries (the whole error stays on the version).
+FAILED_REASON_CHARS = 500
 # A cell whose run failed before writing anything is resubmitted at most this many times (new run keys).
 MAX_RELAUNCHES = 2
 # With queue-ahead, runs waiting in the queue behind each running run of a request.
@@ -97,9 +99,12 @@ class Settled:
         return cell.change(decision=self.decision, reason=self.reason, dagster_run_id=self.dagster_run_id, **kind)
 
 
-def settle(run: RunView | None, version_state: str | None, side_effect: bool = False) -> Settled | None:
+def settle(
+    run: RunView | None, version_state: str | None, side_effect: bool = False, version_error: str | None = None
+) -> Settled | None:
     """The terminal decision of a submitted cell once its run has finished, or None while it has not.
-    ``side_effect``: the cell's asset is a side effect (no version: a successful run is its delivery)."""
+    ``side_effect``: the cell's asset is a side effect (no version: a successful run is its delivery);
+    ``version_error``: why its version ended as it did (a failed cell's reason says so)."""
     if run is None or run.status not in FINISHED_RUN_STATUSES:
         return None
     state = VersionState(version_state) if version_state else None
@@ -112,6 +117,8 @@ def settle(run: RunView | None, version_state: str | None, side_effect: bool = F
     if run.status == "SUCCESS" and side_effect:
         return Settled(M.PUBLISHED, "side effect delivered", run.run_id)
     reason = f"run {run.status.lower()}" + (f", version {state.value}" if state else ", no version written")
+    if state and version_error:
+        reason += f": {version_error[:FAILED_REASON_CHARS]}"
     return Settled(M.FAILED, reason, run.run_id)
 
 
@@ -126,19 +133,23 @@ def tick(
     cascade_confirmed: bool = True,
     hold_open: str | None = None,
     queue_ahead: bool = False,
+    version_error_of: Callable[[str, str, str], str | None] | None = None,
 ) -> TickResult:
     """``cascade_confirmed`` False keeps cascaded cells waiting for ``request confirm``; ``hold_open`` names why
     the request may not close yet even if every cell is terminal (publishes not yet propagated, open handoffs).
 
     ``queue_ahead``: the instance runs one run per slot tag at a time, so each of the request's ``max_active``
     slots may hold a running run and one queued behind it; the queue starts the next run as soon as a slot
-    frees, instead of the driver's next tick (Dagster's sensor loop: every 5 s at best)."""
+    frees, instead of the driver's next tick (Dagster's sensor loop: every 5 s at best).
+
+    ``version_error_of(asset, partition, dagster_run_id)``: the error its version ended with, for the reason of a
+    failed cell (e.g. a step not delivered again after its workers died)."""
     result = TickResult()
     spec = record.spec
     cells = [replace(c) for c in cells]  # copies: the tick changes them as it decides
 
     # 1. Settle submitted cells whose runs have finished.
-    relaunch = _settle_finished(graph, record, cells, runs_by_key, version_state_of, result)
+    relaunch = _settle_finished(graph, record, cells, runs_by_key, version_state_of, result, version_error_of)
 
     in_flight = {c.run_key for c in cells if c.decision == M.SUBMITTED}
     # Submitted cells whose run does not exist yet are re-requested under the same run key: Dagster launches
@@ -190,6 +201,7 @@ def _settle_finished(
     runs_by_key: dict[str, RunView],
     version_state_of: Callable[[str, str, str], str | None],
     result: TickResult,
+    version_error_of: Callable[[str, str, str], str | None] | None = None,
 ) -> set[tuple[str, str]]:
     """Settle the submitted cells whose runs have finished; returns the cells going back to pending to be
     resubmitted (their run failed before writing them).
@@ -206,7 +218,8 @@ def _settle_finished(
             result.cell_updates.append(cell.change(dagster_run_id=run.run_id))
         state = version_state_of(cell.asset, cell.partition_key, run.run_id) if run else None
         side_effect = graph[cell.asset].side_effect
-        settled = settle(run, state, side_effect)
+        error = version_error_of(cell.asset, cell.partition_key, run.run_id) if run and version_error_of else None
+        settled = settle(run, state, side_effect, error)
         chain = (cell.run_key, cell.asset)
         if settled and chain in cut_short and state is None and run.status == "FAILURE":
             previous = graph.calendar.previous_key(cell.partition_key)

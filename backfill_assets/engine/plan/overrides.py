@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from backfill_assets.engine.model.access import OPEN_ACCESS, AccessPolicy
 from backfill_assets.engine.model.errors import IntegrityError, InvalidField, InvalidInput, NotFound, PlanError
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import parse_version_id
@@ -36,12 +37,15 @@ NOT_ACCEPTABLE = {
 
 
 def accept(
-    catalog: Catalog, warehouse: Warehouse, version_id: str, by: str, reason: str
+    catalog: Catalog, warehouse: Warehouse, version_id: str, by: str, reason: str,
+    access: AccessPolicy = OPEN_ACCESS, system_user: str | None = None,
 ) -> tuple[PointerMove, Override]:
-    """Publish the REJECTED ``version_id`` on a person's word, by the publish compare-and-swap."""
+    """Publish the REJECTED ``version_id`` on a person's word, by the publish compare-and-swap; ``by`` must be
+    an approver of ``access`` (when it lists any)."""
     parse_version_id(version_id)
     by = validate_person(by, "{approved_by}")
     reason = validate_reason(reason)
+    access.require_approver(by, f"accepting {version_id}")
     version = catalog.get(version_id)
     state = VersionState(version.state)
     if state is not S.REJECTED:
@@ -49,15 +53,18 @@ def accept(
             f"{version_id} is {state.value}: {NOT_ACCEPTABLE[state]}; only a REJECTED version can be accepted"
         )
     _verify(warehouse, version, f"{version_id} cannot be accepted: its stored file does not verify")
-    return catalog.accept_version(version_id, by, reason)
+    return catalog.accept_version(version_id, by, reason, system_user)
 
 
 def reject(
-    catalog: Catalog, warehouse: Warehouse, asset: str, partition_key: str, by: str, reason: str
+    catalog: Catalog, warehouse: Warehouse, asset: str, partition_key: str, by: str, reason: str,
+    access: AccessPolicy = OPEN_ACCESS, system_user: str | None = None,
 ) -> tuple[PointerMove, Override]:
-    """Roll the current version back to the previous verified one and mark it REJECTED."""
+    """Roll the current version back to the previous verified one and mark it REJECTED; ``by`` must be an
+    approver of ``access`` (when it lists any)."""
     by = validate_person(by, "{by}")
     reason = validate_reason(reason)
+    access.require_approver(by, f"rejecting {asset} {partition_key}")
     bad = catalog.current(asset, partition_key)
     if bad is None:
         raise NotFound(f"{asset} {partition_key} has no published version to reject")
@@ -69,7 +76,7 @@ def reject(
             "(request create --reprocess completed) to replace it"
         )
     _verify(warehouse, restore, f"reject refused: the version it would restore, {restore.version_id}, does not verify")
-    return catalog.reject_current(asset, partition_key, bad.version_id, restore.version_id, by, reason)
+    return catalog.reject_current(asset, partition_key, bad.version_id, restore.version_id, by, reason, system_user)
 
 
 def skip_cells(
@@ -91,13 +98,16 @@ def skip_cells(
     return [(asset, key) for key in calendar.keys_between(first, last)]
 
 
-def skip(catalog: Catalog, cells: list[tuple[str, str]], by: str, reason: str, undo: bool = False) -> list[Override]:
+def skip(
+    catalog: Catalog, cells: list[tuple[str, str]], by: str, reason: str, undo: bool = False,
+    system_user: str | None = None,
+) -> list[Override]:
     """Mark ``cells`` deliberately skipped, or (``undo``) withdraw the marks those of them have."""
     by = validate_person(by, "{by}")
     reason = validate_reason(reason)
     if not undo:
-        return catalog.mark_skipped(cells, by, reason)
-    withdrawn = catalog.unmark_skipped(cells, by, reason)
+        return catalog.mark_skipped(cells, by, reason, system_user)
+    withdrawn = catalog.unmark_skipped(cells, by, reason, system_user)
     if not withdrawn:
         span = cells[0][1] if len(cells) == 1 else f"{cells[0][1]}..{cells[-1][1]}"
         raise InvalidInput(f"{cells[0][0]} {span}: not marked skipped, nothing to undo")

@@ -32,6 +32,10 @@ NOT_REPRODUCIBLE = "not reproducible"
 GAP_NO_MATERIALIZATION = "published in the catalog without a Dagster materialization"
 GAP_STUCK = "stuck in {state} but its run has ended"
 GAP_FILE = "data file does not match the catalog: {error}"
+# How reconcile reads a run that was marked cancelled without its worker's confirmation (``request cancel`` with a
+# code server that did not answer, Dagster's own force termination): Dagster may show it FAILURE (the worker's job
+# failure came after the mark), which is the cancel's doing, not a failed computation.
+FORCED_CANCEL = "cancelled (forced)"
 
 
 @dataclass
@@ -78,6 +82,9 @@ class CellReport:
     submitted_at: str | None = None  # when the driver created the cell's (latest) run
     # The person's override that decides the cell now: an accept or reject of its version, or its skip mark.
     override: dict | None = None
+    run_status: str | None = None  # Dagster's status of the cell's (latest) run
+    # FORCED_CANCEL when that run was marked cancelled without its worker's confirmation, whatever Dagster shows
+    run_reads_as: str | None = None
 
 
 @dataclass
@@ -91,7 +98,7 @@ class Report:
     handoffs: list[dict[str, Any]]
     # Side-effect cells affected by the request's publishes (policy none): their state is their outbox deliveries.
     side_effects: list[dict[str, Any]] = field(default_factory=list)
-    runs: list[dict[str, str]] = field(default_factory=list)
+    runs: list[dict[str, str | None]] = field(default_factory=list)  # run_id, Dagster's status, reads_as
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -168,9 +175,11 @@ def reconcile(
     run_status_of: Callable[[str], str | None],
     materialized_version_ids: set[str] | None = None,
     warehouse: Warehouse | None = None,
+    forced_cancels: frozenset[str] = frozenset(),
 ) -> Report:
     """``run_status_of(dagster_run_id)`` → SUCCESS/FAILURE/CANCELED/QUEUED/STARTED/...; ``materialized_version_ids``
-    (None = unknown) enables the crash-gap check; ``warehouse`` enables re-hashing published files."""
+    (None = unknown) enables the crash-gap check; ``warehouse`` enables re-hashing published files;
+    ``forced_cancels``: the run ids marked cancelled without their worker's confirmation (read as FORCED_CANCEL)."""
     ledger = Ledger(catalog)
     record = ledger.get(request_id)
     cells = ledger.cells(request_id)
@@ -193,6 +202,9 @@ def reconcile(
         report, cell_gaps = _cell_report(
             cell, vs, by_id, overrides.get(cell.key, []), run_status_of, materialized_version_ids, warehouse
         )
+        if cell.dagster_run_id:
+            report.run_status = run_status_of(cell.dagster_run_id)
+            report.run_reads_as = FORCED_CANCEL if cell.dagster_run_id in forced_cancels else None
         cell_reports.append(report)
         gaps += cell_gaps
         duplicates += max(sum(1 for v in vs if v.published_at) - 1, 0)
@@ -214,7 +226,11 @@ def reconcile(
         gaps=gaps,
         stale_downstream=stale,
         handoffs=Handoffs(catalog).list(request_id),
-        runs=[{"run_id": r, "status": run_status_of(r) or "unknown"} for r in run_ids],
+        runs=[
+            {"run_id": r, "status": run_status_of(r) or "unknown",
+             "reads_as": FORCED_CANCEL if r in forced_cancels else None}
+            for r in run_ids
+        ],
         side_effects=side_effects,
     )
 

@@ -21,6 +21,7 @@ ACCEPTED = "accepted"
 DECLINED = "declined"
 EXPIRED = "expired"
 DEFAULT_WINDOW = timedelta(hours=24)
+UNOWNED = "unowned"  # the owner field of a handoff whose asset declares no owners
 _HANDOFF_ID_RE = re.compile(r"^[a-z0-9-]{1,80}\Z")
 
 
@@ -62,11 +63,13 @@ class Handoffs:
             )
             return handoff_id
 
-    def decide(self, handoff_id: str, status: str, by: str, now: datetime) -> dict[str, Any]:
+    def decide(
+        self, handoff_id: str, status: str, by: str, now: datetime, system_user: str | None = None
+    ) -> dict[str, Any]:
+        """``by``: the name stated; ``system_user``: who the system saw decide, stored beside it."""
         if status not in (ACCEPTED, DECLINED):
             raise InvalidInput(f"unknown handoff decision {status!r}")
-        if not isinstance(handoff_id, str) or not _HANDOFF_ID_RE.match(handoff_id):
-            raise InvalidInput(f"handoff id {handoff_id!r} is not of the form ho-xxxxxxxx")
+        validate_handoff_id(handoff_id)
         validate_text(by, "{by}", 120)
         with self.engine.begin() as conn:
             row = conn.execute(sa.select(handoffs).where(handoffs.c.handoff_id == handoff_id)).first()
@@ -80,7 +83,7 @@ class Handoffs:
             conn.execute(
                 handoffs.update()
                 .where(handoffs.c.handoff_id == handoff_id, handoffs.c.status == OPEN)
-                .values(status=status, decided_at=iso(now), decided_by=by)
+                .values(status=status, decided_at=iso(now), decided_by=by, system_user=system_user)
             )
         return self.get(handoff_id)
 
@@ -113,6 +116,17 @@ class Handoffs:
             query = query.where(handoffs.c.status == status)
         with self.reader.connect() as conn:
             return [_as_dict(r) for r in conn.execute(query).all()]
+
+
+def validate_handoff_id(handoff_id: object) -> str:
+    if not isinstance(handoff_id, str) or not _HANDOFF_ID_RE.match(handoff_id):
+        raise InvalidInput(f"handoff id {handoff_id!r} is not of the form ho-xxxxxxxx")
+    return handoff_id
+
+
+def owners_of(owner_field: str) -> tuple[str, ...]:
+    """The owners a handoff was offered to (its ``owner`` field: the asset's owners joined, or ``unowned``)."""
+    return tuple(o.strip() for o in owner_field.split(",") if o.strip() and o.strip() != UNOWNED)
 
 
 def _as_dict(row: sa.Row) -> dict[str, Any]:

@@ -99,6 +99,7 @@ class Ledger:
                     side_effects_json=json.dumps(list(spec.allow_side_effects)),
                     approved_by=spec.approved_by,
                     requested_by=spec.requested_by,
+                    system_user=spec.system_user,
                     reason=spec.reason,
                     requested_at=now,
                     source=source,

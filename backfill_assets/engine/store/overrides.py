@@ -35,7 +35,9 @@ class OverrideLog:
 
     # ---- accept / reject ------------------------------------------------------------------------------------------
 
-    def accept_version(self, version_id: str, by: str, reason: str) -> tuple[PointerMove, Override]:
+    def accept_version(
+        self, version_id: str, by: str, reason: str, system_user: str | None = None
+    ) -> tuple[PointerMove, Override]:
         """Publish a REJECTED version by the same compare-and-swap as a normal publish, from the version it expected
         when its attempt began. Refused (PublishConflict, nothing written) when the pointer has moved since: a newer
         version was published (or restored) after it was judged, and accepting would silently replace that."""
@@ -54,14 +56,15 @@ class OverrideLog:
                 conn, version, current, now, override=True, reason=f"accepted by {by}: {reason}"
             )
             record = _add(conn, OverrideAction.ACCEPT, version.asset, version.partition_key, version_id, by, reason,
-                          now, seq)
+                          now, seq, system_user)
         published = replace(version, state=VersionState.PUBLISHED.value, published_at=now)
         move = PointerMove(seq, version.asset, version.partition_key, version_id, expected, ACTION_PUBLISH,
                            version=published)
         return move, record
 
     def reject_current(
-        self, asset: str, partition_key: str, bad_version_id: str, restore_version_id: str, by: str, reason: str
+        self, asset: str, partition_key: str, bad_version_id: str, restore_version_id: str, by: str, reason: str,
+        system_user: str | None = None,
     ) -> tuple[PointerMove, Override]:
         """Roll ``bad_version_id`` (still current, else refused) back to ``restore_version_id`` and mark it REJECTED
         with the reason, so no rollback ever restores it again."""
@@ -78,25 +81,31 @@ class OverrideLog:
                 now=now,
                 error=f"rejected after publish by {by}: {reason}",
             )
-            record = _add(conn, OverrideAction.REJECT, asset, partition_key, bad_version_id, by, reason, now, move.seq)
+            record = _add(conn, OverrideAction.REJECT, asset, partition_key, bad_version_id, by, reason, now, move.seq,
+                          system_user)
         return move, record
 
     # ---- skip marks -----------------------------------------------------------------------------------------------
 
-    def mark_skipped(self, cells: Iterable[Cell], by: str, reason: str) -> list[Override]:
+    def mark_skipped(
+        self, cells: Iterable[Cell], by: str, reason: str, system_user: str | None = None
+    ) -> list[Override]:
         """Mark cells deliberately skipped (a cell already marked gets a newer mark: the newest says who and why)."""
         now = iso(utc_now())
         with self.engine.begin() as conn:
-            return [_add(conn, OverrideAction.SKIP, a, p, None, by, reason, now) for a, p in cells]
+            return [_add(conn, OverrideAction.SKIP, a, p, None, by, reason, now, None, system_user) for a, p in cells]
 
-    def unmark_skipped(self, cells: Iterable[Cell], by: str, reason: str) -> list[Override]:
+    def unmark_skipped(
+        self, cells: Iterable[Cell], by: str, reason: str, system_user: str | None = None
+    ) -> list[Override]:
         """Withdraw the skip marks of those ``cells`` that have one; returns the ``unskip`` rows written."""
         wanted = list(cells)
         now = iso(utc_now())
         with self.engine.begin() as conn:
             marked = _active_marks(conn, wanted)
             return [
-                _add(conn, OverrideAction.UNSKIP, a, p, None, by, reason, now) for a, p in wanted if (a, p) in marked
+                _add(conn, OverrideAction.UNSKIP, a, p, None, by, reason, now, None, system_user)
+                for a, p in wanted if (a, p) in marked
             ]
 
     # ---- reads ----------------------------------------------------------------------------------------------------
@@ -126,10 +135,11 @@ def _add(
     reason: str,
     at: str,
     publish_seq: int | None = None,
+    system_user: str | None = None,
 ) -> Override:
     values: dict[str, Any] = dict(
         action=action.value, asset=asset, partition_key=partition_key, version_id=version_id, decided_by=by,
-        reason=reason, at=at, publish_seq=publish_seq,
+        reason=reason, at=at, publish_seq=publish_seq, system_user=system_user,
     )
     new_id = conn.execute(overrides.insert().values(**values).returning(overrides.c.id)).scalar_one()
     return Override.from_row({**values, "id": new_id})

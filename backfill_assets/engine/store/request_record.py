@@ -64,6 +64,7 @@ class RequestRecord:
             conf=json.loads(r["conf_json"]),
             reason=r["reason"],
             requested_by=r["requested_by"],
+            system_user=r.get("system_user"),
             partitions_per_run=r.get("partitions_per_run") or 1,
             partitions_per_run_mode=r.get("partitions_per_run_mode") or M.EXPLICIT,
             only_failed=bool(r.get("only_failed")),

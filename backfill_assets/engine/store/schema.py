@@ -136,6 +136,8 @@ requests = sa.Table(
     sa.Column("side_effects_json", sa.Text, nullable=False),
     sa.Column("approved_by", sa.String(120)),
     sa.Column("requested_by", sa.String(120), nullable=False),
+    # Who the system saw create it (OS user, Dagster's launching user) beside the names stated; NULL before 0002.
+    sa.Column("system_user", sa.String(120)),
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("requested_at", _ts, nullable=False),
     sa.Column("source", sa.String(16), nullable=False),  # cli | dagster (adopted)
@@ -200,6 +202,7 @@ handoffs = sa.Table(
     sa.Column("created_at", _ts, nullable=False),
     sa.Column("decided_at", _ts),
     sa.Column("decided_by", sa.String(120)),
+    sa.Column("system_user", sa.String(120)),  # who the system saw decide, beside decided_by (NULL before 0002)
 )
 
 # Named cursors kept in the catalog (not only in Dagster's sensor state) so the driver can tell whether the
@@ -240,6 +243,7 @@ overrides = sa.Table(
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("at", _ts, nullable=False),
     sa.Column("publish_seq", sa.BigInteger),  # the publish_log row of an accept (publish) or reject (rollback)
+    sa.Column("system_user", sa.String(120)),  # who the system saw decide, beside decided_by (NULL before 0002)
     sa.Index("ix_overrides_cell", "asset", "partition_key"),
     sa.Index("ix_overrides_version", "version_id"),
 )
@@ -261,4 +265,45 @@ operations = sa.Table(
     sa.Column("reason", sa.Text),
     sa.Column("outcome", sa.Text, nullable=False),
     sa.Index("ix_operations_request", "request_id"),
+)
+
+# An external engine's ids (a subprocess, a Kubernetes pod, a Spark application) recorded with the version it
+# computed (RunContext.report_engine_id), so `backfill-assets trace <id>` finds the version from the engine's side.
+engine_refs = sa.Table(
+    "engine_refs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("version_id", _vid, nullable=False),
+    sa.Column("engine", sa.String(64), nullable=False),  # what kind: subprocess, kubernetes_pod, spark_application
+    sa.Column("engine_id", sa.String(255), nullable=False),
+    sa.Column("at", _ts, nullable=False),
+    sa.Index("ix_engine_refs_engine_id", "engine_id"),
+    sa.Index("ix_engine_refs_version", "version_id"),
+)
+
+# Write-target quotas (engine/store/target_slots.py): one row per slot taken of a target's limit, a lease its holder
+# renews while it writes, audits and publishes; a lease not renewed (its worker killed) expires and the slot is
+# taken again. Waiters queue by priority (production first), then by arrival; a waiter that stops polling expires too.
+target_slots = sa.Table(
+    "target_slots",
+    metadata,
+    sa.Column("target", sa.String(64), primary_key=True),
+    sa.Column("slot", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("holder", sa.String(64), nullable=False),
+    sa.Column("priority", sa.Integer, nullable=False),
+    sa.Column("dagster_run_id", sa.String(64)),
+    sa.Column("asset", _asset),
+    sa.Column("partition_key", _key),
+    sa.Column("acquired_at", _ts, nullable=False),
+    sa.Column("expires_at", _ts, nullable=False),
+)
+
+target_slot_waiters = sa.Table(
+    "target_slot_waiters",
+    metadata,
+    sa.Column("target", sa.String(64), primary_key=True),
+    sa.Column("holder", sa.String(64), primary_key=True),
+    sa.Column("priority", sa.Integer, nullable=False),
+    sa.Column("since", _ts, nullable=False),
+    sa.Column("expires_at", _ts, nullable=False),
 )

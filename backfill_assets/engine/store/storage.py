@@ -30,6 +30,7 @@ from upath import UPath
 
 from backfill_assets.engine.model.errors import IntegrityError, StorageError, UnsafeName
 from backfill_assets.engine.model.identity import validate_asset_name, validate_partition_key, validate_run_id
+from backfill_assets.engine.model.run_context import ENGINE_DIR  # an external engine's output (gc removes it too)
 from backfill_assets.engine.wap.faults import AFTER_DATA_FILE, AFTER_MANIFEST, fault_point
 
 PARTITION_COLUMN = "date"
@@ -183,9 +184,14 @@ class Warehouse:
         return json.loads(text)
 
     def remove_version(self, data_path: str) -> None:
-        """Delete one version's files and its now-empty attempt folder (gc only)."""
+        """Delete one version's files (an external engine's output among them) and its now-empty attempt folder
+        (gc only)."""
         directory = UPath(data_path).parent
         self._ensure_inside(directory / DATA_FILE)
+        engine_output = directory / ENGINE_DIR
+        with storage_call(self.root, "deleting", engine_output):
+            if engine_output.exists():
+                engine_output.fs.rm(engine_output.path, recursive=True)
         for name in (DATA_FILE, MANIFEST_FILE):
             target = directory / name
             with storage_call(self.root, "deleting", target):

@@ -1,13 +1,16 @@
 """Every try of one cell (Airflow's task tries), whoever made it: the attempts recorded in ``versions`` (any
-request, production, manual runs) with the request that asked for each, and the runs a request launched for the
-cell that never wrote a version (a run that failed before writing), known from its ``request_items``.
+request, production, manual runs) with the request that asked for each, and the runs that never wrote a version
+(a run that failed before writing): a request's latest run of the cell from its ``request_items``, and every other
+Dagster run that was to write the cell (a relaunched run, a production run) as the caller read them from Dagster
+(``RunTouch``; the service reads them, ``integration/runs/cell_runs.py``).
 
 One query function returning plain dicts, shared by ``request show ID --cell`` and ``versions`` so the two agree.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Iterable
 
 import sqlalchemy as sa
 
@@ -24,8 +27,26 @@ VERSION_FIELDS = (
 )
 
 
+@dataclass(frozen=True)
+class RunTouch:
+    """A Dagster run that was to write the cell (its partition and asset selected), as Dagster records it."""
+
+    run_id: str
+    status: str  # Dagster's: SUCCESS, FAILURE, CANCELED, STARTED, QUEUED, ...
+    lane: str
+    request_id: str | None
+    created_at: str | None  # UTC ISO-8601, as every stored time
+    ended_at: str | None = None
+
+    @property
+    def what_happened(self) -> str:
+        ended = self.status in ("SUCCESS", "FAILURE", "CANCELED")
+        return f"run {self.status.lower()}" + (", no version written" if ended else "")
+
+
 def cell_tries(
-    catalog: Catalog, asset: str, partition_key: str, request_id: str | None = None
+    catalog: Catalog, asset: str, partition_key: str, request_id: str | None = None,
+    runs: Iterable[RunTouch] = (),
 ) -> list[dict[str, Any]]:
     """Every try of (``asset``, ``partition_key``), oldest first, as plain dicts.
 
@@ -37,10 +58,14 @@ def cell_tries(
     ``request_id``.
 
     Only a request's latest run of a cell is in its ledger: an earlier run that failed before writing and was
-    relaunched, or a production run that failed before writing, is known to Dagster only.
+    relaunched, or a production run that failed before writing, is known to Dagster only, so ``runs`` (the Dagster
+    runs that were to write the cell) adds them: each run that neither wrote a version nor is a ledger's run is a
+    try without a version, with ``decision`` None. Every try has ``run_status``, its Dagster run's status when
+    ``runs`` has it (None otherwise).
     """
     validate_asset_name(asset)
     validate_partition_key(partition_key)
+    runs = tuple(runs)
     asked = (requests.c.requested_by, requests.c.reason.label("request_reason"))
     with catalog.reader.connect() as conn:
         written = conn.execute(
@@ -61,6 +86,10 @@ def cell_tries(
     tries = [_version_try(row) for row in written]
     runs_with_a_version = {t["dagster_run_id"] for t in tries}
     tries += [_run_without_version(row) for row in launched if row.run_id not in runs_with_a_version]
+    tries += _dagster_only_tries(catalog, {t["dagster_run_id"] for t in tries}, runs)
+    status_of = {r.run_id: r.status for r in runs}
+    for t in tries:
+        t["run_status"] = status_of.get(t["dagster_run_id"])
     tries.sort(key=lambda t: t.pop("_at") or "")
     # A person's accept / reject of a try's version (backfill-assets accept / reject), oldest first.
     overrides = catalog.overrides_of_cell(asset, partition_key)
@@ -100,3 +129,30 @@ def _run_without_version(row: sa.Row) -> dict[str, Any]:
         _at=row.submitted_at or row.updated_at,
     )
     return out
+
+
+def _dagster_only_tries(catalog: Catalog, known: set[str], runs: Iterable[RunTouch]) -> list[dict[str, Any]]:
+    """The tries of the Dagster runs neither a version nor a ledger knows (a relaunched run, a production run that
+    failed before writing), with the request that asked for each."""
+    unknown = {r.run_id: r for r in runs if r.run_id not in known}
+    request_ids = sorted({r.request_id for r in unknown.values() if r.request_id})
+    asked: dict[str, sa.Row] = {}
+    if request_ids:
+        with catalog.reader.connect() as conn:
+            asked = {row.request_id: row for row in conn.execute(
+                sa.select(requests.c.request_id, requests.c.requested_by, requests.c.reason)
+                .where(requests.c.request_id.in_(request_ids))
+            )}
+    tries = []
+    for run in unknown.values():
+        out: dict[str, Any] = dict.fromkeys(VERSION_FIELDS)
+        by = asked.get(run.request_id or "")
+        out.update(
+            dagster_run_id=run.run_id, lane=run.lane, request_id=run.request_id, requested_at=run.created_at,
+            ended_at=run.ended_at, error=run.what_happened, checks=[],
+            requested_by=by.requested_by if by is not None else None,
+            request_reason=by.reason if by is not None else None,
+            version_written=False, decision=None, _at=run.created_at,
+        )
+        tries.append(out)
+    return tries

@@ -9,8 +9,9 @@ import pandas as pd
 
 from backfill_assets.engine.model.asset_config import CONFIG_ARG
 from backfill_assets.engine.model.errors import InvalidInput
-from backfill_assets.engine.model.graph import INTERVAL_ARG, PREVIOUS_ARG, AssetGraph, call_with
+from backfill_assets.engine.model.graph import INTERVAL_ARG, PREVIOUS_ARG, RUN_ARG, AssetGraph, call_with
 from backfill_assets.engine.wap.gate import Gate, NotPublished
+from backfill_assets.engine.wap.run_context import run_context_of
 
 
 @dataclass(frozen=True)
@@ -27,11 +28,13 @@ def compute(gate: Gate, graph: AssetGraph, resources: Mapping[str, Any], config:
     Upstream assets are read for the same interval; a depends-on-past asset also gets ``previous``, its own
     published version of the previous interval (None on the calendar's first day): a missing one is waited
     for, never computed around. An asset that declares a config gets ``config``, the object the run was given.
+    Every one may ask for ``run``, the attempt's ``RunContext``.
     """
     spec = gate.spec
     key = gate.identity.partition_key
     calendar = graph.calendar
     available: dict[str, Any] = {INTERVAL_ARG: calendar.interval(key), **resources}
+    available[RUN_ARG] = run_context_of(gate)  # the attempt's identity, location and engine labels
     if spec.config is not None:
         available[CONFIG_ARG] = config
     for upstream in spec.upstream:

@@ -12,7 +12,7 @@ did not answer, so the worker kept going) must not publish afterwards. Its versi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
@@ -24,6 +24,7 @@ from backfill_assets.engine.store.catalog import Catalog, PointerMove, Version
 from backfill_assets.engine.store.storage import Warehouse, WrittenVersion
 from backfill_assets.engine.wap.audit import CheckOutcome, run_audits
 from backfill_assets.engine.wap.faults import AFTER_PUBLISH_COMMIT, AFTER_VERIFYING, fault_point
+from backfill_assets.engine.wap.observer import AttemptEvent, AttemptObserver, AttemptStage, notify
 
 
 class NotPublished(BackfillError):
@@ -63,6 +64,8 @@ class Gate:
     version: Version | None = None
     inputs: list[Version] = field(default_factory=list)
     written: WrittenVersion | None = None
+    # Told when the attempt begins and how it ends (lineage); one that fails is logged, never propagated.
+    observers: Sequence[AttemptObserver] = ()
 
     @property
     def version_id(self) -> str:
@@ -79,7 +82,15 @@ class Gate:
 
     def begin(self) -> Version:
         self.version = self.catalog.begin_version(self.identity)
+        self._tell(AttemptStage.BEGAN)
         return self.version
+
+    def _tell(self, stage: AttemptStage, checks: list[CheckOutcome] | None = None, **details: Any) -> None:
+        if self.observers and self.version is not None:
+            event = AttemptEvent(
+                stage, self.spec, self.identity, self.version, tuple(self.inputs), tuple(checks or ()), **details
+            )
+            notify(self.observers, event)
 
     def read_published(self, asset: str, partition_key: str, required: bool = True) -> pd.DataFrame | None:
         """Read the current published version of an input and record the read."""
@@ -144,6 +155,7 @@ class Gate:
             if refused:
                 # Not a rejection: the checks passed. The attempt is given up, like one that died mid-way.
                 self.version = self.catalog.abandon(self.version_id, refused[:2000])
+                self._tell(AttemptStage.ABANDONED, checks, error=refused, cancelled=True)
                 raise PublishRefused(refused)
             try:
                 move = self.catalog.publish(self.version_id, check_rows)
@@ -154,10 +166,13 @@ class Gate:
                 # From the publish transaction itself: once the commit succeeded, losing the catalog must not
                 # fail the step (a retry would publish a second attempt of this run).
                 self.version = move.version or self.catalog.get(self.version_id)
+                self._tell(AttemptStage.PUBLISHED, checks, previous_version_id=move.previous_version_id)
                 return GateOutcome(self.version, True, checks, self.version_id, move)
         self.version = self.catalog.reject(self.version_id, check_rows, error)
         serving = self.catalog.current(self.spec.name, self.identity.partition_key)
-        return GateOutcome(self.version, False, checks, serving.version_id if serving else None, error=error)
+        serving_id = serving.version_id if serving else None
+        self._tell(AttemptStage.REJECTED, checks, error=error, serving_version_id=serving_id)
+        return GateOutcome(self.version, False, checks, serving_id, error=error)
 
     def abandon_if_unfinished(self, reason: str) -> None:
         """Called when the step raises before concluding; the version never becomes visible."""
@@ -166,7 +181,8 @@ class Gate:
         try:
             state = self.catalog.get(self.version_id).state
             if VersionState(state) in IN_PROGRESS:
-                self.catalog.abandon(self.version_id, reason[:2000])
+                self.version = self.catalog.abandon(self.version_id, reason[:2000])
+                self._tell(AttemptStage.ABANDONED, error=reason)
         except NotFound:
             pass
 

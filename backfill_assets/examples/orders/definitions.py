@@ -10,6 +10,8 @@ import pandas as pd
 from pydantic import Field
 
 from backfill_assets import (
+    AccessPolicy,
+    CleanupPolicy,
     backfill_definitions,
     gated_asset,
     matches_schema,
@@ -151,8 +153,13 @@ def revenue_alert(interval, daily_revenue: pd.DataFrame) -> dict:
     return transforms.revenue_alert_payload(daily_revenue, interval.key)
 
 
-def orders_definitions(executor: dg.ExecutorDefinition | None = None) -> dg.Definitions:
-    """The orders code location; ``executor`` runs its steps (``on_celery`` passes Celery's).
+def orders_definitions(
+    executor: dg.ExecutorDefinition | None = None, access: AccessPolicy | None = None,
+    cleanup: CleanupPolicy | None = None,
+) -> dg.Definitions:
+    """The orders code location; ``executor`` runs its steps (``on_celery`` passes Celery's); ``access`` says who
+    may approve side effects and overrides and decide handoffs besides the owners (none listed: anyone named),
+    ``cleanup`` how long the ``backfill_cleanup`` sensor keeps non-current versions' files.
 
     A demo: its data assets take deliberate defects (``with_defects``), so the demo and its tests make a blocking
     check fail for real; a production code location passes its assets as they are."""
@@ -160,6 +167,8 @@ def orders_definitions(executor: dg.ExecutorDefinition | None = None) -> dg.Defi
         assets=with_defects(raw_orders, order_facts, daily_revenue, customer_snapshot, revenue_alert),
         resources={"orders_source": OrdersSource(), "alert_sink": AlertSink()},
         executor=executor,
+        access=access,
+        cleanup=cleanup,
     )
 
 

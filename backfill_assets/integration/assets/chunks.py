@@ -17,12 +17,13 @@ import dagster as dg
 
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import BackfillError
+from backfill_assets.engine.model.gates import pool_for
 from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
 from backfill_assets.engine.model.identity import validate_partition_key
 from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.integration.assets.dashboard import day_events
-from backfill_assets.integration.assets.gated import SOURCE_POOL, gate_one
+from backfill_assets.integration.assets.gated import gate_one
 from backfill_assets.integration.assets.user_config import step_config, with_user_fields
 from backfill_assets.integration.resources import BACKFILL_RESOURCE
 from backfill_assets.integration.runs.dagster_adapter import report_materialization_planned
@@ -124,7 +125,7 @@ def build_chunk_op(
         name=op_name(spec.name),
         ins={f"after_{u}": dg.In(dg.Nothing) for u in upstream_in_chunk},
         out=dg.Out(dg.Nothing),
-        pool=SOURCE_POOL if not spec.upstream else None,
+        pool=pool_for(spec.pool, spec.upstream),
         retry_policy=dg.RetryPolicy(max_retries=2, delay=1),
         description=f"Write, audit and publish {spec.name}, {walk}, for the days of this chunk.",
         required_resource_keys={BACKFILL_RESOURCE, *spec.resources},

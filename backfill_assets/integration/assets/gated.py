@@ -2,7 +2,9 @@
 
 
 import json
+import uuid
 import warnings
+from contextlib import AbstractContextManager, nullcontext
 from typing import Callable
 
 import dagster as dg
@@ -11,12 +13,15 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.day_order import DayOrder, declared_order, runs_serially, why_order, why_serial
 from backfill_assets.engine.model.errors import BackfillError
+from backfill_assets.engine.model.gates import pool_for, validate_target_limits, validate_target_timing
 from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
 from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.store.target_slots import SlotHolder, TargetSlots
 from backfill_assets.engine.wap.audit import check_names
 from backfill_assets.engine.wap.compute import compute
 from backfill_assets.engine.wap.faults import AFTER_EVENT, fault_point
 from backfill_assets.engine.wap.gate import Gate, GateOutcome, earlier_publish, serving_again
+from backfill_assets.engine.wap.target_lease import Lease, TargetQuota, write_slot
 from backfill_assets.integration.assets.admission import admission_skip, frozen_code_version
 from backfill_assets.integration.assets.dashboard import (
     CHECK_SPEC_NOTE,
@@ -28,11 +33,12 @@ from backfill_assets.integration.assets.dashboard import (
     rejection_observation,
 )
 from backfill_assets.integration.assets.partitions import daily_partitions_for
+from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
 from backfill_assets.integration.assets.user_config import StepConfig, step_config, with_user_fields
+from backfill_assets.integration.lineage import lineage_observers
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.runs.run_identity import computation_of, identity_from_context, logical_run_for
 
-SOURCE_POOL = "source_system"
 # A run in one of these may not publish: it was asked to stop, or was marked cancelled without its worker's
 # confirmation (`request cancel` when its code server did not answer), and its worker is still going.
 STOPPED_RUN_STATUSES = (dg.DagsterRunStatus.CANCELING, dg.DagsterRunStatus.CANCELED)
@@ -156,6 +162,7 @@ def gate_one(
         # Read again just before the publish CAS: a run marked cancelled while it computed (its code server did
         # not answer the termination, so nothing interrupted this worker) abandons its version instead.
         publish_guard=stopped,
+        observers=lineage_observers(context, backfill),
     )
     gate.begin()
     context.log.info(f"writing {gate.version_id} identity={json.dumps(gate.labels(), sort_keys=True)}")
@@ -163,8 +170,11 @@ def gate_one(
         computed = compute(
             gate, graph, user_resources(context, spec), user_config.instance if user_config is not None else None
         )
-        checks = gate.write_and_audit(computed.frame, computed.available, computed.source_fingerprint)
-        outcome = gate.conclude(checks)
+        with target_write_slot(context, spec, backfill, key) as lease:
+            if lease is not None:  # a lease lost before the publish means another step now writes in its slot
+                gate.publish_guard = lambda: stopped() or lease.lost()
+            checks = gate.write_and_audit(computed.frame, computed.available, computed.source_fingerprint)
+            outcome = gate.conclude(checks)
     except BackfillError as exc:
         gate.abandon_if_unfinished(str(exc))
         # Not a transient fault: retrying cannot help, so no new attempt.
@@ -178,6 +188,24 @@ def gate_one(
     else:
         context.log.error(_rejection(spec, key, outcome))
     return outcome
+
+
+def target_write_slot(
+    context, spec: DeclaredAsset, backfill: BackfillResource, key: str
+) -> AbstractContextManager[Lease | None]:
+    """A write slot of the asset's target (``gated_asset(target=...)``) for this day, or nothing to hold."""
+    if spec.target is None:
+        return nullcontext()
+    limits = validate_target_limits(backfill.target_limits, {spec.name: spec.target})
+    validate_target_timing(backfill.target_lease_seconds, backfill.target_wait_seconds)
+    quota = TargetQuota(spec.target, limits[spec.target], backfill.target_lease_seconds, backfill.target_wait_seconds)
+    try:
+        priority = int(context.run.tags.get(T.DAGSTER_PRIORITY, "0"))
+    except ValueError:  # Dagster reads a bad priority tag as 0 too
+        priority = 0
+    who = SlotHolder(uuid.uuid4().hex, priority, context.run.run_id, spec.name, key)
+    context.log.info(f"{spec.name} {key}: taking a write slot of target {spec.target} (limit {quota.limit})")
+    return write_slot(TargetSlots(backfill.catalog()), quota, who)
 
 
 def _rejection(spec: DeclaredAsset, key: str, outcome: GateOutcome) -> str:
@@ -278,7 +306,7 @@ def build_gated_asset(
         check_specs=check_specs_for(spec, partitions_def),
         can_subset=True,
         required_resource_keys={BACKFILL_RESOURCE, *spec.resources},
-        pool=SOURCE_POOL if not spec.upstream else None,
+        pool=pool_for(spec.pool, spec.upstream),
         # Technical faults (lost connection, killed worker) get a new attempt of the same logical run;
         # rejections and planning errors raise Failure(allow_retries=False).
         retry_policy=dg.RetryPolicy(max_retries=2, delay=1),
@@ -287,6 +315,8 @@ def build_gated_asset(
         del config  # read as the op's config by step_config, beside the library's own (none)
         backfill = getattr(context.resources, BACKFILL_RESOURCE)
         user_config = step_config(context.op_execution_context.op_config, config_class)
+        # A broker hands a dead worker's step to another worker: bounded, or a step that kills workers loops.
+        refuse_after_lost_workers(context, backfill.catalog(), spec.name, context.partition_keys)
         if len(context.partition_keys) > 1:
             yield from _run_batch(context, graph, spec, backfill, user_config)
         else:

@@ -4,6 +4,7 @@ most once per idempotency key through the catalog's outbox, however often the st
 import dagster as dg
 
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.access import AccessPolicy
 from backfill_assets.engine.model.cells import Skip
 from backfill_assets.engine.model.graph import INTERVAL_ARG, AssetGraph, DeclaredAsset, call_with
 from backfill_assets.engine.plan.admission import is_launched_from_dagster
@@ -11,6 +12,7 @@ from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.outbox import idempotency_key, send_once
 from backfill_assets.integration.assets.gated import user_resources
 from backfill_assets.integration.assets.partitions import daily_partitions_for
+from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
 from backfill_assets.integration.resources import BACKFILL_RESOURCE
 from backfill_assets.integration.runs.run_identity import lane_from_tags, request_id_from_tags
 
@@ -18,12 +20,19 @@ PAYLOAD_ARG = "payload"
 KEY_ARG = "idempotency_key"
 
 
-def side_effect_authorized(run_tags: dict[str, str], asset: str) -> bool:
-    """Backfill runs may act on the outside world only when the request named the asset and an approver."""
+def unauthorized_side_effect(run_tags: dict[str, str], asset: str, access: AccessPolicy) -> str | None:
+    """Why a backfill run may not act on the outside world, or None when it may: the request (or the launch tags
+    of a run started from Dagster) must name the asset and an approver the code location's ``AccessPolicy``
+    allows. Checked when the step runs, so a name taken off the list stops runs already queued."""
     if lane_from_tags(run_tags) != T.LANE_BACKFILL:
-        return True
+        return None
     allowed = {a.strip() for a in run_tags.get(T.ALLOW_SIDE_EFFECTS, "").split(",") if a.strip()}
-    return asset in allowed and bool(run_tags.get(T.APPROVED_BY))
+    approver = (run_tags.get(T.APPROVED_BY) or "").strip()
+    if asset not in allowed or not approver:
+        return "side effect not authorized"
+    if not access.may_approve(approver):
+        return f"side effect not authorized: {approver!r} is not an approver ({', '.join(access.approvers)})"
+    return None
 
 
 def build_side_effect_asset(spec: DeclaredAsset, graph: AssetGraph) -> dg.AssetsDefinition:
@@ -41,6 +50,8 @@ def build_side_effect_asset(spec: DeclaredAsset, graph: AssetGraph) -> dg.Assets
         output_required=False,
     )
     def _side_effect(context: dg.AssetExecutionContext):
+        catalog = getattr(context.resources, BACKFILL_RESOURCE).catalog()
+        refuse_after_lost_workers(context, catalog, spec.name, [context.partition_key])
         result = _deliver(context, graph, spec)
         if result is not None:
             yield result
@@ -52,15 +63,16 @@ def _deliver(context: dg.AssetExecutionContext, graph: AssetGraph, spec: Declare
     backfill = getattr(context.resources, BACKFILL_RESOURCE)
     run_tags = dict(context.run.tags)
     key = context.partition_key
-    if not side_effect_authorized(run_tags, spec.name):
+    refusal = unauthorized_side_effect(run_tags, spec.name, graph.access)
+    if refusal is not None:
         if is_launched_from_dagster(run_tags):
-            reason = f"side effect not authorized (needs tags {T.ALLOW_SIDE_EFFECTS}={spec.name} and {T.APPROVED_BY})"
+            reason = f"{refusal} (needs tags {T.ALLOW_SIDE_EFFECTS}={spec.name} and {T.APPROVED_BY})"
             Admissions(backfill.catalog()).record_skip(context.run.run_id, spec.name, key, Skip(reason))
             context.log.info(f"{spec.name} {key}: not run — {reason}")
             return None
         raise dg.Failure(
             description=(
-                f"{spec.name} {key}: side effect not authorized for this backfill "
+                f"{spec.name} {key}: {refusal} for this backfill "
                 f"(needs --allow-side-effects {spec.name} --approved-by NAME)"
             )
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from typing import Iterable
 
 import dagster as dg
 
@@ -48,6 +49,9 @@ FORCED_MESSAGE = (
     "Backfill request cancelled: {why}, so the run was marked canceled without its run worker's confirmation "
     "(as Dagster's force termination does). Its worker may still be running; it cannot publish."
 )
+
+# Dagster's own force termination (the UI's "force termination", dagster-graphql's ``_force_mark_as_canceled``).
+DAGSTER_FORCED_MESSAGE = "forcibly marked as canceled"
 
 
 @dataclass
@@ -154,7 +158,7 @@ def _stop_runs(
                 # Being submitted to the queue, or terminating, for too long: its sensor tick died, or its
                 # worker will never confirm.
                 forced[run.run_id] = f"it was still {run.status.value} after {STUCK_SECONDS:g} s"
-                _force(instance, run.run_id, forced[run.run_id])
+                force_cancel(instance, run.run_id, forced[run.run_id])
         answers = _ask_to_cancel(instance, {
             r.run_id: max(terminate_timeout, QUEUED_CANCEL_TIMEOUT_SECONDS)
             if r.status == dg.DagsterRunStatus.QUEUED else terminate_timeout
@@ -166,7 +170,7 @@ def _stop_runs(
                 acted.add(run_id)
             elif error is not None:
                 forced[run_id] = error
-                _force(instance, run_id, error)
+                force_cancel(instance, run_id, error)
             # Answered False: nothing to cancel yet (a launch in progress); the next round gets it.
         acted.update(forced)
         time.sleep(POLL_SECONDS)
@@ -215,10 +219,28 @@ def _ask_to_cancel(
     return {run_id: answers.get(run_id, (False, no_answer(run_id))) for run_id in timeouts}
 
 
-def _force(instance: dg.DagsterInstance, run_id: str, why: str) -> None:
+def force_cancel(instance: dg.DagsterInstance, run_id: str, why: str) -> None:
     """Mark the run cancelled in Dagster's run storage, as the UI's force termination does (dagster-graphql's
     ``_force_mark_as_canceled``): the run counts as finished, frees its queue slots, and its step refuses to
     publish should its worker still be running (``gated.py`` re-reads the run's status before publishing)."""
     run = instance.get_run_by_id(run_id)
     if run is not None and not run.is_finished:
         instance.report_run_canceled(run, message=FORCED_MESSAGE.format(why=why))
+
+
+def forced_cancels(instance: dg.DagsterInstance, runs: Iterable[dg.DagsterRun]) -> frozenset[str]:
+    """The runs of ``runs`` that were marked cancelled without their worker's confirmation: their cancellation is
+    ours (``FORCED_MESSAGE``) or Dagster's force termination, or Dagster ended them FAILURE after it (their worker's
+    job failure came after the mark; a confirmed cancellation ends CANCELED). One query per run given: give only
+    CANCELED runs and the FAILURE runs of cancelled cells."""
+    forced = set()
+    ours = FORCED_MESSAGE.split("{why}")[0]
+    for run in runs:
+        records = instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.RUN_CANCELED, limit=5).records
+        messages = [r.event_log_entry.message or "" for r in records]
+        if messages and (
+            run.status == dg.DagsterRunStatus.FAILURE
+            or any(m.startswith(ours) or DAGSTER_FORCED_MESSAGE in m for m in messages)
+        ):
+            forced.add(run.run_id)
+    return frozenset(forced)

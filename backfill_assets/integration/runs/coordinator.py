@@ -25,6 +25,7 @@ from typing import Any, Mapping
 import dagster as dg
 
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.gates import team_of_request
 from backfill_assets.engine.model.request_model import MAX_ACTIVE_LIMIT
 from backfill_assets.engine.plan.admission import (
     DEFAULT_LAUNCH_MAX_ACTIVE,
@@ -32,7 +33,11 @@ from backfill_assets.engine.plan.admission import (
     is_launched_from_dagster,
 )
 from backfill_assets.engine.plan.pacing import declared_pacing, paced_order, pacing_tags, released_partitions
-from backfill_assets.integration.runs.dagster_adapter import backfill_partitions, workspace_asset_tags
+from backfill_assets.integration.runs.dagster_adapter import (
+    backfill_partitions,
+    workspace_asset_owners,
+    workspace_asset_tags,
+)
 from backfill_assets.integration.runs.waker import current_waker
 
 DEFAULT_MAX_ACTIVE_FIELD = "default_max_active"
@@ -134,6 +139,8 @@ class BackfillRunCoordinator(dg.QueuedRunCoordinator):
             adopted_request_id(backfill_id), run.tags, partition, partitions, serial, self.default_max_active,
             declared,
         )
+        # Charged to a team like a request's runs, so the run queue's per-team limit holds for UI backfills too.
+        tags[T.TEAM] = team_of_request(workspace_asset_owners(context.workspace, run.asset_selection or ()))
         _, ordered = paced_order(run.tags, partitions, serial, self.default_max_active, declared)
         return ordered, tags
 

@@ -6,12 +6,15 @@ from typing import Iterable
 
 import dagster as dg
 
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.states import IN_PROGRESS, VersionState
 from backfill_assets.engine.plan.reconcile import GAP_NO_MATERIALIZATION, Report, reconcile
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.storage import Warehouse
+from backfill_assets.integration.runs.cancel import forced_cancels
 from backfill_assets.integration.runs.runs import runs_of_request, status_name
 
 
@@ -58,17 +61,29 @@ def request_report(
 ) -> Report:
     """The request's reconcile report with Dagster's facts (run statuses, materializations); ``warehouse``
     re-hashes its published files. For ``reconcile`` and the ``backfill_report`` job alike."""
-    ledger_cells = [c.key for c in Ledger(catalog).cells(request_id)]
-    own_runs = [r.run_id for r in runs_of_request(instance, request_id)]
+    cells = Ledger(catalog).cells(request_id)
+    runs = runs_of_request(instance, request_id)
     version_runs = [v.dagster_run_id for v in catalog.versions_of_request(request_id)]
     return reconcile(
         catalog,
         request_id,
         graph,
-        run_status_of=run_status_lookup(instance, own_runs + version_runs),
-        materialized_version_ids=materialized_version_ids(instance, ledger_cells),
+        run_status_of=run_status_lookup(instance, [r.run_id for r in runs] + version_runs),
+        materialized_version_ids=materialized_version_ids(instance, [c.key for c in cells]),
         warehouse=warehouse,
+        forced_cancels=forced_cancels(instance, _maybe_forced(runs, cells)),
     )
+
+
+def _maybe_forced(runs: list[dg.DagsterRun], cells: list[Cell]) -> list[dg.DagsterRun]:
+    """The runs whose cancellation may have been forced: CANCELED ones, and FAILURE ones of cancelled cells (a
+    forced run's worker can end it FAILURE after the mark); not every failed run of a request."""
+    of_cancelled_cells = {c.dagster_run_id for c in cells if c.decision == M.CELL_CANCELLED}
+    return [
+        r for r in runs
+        if r.status == dg.DagsterRunStatus.CANCELED
+        or (r.status == dg.DagsterRunStatus.FAILURE and r.run_id in of_cancelled_cells)
+    ]
 
 
 def repair(instance: dg.DagsterInstance, catalog: Catalog, report: Report) -> list[dict[str, str]]:

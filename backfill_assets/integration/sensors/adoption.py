@@ -15,6 +15,7 @@ from backfill_assets.engine.plan.driver_tick import code_version_block
 from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.integration.launching_user import DAGSTER_PLUS_USER_TAG, launching_user
 from backfill_assets.integration.request_jobs import ADOPTED_STAGE, CLOSED_STAGE, report_run_request
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.coordinator import paced_max_active, release_stale_holds
@@ -42,7 +43,8 @@ def adopt_and_track(
         if not ledger.exists(request_id):
             if info.tags.get(T.REQUEST_ID):
                 continue  # launched by our own driver under a request of its own
-            spec = adopted_spec(graph, info.cells, info.tags, info.user, paced_max_active(instance))
+            launched_by = launching_user({**info.tags, **({DAGSTER_PLUS_USER_TAG: info.user} if info.user else {})})
+            spec = adopted_spec(graph, info.cells, info.tags, info.user, paced_max_active(instance), launched_by)
             # As `request create` says it: the run queue may let fewer of its runs execute than max_active.
             note = QueueLimits(*run_queue_limits(instance), "the instance's run queue").concurrency(spec).note
             adopting.freeze(spec, left_out={}, request_id=request_id, message=note)

@@ -7,6 +7,7 @@ import dagster as dg
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.gates import team_of_request, upstream_first
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.plan.driver_tick import FINISHED_RUN_STATUSES, Submission, tick
@@ -57,8 +58,14 @@ def run_config_for(graph: AssetGraph, submission: Submission) -> dict:
     return {"ops": {asset: {"config": dict(config)} for asset, config in submission.configs.items() if config}}
 
 
+def team_for(graph: AssetGraph, record: RequestRecord) -> str:
+    """The team the request's runs are charged to (``engine/model/gates.py``): the run queue's per-team limit."""
+    requested = upstream_first([a for a in record.spec.assets if a in graph], {s.name: s.upstream for s in graph})
+    return team_of_request((a, graph[a].owners) for a in requested)
+
+
 def run_request_for(graph: AssetGraph, record: RequestRecord, submission: Submission) -> dg.RunRequest:
-    tags = run_tags_for(record)
+    tags = run_tags_for(record) | {T.TEAM: team_for(graph, record)}
     if submission.slot is not None:
         tags[T.SLOT] = f"{record.request_id}/{submission.slot}"
     if submission.batched:
@@ -108,9 +115,11 @@ def drive_request(
     submitted = {c.run_key for c in cells if c.decision == M.SUBMITTED}
     settling = [v.run_id for k, v in runs_by_key.items() if k in submitted and v.status in FINISHED_RUN_STATUSES]
     by_run: dict[tuple[str, str, str], str] = {}
+    errors: dict[tuple[str, str, str], str | None] = {}
     if settling:
         for v in catalog.versions_of_dagster_runs(settling):
             by_run[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
+            errors[(v.asset, v.partition_key, v.dagster_run_id)] = v.error
     pending = [c.key for c in sorted(cells, key=lambda c: c.ordinal) if c.decision == M.PENDING]
     result = tick(
         graph,
@@ -124,6 +133,7 @@ def drive_request(
         cascade_confirmed=record.confirmed_at is not None,
         hold_open=downstream_hold(catalog, record),
         queue_ahead=enforces_one_run_per_tag_value(instance, T.SLOT),
+        version_error_of=lambda a, p, run_id: errors.get((a, p, run_id)),
     )
     # Record decisions before the run requests leave the sensor: a crash in between is healed by re-requesting
     # the same run keys next tick, never by submitting twice.

@@ -11,7 +11,7 @@ from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.plan.propagation import PROPAGATION_CURSOR, plan_propagation
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.cursors import read_cursor, write_cursor
-from backfill_assets.engine.store.handoffs import DEFAULT_WINDOW, Handoffs
+from backfill_assets.engine.store.handoffs import DEFAULT_WINDOW, UNOWNED, Handoffs
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.wakeup import wake_daemon
 from backfill_assets.integration.resources import BackfillResource
@@ -52,7 +52,7 @@ def propagate_once(graph: AssetGraph, catalog: Catalog) -> dict[str, int]:
         added += ledger.add_cells(request_id, cells, origin=CellOrigin.CASCADE, reopen=True)
     for (request_id, asset), partitions in plan.handoffs.items():
         window = timedelta(seconds=request_of(request_id).spec.conf.get("handoff_window_seconds", 0)) or DEFAULT_WINDOW
-        handoffs.offer(request_id, asset, ", ".join(graph[asset].owners) or "unowned", partitions, now, window)
+        handoffs.offer(request_id, asset, ", ".join(graph[asset].owners) or UNOWNED, partitions, now, window)
     expired = handoffs.expire(now)
     if plan.cursor != cursor:
         write_cursor(catalog, PROPAGATION_CURSOR, plan.cursor)

@@ -6,7 +6,8 @@ the woken daemon loops, the SQLite event log, run and schedule storage keeping t
 the SQLite and PostgreSQL event logs giving a pool slot freed while a step registered for it to that step
 (``pool_claims.py``; PostgreSQL's in ``postgres_event_log.py``, named by deploy/'s dagster.yaml files), and the
 PostgreSQL run storage adding a run and its tags in one transaction (``postgres_run_storage.py``: a restart between
-Dagster's two inserts left a run invisible to every tag query, so its cell was requested and published twice).
+Dagster's two inserts left a run invisible to every tag query, so its cell was requested and published twice), and
+a Pipes session inside a gated step leaving the step's events to the gate (``pipes_sessions.py``).
 
 Dagster 1.13 has no public API that lists backfills with their target partitions; ``DagsterInstance .get_backfills``
 returns ``PartitionBackfill`` objects whose classes live in ``dagster._core.execution.backfill``. A check evaluation
@@ -37,6 +38,7 @@ from .backfills import (
     enforces_one_run_per_tag_value,
     list_backfills,
     run_queue_limits,
+    workspace_asset_owners,
     workspace_asset_tags,
 )
 from .daemon_loops import (
@@ -53,6 +55,7 @@ from .events import (
     materialization_of_version,
     report_materialization_planned,
 )
+from .pipes_sessions import events_left_to_the_gate
 from .pool_claims import AssignsFreedPoolSlots
 from .run_worker import (
     RUN_WORKER_MODULES,
@@ -81,6 +84,7 @@ __all__ = [
     "BackfillInfo",
     "list_backfills",
     "backfill_partitions",
+    "workspace_asset_owners",
     "workspace_asset_tags",
     "cancel_backfill",
     "run_queue_limits",
@@ -110,4 +114,5 @@ __all__ = [
     "SqliteRunStorageKeepingConnections",
     "SqliteScheduleStorageKeepingConnections",
     "AssignsFreedPoolSlots",
+    "events_left_to_the_gate",
 ]

@@ -96,6 +96,16 @@ def workspace_asset_tags(workspace, asset_keys) -> dict[str, dict[str, str]]:
     return {key.to_user_string(): dict(graph.get(key).tags or {}) for key in asset_keys if graph.has(key)}
 
 
+def workspace_asset_owners(workspace, asset_keys) -> list[tuple[str, tuple[str, ...]]]:
+    """(asset, owners) of ``asset_keys``, upstream first, as the run coordinator's workspace knows them."""
+    graph, wanted = workspace.asset_graph, set(asset_keys)
+    return [
+        (key.to_user_string(), tuple(graph.get(key).owners or ()))
+        for key in graph.toposorted_asset_keys
+        if key in wanted
+    ]
+
+
 def cancel_backfill(instance: dg.DagsterInstance, backfill_id: str) -> str | None:
     """Ask Dagster's backfill daemon to cancel a backfill, as the UI's "Cancel backfill" does (status CANCELING:
     it launches nothing more and terminates the backfill's runs). Returns the status now, None if unknown."""
