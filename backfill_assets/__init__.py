@@ -19,6 +19,9 @@ if TYPE_CHECKING:
         AccessPolicy,
         CleanupPolicy,
     )
+    from backfill_assets.engine.model.day_order import (
+        DayOrder,
+    )
     from backfill_assets.engine.model.errors import (
         BackfillError,
         CatalogSchemaMismatch,
@@ -114,6 +117,7 @@ _PUBLIC = {
     "TargetBusy": "backfill_assets.engine.model.errors",
     "sql_engine": "backfill_assets.engine.store.db",
     "retry_transient": "backfill_assets.engine.store.db",
+    "DayOrder": "backfill_assets.engine.model.day_order",
     "STRING": "backfill_assets.engine.model.graph",
     "FLOAT": "backfill_assets.engine.model.graph",
     "INT": "backfill_assets.engine.model.graph",
@@ -156,6 +160,7 @@ __all__ = [
     "CatalogSchemaMismatch",
     "CleanupPolicy",
     "ClearInput",
+    "DayOrder",
     "DownstreamPolicy",
     "FLOAT",
     "INT",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from types import SimpleNamespace
 
 import click
 
@@ -11,6 +12,7 @@ from backfill_assets.engine.model.errors import InvalidInput, NotFound
 from backfill_assets.engine.model.graph import DeclaredAsset
 from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import in_zone
+from backfill_assets.engine.model.logical_run import differences
 from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.outbox import deliveries
 from backfill_assets.engine.store.tries import cell_tries
@@ -78,7 +80,10 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
     # --cell`, so the two agree. The cell's skip mark is the cell's own (backfill-assets skip).
     asked = {t["version_id"]: t for t in cell_tries(catalog, asset, partition) if t["version_written"]}
     skip_mark = catalog.skip_marks([(asset, partition)]).get((asset, partition))
+    previous_row: dict | None = None
     for row in rows:
+        row["run_note"] = run_note(row, previous_row)
+        previous_row = row
         who = asked[row["version_id"]]  # read after the versions: every one of them is there
         row["requested_by"], row["request_reason"] = who["requested_by"], who["request_reason"]
         row["overrides"] = who["overrides"]
@@ -110,6 +115,10 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
                 f"  sha256 {(r['sha256'] or '-')[:12]}  code {r['code_version']}  worker {r.get('worker') or '-'}"
             )
             click.echo(
+                f"    run {r['logical_run_id']} attempt {r['attempt_no']} (Dagster run {r['dagster_run_id']})"
+                f"  params {r['params_digest']}  — {r['run_note']}"
+            )
+            click.echo(
                 f"    requested {r['requested_at'] or '-'}  started {r['started_at'] or '-'}"
                 f"  ended {r['ended_at'] or '-'}  published {r['published_at'] or '-'}"
             )
@@ -125,6 +134,18 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
                 click.echo(f"    override: {o['action']} by {o['by']} at {o['at']}: {o['reason']}")
 
     emit(rows, as_json, human)
+
+
+def run_note(row: dict, previous: dict | None) -> str:
+    """How a version relates to the one before it in the cell: another attempt of the same computation, or a run
+    whose code or params differ (a re-execution that changed them is a new run, never attempt N+1)."""
+    if row["attempt_no"] and row["attempt_no"] > 1:
+        return f"attempt {row['attempt_no']} of the same computation"
+    if previous is None:
+        return "the cell's first computation"
+    before = SimpleNamespace(code_version=previous["code_version"], params_digest=previous["params_digest"])
+    changed = differences(before, row["code_version"], row["params_digest"])
+    return "a new run, computed as the one before" if changed == "nothing" else f"a new run: {changed}"
 
 
 def _deliveries(catalog, asset: str, partition: str, as_json: bool) -> None:

@@ -36,9 +36,12 @@ def request_options(command):
     """The options of every command that makes a request (``request create``, ``clear``): one definition, so both
     offer and validate the same."""
     options = [
-        click.option("--max-active", default=2, show_default=True, type=int,
-                     help="Runs of this request executing at once (the run queue may allow fewer: create says)."),
-        click.option("--order", default=M.Order.FORWARD.value, show_default=True, help=" | ".join(M.ORDERS)),
+        click.option("--max-active", default=None, type=int,
+                     help="Runs of this request executing at once (the run queue may allow fewer: create says). "
+                          "Default: 1 when an asset runs its days one at a time (parallel_days=False or depends on "
+                          "the past; more is refused), else 2."),
+        click.option("--order", default=None, help=" | ".join(M.ORDERS) + ". Default: the order the assets "
+                     "declare (a contradicting one is refused), else forward."),
         click.option("--partitions-per-run", default=M.AUTO, show_default=True, metavar="auto|K",
                      help="The most consecutive days of an asset one run takes (1 to "
                           f"{M.MAX_PARTITIONS_PER_RUN}; a depends-on-past asset's days run in order, one run at a "

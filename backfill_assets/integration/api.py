@@ -24,6 +24,7 @@ import dagster as dg
 
 from backfill_assets.engine.model.access import AccessPolicy, CleanupPolicy
 from backfill_assets.engine.model.asset_config import CONFIG_ARG
+from backfill_assets.engine.model.day_order import DayOrder, day_order
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.gates import validate_gate_name, validate_target_limits, validate_target_timing
 from backfill_assets.engine.model.graph import RESERVED_ARGS, RUN_ARG, AssetGraph, DeclaredAsset, parameter_names
@@ -84,11 +85,17 @@ def gated_asset(
     owners: Sequence[str] = (),
     group_name: str = DEFAULT_GROUP,
     config: type[dg.Config] | None = None,
+    order: DayOrder | str = DayOrder.ANY,
+    parallel_days: bool = True,
     pool: str | None = None,
     target: str | None = None,
 ) -> Callable[[Callable[..., Any]], BackfillAsset]:
     """A daily-partitioned data asset whose every run writes a new version, audits it and publishes it only if
     every audit passes.
+
+    ``order`` (``DayOrder``: any, forward, backward) and ``parallel_days`` (False: one day at a time) declare how a
+    backfill request may run its days; a request defaults to them and refuses an operator's contradicting choice
+    (a ``depends_on_past`` asset is forward and serial; docs/ASSETS.md).
 
     The decorated transform takes, by name: ``interval`` (the data interval), one published frame per upstream
     in ``deps``, ``previous`` (``depends_on_past`` only: its own previous interval, None on the first day),
@@ -139,12 +146,24 @@ def gated_asset(
             fingerprint=fingerprint,
             resources=_resources(asset_name, needs, upstream),
             config=asset_config,
+            **_declared_pace(asset_name, order, parallel_days, depends_on_past),
             pool=None if pool is None else validate_gate_name(pool, "pool", asset_name),
             target=None if target is None else validate_gate_name(target, "target", asset_name),
         )
         return BackfillAsset(spec, calendar, config)
 
     return decorate
+
+
+def _declared_pace(asset: str, order: object, parallel_days: object, depends_on_past: bool) -> dict[str, Any]:
+    """``order`` and ``parallel_days`` checked; a depends-on-past asset may not declare them otherwise."""
+    declared = day_order(order, asset)
+    if not isinstance(parallel_days, bool):
+        raise InvalidInput(f"{asset}: parallel_days must be True or False, not {parallel_days!r}")
+    if depends_on_past and declared == DayOrder.BACKWARD:
+        raise InvalidInput(f"{asset}: a depends_on_past asset runs forward (each day reads the one before); "
+                           "order=backward contradicts it")
+    return {"order": declared.value, "parallel_days": parallel_days}
 
 
 def side_effect_asset(

@@ -45,8 +45,12 @@ LAUNCHPAD_USER = "launchpad"
 class RequestOptionsConfig(dg.Config):
     """What a request made from the Launchpad takes besides its cells: pace, policies, conf, who and why."""
 
-    max_active: int = Field(default=2, description="Runs of this request executing at once.")
-    order: str = Field(default=M.Order.FORWARD.value, description=" | ".join(M.ORDERS))
+    max_active: Optional[int] = Field(
+        default=None, description="Runs of this request executing at once. Default: 1 when an asset runs its days "
+        "one at a time (parallel_days=False or depends on the past; more is refused), else 2.")
+    order: Optional[str] = Field(
+        default=None, description=" | ".join(M.ORDERS) + ". Default: the order the assets declare (a "
+        "contradicting one is refused), else forward.")
     # Any: Dagster config has no str-or-int type; parse_partitions_per_run validates it as `request create` does.
     partitions_per_run: Any = Field(
         default=M.AUTO,

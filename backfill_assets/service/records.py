@@ -105,6 +105,7 @@ class RequestPlan:
     def as_dict(self) -> dict[str, Any]:
         return {
             "dry_run": True, "code_version": self.code_version, "max_active": self.spec.effective_max_active,
+            "order": str(self.spec.order),
             "cells": [asdict(c) for c in self.cells], "partitions_per_run": self.spec.partitions_per_run,
             "partitions_per_run_mode": self.spec.partitions_per_run_mode,
             "runs": [{**asdict(r), "assets": list(r.assets)} for r in self.runs],

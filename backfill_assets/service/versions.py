@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.day_order import DayOrder, declared_pace
 from backfill_assets.engine.model.errors import NotFound, UnsafeName
 from backfill_assets.engine.model.identity import parse_version_id
 from backfill_assets.engine.model.intervals import utc_now
@@ -192,10 +193,12 @@ def consumer_cascade(
     graph = context.graph
     assets = tuple(graph.topological({a for a, _ in cells if a in graph}))
     partitions = tuple(sorted({p for _, p in cells}))
+    pace = declared_pace(graph, assets, refuse_conflict=False)  # what the assets declare; no operator here
     spec = M.RequestSpec(
-        assets=assets, partitions=partitions, reprocess=M.ReprocessPolicy.COMPLETED, max_active=2,
+        assets=assets, partitions=partitions, reprocess=M.ReprocessPolicy.COMPLETED,
+        max_active=pace.default_max_active, order=(pace.order or DayOrder.FORWARD).value,
         downstream=M.DownstreamPolicy.CASCADE, reason=f"{kind} cascade: {reason}", requested_by=context.user,
-        wait_for_overlap=True, serial=any(graph[a].depends_on_past for a in assets),
+        wait_for_overlap=True, serial=bool(pace.serial),
     )
     not_consumers = {(a, p): f"did not read {read}" for a in assets for p in partitions if (a, p) not in cells}
     return freeze(context, spec, {**spec.excluded_cells(graph), **not_consumers}).request_id

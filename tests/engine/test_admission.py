@@ -3,16 +3,19 @@ backfill's launch tags; the adoption sensor turns its skips into skipped cells w
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.cells import Cell, CellOrigin, Skip, SkipKind
 from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.plan.admission import admit, is_launched_from_dagster, launch_policy
 from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_spec, track_adopted
 from backfill_assets.engine.plan.driver_tick import RunView
-from backfill_assets.engine.plan.pacing import pacing_tags, released_partitions
+from backfill_assets.engine.plan.pacing import declared_pacing, pacing_tags, released_partitions
 from backfill_assets.engine.plan.planning import CREATE, SKIP, CellFacts
 from backfill_assets.examples.orders.domain import (
     CUSTOMER_SNAPSHOT,
@@ -122,11 +125,22 @@ def test_a_depends_on_past_asset_refuses_backward_order():
     assert admit({**UI, T.ORDER: "backward"}, GRAPH[ORDER_FACTS], CellFacts()).action == CREATE
 
 
+def test_a_launch_tag_contradicting_a_declaration_is_refused_naming_the_asset():
+    with pytest.raises(InvalidInput, match=f"tag {T.MAX_ACTIVE}=4 is refused: {CUSTOMER_SNAPSHOT} depends on the past"):
+        admit({**UI, T.MAX_ACTIVE: "4"}, GRAPH[CUSTOMER_SNAPSHOT], CellFacts())
+    backward_only = replace(GRAPH[ORDER_FACTS], order="backward", parallel_days=False)
+    with pytest.raises(InvalidInput, match=f"tag {T.ORDER}=forward is refused: {ORDER_FACTS} declares order=backward"):
+        admit({**UI, T.ORDER: "forward"}, backward_only, CellFacts())
+    with pytest.raises(InvalidInput, match="declares parallel_days=False, so its days run one at a time"):
+        admit({**UI, T.MAX_ACTIVE: "2"}, backward_only, CellFacts())
+    assert admit({**UI, T.ORDER: "backward", T.MAX_ACTIVE: "1"}, backward_only, CellFacts()).action == CREATE
+
+
 DAYS = ["2022-10-01", "2022-10-02", "2022-10-03", "2022-10-04", "2022-10-05"]
 
 
-def _paced(tags: dict, day: str, serial: bool = False) -> dict:
-    return pacing_tags("dg-abc", {**UI, **tags}, day, DAYS, serial, default_max_active=2)
+def _paced(tags: dict, day: str, serial: bool = False, declared: str | None = None) -> dict:
+    return pacing_tags("dg-abc", {**UI, **tags}, day, DAYS, serial, default_max_active=2, declared_order=declared)
 
 
 def test_backward_runs_newest_first_in_max_active_slots():
@@ -146,9 +160,20 @@ def test_forward_runs_oldest_first_and_max_active_sets_the_slots():
 
 
 def test_a_depends_on_past_backfill_has_one_slot_and_runs_forward():
-    paced = {d: _paced({T.MAX_ACTIVE: "4", T.ORDER: "backward"}, d, serial=True) for d in DAYS}
+    # The asset tags the coordinator reads: depends on the past, so serial and forward whatever the launch tags.
+    serial, declared = declared_pacing([{T.DEPENDS_ON_PAST: "true", T.DAY_ORDER: "forward"}, {T.DAY_ORDER: "any"}])
+    paced = {d: _paced({T.MAX_ACTIVE: "4", T.ORDER: "backward"}, d, serial, declared) for d in DAYS}
     assert {p[T.SLOT] for p in paced.values()} == {"dg-abc/0"}
     assert sorted(DAYS, key=lambda d: -int(paced[d][T.DAGSTER_PRIORITY])) == DAYS
+
+
+def test_a_backfill_without_order_tags_takes_the_order_and_pace_its_assets_declare():
+    serial, declared = declared_pacing([{T.DAY_ORDER: "backward", T.PARALLEL_DAYS: "false"}, {T.DAY_ORDER: "any"}])
+    assert (serial, declared) == (True, "backward")
+    paced = {d: _paced({}, d, serial, declared) for d in DAYS}
+    assert {p[T.SLOT] for p in paced.values()} == {"dg-abc/0"}
+    assert sorted(DAYS, key=lambda d: -int(paced[d][T.DAGSTER_PRIORITY])) == list(reversed(DAYS))
+    assert declared_pacing([{T.DAY_ORDER: "any", T.PARALLEL_DAYS: "true"}]) == (False, None)
 
 
 def test_a_bad_pacing_tag_paces_with_the_defaults():
@@ -163,6 +188,12 @@ def test_an_adopted_request_records_the_effective_pacing():
     assert adopted_spec(GRAPH, cells, {}, None, default_max_active=3).max_active == 3
     past = adopted_spec(GRAPH, tuple((CUSTOMER_SNAPSHOT, d) for d in DAYS), {}, None, default_max_active=2)
     assert past.serial and past.effective_max_active == 1
+    # Without tags, the declared order and pace: recorded as what the backfill runs with.
+    assert (past.max_active, past.order) == (1, "forward")
+    backward_only = replace(GRAPH[ORDER_FACTS], order="backward", parallel_days=False)
+    graph = AssetGraph(GRAPH.calendar, [backward_only if s.name == ORDER_FACTS else s for s in GRAPH])
+    declared = adopted_spec(graph, cells, {}, None, default_max_active=3)
+    assert (declared.max_active, declared.order, declared.serial) == (1, "backward", True)
     # An instance whose coordinator does not pace Dagster's backfills: the record does not claim it does.
     assert adopted_spec(GRAPH, cells, {T.MAX_ACTIVE: "1"}, None, default_max_active=None).max_active == 64
 

@@ -129,7 +129,7 @@ def test_a_code_version_change_blocks_the_request_before_anything_new_is_submitt
 
 
 def test_a_depends_on_past_asset_runs_one_day_at_a_time_and_stops_after_a_rejected_day(ledger):
-    rid = _request(ledger, assets=CUSTOMER_SNAPSHOT, max_active=4)
+    rid = _request(ledger, assets=CUSTOMER_SNAPSHOT)  # serial: max_active defaults to 1
     [first] = _tick(ledger, rid).submissions
     assert first.partition == DAYS[0]
     runs = {first.run_key: RunView("run-1", first.run_key, first.partition, "SUCCESS")}

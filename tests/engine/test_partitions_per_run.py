@@ -134,7 +134,7 @@ def test_one_per_run_plans_one_run_per_interval_and_a_chain_plans_runs_of_k_cons
     assert _runs(_spec(8, assets=CUSTOMER_SNAPSHOT, partitions_per_run=1)) == GRAPH.calendar.keys_between(
         FIRST, "2022-09-08")
     # Batched, the depends-on-past asset follows the chunk runs in runs of up to K days of its own, in order.
-    spec = _spec(8, assets=f"{RAW_ORDERS},{CUSTOMER_SNAPSHOT}", max_active=2, partitions_per_run=3)
+    spec = _spec(8, assets=f"{RAW_ORDERS},{CUSTOMER_SNAPSHOT}", partitions_per_run=3)
     assert _runs(spec) == ["2022-09-01..2022-09-03", "2022-09-04..2022-09-06", "2022-09-07..2022-09-08",
                            "2022-09-01..2022-09-03", "2022-09-04..2022-09-06", "2022-09-07..2022-09-08"]
     # auto: a 42-day chain is one run.

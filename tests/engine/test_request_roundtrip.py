@@ -17,7 +17,7 @@ NEWEST = "2022-10-31"
 
 @pytest.mark.parametrize("asked", [
     RequestInput(assets=[ORDER_FACTS, CUSTOMER_SNAPSHOT], from_day="2022-10-01", to_day="2022-10-05",
-                 reprocess="completed", max_active=3, downstream="cascade", confirm_cascade=True,
+                 reprocess="completed", max_active=1, downstream="cascade", confirm_cascade=True,
                  conf={"order_facts": {"usd_to_cny": 7.3}, "handoff_window_seconds": 60}, reason="FX fix\nsecond line",
                  requested_by="ana", wait_for_overlap=True),
     RequestInput(assets=[DAILY_REVENUE, REVENUE_ALERT], from_day="2022-10-01", to_day="2022-10-20",
@@ -30,9 +30,9 @@ def test_a_spec_reads_back_from_the_ledger_as_it_was_frozen(catalog, asked):
     assert Ledger(catalog).get(record.request_id).spec == spec
 
 
-def test_a_serial_request_keeps_its_max_active_and_runs_one_interval_at_a_time(catalog):
+def test_a_serial_request_defaults_to_one_interval_at_a_time_and_reads_back_so(catalog):
     spec = build_spec(GRAPH, NEWEST, RequestInput(assets=[CUSTOMER_SNAPSHOT], from_day="2022-10-01",
-                                                  to_day="2022-10-03", max_active=3))
+                                                  to_day="2022-10-03"))
     record = Ledger(catalog).create(M.new_request_id(utc_now()), spec, "code-1", {})
     read = Ledger(catalog).get(record.request_id).spec
-    assert (read.max_active, read.serial, read.effective_max_active) == (3, True, 1)
+    assert (read.max_active, read.serial, read.effective_max_active, read.order) == (1, True, 1, "forward")

@@ -95,3 +95,17 @@ def test_a_ui_backfill_does_not_publish_under_code_that_changed_since_its_adopti
         f"code version changed (frozen code-at-adoption, loaded {TEST_CODE_VERSION}); refusing to publish"
     )
     assert env.catalog.current(RAW_ORDERS, DAY).version_id == serving.version_id
+
+
+def test_a_launch_tag_contradicting_the_assets_declaration_computes_nothing_and_names_the_asset(env):
+    """A UI backfill's `backfill/max_active` above 1 for an asset whose days run one at a time is refused by its
+    step, naming the asset; without the tag, the adopted request records the declared pace."""
+    from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT
+
+    assert all(r.success for r in run_partitions(env.instance, [DAY], assets=[RAW_ORDERS, ORDER_FACTS]))
+    [bad] = run_partitions(env.instance, [DAY], assets=[CUSTOMER_SNAPSHOT], tags={**UI_BACKFILL, T.MAX_ACTIVE: "4"})
+    assert not bad.success
+    assert f"tag {T.MAX_ACTIVE}=4 is refused: {CUSTOMER_SNAPSHOT} depends on the past" in bad.failure
+    assert env.catalog.versions_of(CUSTOMER_SNAPSHOT, DAY) == []
+    spec = adopted_spec(GRAPH, ((CUSTOMER_SNAPSHOT, DAY),), {}, None, default_max_active=4)
+    assert (spec.max_active, spec.order, spec.serial) == (1, "forward", True)

@@ -61,3 +61,22 @@ def test_a_job_backfill_is_listed_with_its_cells_and_tags(env, home_instance):
     # A finished backfill is not cancelled again (its runs are the request's business), an unknown one is None.
     assert cancel_backfill(home_instance, info.backfill_id) == "COMPLETED"
     assert cancel_backfill(home_instance, "no-such-backfill") is None
+
+
+def test_a_job_backfill_without_pacing_tags_is_adopted_with_what_its_assets_declare(env, home_instance):
+    """Order in the definition through the UI's door: a Dagster backfill with no `backfill/order` or
+    `backfill/max_active` tag over a depends-on-past asset is adopted (the adoption sensor's own function, on the
+    instance the backfill was made on) as a request of max_active 1, forward — the declaration, not the run
+    coordinator's default of 2. (Its runs' queue order: tests/engine/test_admission.py, tests/e2e.)"""
+    from backfill_assets.engine.store.ledger import Ledger
+    from backfill_assets.integration.sensors.adoption import adopt_and_track
+
+    subprocess.run(
+        [dagster_bin("dagster"), "job", "backfill", "-m", CODE_LOCATION_MODULE, "-j", PRODUCTION_JOB,
+         "--partitions", ",".join(DAYS), "--noprompt"],
+        check=True, capture_output=True, timeout=120,
+    )
+    [info] = list_backfills(home_instance, defs.get_repository_def())
+    [adopted], _ = adopt_and_track(GRAPH, home_instance, defs.get_repository_def(), env.catalog)
+    spec = Ledger(env.catalog).get(adopted).spec
+    assert (spec.max_active, spec.order, spec.serial) == (1, "forward", True)

@@ -1,6 +1,9 @@
 """Definition-level facts: the graph, the blocking checks, the tags, the production trigger."""
 
+import re
+
 import dagster as dg
+import pytest
 
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.wap.audit import check_names
@@ -41,6 +44,36 @@ def test_side_effect_and_depends_on_past_are_tagged():
     assert nodes[REVENUE_ALERT].tags.get(T.SIDE_EFFECT) == "true"
     assert nodes["customer_snapshot"].tags.get(T.DEPENDS_ON_PAST) == "true"
     assert T.SIDE_EFFECT not in nodes["daily_revenue"].tags
+
+
+def test_the_declared_order_and_pace_show_on_the_dagster_asset():
+    nodes = _assets_by_key()
+    snapshot, revenue = nodes["customer_snapshot"], nodes["daily_revenue"]
+    assert (snapshot.tags[T.DAY_ORDER], snapshot.tags[T.PARALLEL_DAYS]) == ("forward", "false")
+    assert (revenue.tags[T.DAY_ORDER], revenue.tags[T.PARALLEL_DAYS]) == ("any", "true")
+    assert snapshot.metadata["backfill order"] == (
+        "days run forward only (depends on the past), one day at a time (depends on the past); "
+        "a request contradicting this is refused"
+    )
+
+
+def test_gated_asset_checks_its_declared_order_and_pace():
+    from backfill_assets import BusinessCalendar, DayOrder, InvalidInput, gated_asset
+
+    calendar = BusinessCalendar("UTC", "2022-01-03")
+
+    def declare(**flags):
+        return gated_asset(calendar=calendar, **flags)(lambda interval: None)
+
+    declared = declare(name="sessions", order=DayOrder.BACKWARD, parallel_days=False).spec
+    assert (declared.order, declared.parallel_days) == ("backward", False)
+    for flags, message in (
+        ({"order": "sideways"}, "order='sideways' is not one of any, forward, backward"),
+        ({"order": "backward", "depends_on_past": True}, "order=backward contradicts it"),
+        ({"parallel_days": "no"}, "parallel_days must be True or False"),
+    ):
+        with pytest.raises(InvalidInput, match=re.escape(message)):
+            declare(name="bad", **flags)
 
 
 def test_production_runs_in_the_production_lane_from_one_stopped_trigger():

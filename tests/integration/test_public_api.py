@@ -18,7 +18,8 @@ from tests.orders import DEFS
 
 PINNED = [
     "AccessPolicy", "Audit", "AuditResult", "BOOL", "BackfillAsset", "BackfillError", "BackfillResource", "Backfills",
-    "BusinessCalendar", "CatalogSchemaMismatch", "CleanupPolicy", "ClearInput", "DownstreamPolicy", "FLOAT", "INT",
+    "BusinessCalendar", "CatalogSchemaMismatch", "CleanupPolicy", "ClearInput", "DayOrder", "DownstreamPolicy",
+    "FLOAT", "INT",
     "IllegalTransition", "IntegrityError", "Interval", "InvalidField", "InvalidInput", "NotAuthorized", "NotFound",
     "Order", "PlanError", "PublishConflict", "RefusedField", "ReprocessPolicy", "RequestInput", "RequestSource",
     "RunContext", "STRING", "Settings", "StorageError", "TIMESTAMP", "TargetBusy", "UnsafeName", "audit",

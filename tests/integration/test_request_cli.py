@@ -86,6 +86,11 @@ BAD_INPUT = [
         id="backward-with-depends-on-past",
     ),
     pytest.param(
+        create_args(**{"--assets": f"{ORDER_FACTS},{CUSTOMER_SNAPSHOT}", "--max-active": "4"}),
+        f"--max-active 4 is refused: {CUSTOMER_SNAPSHOT} depends on the past, so its days run one at a time",
+        id="parallel-with-a-serial-asset",
+    ),
+    pytest.param(
         create_args(**{"--assets": f"{DAILY_REVENUE},{REVENUE_ALERT}", "--allow-side-effects": REVENUE_ALERT}),
         "--approved-by",
         id="side-effects-without-approver",
@@ -177,6 +182,14 @@ def test_reprocess_none_skips_a_cell_whose_run_failed_without_a_version_and_fail
     none = dry_run("none")
     assert none[FIRST].startswith("skip: has a run") and none[LAST] == "create: no run yet"
     assert dry_run("failed")[FIRST] == "create: latest run failed before writing a version"
+
+
+def test_order_and_max_active_left_out_are_what_the_assets_declare(env):
+    serial = json.loads(CliRunner().invoke(cli, create_args(**{"--assets": f"{ORDER_FACTS},{CUSTOMER_SNAPSHOT}"})
+                                           + ["--dry-run", "--json"], catch_exceptions=False).output)
+    assert (serial["max_active"], serial["order"]) == (1, "forward")
+    free = json.loads(CliRunner().invoke(cli, create_args() + ["--dry-run", "--json"], catch_exceptions=False).output)
+    assert (free["max_active"], free["order"]) == (2, "forward")
 
 
 def test_create_and_dry_run_state_the_concurrency_the_instance_really_allows(env):

@@ -11,7 +11,7 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.request_input import parse_conf_text
 from backfill_assets.engine.store.ledger import Ledger
-from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.request_jobs import (
     CLEAR_JOB,
     CLEAR_OP,
@@ -53,6 +53,18 @@ def test_a_dry_run_from_the_launchpad_shows_the_plan_and_writes_nothing(env):
     assert plan.startswith("### Dry run: nothing was written")
     assert f"| {DAYS[0]} | {ORDER_FACTS} | skip | latest attempt PUBLISHED |" in plan
     assert Ledger(env.catalog).list() == []
+
+
+def test_the_launchpad_defaults_to_the_declared_pace_and_refuses_a_contradiction_naming_the_asset(env):
+    refused = request(env, assets=[CUSTOMER_SNAPSHOT], max_active=4)
+    assert not refused.success
+    [failure] = [e for e in refused.all_events if e.is_step_failure]
+    message = failure.step_failure_data.user_failure_data.description
+    assert message.startswith(f"max_active 4 is refused: {CUSTOMER_SNAPSHOT} depends on the past"), message
+    assert Ledger(env.catalog).list() == []
+    assert request(env, assets=[CUSTOMER_SNAPSHOT]).success
+    [record] = Ledger(env.catalog).list()
+    assert (record.spec.max_active, record.spec.order, record.spec.serial) == (1, "forward", True)
 
 
 def test_a_request_from_the_launchpad_is_frozen_like_a_cli_request(env):

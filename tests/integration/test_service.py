@@ -117,8 +117,19 @@ def test_a_depends_on_past_asset_refuses_backward_order_naming_the_field(env, ba
     with pytest.raises(RefusedField) as error:
         backfills.plan(asked(assets=[CUSTOMER_SNAPSHOT], order="backward"))
     assert error.value.fields == ("order",)
-    assert str(error.value) == (f"order backward is refused: {CUSTOMER_SNAPSHOT} depends on the past and runs "
-                                "forward only")
+    assert str(error.value) == (f"order backward is refused: {CUSTOMER_SNAPSHOT} depends on the past, so the "
+                                "request runs forward; leave the order out to use it")
+
+
+def test_a_serial_asset_defaults_to_one_day_at_a_time_and_refuses_more_naming_the_asset(env, backfills):
+    """Order in the definition: the request takes what its assets declare, and refuses a contradiction."""
+    planned = backfills.plan(asked(assets=[ORDER_FACTS, CUSTOMER_SNAPSHOT]))
+    assert (planned.spec.max_active, planned.spec.order, planned.spec.serial) == (1, "forward", True)
+    with pytest.raises(RefusedField) as error:
+        backfills.plan(asked(assets=[ORDER_FACTS, CUSTOMER_SNAPSHOT], max_active=4))
+    assert error.value.fields == ("max_active",)
+    assert str(error.value).startswith(f"max_active 4 is refused: {CUSTOMER_SNAPSHOT} depends on the past")
+    assert Ledger(env.catalog).list() == []
 
 
 def test_each_surface_words_the_same_error_with_its_own_names_for_the_fields(env, backfills):

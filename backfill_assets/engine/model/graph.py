@@ -52,6 +52,10 @@ class DeclaredAsset:
     resources: tuple[str, ...] = ()  # resource keys the callables take by name
     # The asset's own run config (given by name as ``config``); None: the asset takes none.
     config: AssetConfig | None = None
+    # The order its days may run in ("any", "forward", "backward") and whether several may run at once
+    # (engine/model/day_order.py: a depends-on-past asset is forward and serial whatever it declares).
+    order: str = "any"
+    parallel_days: bool = True
     # Gates (engine/model/gates.py): the Dagster pool the step waits in (None: ``gates.pool_for``'s default for
     # its place in the graph) and the write target whose quota it shares (None: no quota).
     pool: str | None = None

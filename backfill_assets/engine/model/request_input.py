@@ -12,7 +12,8 @@ from datetime import date
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from backfill_assets.engine.model.errors import InvalidField, RefusedField
+from backfill_assets.engine.model.day_order import declared_pace, resolve_max_active, resolve_order
+from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import validate_person_name, validate_text
 from backfill_assets.engine.model.intervals import PARTITION_KEY_FORMAT, parse_day
@@ -42,8 +43,9 @@ class RequestOptions:
     """What a request takes besides its cells (pace, policies, conf, who and why): shared by ``RequestInput`` and
     ``clear``'s ``ClearInput``."""
 
-    max_active: int = 2
-    order: Order | str = Order.FORWARD
+    # None: what the request's assets declare (engine/model/day_order.py); a contradicting choice is refused.
+    max_active: int | None = None
+    order: Order | str | None = None
     partitions_per_run: int | str = AUTO
     downstream: DownstreamPolicy | str = DownstreamPolicy.NONE
     confirm_cascade: bool = False
@@ -79,9 +81,11 @@ def build_spec(graph: AssetGraph, newest_complete: str | None, asked: RequestInp
     selected = parse_assets(graph, asked.assets)
     reprocess = choice(ReprocessPolicy, asked.reprocess, "reprocess")
     downstream = choice(DownstreamPolicy, asked.downstream, "downstream")
-    order = choice(Order, asked.order, "order")
+    order = None if asked.order is None else choice(Order, asked.order, "order")
     max_active = asked.max_active
-    if not isinstance(max_active, int) or isinstance(max_active, bool) or not 1 <= max_active <= MAX_ACTIVE_LIMIT:
+    if max_active is not None and (
+        not isinstance(max_active, int) or isinstance(max_active, bool) or not 1 <= max_active <= MAX_ACTIVE_LIMIT
+    ):
         raise InvalidField("{max_active} {value!r} must be between 1 and {limit}", value=max_active,
                            limit=MAX_ACTIVE_LIMIT)
     if asked.only_failed and reprocess != ReprocessPolicy.FAILED:
@@ -101,10 +105,10 @@ def build_spec(graph: AssetGraph, newest_complete: str | None, asked: RequestInp
     # An asset a cascade adds to the request runs with the same conf as a selected one.
     reach = cascade_reach(graph, selected, downstream)
     spec_conf = validate_asset_sections(graph, check_conf(asked.conf), selected, CONF_KEYS, reach=reach)
-    past = [a for a in selected if graph[a].depends_on_past]
-    if order == Order.BACKWARD and past:
-        raise RefusedField("{order} backward is refused: {assets} depends on the past and runs forward only",
-                           assets=", ".join(past))
+    # The order and pace the selected assets declare (strictest wins); the operator's may repeat, not contradict.
+    pace = declared_pace(graph, selected)
+    order = Order(resolve_order(graph, pace, order))
+    max_active = resolve_max_active(graph, pace, max_active)
     per_run, per_run_mode = resolve_partitions_per_run(
         graph, selected, downstream, len(partitions), max_active, requested_per_run
     )
@@ -115,7 +119,7 @@ def build_spec(graph: AssetGraph, newest_complete: str | None, asked: RequestInp
         reason=validate_text((asked.reason or "").strip()[:MAX_REASON], "{reason}", MAX_REASON, line_breaks=True),
         requested_by=_clean_name(asked.requested_by, "requested_by") or "unknown",
         wait_for_overlap=bool(asked.wait_for_overlap), partitions_per_run=per_run,
-        partitions_per_run_mode=per_run_mode, serial=bool(past), only_failed=bool(asked.only_failed),
+        partitions_per_run_mode=per_run_mode, serial=bool(pace.serial), only_failed=bool(asked.only_failed),
     )
 
 

@@ -36,6 +36,10 @@ CHUNK_ASSETS = "backfill/chunk_assets"
 # Asset tag marking an asset whose step acts on the outside world.
 SIDE_EFFECT = "backfill/side_effect"
 DEPENDS_ON_PAST = "backfill/depends_on_past"
+# Asset tags: the order a request runs the asset's days in ("any", "forward", "backward") and whether several of
+# its days may run at once ("true" / "false"), as declared (engine/model/day_order.py).
+DAY_ORDER = "backfill/day_order"
+PARALLEL_DAYS = "backfill/parallel_days"
 
 LANE_PRODUCTION = "production"
 LANE_BACKFILL = "backfill"

@@ -8,6 +8,7 @@ from typing import Mapping
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.day_order import DayOrder, declared_order, runs_serially, why_order, why_serial
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import DeclaredAsset
 from backfill_assets.engine.plan.planning import SKIP, CellFacts, Decision, decide
@@ -67,12 +68,24 @@ def _max_active(value: str | None, default: int) -> int:
 def admit(run_tags: Mapping[str, str], asset: DeclaredAsset, facts: CellFacts) -> Decision:
     """Whether this step may compute the cell, and why (``planning.decide`` on the launch tags' policy)."""
     policy = launch_policy(run_tags)
-    if asset.depends_on_past and policy.order == M.Order.BACKWARD:
-        raise InvalidInput(
-            f"tag {T.ORDER}=backward is refused: {asset.name} depends on the past and runs forward only; "
-            "nothing was computed"
-        )
+    contradiction = contradicted_declaration(run_tags, asset)
+    if contradiction:
+        raise InvalidInput(f"{contradiction}; nothing was computed")
     decision = decide(policy, asset, facts)
     if decision.action == SKIP:
         return Decision(SKIP, f"{decision.reason} ({T.REPROCESS}={policy.reprocess})")
     return decision
+
+
+def contradicted_declaration(run_tags: Mapping[str, str], asset: DeclaredAsset) -> str | None:
+    """Why a Dagster backfill's order or max_active tag contradicts what ``asset`` declares, or None. Left out,
+    the tags take the declared order and pace (``adoption.adopted_spec``)."""
+    order = run_tags.get(T.ORDER)
+    declared = declared_order(asset)
+    if order and declared != DayOrder.ANY and order != declared.value:
+        return f"tag {T.ORDER}={order} is refused: {asset.name} {why_order(asset)}, so it runs {declared.value}"
+    max_active = (run_tags.get(T.MAX_ACTIVE) or "").strip()
+    if runs_serially(asset) and max_active.isdigit() and int(max_active) > 1:
+        return (f"tag {T.MAX_ACTIVE}={max_active} is refused: {asset.name} {why_serial(asset)}, so its days run one "
+                "at a time")
+    return None

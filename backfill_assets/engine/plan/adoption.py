@@ -8,6 +8,7 @@ from typing import Callable
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.cells import Cell, CellUpdate, Skip, SkipKind
+from backfill_assets.engine.model.day_order import DayOrder, declared_pace
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.plan.admission import launch_policy
@@ -44,16 +45,19 @@ def adopted_spec(
     except InvalidInput:
         # Its steps refuse the bad tag, naming it; the record keeps the defaults.
         policy = launch_policy({}, default)
-    past = any(graph[a].depends_on_past for a in assets)
+    # Order and pace the backfill's tags leave out are what its assets declare (a tag contradicting them is
+    # refused by each step's admission check, naming the asset).
+    pace = declared_pace(graph, assets, refuse_conflict=False)
     paced = default_max_active is not None
     side_effects = tuple(a for a in assets if graph[a].side_effect and a in policy.allow_side_effects)
     return M.RequestSpec(
         assets=assets,
         partitions=partitions,
         reprocess=policy.reprocess,
-        max_active=policy.max_active if paced else UNPACED_MAX_ACTIVE,
-        order=policy.order if paced else M.Order.FORWARD,
-        serial=past and paced,
+        max_active=_max_active(tags, policy.max_active, bool(pace.serial)) if paced else UNPACED_MAX_ACTIVE,
+        order=(policy.order if tags.get(T.ORDER) else (pace.order or DayOrder.FORWARD).value)
+        if paced else M.Order.FORWARD,
+        serial=bool(pace.serial) and paced,
         # Dagster's daemon runs the backfill, not our driver: nothing would carry out cascaded or handed-off
         # cells. Selecting the downstream assets in the backfill itself is how the UI recomputes them.
         downstream=M.DownstreamPolicy.NONE,
@@ -63,6 +67,11 @@ def adopted_spec(
         requested_by=tags.get(T.REQUESTED_BY) or user or "dagster",
         system_user=system_user,
     )
+
+
+def _max_active(tags: dict[str, str], from_policy: int, serial: bool) -> int:
+    """The tag's max_active, else 1 for assets whose days run one at a time, else the coordinator's default."""
+    return from_policy if tags.get(T.MAX_ACTIVE) or not serial else 1
 
 
 def track_adopted(

@@ -23,8 +23,9 @@ def cell_facts(
     context: dg.AssetExecutionContext, graph: AssetGraph, catalog: Catalog, asset: str, partition: str
 ) -> CellFacts:
     """What is true of the cell now, leaving out this run's own attempts."""
-    own_root = context.run.root_run_id or context.run.run_id
-    others = [v for v in catalog.versions_of(asset, partition) if v.logical_run_id != own_root]
+    # A re-execution's attempts are the root's run, or its own when it changed the computation (logical_run.py).
+    own = {context.run.root_run_id or context.run.run_id, context.run.run_id}
+    others = [v for v in catalog.versions_of(asset, partition) if v.logical_run_id not in own]
     latest = others[-1] if others else None
     mark = catalog.skip_marks([(asset, partition)]).get((asset, partition))
     return CellFacts(

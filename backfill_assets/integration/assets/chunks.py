@@ -27,6 +27,7 @@ from backfill_assets.integration.assets.gated import gate_one
 from backfill_assets.integration.assets.user_config import step_config, with_user_fields
 from backfill_assets.integration.resources import BACKFILL_RESOURCE
 from backfill_assets.integration.runs.dagster_adapter import report_materialization_planned
+from backfill_assets.integration.runs.run_identity import computation_of, logical_run_for
 
 CHUNK_JOB = "backfill_chunk"
 VERDICT_OP = "chunk_verdict"
@@ -73,8 +74,27 @@ def planned_days(run_config: Mapping[str, Any], graph: AssetGraph) -> dict[str, 
     }
 
 
-def _logical_run_id(context: dg.OpExecutionContext) -> str:
-    return context.run.root_run_id or context.run.run_id
+def logical_runs_of_chunk(
+    context: dg.OpExecutionContext,
+    graph: AssetGraph,
+    catalog: Catalog,
+    config_classes: Mapping[str, type[dg.Config]],
+    assets: list[str],
+) -> dict[str, str]:
+    """asset → the logical run this run computes it under: each asset's op compares its own code version and params
+    with what the runs it re-executes computed (engine/model/logical_run), so two assets of one re-executed chunk
+    can differ — one given a corrected config is a new run, the other another attempt. Every op of the run reads
+    its upstream's and the verdict reads all, from the run's own config as Dagster processed it."""
+    if not context.run.root_run_id:
+        return {asset: context.run.run_id for asset in assets}
+    ops = dg.validate_run_config(context.job_def, context.run.run_config).get("ops", {})
+    chosen: dict[str, str] = {}
+    for asset in assets:
+        given = step_config(ops.get(op_name(asset), {}).get("config", {}), config_classes.get(asset))
+        params = {"config": given.values} if given is not None else {}
+        computation = computation_of(graph, asset, params)
+        chosen[asset] = logical_run_for(context.instance, context.run, catalog, asset, computation).logical_run_id
+    return chosen
 
 
 def _concluded(catalog: Catalog, asset: str, key: str, run_id: str) -> VersionState | None:
@@ -91,8 +111,12 @@ def _published_by(catalog: Catalog, asset: str, key: str, run_id: str) -> bool:
 
 
 def build_chunk_op(
-    spec: DeclaredAsset, graph: AssetGraph, config_class: type[dg.Config] | None = None
+    spec: DeclaredAsset, graph: AssetGraph, config_classes: Mapping[str, type[dg.Config]] | None = None
 ) -> dg.OpDefinition:
+    """``config_classes``: asset → its config class, for this asset's own fields and to tell which logical run
+    its upstream ops of the same run computed under."""
+    config_classes = dict(config_classes or {})
+    config_class = config_classes.get(spec.name)
     op_config = with_user_fields(ChunkAssetConfig, config_class, spec.name)
     upstream_in_chunk = [u for u in spec.upstream if u in graph.chunk_assets]
     walk = "in order, stopping at the first day that does not publish" if spec.depends_on_past else "day by day"
@@ -116,10 +140,12 @@ def build_chunk_op(
         if spec.depends_on_past:
             days = sorted(days)  # each day reads the one before it, published a moment earlier in this run
         catalog = backfill.catalog()
-        run_id = _logical_run_id(context)
+        run_ids = logical_runs_of_chunk(context, graph, catalog, config_classes, [spec.name, *upstream_in_chunk])
+        if context.run.root_run_id:
+            context.log.info(f"{spec.name}: computed under logical run {run_ids[spec.name]}")
         planned = planned_days(context.run.run_config, graph)
         for n, key in enumerate(days):
-            published = yield from _gate_day(context, graph, spec, backfill, catalog, run_id, planned, key,
+            published = yield from _gate_day(context, graph, spec, backfill, catalog, run_ids, planned, key,
                                              user_config, upstream_in_chunk, n == 0)
             if spec.depends_on_past and not published and days[n + 1:]:
                 # Airflow's depends_on_past: a later day would read a previous day this request did not publish.
@@ -137,7 +163,7 @@ def _gate_day(
     spec: DeclaredAsset,
     backfill: Any,
     catalog: Catalog,
-    run_id: str,
+    run_ids: Mapping[str, str],
     planned: Mapping[str, list[str]],
     key: str,
     user_config: Any,
@@ -146,11 +172,11 @@ def _gate_day(
 ):
     """Gate one day of the chunk, yielding its events; returns whether the day is published (by this attempt, an
     earlier one of this run, or left alone because it needs nothing)."""
-    concluded = _concluded(catalog, spec.name, key, run_id)
+    concluded = _concluded(catalog, spec.name, key, run_ids[spec.name])
     if concluded is not None:
         context.log.info(f"{spec.name} {key}: already concluded by an earlier attempt of this run")
         return concluded in VERIFIED
-    missing = [u for u in upstream_in_chunk if key in planned[u] and not _published_by(catalog, u, key, run_id)]
+    missing = [u for u in upstream_in_chunk if key in planned[u] and not _published_by(catalog, u, key, run_ids[u])]
     if missing:
         # Computing from the version still serving would silently mix old upstream into this request.
         context.log.warning(f"{spec.name} {key}: not written — upstream {', '.join(missing)} of this run "
@@ -170,7 +196,7 @@ def _gate_day(
     return bool(outcome.published)
 
 
-def build_verdict_op(graph: AssetGraph) -> dg.OpDefinition:
+def build_verdict_op(graph: AssetGraph, config_classes: Mapping[str, type[dg.Config]]) -> dg.OpDefinition:
     @dg.op(
         name=VERDICT_OP,
         ins={f"after_{a}": dg.In(dg.Nothing) for a in graph.chunk_assets},
@@ -179,9 +205,12 @@ def build_verdict_op(graph: AssetGraph) -> dg.OpDefinition:
     )
     def chunk_verdict(context: dg.OpExecutionContext) -> None:
         catalog = getattr(context.resources, BACKFILL_RESOURCE).catalog()
+        run_ids = logical_runs_of_chunk(context, graph, catalog, config_classes, list(graph.chunk_assets))
         reached = {
             (v.asset, v.partition_key): (v.state, v.version_id, v.error)
-            for v in catalog.versions_of_run(_logical_run_id(context))
+            for run_id in sorted(set(run_ids.values()))
+            for v in catalog.versions_of_run(run_id)
+            if run_ids.get(v.asset) == run_id
         }
         problems: list[str] = []
         total = 0
@@ -218,8 +247,8 @@ def build_chunk_job(
     """``config_classes``: asset → its ``gated_asset(config=...)`` class, whose fields its chunk op takes too.
     One op per data asset (side effects run alone, under their own authorization); a run gives days to some."""
     assets = graph.chunk_assets
-    ops = {asset: build_chunk_op(graph[asset], graph, (config_classes or {}).get(asset)) for asset in assets}
-    verdict = build_verdict_op(graph)
+    ops = {asset: build_chunk_op(graph[asset], graph, config_classes) for asset in assets}
+    verdict = build_verdict_op(graph, dict(config_classes or {}))
 
     @dg.job(
         name=CHUNK_JOB,

@@ -11,6 +11,7 @@ import dagster as dg
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.day_order import DayOrder, declared_order, runs_serially, why_order, why_serial
 from backfill_assets.engine.model.errors import BackfillError
 from backfill_assets.engine.model.gates import pool_for, validate_target_limits, validate_target_timing
 from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
@@ -36,7 +37,7 @@ from backfill_assets.integration.assets.redelivery import refuse_after_lost_work
 from backfill_assets.integration.assets.user_config import StepConfig, step_config, with_user_fields
 from backfill_assets.integration.lineage import lineage_observers
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
-from backfill_assets.integration.runs.run_identity import identity_from_context
+from backfill_assets.integration.runs.run_identity import computation_of, identity_from_context, logical_run_for
 
 # A run in one of these may not publish: it was asked to stop, or was marked cancelled without its worker's
 # confirmation (`request cancel` when its code server did not answer), and its worker is still going.
@@ -102,6 +103,15 @@ def unless_run_stopped(
     return guard
 
 
+def log_logical_run(context, catalog, graph: AssetGraph, asset: str, params: dict) -> str:
+    """Say in the step's log which logical run a re-execution's computation of ``asset`` belongs to, and why;
+    returns that run's id."""
+    chosen = logical_run_for(context.instance, context.run, catalog, asset, computation_of(graph, asset, params))
+    log = context.log.warning if chosen.changed_computation else context.log.info
+    log(f"{asset}: logical run {chosen.logical_run_id} — {chosen.reason}")
+    return chosen.logical_run_id
+
+
 def gate_one(
     context: dg.AssetExecutionContext,
     graph: AssetGraph,
@@ -128,7 +138,9 @@ def gate_one(
     if user_config is not None:
         # Normalized with every default, so a retry (or a run given the defaults explicitly) digests the same.
         params["config"] = user_config.values
-    identity = identity_from_context(context, spec.name, params, key, graph)
+    identity = identity_from_context(context, spec.name, params, key, graph, backfill.catalog())
+    if first_of_step and context.run.root_run_id:
+        log_logical_run(context, backfill.catalog(), graph, spec.name, params)
     earlier = earlier_publish(backfill.catalog(), identity)
     if earlier is not None:
         context.log.warning(
@@ -269,6 +281,7 @@ def build_gated_asset(
     """The asset's step; ``config_class`` (``gated_asset(config=...)``) adds the user's fields to its op config."""
     op_config = with_user_fields(GateConfig, config_class, spec.name)
     asset_tags = {T.DEPENDS_ON_PAST: "true"} if spec.depends_on_past else {}
+    asset_tags.update(day_order_tags(spec))
     partitions_def = daily_partitions_for(graph.calendar)
 
     # A multi_asset only for can_subset: a batched (range) run deselects the checks, which the step then
@@ -285,7 +298,7 @@ def build_gated_asset(
                 tags=asset_tags,
                 partitions_def=partitions_def,
                 kinds={"parquet"},
-                metadata=_column_schema(spec),
+                metadata={**_column_schema(spec), "backfill order": pace_description(spec)},
                 # A range run materializes partition by partition and never emits the output as a whole.
                 skippable=True,
             )
@@ -310,6 +323,20 @@ def build_gated_asset(
             yield from _run_single(context, graph, spec, backfill, user_config)
 
     return _gated
+
+
+def day_order_tags(spec: DeclaredAsset) -> dict[str, str]:
+    """The asset's declared order and parallel safety as asset tags (what a request defaults to)."""
+    return {T.DAY_ORDER: declared_order(spec).value, T.PARALLEL_DAYS: str(not runs_serially(spec)).lower()}
+
+
+def pace_description(spec: DeclaredAsset) -> str:
+    """How a backfill request runs the asset's days, in words, for the asset page."""
+    order = declared_order(spec)
+    ordered = ("in any order (forward unless the request says backward)" if order == DayOrder.ANY
+               else f"{order.value} only ({why_order(spec)})")
+    pace = f"one day at a time ({why_serial(spec)})" if runs_serially(spec) else "several days at once"
+    return f"days run {ordered}, {pace}; a request contradicting this is refused"
 
 
 def _column_schema(spec: DeclaredAsset) -> dict:

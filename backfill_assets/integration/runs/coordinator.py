@@ -32,7 +32,7 @@ from backfill_assets.engine.plan.admission import (
     adopted_request_id,
     is_launched_from_dagster,
 )
-from backfill_assets.engine.plan.pacing import paced_order, pacing_tags, released_partitions
+from backfill_assets.engine.plan.pacing import declared_pacing, paced_order, pacing_tags, released_partitions
 from backfill_assets.integration.runs.dagster_adapter import (
     backfill_partitions,
     workspace_asset_owners,
@@ -133,14 +133,15 @@ class BackfillRunCoordinator(dg.QueuedRunCoordinator):
                 self._partitions.popitem(last=False)
         partitions = self._partitions[backfill_id]
         asset_tags = workspace_asset_tags(context.workspace, run.asset_selection or ())
-        serial = any(tags.get(T.DEPENDS_ON_PAST) == "true" for tags in asset_tags.values())
+        serial, declared = declared_pacing(asset_tags.values())
         partition = run.tags.get(T.DAGSTER_PARTITION)
         tags = pacing_tags(
-            adopted_request_id(backfill_id), run.tags, partition, partitions, serial, self.default_max_active
+            adopted_request_id(backfill_id), run.tags, partition, partitions, serial, self.default_max_active,
+            declared,
         )
         # Charged to a team like a request's runs, so the run queue's per-team limit holds for UI backfills too.
         tags[T.TEAM] = team_of_request(workspace_asset_owners(context.workspace, run.asset_selection or ()))
-        _, ordered = paced_order(run.tags, partitions, serial, self.default_max_active)
+        _, ordered = paced_order(run.tags, partitions, serial, self.default_max_active, declared)
         return ordered, tags
 
 

@@ -11,8 +11,10 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import RunIdentity, params_digest
 from backfill_assets.engine.model.intervals import iso, utc_now
+from backfill_assets.engine.model.logical_run import LogicalRun, logical_run_of
 from backfill_assets.engine.model.settings import code_version, worker_label
 from backfill_assets.engine.plan.admission import adopted_request_id
+from backfill_assets.engine.store.catalog_queries import CatalogQueries
 
 
 def request_id_from_tags(run_tags: Mapping[str, str]) -> str | None:
@@ -57,23 +59,68 @@ def _requested_at(context: dg.AssetExecutionContext) -> str:
     return _CREATED_AT[run_id]
 
 
+# (run id, asset, code version, params digest) → its logical run: read once per step, not once per day of a range.
+_LOGICAL_RUNS: dict[tuple[str, str, str, str], LogicalRun] = {}
+_LOGICAL_RUNS_KEPT = 256
+# A re-execution of a re-execution of …: a bound, so a corrupt parent link cannot loop.
+_CHAIN_LIMIT = 100
+
+
+def computation_of(graph: AssetGraph, asset: str, params: Mapping[str, Any]) -> tuple[str, str]:
+    """(code version, params digest) of computing ``asset`` with ``params`` in this process."""
+    return code_version(location_files=graph.code_files()), params_digest({"asset": asset, **dict(params)})
+
+
+def reexecuted_runs(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[str]:
+    """The runs ``run`` re-executes: its parent, the parent's parent, … up to the root; nearest first."""
+    chain: list[str] = []
+    parent_id = run.parent_run_id
+    while parent_id and parent_id not in chain and len(chain) < _CHAIN_LIMIT:
+        chain.append(parent_id)
+        parent = instance.get_run_by_id(parent_id)
+        parent_id = parent.parent_run_id if parent is not None else None
+    return chain
+
+
+def logical_run_for(
+    instance: dg.DagsterInstance,
+    run: dg.DagsterRun,
+    catalog: CatalogQueries,
+    asset: str,
+    computation: tuple[str, str],
+) -> LogicalRun:
+    """The logical run of computing ``asset`` with ``computation`` (code version, params digest) in ``run``:
+    another attempt when its chain computed the asset the same way, else a new run (engine/model/logical_run)."""
+    key = (run.run_id, asset, *computation)
+    if key not in _LOGICAL_RUNS:
+        chain = reexecuted_runs(instance, run) if run.root_run_id else []
+        written = catalog.versions_of_dagster_runs(chain) if chain else []
+        earlier = sorted((v for v in written if v.asset == asset), key=lambda v: str(v.created_at or ""))
+        if len(_LOGICAL_RUNS) >= _LOGICAL_RUNS_KEPT:
+            _LOGICAL_RUNS.clear()
+        _LOGICAL_RUNS[key] = logical_run_of(run.run_id, run.root_run_id, earlier, *computation)
+    return _LOGICAL_RUNS[key]
+
+
 def identity_from_context(
     context: dg.AssetExecutionContext,
     asset: str,
     params: Mapping[str, Any],
     partition_key: str,
     graph: AssetGraph,
+    catalog: CatalogQueries,
 ) -> RunIdentity:
     run_tags = context.run.tags
+    computation = computation_of(graph, asset, params)
     return RunIdentity(
         asset=asset,
         interval=graph.calendar.interval(partition_key),
-        # The logical run is the root of a retry chain: a re-execution is a new attempt of the same run.
-        logical_run_id=context.run.root_run_id or context.run.run_id,
+        # A re-execution is another attempt of the run it re-executes only when it computes the same way.
+        logical_run_id=logical_run_for(context.instance, context.run, catalog, asset, computation).logical_run_id,
         dagster_run_id=context.run.run_id,
         request_id=request_id_from_tags(run_tags),
-        code_version=code_version(location_files=graph.code_files()),
-        params_digest=params_digest({"asset": asset, **dict(params)}),
+        code_version=computation[0],
+        params_digest=computation[1],
         lane=lane_from_tags(run_tags),
         requested_at=_requested_at(context),
         started_at=iso(datetime.now(timezone.utc)) or "",
