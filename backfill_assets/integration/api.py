@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import dagster as dg
 
 from backfill_assets.engine.model.access import AccessPolicy, CleanupPolicy
-from backfill_assets.engine.model.asset_config import CONFIG_ARG
+from backfill_assets.engine.model.asset_config import CONFIG_ARG, AssetConfig
 from backfill_assets.engine.model.day_order import DayOrder, day_order
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.gates import validate_gate_name, validate_target_limits, validate_target_timing
@@ -114,24 +114,11 @@ def gated_asset(
     def decorate(transform: Callable[..., Any]) -> BackfillAsset:
         asset_name = validate_asset_name(name or transform.__name__)
         upstream = tuple(_dep_name(d) for d in deps)
-        for check in audits:
-            if not isinstance(check, Audit):
-                raise InvalidInput(f"{asset_name}: audits must be built with backfill_assets audits or @audit")
-        names = [a.name for a in audits]
-        if len(set(names)) != len(names):
-            raise InvalidInput(f"{asset_name}: two audits share a name: {names}")
+        _check_audits(asset_name, audits)
         if "previous" in parameter_names(transform) and not depends_on_past:
             raise InvalidInput(f"{asset_name}: only a depends_on_past asset gets `previous`")
         needs = [*parameter_names(transform), *parameter_names(fingerprint)]
         needs += [n for a in audits for n in a.needs]
-        asset_config = None
-        if config is not None:
-            if asset_name in CONF_KEYS:
-                raise InvalidInput(f"{asset_name}: an asset with a config may not be named like the library's "
-                                   f"own --conf key {asset_name!r}")
-            asset_config = declare_config(asset_name, config)
-        elif CONFIG_ARG in needs:
-            raise InvalidInput(f"{asset_name}: takes `{CONFIG_ARG}` but declares none; pass gated_asset(config=...)")
         spec = DeclaredAsset(
             name=asset_name,
             description=description or _doc(transform),
@@ -145,7 +132,7 @@ def gated_asset(
             audits=tuple(audits),
             fingerprint=fingerprint,
             resources=_resources(asset_name, needs, upstream),
-            config=asset_config,
+            config=_asset_config(asset_name, config, needs),
             **_declared_pace(asset_name, order, parallel_days, depends_on_past),
             pool=None if pool is None else validate_gate_name(pool, "pool", asset_name),
             target=None if target is None else validate_gate_name(target, "target", asset_name),
@@ -153,6 +140,27 @@ def gated_asset(
         return BackfillAsset(spec, calendar, config)
 
     return decorate
+
+
+def _check_audits(asset: str, audits: Sequence[Audit]) -> None:
+    for check in audits:
+        if not isinstance(check, Audit):
+            raise InvalidInput(f"{asset}: audits must be built with backfill_assets audits or @audit")
+    names = [a.name for a in audits]
+    if len(set(names)) != len(names):
+        raise InvalidInput(f"{asset}: two audits share a name: {names}")
+
+
+def _asset_config(asset: str, config: type[dg.Config] | None, needs: Sequence[str]) -> AssetConfig | None:
+    """The engine's view of ``gated_asset(config=...)``; a transform asking for ``config`` must declare one."""
+    if config is None:
+        if CONFIG_ARG in needs:
+            raise InvalidInput(f"{asset}: takes `{CONFIG_ARG}` but declares none; pass gated_asset(config=...)")
+        return None
+    if asset in CONF_KEYS:
+        raise InvalidInput(f"{asset}: an asset with a config may not be named like the library's own --conf key "
+                           f"{asset!r}")
+    return declare_config(asset, config)
 
 
 def _declared_pace(asset: str, order: object, parallel_days: object, depends_on_past: bool) -> dict[str, Any]:
@@ -252,18 +260,7 @@ def backfill_definitions(
     production_sensor = build_production_sensor(
         graph, CatchupSettings(catchup, production_start), clock or utc_now, backfill
     )
-    resources = dict(resources or {})
-    if BACKFILL_RESOURCE in resources:
-        raise InvalidInput(f"resource key {BACKFILL_RESOURCE!r} is the library's own; pass it as backfill=")
-    missing = sorted({r for spec in graph for r in spec.resources} - set(resources))
-    if missing:
-        users = {r: [s.name for s in graph if r in s.resources] for r in missing}
-        raise InvalidInput(
-            "parameters that are neither `interval`, `previous`, an upstream asset nor a resource: "
-            + "; ".join(f"{r} (asked by {', '.join(users[r])})" for r in missing)
-        )
-    validate_target_limits(backfill.target_limits, {s.name: s.target for s in graph if s.target})
-    validate_target_timing(backfill.target_lease_seconds, backfill.target_wait_seconds)
+    resources = _checked_resources(graph, dict(resources or {}), backfill)
     built = [
         build_side_effect_asset(spec, graph)
         if spec.side_effect
@@ -294,6 +291,22 @@ def backfill_definitions(
     )
     register_graph(built, graph)
     return defs
+
+
+def _checked_resources(graph: AssetGraph, resources: dict[str, Any], backfill: BackfillResource) -> dict[str, Any]:
+    """The code location's own resources, every one a callable asks for among them; the write targets' limits."""
+    if BACKFILL_RESOURCE in resources:
+        raise InvalidInput(f"resource key {BACKFILL_RESOURCE!r} is the library's own; pass it as backfill=")
+    missing = sorted({r for spec in graph for r in spec.resources} - set(resources))
+    if missing:
+        users = {r: [s.name for s in graph if r in s.resources] for r in missing}
+        raise InvalidInput(
+            "parameters that are neither `interval`, `previous`, an upstream asset nor a resource: "
+            + "; ".join(f"{r} (asked by {', '.join(users[r])})" for r in missing)
+        )
+    validate_target_limits(backfill.target_limits, {s.name: s.target for s in graph if s.target})
+    validate_target_timing(backfill.target_lease_seconds, backfill.target_wait_seconds)
+    return resources
 
 
 def _policy(value: Any, kind: type, name: str) -> Any:
