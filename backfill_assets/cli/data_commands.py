@@ -14,6 +14,7 @@ from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import in_zone
 from backfill_assets.engine.model.logical_run import differences
 from backfill_assets.engine.model.states import VERIFIED, VersionState
+from backfill_assets.engine.store.engine_refs import EngineRefs
 from backfill_assets.engine.store.outbox import deliveries
 from backfill_assets.engine.store.tries import cell_tries
 
@@ -80,8 +81,11 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
     # --cell`, so the two agree. The cell's skip mark is the cell's own (backfill-assets skip).
     asked = {t["version_id"]: t for t in cell_tries(catalog, asset, partition) if t["version_written"]}
     skip_mark = catalog.skip_marks([(asset, partition)]).get((asset, partition))
+    # What an external engine reported running each version as (a pod, an application id: docs/ENGINES.md).
+    engines = EngineRefs(catalog).of_versions([row["version_id"] for row in rows])
     previous_row: dict | None = None
     for row in rows:
+        row["engine_refs"] = [ref.as_dict() for ref in engines[row["version_id"]]]
         row["run_note"] = run_note(row, previous_row)
         previous_row = row
         who = asked[row["version_id"]]  # read after the versions: every one of them is there
@@ -109,31 +113,38 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
         if skip_mark is not None:
             click.echo(f"  the cell is {skip_mark.summary}")
         for r in rows:
-            rows_text = r["rows"] if r["rows"] is not None else "-"
-            click.echo(
-                f"{'*' if r['current'] else ' '} {r['version_id']}  {r['state']}  rows {rows_text}"
-                f"  sha256 {(r['sha256'] or '-')[:12]}  code {r['code_version']}  worker {r.get('worker') or '-'}"
-            )
-            click.echo(
-                f"    run {r['logical_run_id']} attempt {r['attempt_no']} (Dagster run {r['dagster_run_id']})"
-                f"  params {r['params_digest']}  — {r['run_note']}"
-            )
-            click.echo(
-                f"    requested {r['requested_at'] or '-'}  started {r['started_at'] or '-'}"
-                f"  ended {r['ended_at'] or '-'}  published {r['published_at'] or '-'}"
-            )
-            click.echo(
-                f"    request {r['request_id']} by {r['requested_by'] or '-'}: {r['request_reason'] or '-'}"
-                if r["request_id"] else f"    no request (lane {r['lane'] or '-'})"
-            )
-            for h in r["history"]:
-                why = f" ({h['reason']})" if h["reason"] else ""
-                replaced = f", replacing {h['previous_version_id']}" if h["previous_version_id"] else ""
-                click.echo(f"    made current by {h['action']} #{h['seq']} at {h['at']}{replaced}{why}")
-            for o in r["overrides"]:
-                click.echo(f"    override: {o['action']} by {o['by']} at {o['at']}: {o['reason']}")
+            _echo_version(r)
 
     emit(rows, as_json, human)
+
+
+def _echo_version(r: dict) -> None:
+    """One version of ``versions``' text: its identity, run, times, request, pointer moves and overrides."""
+    rows_text = r["rows"] if r["rows"] is not None else "-"
+    click.echo(
+        f"{'*' if r['current'] else ' '} {r['version_id']}  {r['state']}  rows {rows_text}"
+        f"  sha256 {(r['sha256'] or '-')[:12]}  code {r['code_version']}  worker {r.get('worker') or '-'}"
+    )
+    click.echo(
+        f"    run {r['logical_run_id']} attempt {r['attempt_no']} (Dagster run {r['dagster_run_id']})"
+        f"  params {r['params_digest']}  — {r['run_note']}"
+    )
+    click.echo(
+        f"    requested {r['requested_at'] or '-'}  started {r['started_at'] or '-'}"
+        f"  ended {r['ended_at'] or '-'}  published {r['published_at'] or '-'}"
+    )
+    click.echo(
+        f"    request {r['request_id']} by {r['requested_by'] or '-'}: {r['request_reason'] or '-'}"
+        if r["request_id"] else f"    no request (lane {r['lane'] or '-'})"
+    )
+    for ref in r["engine_refs"]:
+        click.echo(f"    ran as {ref['engine']} {ref['engine_id']} (reported {ref['at']})")
+    for h in r["history"]:
+        why = f" ({h['reason']})" if h["reason"] else ""
+        replaced = f", replacing {h['previous_version_id']}" if h["previous_version_id"] else ""
+        click.echo(f"    made current by {h['action']} #{h['seq']} at {h['at']}{replaced}{why}")
+    for o in r["overrides"]:
+        click.echo(f"    override: {o['action']} by {o['by']} at {o['at']}: {o['reason']}")
 
 
 def run_note(row: dict, previous: dict | None) -> str:

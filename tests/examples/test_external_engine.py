@@ -145,3 +145,15 @@ def test_trace_on_the_command_line_finds_the_version_and_refuses_an_unknown_id(r
     assert "no version has the engine id, label, version id or run id 'no-such-pod-7f9c'" in unknown.output
     with pytest.raises(NotFound):
         ran.backfills.trace("no-such-pod-7f9c")
+
+
+def test_versions_shows_what_each_version_ran_as(ran):
+    version = _version_of(ran, ran.good)
+    [ref] = EngineRefs(ran.backfills.catalog).of_versions([version.version_id])[version.version_id]
+    asset, day = version.asset, version.partition_key
+    shown = CliRunner().invoke(cli, ["-m", MODULE, "versions", asset, day, "--json"], catch_exceptions=False)
+    assert shown.exit_code == 0, shown.output
+    [row] = [r for r in json.loads(shown.output) if r["version_id"] == version.version_id]
+    assert [(e["engine"], e["engine_id"]) for e in row["engine_refs"]] == [(ref.engine, ref.engine_id)]
+    text = CliRunner().invoke(cli, ["-m", MODULE, "versions", asset, day], catch_exceptions=False)
+    assert f"ran as {ref.engine} {ref.engine_id} (reported {ref.at})" in text.output
