@@ -58,13 +58,15 @@ class AccessPolicy:
 
     def require_approver(self, name: str, what: str) -> None:
         """Refuse ``name`` as the approver of ``what`` unless it is an approver or admin (no list: anyone)."""
-        if not self.approvers or _listed(name, (*self.approvers, *self.admins)):
-            return
-        raise NotAuthorized(f"{name!r} may not approve {what}: approvers are {_listing(self.approvers, self.admins)}"
-                            "; nothing changed")
+        if not self._approves(name):
+            raise NotAuthorized(f"{name!r} may not approve {what}: approvers are "
+                                f"{_listing(self.approvers, self.admins)}; nothing changed")
 
     def may_approve(self, name: str | None) -> bool:
-        return bool(name) and (not self.approvers or _listed(name or "", (*self.approvers, *self.admins)))
+        return bool(name) and self._approves(name or "")
+
+    def _approves(self, name: str) -> bool:
+        return not self.approvers or _listed(name, (*self.approvers, *self.admins))
 
     def require_decider(self, name: str, asset: str, owners: Sequence[str], what: str) -> None:
         """Refuse ``name`` deciding ``what`` about ``asset`` unless it is one of the asset's owners or an admin.

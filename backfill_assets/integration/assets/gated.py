@@ -15,6 +15,7 @@ from backfill_assets.engine.model.day_order import DayOrder, declared_order, run
 from backfill_assets.engine.model.errors import BackfillError
 from backfill_assets.engine.model.gates import pool_for, validate_target_limits, validate_target_timing
 from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
+from backfill_assets.engine.model.identity import RunIdentity
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.target_slots import SlotHolder, TargetSlots
 from backfill_assets.engine.wap.audit import check_names
@@ -37,7 +38,7 @@ from backfill_assets.integration.assets.redelivery import refuse_after_lost_work
 from backfill_assets.integration.assets.user_config import StepConfig, step_config, with_user_fields
 from backfill_assets.integration.lineage import lineage_observers
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
-from backfill_assets.integration.runs.run_identity import computation_of, identity_from_context, logical_run_for
+from backfill_assets.integration.runs.run_identity import identity_from_context, logical_run_for
 
 # A run in one of these may not publish: it was asked to stop, or was marked cancelled without its worker's
 # confirmation (`request cancel` when its code server did not answer), and its worker is still going.
@@ -103,13 +104,13 @@ def unless_run_stopped(
     return guard
 
 
-def log_logical_run(context, catalog, graph: AssetGraph, asset: str, params: dict) -> str:
-    """Say in the step's log which logical run a re-execution's computation of ``asset`` belongs to, and why;
-    returns that run's id."""
-    chosen = logical_run_for(context.instance, context.run, catalog, asset, computation_of(graph, asset, params))
+def log_logical_run(context, catalog, identity: RunIdentity) -> None:
+    """Say in the step's log which logical run a re-execution's computation belongs to, and why (the decision
+    ``identity_from_context`` made, read again from its cache)."""
+    computation = (identity.code_version, identity.params_digest)
+    chosen = logical_run_for(context.instance, context.run, catalog, identity.asset, computation)
     log = context.log.warning if chosen.changed_computation else context.log.info
-    log(f"{asset}: logical run {chosen.logical_run_id} — {chosen.reason}")
-    return chosen.logical_run_id
+    log(f"{identity.asset}: logical run {chosen.logical_run_id} — {chosen.reason}")
 
 
 def gate_one(
@@ -140,7 +141,7 @@ def gate_one(
         params["config"] = user_config.values
     identity = identity_from_context(context, spec.name, params, key, graph, backfill.catalog())
     if first_of_step and context.run.root_run_id:
-        log_logical_run(context, backfill.catalog(), graph, spec.name, params)
+        log_logical_run(context, backfill.catalog(), identity)
     earlier = earlier_publish(backfill.catalog(), identity)
     if earlier is not None:
         context.log.warning(
