@@ -24,6 +24,7 @@ from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.integration.assets.dashboard import day_events
 from backfill_assets.integration.assets.gated import gate_one
+from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
 from backfill_assets.integration.assets.user_config import step_config, with_user_fields
 from backfill_assets.integration.resources import BACKFILL_RESOURCE
 from backfill_assets.integration.runs.dagster_adapter import report_materialization_planned
@@ -140,6 +141,8 @@ def build_chunk_op(
         if spec.depends_on_past:
             days = sorted(days)  # each day reads the one before it, published a moment earlier in this run
         catalog = backfill.catalog()
+        # A broker hands a dead worker's step to another worker: bounded here too, as for a one-day step.
+        refuse_after_lost_workers(context, catalog, spec.name, days)
         run_ids = logical_runs_of_chunk(context, graph, catalog, config_classes, [spec.name, *upstream_in_chunk])
         if context.run.root_run_id:
             context.log.info(f"{spec.name}: computed under logical run {run_ids[spec.name]}")

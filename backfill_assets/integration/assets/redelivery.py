@@ -25,7 +25,7 @@ def step_deliveries(instance: dg.DagsterInstance, run_id: str, step_key: str) ->
 
 
 def refuse_after_lost_workers(
-    context: dg.AssetExecutionContext, catalog: Catalog, asset: str, partition_keys: list[str]
+    context: dg.AssetExecutionContext | dg.OpExecutionContext, catalog: Catalog, asset: str, partition_keys: list[str]
 ) -> None:
     """Fail the step, not to be retried, when its workers died ``BACKFILL_WORKER_LOSS_LIMIT`` times in this run.
 
