@@ -47,7 +47,8 @@ class AppContext:
         return Settings.from_env()
 
     def catalog(self) -> Catalog:
-        return Catalog(self.settings().catalog_url)
+        settings = self.settings()
+        return Catalog(settings.catalog_url, settings.warehouse_root)
 
     def warehouse(self) -> Warehouse:
         return Warehouse(self.settings().warehouse_root)

@@ -1,4 +1,5 @@
-"""``backfill-assets catalog version`` and ``catalog upgrade``: the catalog's schema version, and its upgrade."""
+"""``backfill-assets catalog version``, ``catalog upgrade`` and ``catalog init``: the catalog's schema version, its
+upgrade, and an empty one created on purpose."""
 
 from __future__ import annotations
 
@@ -6,7 +7,12 @@ import click
 
 from backfill_assets.engine.store.catalog_upgrade import ABSENT
 from backfill_assets.engine.store.schema_version import AT_HEAD, EMPTY, NEWER, OLDER, UNVERSIONED, UPGRADE_COMMAND
-from backfill_assets.service.catalog_schema import SchemaStatus, catalog_schema, upgrade_catalog_schema
+from backfill_assets.service.catalog_schema import (
+    SchemaStatus,
+    catalog_schema,
+    init_catalog_schema,
+    upgrade_catalog_schema,
+)
 
 from .app import AppContext, cli, emit, json_option
 
@@ -46,7 +52,8 @@ def version(app: AppContext, as_json: bool) -> None:
 
     Example: backfill-assets catalog version
     """
-    status = catalog_schema(app.settings().catalog_url)
+    app.settings()  # DAGSTER_HOME (--home) is set: the settings name the catalog and the warehouse beside it
+    status = catalog_schema()
     emit(status.as_dict(), as_json, lambda: _echo_status(status))
     if status.needs_upgrade:
         raise click.exceptions.Exit(NEEDS_UPGRADE_EXIT)
@@ -71,7 +78,29 @@ def upgrade(app: AppContext, as_json: bool) -> None:
 
     Example: backfill-assets catalog upgrade
     """
-    done = upgrade_catalog_schema(app.settings().catalog_url)
+    app.settings()
+    done = upgrade_catalog_schema()
     before = "empty" if done.standing_before in (EMPTY, ABSENT) else _revision(done.from_revision)
     emit(done.as_dict(), as_json,
          f"catalog {done.url}: {before} → {done.to_revision}" + ("" if done.changed else " (already up to date)"))
+
+
+@catalog.command("init")
+@click.option("--force", is_flag=True,
+              help="Create it even though the warehouse holds versions: start over (they stay in the warehouse, "
+              "unknown to the new catalog).")
+@json_option
+@click.pass_obj
+def init(app: AppContext, force: bool, as_json: bool) -> None:
+    """Create an empty or missing catalog at this backfill_assets' schema version; change nothing else.
+
+    The first process to open a catalog creates it this way anyway, but only while the warehouse holds no version:
+    beside a warehouse with versions an empty or missing catalog is refused (it would hide every published
+    version). Restore the catalog from a backup then; or, to start over on purpose, run this with --force. A
+    catalog that already has tables is never touched.
+
+    Example: backfill-assets catalog init --force
+    """
+    app.settings()
+    done = init_catalog_schema(force=force)
+    emit(done.as_dict(), as_json, f"catalog {done.url}: created empty at schema version {done.to_revision}")

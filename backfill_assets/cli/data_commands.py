@@ -204,7 +204,7 @@ def read(
             raise InvalidInput(f"version {version_id} is not a version of {asset} {partition}")
         if VersionState(version.state) not in VERIFIED:
             raise InvalidInput(f"version {version_id} is {version.state}; only verified versions can be read")
-    frame = app.warehouse().read_verified(version.path, version.sha256, version.rows)
+    frame = app.warehouse().read_version(version)
     catalog.record_external_read(reader, version)
     if as_json:
         records = json.loads(frame.to_json(orient="records", date_format="iso"))

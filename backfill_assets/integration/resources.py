@@ -37,7 +37,8 @@ class BackfillResource(dg.ConfigurableResource):
         return replace(Settings.from_env(), **{k: v for k, v in overrides.items() if v})
 
     def catalog(self) -> Catalog:
-        return Catalog(self.settings().catalog_url)
+        settings = self.settings()
+        return Catalog(settings.catalog_url, settings.warehouse_root)
 
     def warehouse(self) -> Warehouse:
         return Warehouse(self.settings().warehouse_root)

@@ -86,7 +86,7 @@ class Backfills:
         home = instance.root_directory
         return cls(ServiceContext(
             graph=graph,
-            catalog=catalog or Catalog(Settings.from_env().catalog_url),
+            catalog=catalog or _settings_catalog(),
             instance_of=lambda: instance,
             queue_limits_of=lambda: QueueLimits(*run_queue_limits(instance), "the instance's run queue"),
             wake=lambda: wake_daemon(home),
@@ -259,9 +259,14 @@ def home_service(
         return dg.DagsterInstance.get()
 
     return Backfills(ServiceContext(
-        graph=graph, catalog=Catalog(Settings.from_env().catalog_url), instance_of=instance,
+        graph=graph, catalog=_settings_catalog(), instance_of=instance,
         queue_limits_of=lambda: queue_limits, wake=lambda: wake_daemon(home),
         warehouse_of=lambda: Warehouse(Settings.from_env().warehouse_root), source=source, user=user,
         select_assets=select_assets,
     ))
 
+
+def _settings_catalog() -> Catalog:
+    """The catalog the settings name, beside the warehouse they name (an empty one is then refused beside versions)."""
+    settings = Settings.from_env()
+    return Catalog(settings.catalog_url, settings.warehouse_root)

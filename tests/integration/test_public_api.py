@@ -18,9 +18,9 @@ from tests.orders import DEFS
 
 PINNED = [
     "AccessPolicy", "Audit", "AuditResult", "BOOL", "BackfillAsset", "BackfillError", "BackfillResource", "Backfills",
-    "BusinessCalendar", "CatalogSchemaMismatch", "CleanupPolicy", "ClearInput", "DayOrder", "DownstreamPolicy",
+    "BusinessCalendar", "CatalogBusy", "CatalogDamaged", "CatalogEmpty", "CatalogSchemaMismatch", "CleanupPolicy", "ClearInput", "DayOrder", "DownstreamPolicy",
     "FLOAT", "INT",
-    "IllegalTransition", "IntegrityError", "Interval", "InvalidField", "InvalidInput", "NotAuthorized", "NotFound",
+    "IllegalTransition", "IntegrityError", "Interval", "InvalidField", "InvalidInput", "ManifestMismatch", "NotAuthorized", "NotFound",
     "Order", "PlanError", "PublishConflict", "RefusedField", "ReprocessPolicy", "RequestInput", "RequestSource",
     "RunContext", "STRING", "Settings", "StorageError", "TIMESTAMP", "TargetBusy", "UnsafeName", "audit",
     "backfill_definitions", "gated_asset", "graph_of", "matches_schema", "not_empty", "retry_transient", "row_count",

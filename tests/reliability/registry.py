@@ -174,6 +174,39 @@ CLASSES: tuple[FaultClass, ...] = (
         "published (lost), two published versions (duplicated), a pointer to an attempt that is not complete or "
         "does not verify (partial).",
     ),
+    # ---- the catalog and the warehouse's integrity ------------------------------------------------------------
+    FaultClass(
+        "data.tampered_manifest", "data faults",
+        "a published `_manifest.json` altered, forged, corrupted or deleted",
+        "one tampering, then reconcile --verify-files, `read` and a downstream run",
+        "The catalog keeps the sha256 of each version's manifest as written (`manifest_sha256`); the one "
+        "verification every reader, audit, report and pointer move calls (`Warehouse.verify_version`) checks it "
+        "with the data file and refuses a difference naming the version, its manifest and what differs.",
+    ),
+    FaultClass(
+        "catalog.damaged", "catalog faults",
+        "catalog.db replaced by random bytes, text, damaged pages, a directory, or missing a table",
+        "one damaged catalog, then `read`, `versions` and `catalog version`",
+        "Opening a catalog checks its tables against its schema version and turns the database's own "
+        "\"not a database\" / \"malformed\" errors into one `CatalogDamaged` line naming the file and saying "
+        "to restore it from a backup; exit 2, no traceback, nothing created.",
+    ),
+    FaultClass(
+        "catalog.empty_beside_warehouse", "catalog faults",
+        "catalog.db zero-length or missing beside a warehouse with versions",
+        "one emptied or removed catalog, then `read` and `catalog version`",
+        "An empty or missing catalog is created only while the warehouse beside it holds no version; otherwise it "
+        "is refused (`CatalogEmpty`), naming both, and nothing is created; `catalog init --force` starts over on "
+        "purpose.",
+    ),
+    FaultClass(
+        "catalog.held_lock", "catalog faults",
+        "a PostgreSQL catalog table locked by another session",
+        "one `LOCK TABLE … ACCESS EXCLUSIVE` held, then `read` and a publish",
+        "Catalog sessions run with `lock_timeout` and `statement_timeout` (`BACKFILL_CATALOG_LOCK_TIMEOUT`, "
+        "`BACKFILL_CATALOG_STATEMENT_TIMEOUT`); a timeout is one `CatalogBusy` line naming the catalog and the "
+        "lock held by another session, within the timeout.",
+    ),
 )
 
 BY_ID = {c.id: c for c in CLASSES}

@@ -8,11 +8,18 @@
     ├── IllegalTransition       a version state change the life cycle (docs/DESIGN.md §3) does not allow
     ├── PublishConflict         compare-and-swap on the current pointer lost (another version won)
     ├── IntegrityError          a file on disk does not match its manifest / catalog row
+    │   └── ManifestMismatch    a version's _manifest.json missing, or not the one written (its digest differs)
     ├── NotFound                an unknown asset, partition, version or request
     ├── PlanError               a request that cannot be planned (overlap, depends-on-past order, ...)
     │   └── RefusedField        ... because of named input fields
     ├── CatalogSchemaMismatch   the catalog's schema version is not this code's: refused when opened, nothing
     │                           changed (`backfill-assets catalog upgrade`, or a newer backfill_assets)
+    ├── CatalogDamaged          the catalog is not a database, is damaged, is a directory, or lacks tables of its
+    │                           schema version: restore it from a backup (docs/OPERATIONS.md)
+    ├── CatalogEmpty            an empty or missing catalog beside a warehouse that holds versions: refused, not
+    │                           created (`backfill-assets catalog init --force` starts over)
+    ├── CatalogBusy             a catalog statement waited past its lock or statement timeout (a lock held by
+    │                           another session), or SQLite's busy timeout
     └── TargetBusy              no write slot of the step's target freed within its wait (the previous version
                                 keeps serving; the cell can be run again)
 
@@ -86,6 +93,11 @@ class IntegrityError(BackfillError):
     pass
 
 
+class ManifestMismatch(IntegrityError):
+    """A published version's ``_manifest.json`` is missing or is not the one written (altered, forged or
+    corrupted): its sha256 is not the one the catalog keeps with the version."""
+
+
 class NotFound(BackfillError):
     pass
 
@@ -102,6 +114,20 @@ class NotAuthorized(InvalidInput):
 class CatalogSchemaMismatch(BackfillError):
     """A catalog made before its schema was versioned, at an older revision (the message names the upgrade
     command) or at one this code does not know (a newer backfill_assets wrote it)."""
+
+
+class CatalogDamaged(BackfillError):
+    """The catalog cannot be read as a catalog: not a database, damaged pages, a directory in its place, or tables
+    its schema version has are missing. The message names it and says to restore it from a backup."""
+
+
+class CatalogEmpty(BackfillError):
+    """The catalog is empty or missing while the warehouse beside it holds versions: creating it anew would hide
+    every published version, so it is refused, naming both."""
+
+
+class CatalogBusy(BackfillError):
+    """A catalog statement gave up waiting: PostgreSQL's lock or statement timeout, SQLite's busy timeout."""
 
 
 class TargetBusy(BackfillError):

@@ -21,6 +21,12 @@ ENV_CODE_VERSION = "BACKFILL_CODE_VERSION"
 ENV_SINK_PATH = "BACKFILL_SINK_PATH"
 # The name a worker process gives itself in every version it writes (a Celery worker's node name, a pod name).
 ENV_WORKER_NAME = "BACKFILL_WORKER_NAME"
+# How long a PostgreSQL catalog statement waits for a lock, and runs at most, in seconds (0: no limit). Both end
+# well inside Dagster's 60 s sensor evaluation timeout, so a held lock is named by our error, not by Dagster's.
+ENV_CATALOG_LOCK_TIMEOUT = "BACKFILL_CATALOG_LOCK_TIMEOUT"
+ENV_CATALOG_STATEMENT_TIMEOUT = "BACKFILL_CATALOG_STATEMENT_TIMEOUT"
+DEFAULT_CATALOG_LOCK_TIMEOUT = 10.0
+DEFAULT_CATALOG_STATEMENT_TIMEOUT = 45.0
 
 PACKAGE_DIR = Path(__file__).resolve().parents[2]  # backfill_assets/
 
@@ -47,6 +53,35 @@ class Settings:
             source_url=env.get(ENV_SOURCE_URL) or f"sqlite:///{home / 'source.db'}",
             sink_path=env.get(ENV_SINK_PATH) or str(home / "sink" / "alerts.jsonl"),
         )
+
+
+@dataclass(frozen=True)
+class CatalogTimeouts:
+    """PostgreSQL catalog sessions' ``lock_timeout`` and ``statement_timeout``, in seconds (0: none)."""
+
+    lock_seconds: float = DEFAULT_CATALOG_LOCK_TIMEOUT
+    statement_seconds: float = DEFAULT_CATALOG_STATEMENT_TIMEOUT
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "CatalogTimeouts":
+        env = os.environ if environ is None else environ
+        return cls(
+            _seconds(env, ENV_CATALOG_LOCK_TIMEOUT, DEFAULT_CATALOG_LOCK_TIMEOUT),
+            _seconds(env, ENV_CATALOG_STATEMENT_TIMEOUT, DEFAULT_CATALOG_STATEMENT_TIMEOUT),
+        )
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw) if raw.isascii() else float("nan")
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 86_400:  # also refuses NaN
+        raise InvalidInput(f"{name} must be a number of seconds from 0 to 86400, not {raw[:40]!r}")
+    return value
 
 
 def worker_label(environ: Mapping[str, str] | None = None) -> str:

@@ -118,6 +118,6 @@ def _verify(warehouse: Warehouse, version: Version, refusal: str) -> None:
     if not version.path or not version.sha256:
         raise InvalidInput(f"{refusal} (it has no stored file)")
     try:
-        warehouse.read_verified(version.path, version.sha256, version.rows)
+        warehouse.read_version(version)  # its manifest and its data file: the one check every reader makes
     except IntegrityError as exc:
         raise InvalidInput(f"{refusal}: {exc}; nothing changed") from exc

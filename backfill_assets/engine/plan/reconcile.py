@@ -6,12 +6,12 @@ materialization), so the same report is produced by the CLI, tests and the HTML 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell, CellOrigin, SkipKind
+from backfill_assets.engine.model.errors import ManifestMismatch
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.overrides import Override, OverrideAction
 from backfill_assets.engine.model.states import IN_PROGRESS, VersionState
@@ -32,6 +32,7 @@ NOT_REPRODUCIBLE = "not reproducible"
 GAP_NO_MATERIALIZATION = "published in the catalog without a Dagster materialization"
 GAP_STUCK = "stuck in {state} but its run has ended"
 GAP_FILE = "data file does not match the catalog: {error}"
+GAP_MANIFEST = "manifest does not match the catalog: {error}"
 # How reconcile reads a run that was marked cancelled without its worker's confirmation (``request cancel`` with a
 # code server that did not answer, Dagster's own force termination): Dagster may show it FAILURE (the worker's job
 # failure came after the mark), which is the cancel's doing, not a failed computation.
@@ -364,11 +365,11 @@ def _gap(
         return GAP_NO_MATERIALIZATION
     if warehouse is not None and state is VersionState.PUBLISHED:
         try:
-            payload = warehouse.read_bytes(version.path)
+            warehouse.verify_version(version)  # its manifest and its data file, as every reader checks them
+        except ManifestMismatch as exc:
+            return GAP_MANIFEST.format(error=str(exc))
         except Exception as exc:  # noqa: BLE001 - any unreadable file is a finding, not a crash
             return GAP_FILE.format(error=str(exc))
-        if hashlib.sha256(payload).hexdigest() != version.sha256:
-            return GAP_FILE.format(error="sha256 differs")
     return None
 
 

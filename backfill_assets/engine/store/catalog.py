@@ -44,9 +44,11 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
     """Writes; the reads it inherits from ``CatalogQueries``; rollbacks from ``Rollbacks``; an operator's overrides
     from ``OverrideLog``."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, warehouse_root: str | None = None):
+        """``warehouse_root``: the warehouse this catalog describes; given, an empty or missing catalog beside a
+        warehouse that holds versions is refused instead of created (``CatalogEmpty``)."""
         self.url = url
-        self.engine = engine_for(url)
+        self.engine = engine_for(url, warehouse_root)
         self.reader = reader_for(url)
 
     # ---- versions ---------------------------------------------------------------------------------------------
@@ -131,6 +133,7 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
         stats: dict[str, Any],
         input_versions: dict[str, Any],
         source_fingerprint: str | None = None,
+        manifest_sha256: str | None = None,
     ) -> Version:
         with self.engine.begin() as conn:
             self._transition(
@@ -140,6 +143,7 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
                 path=path,
                 rows=rows,
                 sha256=sha256,
+                manifest_sha256=manifest_sha256,
                 stats_json=json.dumps(stats, default=str),
                 input_versions_json=json.dumps(input_versions, sort_keys=True),
                 source_fingerprint=source_fingerprint,

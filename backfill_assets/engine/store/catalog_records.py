@@ -45,6 +45,7 @@ class Version:
     created_at: Any = None
     worker: str | None = None  # the process that wrote the attempt (RunIdentity.worker)
     params: dict[str, Any] | None = None  # what params_digest digests
+    manifest_sha256: str | None = None  # sha256 of its _manifest.json as written (None: written before it was kept)
 
     @classmethod
     def from_row(cls, row: sa.Row) -> "Version":

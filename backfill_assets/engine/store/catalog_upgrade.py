@@ -10,8 +10,17 @@ from typing import Any, Iterator
 
 from sqlalchemy.engine import Engine, make_url
 
+from backfill_assets.engine.model.errors import CatalogDamaged, InvalidInput
 from backfill_assets.engine.store import schema_version as V
-from backfill_assets.engine.store.db import READ_ONLY, create_engine, ensure_publish_function, retry_transient
+from backfill_assets.engine.store.db import (
+    READ_ONLY,
+    RESTORE_HINT,
+    catalog_engine,
+    ensure_publish_function,
+    refuse_empty_beside_versions,
+    refuse_unusable_file,
+    retry_transient,
+)
 
 
 @dataclass(frozen=True)
@@ -50,29 +59,70 @@ class SchemaUpgrade:
 ABSENT = "absent"  # a SQLite catalog whose file does not exist yet: the first process to open it creates it
 
 
-def schema_status(url: str) -> SchemaStatus:
-    """The catalog's schema version against this code's; reads only (a missing SQLite file is not created)."""
+def schema_status(url: str, warehouse_root: str | None = None) -> SchemaStatus:
+    """The catalog's schema version against this code's; reads only (a missing SQLite file is not created). A
+    catalog that is not one, or at head without every table of it, is refused (``CatalogDamaged``); so is an empty
+    or missing one beside a warehouse (``warehouse_root``) that holds versions (``CatalogEmpty``)."""
     shown = V.shown_url(url)
+    refuse_unusable_file(url, warehouse_root)
     if _sqlite_file_missing(url):
         return SchemaStatus(shown, None, V.HEAD, ABSENT)
     with _engine(url) as engine, engine.execution_options(**{READ_ONLY: True}).connect() as conn:
         revision, has_tables = V.inspect_revision(conn)
-    return SchemaStatus(shown, revision, V.HEAD, V.standing(revision, has_tables))
+        missing = V.missing_tables(conn) if revision == V.HEAD else []
+    if missing:
+        raise CatalogDamaged(
+            f"catalog {shown} is at schema version {revision} but lacks its table(s) {', '.join(missing)}: "
+            f"{RESTORE_HINT}"
+        )
+    where = V.standing(revision, has_tables)
+    if where == V.EMPTY:
+        refuse_empty_beside_versions(url, warehouse_root, "is empty")
+    return SchemaStatus(shown, revision, V.HEAD, where)
 
 
-def upgrade_catalog(url: str) -> SchemaUpgrade:
+def upgrade_catalog(url: str, warehouse_root: str | None = None) -> SchemaUpgrade:
     """Bring the catalog to this code's head in one transaction, under the schema lock: an empty database is created
-    at head, one made before versions were recorded gets the baseline (what it lacks of it) and every later
-    revision, an older one the revisions after its own. At head already: nothing changes. A catalog at a revision
-    this code does not know is refused (``CatalogSchemaMismatch``). On PostgreSQL this code's publish function
-    is created too."""
+    at head (unless ``warehouse_root`` holds versions: ``CatalogEmpty``), one made before versions were recorded
+    gets the baseline (what it lacks of it) and every later revision, an older one the revisions after its own. At
+    head already: nothing changes. A catalog at a revision this code does not know is refused
+    (``CatalogSchemaMismatch``). On PostgreSQL this code's publish function is created too."""
     shown = V.shown_url(url)
+    refuse_unusable_file(url, warehouse_root)
     with _engine(url) as engine:
-        revision, where = retry_transient(lambda: _upgrade(engine, url), attempts=3)
+        revision, where = retry_transient(lambda: _upgrade(engine, url, warehouse_root), attempts=3)
     return SchemaUpgrade(shown, revision, V.HEAD, where)
 
 
-def _upgrade(engine: Engine, url: str) -> tuple[str | None, str]:
+def init_catalog(url: str, warehouse_root: str | None = None, force: bool = False) -> SchemaUpgrade:
+    """Create an empty or missing catalog at this code's head. Beside a warehouse that holds versions it is refused
+    unless ``force`` (starting over: those versions stay in the warehouse, unknown to the new catalog). A catalog
+    that already has tables is never touched (``InvalidInput``)."""
+    shown = V.shown_url(url)
+    refuse_unusable_file(url, None if force else warehouse_root)
+    with _engine(url) as engine:
+        revision, where = retry_transient(lambda: _init(engine, url, None if force else warehouse_root), attempts=3)
+    return SchemaUpgrade(shown, revision, V.HEAD, where)
+
+
+def _init(engine: Engine, url: str, warehouse_root: str | None) -> tuple[str | None, str]:
+    with engine.begin() as conn:
+        V.lock_schema(conn)
+        revision, has_tables = V.inspect_revision(conn)
+        where = V.standing(revision, has_tables)
+        if where != V.EMPTY:
+            raise InvalidInput(
+                f"catalog {V.shown_url(url)} already exists (schema version {revision or 'none'}): nothing changed; "
+                "`catalog init` only creates an empty or missing one"
+            )
+        refuse_empty_beside_versions(url, warehouse_root, "is empty")
+        V.create_at_head(conn)
+        if conn.dialect.name == "postgresql":
+            ensure_publish_function(conn)
+    return revision, where
+
+
+def _upgrade(engine: Engine, url: str, warehouse_root: str | None) -> tuple[str | None, str]:
     with engine.begin() as conn:
         V.lock_schema(conn)
         revision, has_tables = V.inspect_revision(conn)
@@ -80,6 +130,7 @@ def _upgrade(engine: Engine, url: str) -> tuple[str | None, str]:
         if where == V.NEWER:
             raise V.mismatch(url, revision, where)
         if where == V.EMPTY:
+            refuse_empty_beside_versions(url, warehouse_root, "is empty")
             V.create_at_head(conn)
         elif where != V.AT_HEAD:
             V.upgrade_to_head(conn)
@@ -99,7 +150,7 @@ def _sqlite_file_missing(url: str) -> bool:
 def _engine(url: str) -> Iterator[Engine]:
     # Its own engine, disposed at the end: a command's connections must not outlive it (a PostgreSQL database
     # being dropped, a SQLite file being copied).
-    engine = create_engine(url)
+    engine = catalog_engine(url)
     try:
         yield engine
     finally:

@@ -44,6 +44,7 @@ versions = sa.Table(
     sa.Column("created_at", _ts, nullable=False),
     sa.Column("worker", sa.String(200)),  # the process that wrote the attempt (RunIdentity.worker)
     sa.Column("params_json", sa.Text),  # what params_digest digests (RunIdentity.params): defect, asset config
+    sa.Column("manifest_sha256", sa.String(64)),  # sha256 of _manifest.json as written; NULL before revision 0005
     sa.UniqueConstraint("asset", "partition_key", "run_id", "attempt_no", name="uq_versions_attempt"),
     sa.Index("ix_versions_cell", "asset", "partition_key"),
     sa.Index("ix_versions_request", "request_id"),

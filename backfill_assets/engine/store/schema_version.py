@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 VERSION_TABLE = "backfill_catalog_version"
-HEAD = "0004"
+HEAD = "0005"
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 UPGRADE_COMMAND = "backfill-assets catalog upgrade"
 # PostgreSQL: the advisory lock every creator and upgrader of a catalog takes first, so they run one at a time.
@@ -66,6 +66,13 @@ def inspect_revision(conn: sa.Connection) -> tuple[str | None, bool]:
     tables = set(sa.inspect(conn).get_table_names())
     revision = read_revision(conn) if VERSION_TABLE in tables else None
     return revision, bool(tables & set(metadata.tables))
+
+
+def missing_tables(conn: sa.Connection) -> list[str]:
+    """The tables of ``schema.metadata`` the catalog lacks (one query of the database's own table list): a
+    revision at head says nothing about a table dropped since."""
+    present = set(sa.inspect(conn).get_table_names())
+    return sorted(set(metadata.tables) - present)
 
 
 def standing(revision: str | None, has_tables: bool) -> str:

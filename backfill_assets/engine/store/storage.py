@@ -21,17 +21,20 @@ import posixpath
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from upath import UPath
 
-from backfill_assets.engine.model.errors import IntegrityError, StorageError, UnsafeName
+from backfill_assets.engine.model.errors import IntegrityError, ManifestMismatch, StorageError, UnsafeName
 from backfill_assets.engine.model.identity import validate_asset_name, validate_partition_key, validate_run_id
 from backfill_assets.engine.model.run_context import ENGINE_DIR  # an external engine's output (gc removes it too)
 from backfill_assets.engine.wap.faults import AFTER_DATA_FILE, AFTER_MANIFEST, fault_point
+
+if TYPE_CHECKING:
+    from backfill_assets.engine.store.catalog_records import Version
 
 PARTITION_COLUMN = "date"
 DATA_FILE = "data.parquet"
@@ -50,6 +53,7 @@ class WrittenVersion:
     sha256: str
     schema: dict[str, str]
     stats: dict[str, Any]
+    manifest_sha256: str | None = None  # of _manifest.json's bytes as written: the catalog keeps it with the version
 
 
 def frame_schema(frame: pd.DataFrame) -> dict[str, str]:
@@ -140,9 +144,13 @@ class Warehouse:
             "identity": identity_labels,
             **manifest_extra,
         }
-        self._write_once(directory / MANIFEST_FILE, json.dumps(manifest, indent=2, default=str).encode())
+        manifest_bytes = json.dumps(manifest, indent=2, default=str).encode()
+        self._write_once(directory / MANIFEST_FILE, manifest_bytes)
         fault_point(AFTER_MANIFEST)
-        return WrittenVersion(path=str(data_path), rows=len(frame), sha256=sha, schema=schema, stats=stats)
+        return WrittenVersion(
+            path=str(data_path), rows=len(frame), sha256=sha, schema=schema, stats=stats,
+            manifest_sha256=hashlib.sha256(manifest_bytes).hexdigest(),
+        )
 
     def _write_once(self, path: UPath, payload: bytes) -> None:
         with storage_call(self.root, "writing", path):
@@ -163,25 +171,58 @@ class Warehouse:
             raise IntegrityError(f"data file {path} is missing") from exc
 
     def read_verified(self, path: str, sha256: str, rows: int | None = None) -> pd.DataFrame:
-        """Read a version's data, refusing it if the bytes differ from what was published."""
+        """Read a data file, refusing it if the bytes differ from ``sha256`` (and its rows from ``rows``). A
+        catalog version is read with ``read_version``, which checks its manifest too."""
         payload = self.read_bytes(path)
-        actual = hashlib.sha256(payload).hexdigest()
-        if actual != sha256:
-            raise IntegrityError(f"{path}: sha256 {actual[:12]}… does not match the catalog's {sha256[:12]}…")
-        frame = parquet_table(payload).to_pandas()
-        if rows is not None and len(frame) != rows:
-            raise IntegrityError(f"{path}: {len(frame)} rows, the catalog says {rows}")
-        return frame
+        _check_data(path, payload, sha256)
+        return _frame_of(path, payload, rows)
 
-    def read_manifest(self, data_path: str) -> dict[str, Any]:
+    def read_version(self, version: Version) -> pd.DataFrame:
+        """A catalog version's data, verified as every reader must: its manifest and its data file (both as
+        ``verify_version``), then its row count."""
+        payload = self.verify_version(version)
+        return _frame_of(str(version.path), payload, version.rows)
+
+    def verify_version(self, version: Version) -> bytes:
+        """The one check of a stored version, for every reader, audit, report and pointer move: its
+        ``_manifest.json`` is the one written (its sha256 is the catalog's ``manifest_sha256``) and its data file's
+        sha256 is the catalog's. Returns the data file's bytes. A version written before the catalog kept manifest
+        digests (``manifest_sha256`` NULL) has its data file verified only. Raises ``IntegrityError`` naming the
+        version and what differs (``ManifestMismatch`` for its manifest)."""
+        if not version.path or not version.sha256:
+            raise IntegrityError(f"version {version.version_id} has no stored file")
+        if version.manifest_sha256:
+            self._verify_manifest(version)
+        payload = self.read_bytes(version.path)
+        _check_data(version.path, payload, version.sha256, version.version_id)
+        return payload
+
+    def _verify_manifest(self, version: Version) -> None:
+        where = UPath(str(version.path)).parent / MANIFEST_FILE
+        try:
+            payload = self.read_manifest_bytes(str(version.path))
+        except IntegrityError as exc:
+            raise ManifestMismatch(f"version {version.version_id}: its manifest {where} is missing") from exc
+        actual = hashlib.sha256(payload).hexdigest()
+        if actual != version.manifest_sha256:
+            raise ManifestMismatch(
+                f"version {version.version_id}: its manifest {where} was changed after it was written "
+                f"({manifest_difference(payload, version)}; sha256 {actual[:12]}…, the catalog's "
+                f"{str(version.manifest_sha256)[:12]}…)"
+            )
+
+    def read_manifest_bytes(self, data_path: str) -> bytes:
+        """The ``_manifest.json`` beside a data file, as stored (``IntegrityError`` when it is missing)."""
         manifest_path = UPath(data_path).parent / MANIFEST_FILE
         self._ensure_inside(manifest_path)
         try:
             with storage_call(self.root, "reading", manifest_path):
-                text = manifest_path.read_text()
+                return manifest_path.read_bytes()
         except FileNotFoundError as exc:
             raise IntegrityError(f"manifest {manifest_path} is missing") from exc
-        return json.loads(text)
+
+    def read_manifest(self, data_path: str) -> dict[str, Any]:
+        return json.loads(self.read_manifest_bytes(data_path))
 
     def remove_version(self, data_path: str) -> None:
         """Delete one version's files (an external engine's output among them) and its now-empty attempt folder
@@ -209,6 +250,60 @@ class Warehouse:
             meta = pq.read_schema(fh).metadata or {}
         raw = meta.get(IDENTITY_METADATA_KEY)
         return json.loads(raw) if raw else {}
+
+
+def first_stored_version(root: str) -> str | None:
+    """A version's manifest in the warehouse at ``root`` (``<asset>/date=<key>/_runs/<run>/attempt=<n>/``), or None
+    when it holds none: the first found ends the walk, which goes no deeper than that layout."""
+    base = UPath(root)
+    with storage_call(base, "listing", base):
+        if not base.exists():
+            return None
+        for asset in _dirs(base):
+            for partition in _dirs(asset):
+                for attempt in _dirs(partition / "_runs", depth=2):
+                    if (attempt / MANIFEST_FILE).exists():
+                        return _relative(base, attempt / MANIFEST_FILE)
+    return None
+
+
+def _dirs(path: UPath, depth: int = 1) -> Iterator[UPath]:
+    if not path.is_dir():
+        return
+    for child in path.iterdir():
+        if child.is_dir():
+            yield from ([child] if depth == 1 else _dirs(child, depth - 1))
+
+
+def _check_data(path: str, payload: bytes, sha256: str, version_id: str | None = None) -> None:
+    actual = hashlib.sha256(payload).hexdigest()
+    if actual != sha256:
+        named = f"version {version_id}: " if version_id else ""
+        raise IntegrityError(f"{named}{path}: sha256 {actual[:12]}… does not match the catalog's {sha256[:12]}…")
+
+
+def _frame_of(path: str, payload: bytes, rows: int | None) -> pd.DataFrame:
+    frame = parquet_table(payload).to_pandas()
+    if rows is not None and len(frame) != rows:
+        raise IntegrityError(f"{path}: {len(frame)} rows, the catalog says {rows}")
+    return frame
+
+
+def manifest_difference(payload: bytes, version: Version) -> str:
+    """What a changed manifest says that the catalog does not, in a few words (its fields that name the version
+    and its data: rows, sha256, version_id), or that it is no longer JSON."""
+    try:
+        manifest = json.loads(payload)
+    except ValueError:
+        return "it is not valid JSON"
+    if not isinstance(manifest, dict):
+        return "it is not a JSON object"
+    differing = [
+        f"{key} {str(manifest.get(key))[:24]!r} (catalog {str(want)[:24]!r})"
+        for key, want in (("rows", version.rows), ("sha256", version.sha256), ("version_id", version.version_id))
+        if manifest.get(key) != want
+    ]
+    return "; ".join(differing) if differing else "its content differs"
 
 
 def _is_local(path: UPath) -> bool:

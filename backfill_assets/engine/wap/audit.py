@@ -234,10 +234,14 @@ def check_file_integrity(
 ) -> CheckOutcome:
     try:
         payload = warehouse.read_bytes(written.path)
-        manifest = warehouse.read_manifest(written.path)
+        manifest_bytes = warehouse.read_manifest_bytes(written.path)
     except IntegrityError as exc:
         return CheckOutcome(CHECK_FILE_INTEGRITY, False, str(exc))
-    problems = []
+    problems = _manifest_problems(manifest_bytes, written)
+    try:
+        manifest = json.loads(manifest_bytes)
+    except ValueError:
+        return CheckOutcome(CHECK_FILE_INTEGRITY, False, "; ".join(problems) or "manifest is not valid JSON")
     actual_sha = hashlib.sha256(payload).hexdigest()
     if actual_sha != manifest.get("sha256") or actual_sha != written.sha256:
         problems.append(f"sha256 {actual_sha[:12]}… differs from manifest {str(manifest.get('sha256'))[:12]}…")
@@ -256,6 +260,15 @@ def check_file_integrity(
         "file matches its manifest" if not problems else "; ".join(problems),
         {"sha256": actual_sha, "bytes": len(payload)},
     )
+
+
+def _manifest_problems(manifest_bytes: bytes, written: WrittenVersion) -> list[str]:
+    # The manifest read back must be the one written: its digest is what the catalog keeps with the version, and
+    # what every later reader compares.
+    actual = hashlib.sha256(manifest_bytes).hexdigest()
+    if written.manifest_sha256 is not None and actual != written.manifest_sha256:
+        return [f"manifest sha256 {actual[:12]}… differs from the one written {written.manifest_sha256[:12]}…"]
+    return []
 
 
 def check_names(spec: DeclaredAsset) -> list[tuple[str, str]]:

@@ -102,7 +102,7 @@ class Gate:
                     "published version yet"
                 )
             return None
-        frame = self.warehouse.read_verified(current.path, current.sha256, current.rows)
+        frame = self.warehouse.read_version(current)
         self.catalog.record_reads(self.version_id, self.identity.dagster_run_id, [current])
         self.inputs.append(current)
         return frame
@@ -135,6 +135,7 @@ class Gate:
             path=self.written.path,
             rows=self.written.rows,
             sha256=self.written.sha256,
+            manifest_sha256=self.written.manifest_sha256,
             stats=self.written.stats,
             input_versions=input_versions,
             source_fingerprint=source_fingerprint,

@@ -83,7 +83,7 @@ def _deliver(context: dg.AssetExecutionContext, graph: AssetGraph, spec: Declare
         version = catalog.current(upstream, key)
         if version is None:
             raise dg.Failure(description=f"{spec.name} {key}: {upstream} {key} has no published version")
-        available[upstream] = backfill.warehouse().read_verified(version.path, version.sha256, version.rows)
+        available[upstream] = backfill.warehouse().read_version(version)
         catalog.record_external_read(f"{spec.name}:{context.run.run_id}", version)
         sources.append(version.version_id)
     payload = dict(call_with(spec.transform, available, f"payload of {spec.name}"))
