@@ -123,7 +123,7 @@ def print_report(report: Report) -> None:
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write a self-contained HTML page (calendar grid, per-cell details).")
 @click.option("--repair", is_flag=True, help="Record missing materializations; abandon versions stuck mid-write.")
-@click.option("--verify-files", is_flag=True, help="Re-hash every published file of the request.")
+@click.option("--verify-files", is_flag=True, help="Re-hash every published file of the request and its manifest.")
 @json_option
 @click.pass_obj
 def reconcile_command(
