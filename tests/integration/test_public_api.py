@@ -18,9 +18,11 @@ from tests.orders import DEFS
 
 PINNED = [
     "AccessPolicy", "Audit", "AuditResult", "BOOL", "BackfillAsset", "BackfillError", "BackfillResource", "Backfills",
-    "BusinessCalendar", "CatalogBusy", "CatalogDamaged", "CatalogEmpty", "CatalogSchemaMismatch", "CleanupPolicy", "ClearInput", "DayOrder", "DownstreamPolicy",
+    "BusinessCalendar", "CatalogBusy", "CatalogDamaged", "CatalogEmpty",
+    "CatalogSchemaMismatch", "CleanupPolicy", "ClearInput", "DayOrder", "DownstreamPolicy",
     "FLOAT", "INT",
-    "IllegalTransition", "IntegrityError", "Interval", "InvalidField", "InvalidInput", "ManifestMismatch", "NotAuthorized", "NotFound",
+    "IllegalTransition", "IntegrityError", "Interval", "InvalidField", "InvalidInput",
+    "ManifestMismatch", "NotAuthorized", "NotFound",
     "Order", "PlanError", "PublishConflict", "RefusedField", "ReprocessPolicy", "RequestInput", "RequestSource",
     "RunContext", "STRING", "Settings", "StorageError", "TIMESTAMP", "TargetBusy", "UnsafeName", "audit",
     "backfill_definitions", "gated_asset", "graph_of", "matches_schema", "not_empty", "retry_transient", "row_count",
