@@ -6,17 +6,27 @@ Every option, daemon and heartbeat is Dagster's own (``backfill-assets-daemon ru
 that keeps ``dagster-daemon run`` keeps every promise, at Dagster's pace (sensors every 5 s, backfills every
 30 s).
 
+One daemon per instance: the daemon holds a lease in the catalog while it runs (``integration/runs/instance_lease.py``);
+a second one, or one started beside a running ``dagster-daemon run``, refuses to start naming the first.
+
 Example: backfill-assets-daemon run -m my_project.definitions
          backfill-assets-daemon --backstop-seconds 60 run -w workspace.yaml
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from backfill_assets.engine.store.daemon_lease import DEFAULT_LEASE_SECONDS, MIN_LEASE_SECONDS
+from backfill_assets.integration.runs.instance_lease import LEASE_SECONDS_ENV
 from backfill_assets.integration.runs.waker import DEFAULT_POLL_SECONDS
+
+if TYPE_CHECKING:
+    from backfill_assets.integration.runs.instance_lease import InstanceLease
 
 
 @click.group(help="dagster-daemon run, its sensor, backfill and run-queue loops woken by new work instead of "
@@ -26,9 +36,13 @@ from backfill_assets.integration.runs.waker import DEFAULT_POLL_SECONDS
               help="Seconds between the sensor and backfill passes nothing woke (default: Dagster's, 5 and 30).")
 @click.option("--poll-seconds", type=click.FloatRange(min=0.01, max=5.0), default=DEFAULT_POLL_SECONDS,
               show_default=True, help="How often new work is looked for.")
+@click.option("--lease-seconds", type=click.FloatRange(min=MIN_LEASE_SECONDS), default=DEFAULT_LEASE_SECONDS,
+              show_default=True, envvar=LEASE_SECONDS_ENV,
+              help="How long the instance's daemon lease lasts unrenewed: after a crash on another host, a new "
+                   "daemon may start this long after the last renewal (on the same host, at once).")
 @click.pass_context
-def main(ctx: click.Context, backstop_seconds: float | None, poll_seconds: float) -> None:
-    ctx.obj = {"backstop_seconds": backstop_seconds, "poll_seconds": poll_seconds}
+def main(ctx: click.Context, backstop_seconds: float | None, poll_seconds: float, lease_seconds: float) -> None:
+    ctx.obj = {"backstop_seconds": backstop_seconds, "poll_seconds": poll_seconds, "lease_seconds": lease_seconds}
 
 
 @main.command(
@@ -45,6 +59,8 @@ def run(ctx: click.Context) -> None:
 
     freeze_long_lived_objects()
     options = ctx.obj
+    wants_help = "--help" in ctx.args or "-h" in ctx.args
+    lease = None if wants_help else _take_lease(options["lease_seconds"])
 
     def make_daemons(instance):
         _warn_of_missing_blocks(Path(instance.root_directory))
@@ -54,7 +70,35 @@ def run(ctx: click.Context) -> None:
         ).start()
         return woken_daemons(instance, waker)
 
-    run_dagster_daemon(make_daemons, list(ctx.args))
+    try:
+        run_dagster_daemon(make_daemons, list(ctx.args))  # Dagster's command ends with SystemExit, even at 0
+    finally:
+        if lease is not None:
+            lease.release()
+            if lease.lost:  # stopped because another daemon took over: not a clean stop
+                click.echo(lease.lost, err=True)
+                sys.exit(1)
+
+
+def _take_lease(lease_seconds: float) -> InstanceLease:
+    """The instance's daemon lease, taken before Dagster starts anything; a refusal is one line and exit 1."""
+    import dagster as dg
+
+    from backfill_assets.engine.model.errors import BackfillError
+    from backfill_assets.engine.model.settings import Settings
+    from backfill_assets.engine.store.catalog import Catalog
+    from backfill_assets.integration.runs.instance_lease import DaemonRefused, take_instance_lease
+
+    try:
+        catalog = Catalog(Settings.from_env().catalog_url)
+        with dg.DagsterInstance.get() as instance:
+            return take_instance_lease(instance, catalog, lease_seconds)
+    except DaemonRefused as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(1)
+    except BackfillError as exc:  # no DAGSTER_HOME, a catalog at another schema version: its own one line
+        click.echo(f"backfill-assets-daemon: {exc}", err=True)
+        sys.exit(1)
 
 
 def _warn_of_missing_blocks(home: Path) -> None:

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.store.daemon_lease import DaemonLease, LeaseHolder
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import DAILY_REVENUE
 from backfill_assets.integration.jobs import BACKFILL_JOB
@@ -49,5 +50,9 @@ def test_the_driver_sensor_yields_tagged_run_requests_up_to_max_active(env):
     assert {c.partition_key: c.decision for c in Ledger(env.catalog).cells(request_id)} == {
         DAYS[0]: "submitted", DAYS[1]: "submitted", DAYS[2]: "pending",
     }
-    # No run was launched from those requests here: the next evaluation asks for the same keys, nothing new.
+    # No run was launched from those requests here. The next evaluation, at once, asks for nothing: the driver
+    # that recorded them may still be creating their runs (a second daemon asking again would make a second run
+    # of each key). Once a daemon started after they were recorded (a restart), it asks for the same keys.
+    assert _evaluate(env) == []
+    DaemonLease(env.catalog).acquire(LeaseHolder.this_process(str(env.home)), lease_seconds=30)
     assert [r.run_key for r in _evaluate(env)] == [r.run_key for r in first]

@@ -207,6 +207,19 @@ CLASSES: tuple[FaultClass, ...] = (
         "`BACKFILL_CATALOG_STATEMENT_TIMEOUT`); a timeout is one `CatalogBusy` line naming the catalog and the "
         "lock held by another session, within the timeout.",
     ),
+    # ---- two daemons on one home ----------------------------------------------------------------------------
+    FaultClass(
+        "service.two_daemons", "service faults",
+        "two daemons on one home: a second `backfill-assets-daemon run`, and two Dagster drivers ticking one "
+        "request at once",
+        "one second daemon start beside a running one, or one request driven by two racing drivers to its end",
+        "The daemon holds a lease in the catalog (renewed every third of `BACKFILL_DAEMON_LEASE_SECONDS`): a second "
+        "one, or one beside a running `dagster-daemon run` (its heartbeats), refuses to start naming the first, and "
+        "a daemon whose lease was taken stops. A driver tick records its decisions only if nothing it read changed "
+        "(the request's tick token and each cell's decision, compare-and-set), so of two racing ticks only one "
+        "submits; a recorded run still missing is asked for again only after a grace or a daemon restart. Counted "
+        "per trial: a run key with two runs, a cell published twice in the request, a cell not published.",
+    ),
 )
 
 BY_ID = {c.id: c for c in CLASSES}

@@ -35,6 +35,10 @@ QUEUED_PER_SLOT = 1
 # Statuses under which a cell whose run failed before writing goes back to pending rather than failing: a pause
 # must not turn a cell its resume would retry into a failed one.
 RELAUNCHING = (M.OPEN, M.PAUSED)
+# A submitted cell whose run does not exist yet is requested again only once its submission is this old (or older
+# than the daemon now driving): until then the driver that recorded it may still be creating its run, and a second
+# driver asking for the same run key then would make a second run of it.
+REREQUEST_GRACE_SECONDS = 20.0
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,7 @@ def tick(
     hold_open: str | None = None,
     queue_ahead: bool = False,
     version_error_of: Callable[[str, str, str], str | None] | None = None,
+    rerequest_before: str | None = None,
 ) -> TickResult:
     """``cascade_confirmed`` False keeps cascaded cells waiting for ``request confirm``; ``hold_open`` names why
     the request may not close yet even if every cell is terminal (publishes not yet propagated, open handoffs).
@@ -143,7 +148,10 @@ def tick(
     frees, instead of the driver's next tick (Dagster's sensor loop: every 5 s at best).
 
     ``version_error_of(asset, partition, dagster_run_id)``: the error its version ended with, for the reason of a
-    failed cell (e.g. a step not delivered again after its workers died)."""
+    failed cell (e.g. a step not delivered again after its workers died).
+
+    ``rerequest_before``: a submitted cell whose run does not exist yet is requested again only if it was
+    submitted before this time (an ISO timestamp; None: whenever it was)."""
     result = TickResult()
     spec = record.spec
     cells = [replace(c) for c in cells]  # copies: the tick changes them as it decides
@@ -158,7 +166,8 @@ def tick(
     resubmit: dict[str, list[Cell]] = {}
     if record.status != M.PAUSED:
         for cell in cells:
-            if cell.decision == M.SUBMITTED and cell.run_key not in runs_by_key:
+            missing = cell.decision == M.SUBMITTED and cell.run_key not in runs_by_key
+            if missing and _may_rerequest(cell, rerequest_before):
                 resubmit.setdefault(cell.run_key, []).append(cell)
     for key, group in resubmit.items():
         result.submissions.append(_submission(spec, group, key))
@@ -377,6 +386,11 @@ def _slot_occupancy(in_flight: set[str], runs_by_key: dict[str, RunView], max_ac
         if run is not None and run.slot is not None and run.slot in occupancy:
             occupancy[run.slot] += 1
     return occupancy
+
+
+def _may_rerequest(cell: Cell, before: str | None) -> bool:
+    """Whether a submitted cell whose run is missing may be requested again now (see ``REREQUEST_GRACE_SECONDS``)."""
+    return before is None or not cell.submitted_at or cell.submitted_at < before
 
 
 def _failed_before_writing(cell: Cell, run: RunView | None, version_state: str | None) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 import sqlalchemy as sa
@@ -14,11 +15,25 @@ from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.claims import claim, claimable_cells, claimed_by, overlap_message, release
 from backfill_assets.engine.store.request_record import RequestRecord
-from backfill_assets.engine.store.schema import request_items, requests
+from backfill_assets.engine.store.schema import driver_ticks, request_items, requests
 
 # Cell fields stored under another column name: request_items.run_id is the Dagster run of the cell.
 _COLUMN_OF = {"dagster_run_id": "run_id"}
 _REQUEST_ID_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+
+class _StaleTick(Exception):
+    """A cell changed since the tick read it: the whole record is rolled back."""
+
+
+@dataclass(frozen=True)
+class TickSnapshot:
+    """What one driver tick read, in this order: the request's tick token, the request, its cells. Recording the
+    tick (``Ledger.record_tick``) succeeds only if none of it changed meanwhile."""
+
+    token: int
+    record: RequestRecord
+    cells: list[Cell]
 
 
 def validate_request_id(request_id: object) -> str:
@@ -185,7 +200,35 @@ class Ledger:
         counts["planned"] = sum(counts.values())
         return counts
 
+    def snapshot(self, request_id: str) -> TickSnapshot:
+        """A driver tick's view of a request: the token first, so anything recorded after it is seen as a change."""
+        with self.reader.connect() as conn:
+            token = conn.execute(
+                sa.select(driver_ticks.c.seq).where(driver_ticks.c.request_id == request_id)
+            ).scalar()
+        return TickSnapshot(int(token or 0), self.get(request_id), self.cells(request_id))
+
     # ---- write ------------------------------------------------------------------------------------------------
+
+    def record_tick(self, snapshot: TickSnapshot, updates: list[CellUpdate]) -> bool:
+        """Record a driver tick's decisions, all or nothing, only if nothing it read changed: the request still has
+        the status it read (a cancel or pause that committed meanwhile wins), no other tick recorded since it read
+        the token (compare-and-set of the token), and each cell it changes still has the decision and run key it
+        read. Of two drivers ticking one request at once, the second records nothing, so it submits nothing: the
+        caller yields run requests only when this returns True."""
+        request_id, now = snapshot.record.request_id, iso(utc_now())
+        seen = {c.key: c for c in snapshot.cells}
+        try:
+            with self.engine.begin() as conn:
+                if not self._lock_if_status(conn, request_id, snapshot.record.status):
+                    return False
+                if not _advance_token(conn, request_id, snapshot.token, now):
+                    return False
+                for u in updates:
+                    _write_cell(conn, request_id, u, now, expect=seen.get(u.key))
+        except (_StaleTick, sa.exc.IntegrityError):  # IntegrityError: another tick inserted the first token
+            return False
+        return True
 
     def update_cells(self, request_id: str, updates: list[CellUpdate], expect_status: str | None = None) -> bool:
         """Write cell updates. With ``expect_status``, only while the request still has that status (checked and
@@ -313,6 +356,33 @@ class Ledger:
                 .values(status=status)
             ).rowcount
         )
+
+
+def _advance_token(conn: sa.Connection, request_id: str, token: int, now: str) -> bool:
+    """Compare-and-set of the request's tick token from ``token`` to the next; False when another tick moved it."""
+    t = driver_ticks.c
+    if token == 0:
+        exists = conn.execute(sa.select(t.seq).where(t.request_id == request_id)).scalar()
+        if exists is None:
+            conn.execute(driver_ticks.insert().values(request_id=request_id, seq=1, ticked_at=now))
+            return True
+    return bool(conn.execute(
+        driver_ticks.update().where(t.request_id == request_id, t.seq == token).values(seq=token + 1, ticked_at=now)
+    ).rowcount)
+
+
+def _write_cell(conn: sa.Connection, request_id: str, update: CellUpdate, now: str, expect: Cell | None) -> None:
+    """Write one cell update; with ``expect``, only while the cell has the decision and run key it had then."""
+    c = request_items.c
+    values = {_COLUMN_OF.get(k, k): v for k, v in update.values.items()}
+    if values.get("decision") == M.SUBMITTED and "run_key" in values:
+        values["submitted_at"] = now  # the request's "created" time of the cell's run
+    where = [c.request_id == request_id, c.asset == update.asset, c.partition_key == update.partition_key]
+    if expect is not None:
+        where += [c.decision == str(expect.decision),
+                  c.run_key.is_(None) if expect.run_key is None else c.run_key == expect.run_key]
+    if conn.execute(request_items.update().where(*where).values(updated_at=now, **values)).rowcount != 1:
+        raise _StaleTick(f"{update.asset} {update.partition_key} changed since the tick read it")
 
 
 def _item_rows(

@@ -308,3 +308,30 @@ target_slot_waiters = sa.Table(
     sa.Column("since", _ts, nullable=False),
     sa.Column("expires_at", _ts, nullable=False),
 )
+
+# One daemon per catalog (engine/store/daemon_lease.py): the lease a running backfill-assets-daemon holds and renews,
+# taken over only once it expires (or at once when its holder's process is known dead on the same host).
+daemon_lease = sa.Table(
+    "daemon_lease",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("holder", sa.String(64), nullable=False),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("pid_scope", sa.String(255), nullable=False),  # where ``pid`` means a process: host, boot, namespace
+    sa.Column("instance", sa.Text, nullable=False),  # the DAGSTER_HOME it runs on
+    sa.Column("acquired_at", _ts, nullable=False),
+    sa.Column("renewed_at", _ts, nullable=False),
+    sa.Column("expires_at", _ts, nullable=False),
+)
+
+# One row per request the driver has ticked: ``seq`` is the tick token a driver reads before it reads the cells and
+# advances by compare-and-set when it records its decisions, so of two drivers ticking one request at once only the
+# first records (and submits) anything.
+driver_ticks = sa.Table(
+    "driver_ticks",
+    metadata,
+    sa.Column("request_id", _req, primary_key=True),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+    sa.Column("ticked_at", _ts, nullable=False),
+)

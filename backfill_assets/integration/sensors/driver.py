@@ -1,6 +1,6 @@
 """The backfill driver sensor: submits runs for open requests (docs/DESIGN.md §7). Runs in dagster-daemon."""
 
-
+from datetime import timedelta
 from typing import Iterator
 
 import dagster as dg
@@ -9,11 +9,18 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.gates import team_of_request, upstream_first
 from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.settings import code_version
-from backfill_assets.engine.plan.driver_tick import FINISHED_RUN_STATUSES, Submission, tick
+from backfill_assets.engine.plan.driver_tick import (
+    FINISHED_RUN_STATUSES,
+    REREQUEST_GRACE_SECONDS,
+    Submission,
+    tick,
+)
 from backfill_assets.engine.plan.propagation import PROPAGATION_CURSOR
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.cursors import read_cursor
+from backfill_assets.engine.store.daemon_lease import DaemonLease
 from backfill_assets.engine.store.handoffs import OPEN as HANDOFF_OPEN
 from backfill_assets.engine.store.handoffs import Handoffs
 from backfill_assets.engine.store.ledger import Ledger, RequestRecord
@@ -98,6 +105,15 @@ def downstream_hold(catalog: Catalog, record: RequestRecord) -> str | None:
     return None
 
 
+def rerequest_before(catalog: Catalog) -> str:
+    """Submitted cells recorded before this time whose run is missing are requested again: older than the grace
+    (whoever recorded them has long created their runs, or died), or older than the daemon now holding the
+    instance's lease (the daemon that recorded them has stopped: a restart heals at once)."""
+    cutoff = iso(utc_now() - timedelta(seconds=REREQUEST_GRACE_SECONDS))
+    lease = DaemonLease(catalog).current()
+    return max(cutoff, lease.acquired_at) if lease is not None and lease.live(utc_now()) else cutoff
+
+
 def drive_request(
     graph: AssetGraph,
     instance: dg.DagsterInstance,
@@ -108,8 +124,9 @@ def drive_request(
     ledger = Ledger(catalog)
     if record.status == M.WAITING and not ledger.try_claim(record.request_id):
         return []
-    record = ledger.get(record.request_id)
-    cells = ledger.cells(record.request_id)
+    # The tick token first: another driver that records this request meanwhile makes this tick record nothing.
+    snapshot = ledger.snapshot(record.request_id)
+    record, cells = snapshot.record, snapshot.cells
     runs_by_key = run_views_by_key(runs_of_request(instance, record.request_id))
     # The versions a tick reads are those of the runs it settles: finished runs of submitted cells.
     submitted = {c.run_key for c in cells if c.decision == M.SUBMITTED}
@@ -134,11 +151,13 @@ def drive_request(
         hold_open=downstream_hold(catalog, record),
         queue_ahead=enforces_one_run_per_tag_value(instance, T.SLOT),
         version_error_of=lambda a, p, run_id: errors.get((a, p, run_id)),
+        rerequest_before=rerequest_before(catalog),
     )
     # Record decisions before the run requests leave the sensor: a crash in between is healed by re-requesting
     # the same run keys next tick, never by submitting twice.
-    # Only while the request still has the status this tick read: a cancel that committed meanwhile wins.
-    if not ledger.update_cells(record.request_id, result.cell_updates, expect_status=record.status):
+    # Only if nothing the tick read changed: a cancel that committed meanwhile wins, and of two drivers ticking
+    # this request at once (two daemons on one instance) the second submits nothing.
+    if not ledger.record_tick(snapshot, result.cell_updates):
         return []
     if result.status and (result.status[0], result.status[1]) != (record.status, record.message):
         ledger.set_status(record.request_id, *result.status, expect_status=record.status)

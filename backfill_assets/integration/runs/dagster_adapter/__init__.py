@@ -42,11 +42,13 @@ from .backfills import (
     workspace_asset_tags,
 )
 from .daemon_loops import (
+    HEARTBEAT_FRESH_SECONDS,
     INTERVAL_MARGIN_SECONDS,
     LOADING_RETRY_SECONDS,
     WokenEvent,
     active_backfill_count,
     code_location_origins,
+    daemon_heartbeat_after,
     run_dagster_daemon,
     sensors_pending_since,
     woken_daemons,
@@ -109,6 +111,8 @@ __all__ = [
     "run_dagster_daemon",
     "active_backfill_count",
     "code_location_origins",
+    "HEARTBEAT_FRESH_SECONDS",
+    "daemon_heartbeat_after",
     "KEPT_ENGINES",
     "SqliteEventLogReusingEngines",
     "SqliteRunStorageKeepingConnections",

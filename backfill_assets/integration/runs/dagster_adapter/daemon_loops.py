@@ -179,3 +179,19 @@ def _loaded_repositories(entries) -> list:
         if entry.code_location is not None
         for repository in entry.code_location.get_repositories().values()
     ]
+
+
+# Dagster's daemon writes a heartbeat per daemon type every 30 s (DEFAULT_HEARTBEAT_INTERVAL_SECONDS) and leaves the
+# last one behind when it stops: one newer than twice that, plus a margin, is a daemon still running.
+HEARTBEAT_FRESH_SECONDS = 65.0
+
+
+def daemon_heartbeat_after(instance: dg.DagsterInstance, after: float) -> tuple[str, float, str] | None:
+    """The newest heartbeat any daemon process wrote on ``instance`` after the timestamp ``after`` (and within
+    ``HEARTBEAT_FRESH_SECONDS``), as (daemon type, timestamp, daemon id), or None."""
+    newest = None
+    since = max(after, time.time() - HEARTBEAT_FRESH_SECONDS)
+    for kind, beat in instance.get_daemon_heartbeats().items():
+        if beat.timestamp > since and (newest is None or beat.timestamp > newest[1]):
+            newest = (kind, beat.timestamp, beat.daemon_id or "?")
+    return newest
