@@ -211,7 +211,8 @@ def check_business_totals(frame: pd.DataFrame, totals: Mapping[str, float], tole
         if not pd.api.types.is_numeric_dtype(frame[column]):
             problems.append(f"{column} is not numeric")
             continue
-        got = float(frame[column].sum())
+        with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf, or an overflowing sum: judged below
+            got = float(frame[column].sum())
         observed[f"total_{column}"] = _shown(got)
         observed[f"expected_{column}"] = _shown(want)
         infinite = _infinite_values(frame[column])
