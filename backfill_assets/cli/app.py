@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from backfill_assets.engine.model.errors import BackfillError, FieldMessage, StorageError
+from backfill_assets.engine.model.errors import BackfillError, FieldMessage, StorageError, bounded
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.settings import ENV_DAGSTER_HOME, Settings
 from backfill_assets.engine.store.catalog import Catalog
@@ -96,8 +96,14 @@ def flag_of(field: str) -> str:
     return FLAG_OF_FIELD.get(field, "--" + field.replace("_", "-"))
 
 
-def _fail(message: str) -> NoReturn:
-    click.echo("error: " + " ".join(message.splitlines()), err=True)  # one line, whatever the input held
+# The longest error line the CLI prints: our messages quote a bounded prefix of any input (errors.quoted); this
+# keeps one we did not word (a storage's own reason) to a line too. click's usage errors quote the whole value.
+ERROR_LINE_LIMIT = 1000
+USAGE_LINE_LIMIT = 300
+
+
+def _fail(message: str, limit: int = ERROR_LINE_LIMIT) -> NoReturn:
+    click.echo("error: " + bounded(" ".join(message.splitlines()), limit), err=True)  # one line, whatever the input
     sys.exit(2)
 
 
@@ -125,7 +131,7 @@ class BackfillGroup(click.Group):
 def _usage_error(exc: click.UsageError) -> NoReturn:
     if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
         raise exc  # a bare group or command: show its help
-    _fail(exc.format_message())
+    _fail(exc.format_message(), USAGE_LINE_LIMIT)
 
 
 def emit(data: Any, as_json: bool, human: Any = None) -> None:

@@ -11,8 +11,9 @@ import click
 from backfill_assets.engine.model.errors import InvalidInput, NotFound
 from backfill_assets.engine.model.graph import DeclaredAsset
 from backfill_assets.engine.model.identity import validate_text
-from backfill_assets.engine.model.intervals import in_zone
+from backfill_assets.engine.model.intervals import in_zone, utc_now
 from backfill_assets.engine.model.logical_run import differences
+from backfill_assets.engine.model.request_input import MAX_SEED_ROWS_PER_DAY, seed_days
 from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.engine_refs import EngineRefs
 from backfill_assets.engine.store.outbox import deliveries
@@ -36,11 +37,13 @@ def validate_cell(app: AppContext, asset: str, partition: str, data_only: bool =
 @click.option("--from", "first", required=True, help="First business day, YYYY-MM-DD.")
 @click.option("--to", "last", required=True, help="Last business day, inclusive.")
 @click.option("--per-day", "--orders-per-day", "per_day", default=2000, show_default=True, type=int,
-              help="Source rows per business day.")
+              help=f"Source rows per business day, at most {MAX_SEED_ROWS_PER_DAY}.")
 @json_option
 @click.pass_obj
 def seed(app: AppContext, first: str, last: str, per_day: int, as_json: bool) -> None:
     """Fill an example's source system with deterministic synthetic rows (the code location's `seed` function).
+
+    The days follow `request create`'s rule (none past the newest complete day, at most 20000 of them).
 
     Example: backfill-assets seed --from 2022-09-01 --to 2022-11-30
     """
@@ -48,7 +51,9 @@ def seed(app: AppContext, first: str, last: str, per_day: int, as_json: bool) ->
     hook = getattr(location.module, SEED_HOOK, None)
     if not callable(hook):
         raise InvalidInput(f"{location.module_name} has no `{SEED_HOOK}(first, last, per_day)` to fill its source")
-    keys = location.graph.calendar.keys_between(first, last)
+    calendar = location.graph.calendar
+    # As `request create` bounds its days; checked before the hook writes anything.
+    keys = seed_days(calendar, first, last, per_day, calendar.newest_complete_key(utc_now()))
     inserted = hook(first, last, per_day)
     result = {"days": len(keys), "inserted_rows": inserted, "source_url": app.settings().source_url}
     emit(result, as_json, f"seeded {len(keys)} business days, {inserted} new source rows")

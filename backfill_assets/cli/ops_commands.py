@@ -16,7 +16,8 @@ def handoff() -> None:
 
 @handoff.command("list")
 @click.option("--request", "request_id", default=None, help="Only this request's handoffs.")
-@click.option("--status", default=None, help="Only handoffs in this status: open | accepted | declined | expired.")
+@click.option("--status", default=None,
+              help="Only handoffs in this status: open | accepted | declined | expired (another word is refused).")
 @json_option
 @click.pass_obj
 def handoff_list(app: AppContext, request_id: str | None, status: str | None, as_json: bool) -> None:

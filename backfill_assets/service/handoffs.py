@@ -10,8 +10,16 @@ from typing import Any
 from backfill_assets.engine.model.cells import CellOrigin
 from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import utc_now
-from backfill_assets.engine.store.handoffs import ACCEPTED, DECLINED, Handoffs, owners_of, validate_handoff_id
-from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.model.request_input import choice
+from backfill_assets.engine.store.handoffs import (
+    ACCEPTED,
+    DECLINED,
+    Handoffs,
+    HandoffStatus,
+    owners_of,
+    validate_handoff_id,
+)
+from backfill_assets.engine.store.ledger import Ledger, validate_request_id
 
 from .context import ServiceContext
 
@@ -50,7 +58,11 @@ class HandoffDecision:
 
 
 def list_handoffs(context: ServiceContext, request_id: str | None, status: str | None) -> list[Handoff]:
-    return [Handoff.of(row) for row in Handoffs(context.catalog).list(request_id, status)]
+    """The handoffs, optionally of one request and in one status; an unknown status or a malformed request id is
+    refused (one line naming the field), not answered with an empty list."""
+    request_id = validate_request_id(request_id) if request_id else None
+    wanted = choice(HandoffStatus, status, "status").value if status else None
+    return [Handoff.of(row) for row in Handoffs(context.catalog).list(request_id, wanted)]
 
 
 def decide(context: ServiceContext, handoff_id: str, decision: str, by: str) -> HandoffDecision:

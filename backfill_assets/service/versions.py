@@ -10,7 +10,7 @@ from typing import Any
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.day_order import DayOrder, declared_pace
-from backfill_assets.engine.model.errors import NotFound, UnsafeName
+from backfill_assets.engine.model.errors import NotFound, UnsafeName, quoted
 from backfill_assets.engine.model.identity import parse_version_id
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.overrides import Override, OverrideAction
@@ -105,7 +105,7 @@ def trace(context: ServiceContext, ref: str) -> list[Traced]:
     add(context.catalog.versions_of_run(ref), TraceMatch.LOGICAL_RUN_ID)
     add(context.catalog.versions_of_dagster_runs([ref]), TraceMatch.DAGSTER_RUN_ID)
     if not found:
-        raise NotFound(f"no version has the engine id, label, version id or run id {ref!r}")
+        raise NotFound(f"no version has the engine id, label, version id or run id {quoted(ref)}")
     engine_refs = refs.of_versions(list(found))
     traced = [Traced(t.version, t.matched_by, tuple(engine_refs[v])) for v, t in found.items()]
     return sorted(traced, key=lambda t: (str(t.version.created_at), t.version.version_id))

@@ -123,7 +123,7 @@ def test_rollback_restores_previous_version_and_lists_consumers(env):
         (["rollback", DAILY_REVENUE, DAY, "--reason", "  "], "--reason"),
         (["rollback", DAILY_REVENUE, DAY, "--reason", "x", "--to", "nope/2022-09-01/r/1"], "unknown version"),
         (["seed", "--from", "2022-10-05", "--to", "2022-10-01"], "before --from"),
-        (["seed", "--from", "2022-10-01", "--to", "2022-10-02", "--orders-per-day", "0"], "orders-per-day"),
+        (["seed", "--from", "2022-10-01", "--to", "2022-10-02", "--orders-per-day", "0"], "--per-day 0"),
     ],
 )
 def test_bad_input_is_one_line_error_and_changes_nothing(env, args, message):

@@ -77,6 +77,6 @@ def test_a_job_backfill_without_pacing_tags_is_adopted_with_what_its_assets_decl
         check=True, capture_output=True, timeout=120,
     )
     [info] = list_backfills(home_instance, defs.get_repository_def())
-    [adopted], _ = adopt_and_track(GRAPH, home_instance, defs.get_repository_def(), env.catalog)
+    [adopted], _, _ = adopt_and_track(GRAPH, home_instance, defs.get_repository_def(), env.catalog)
     spec = Ledger(env.catalog).get(adopted).spec
     assert (spec.max_active, spec.order, spec.serial) == (1, "forward", True)

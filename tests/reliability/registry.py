@@ -220,6 +220,28 @@ CLASSES: tuple[FaultClass, ...] = (
         "submits; a recorded run still missing is asked for again only after a grace or a daemon restart. Counted "
         "per trial: a run key with two runs, a cell published twice in the request, a cell not published.",
     ),
+    # ---- 7. input bounds ------------------------------------------------------------------------------------
+    FaultClass(
+        "bad_input.non_finite", "bad input",
+        "non-finite numbers (NaN, ±Infinity, 1e999) through every door: --conf on the CLI, the Launchpad's conf, "
+        "a transform's frame under each comparing audit",
+        "one generated conf (CLI or Launchpad job) or one generated frame, expectation and tolerance (hypothesis "
+        "example)",
+        "A conf's numbers must be finite (`engine/model/numbers.require_finite`, in the one conf check every door "
+        "calls, and in the step for a run given its own run config): refused in one line naming where the number "
+        "is, nothing created. Every comparing audit fails, never passes, on what it cannot compare: "
+        "`business_totals` on a non-finite sum, expectation or tolerance and on an infinite value in a compared "
+        "column (written so that a NaN difference fails); `row_count` on a non-finite expectation.",
+    ),
+    FaultClass(
+        "bad_input.numeric_tags", "bad input",
+        "generated `backfill/*` numeric tag values: unicode digits, huge, signs, spaces",
+        "one generated tag value through the launch policy, the step's admission check, the adoption and the "
+        "queue's pacing (hypothesis example)",
+        "One parser for numbers given as text (`engine/model/numbers.whole_number`): plain ASCII digits within "
+        "bounds, else one line naming the tag; never a ValueError. The adoption sensor handles each Dagster "
+        "backfill on its own, so one bad backfill never blocks the others.",
+    ),
 )
 
 BY_ID = {c.id: c for c in CLASSES}

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from backfill_assets.engine.model.errors import InvalidInput, NotAuthorized
+from backfill_assets.engine.model.errors import InvalidInput, NotAuthorized, quoted
 from backfill_assets.engine.model.identity import validate_person_name
 
 DEFAULT_RETENTION_DAYS = 30
@@ -28,7 +28,7 @@ MAX_RETENTION_DAYS = 3650
 
 def _names(values: object, what: str) -> tuple[str, ...]:
     if isinstance(values, str) or not isinstance(values, Iterable):
-        raise InvalidInput(f"{what} must be a list of names, not {values!r}")
+        raise InvalidInput(f"{what} must be a list of names, not {quoted(values)}")
     return tuple(validate_person_name(v, f"{what} entry", blank_ok=False).strip() for v in values)
 
 
@@ -59,7 +59,7 @@ class AccessPolicy:
     def require_approver(self, name: str, what: str) -> None:
         """Refuse ``name`` as the approver of ``what`` unless it is an approver or admin (no list: anyone)."""
         if not self._approves(name):
-            raise NotAuthorized(f"{name!r} may not approve {what}: approvers are "
+            raise NotAuthorized(f"{quoted(name)} may not approve {what}: approvers are "
                                 f"{_listing(self.approvers, self.admins)}; nothing changed")
 
     def may_approve(self, name: str | None) -> bool:
@@ -75,7 +75,7 @@ class AccessPolicy:
             return
         if _listed(name, (*owners, *self.admins)):
             return
-        raise NotAuthorized(f"{name!r} may not decide {what}: only {asset}'s owners or an admin may "
+        raise NotAuthorized(f"{quoted(name)} may not decide {what}: only {asset}'s owners or an admin may "
                             f"({_listing(owners, self.admins)}); nothing changed")
 
 

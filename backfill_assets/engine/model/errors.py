@@ -25,6 +25,9 @@
 
     FieldMessage (a mixin of InvalidField and RefusedField): the message's template and the fields it names
 
+A message that quotes what a user gave quotes at most a bounded prefix of it (``quoted``; ``FieldMessage`` bounds
+every value it is given), so a megabyte of input never becomes a megabyte of error.
+
     OSError
     └── StorageError            the warehouse's storage failed an operation (endpoint refused or reset the
                                 connection, timed out, denied access, disk full): not the user's doing and often
@@ -36,6 +39,46 @@ from __future__ import annotations
 import string
 from collections.abc import Callable
 from typing import Any
+
+# How much of a user's input an error message quotes (``quoted``, and ``{value!r}`` in a FieldMessage template),
+# and of any other value a FieldMessage renders (``{value}``: usually our own lists of what is allowed).
+QUOTE_LIMIT = 80
+VALUE_LIMIT = 200
+
+
+def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(value)`` for an error message, at most ``limit`` characters of it: a longer value is quoted as its
+    prefix and how long it was, e.g. ``'aaaa…' (1048576 characters)``."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return f"{value[:limit]!r}… ({len(value)} characters)"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
+def bounded(text: str, limit: int = VALUE_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, saying so (for values rendered without quotes)."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
+class _Bounded:
+    """A FieldMessage value as its template renders it: ``{v!r}`` is ``quoted``, ``{v}`` (or ``{v:spec}``)
+    ``bounded``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return quoted(self.value)
+
+    def __str__(self) -> str:
+        return bounded(str(self.value))
+
+    def __format__(self, spec: str) -> str:
+        return bounded(format(self.value, spec))
 
 
 class BackfillError(Exception):
@@ -69,7 +112,8 @@ class FieldMessage(BackfillError):
 
     def worded(self, name_of: Callable[[str], str]) -> str:
         """The message with each field named by ``name_of`` (a surface's word for it)."""
-        return self.template.format_map({**{f: name_of(f) for f in self.fields}, **self.values})
+        values = {key: _Bounded(value) for key, value in self.values.items()}
+        return self.template.format_map({**{f: name_of(f) for f in self.fields}, **values})
 
     def __reduce__(self):  # picklable, as exceptions crossing processes must be
         return (_rebuild, (type(self), self.template, self.values))

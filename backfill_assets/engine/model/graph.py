@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from backfill_assets.engine.model.access import AccessPolicy, CleanupPolicy
 from backfill_assets.engine.model.asset_config import CONFIG_ARG, AssetConfig
-from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.errors import InvalidInput, quoted
 from backfill_assets.engine.model.intervals import BusinessCalendar
 
 STRING, FLOAT, INT, TIMESTAMP, BOOL = "string", "float", "int", "timestamp", "bool"
@@ -159,7 +159,7 @@ class AssetGraph:
         """The spec of a known asset, or a one-line error naming the known ones."""
         known = self.data_assets if data_only else self.names
         if not isinstance(name, str) or name not in known:
-            raise InvalidInput(f"unknown asset {name!r}; known: {', '.join(known)}")
+            raise InvalidInput(f"unknown asset {quoted(name)}; known: {', '.join(known)}")
         return self._specs[name]
 
 

@@ -9,7 +9,7 @@ import unicodedata
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from backfill_assets.engine.model.errors import InvalidField, UnsafeName
+from backfill_assets.engine.model.errors import InvalidField, UnsafeName, quoted
 from backfill_assets.engine.model.intervals import Interval, iso
 
 _ASSET_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
@@ -38,7 +38,7 @@ def _validate(value: object, pattern: re.Pattern[str], what: str) -> str:
     if problem is None and not pattern.match(value):  # type: ignore[arg-type]
         problem = f"must match {pattern.pattern}"
     if problem is not None:
-        raise UnsafeName(f"{what} {value!r} {problem}")
+        raise UnsafeName(f"{what} {quoted(value)} {problem}")
     return value  # type: ignore[return-value]
 
 
@@ -60,7 +60,7 @@ def validate_text(value: object, what: str, limit: int, line_breaks: bool = Fals
         raise InvalidField(what + " must be text of at most {limit} characters", limit=limit)
     allowed = "\t\n\r" if line_breaks else ""
     if any(unicodedata.category(ch) in ("Cc", "Cs") and ch not in allowed for ch in value):
-        raise InvalidField(what + " {value!r} contains a control character", value=value[:80])
+        raise InvalidField(what + " {value!r} contains a control character", value=value)
     return value
 
 
@@ -81,17 +81,17 @@ def make_version_id(asset: str, partition_key: str, run_id: str, attempt_no: int
     validate_partition_key(partition_key)
     validate_run_id(run_id)
     if isinstance(attempt_no, bool) or not isinstance(attempt_no, int) or attempt_no < 1:
-        raise UnsafeName(f"attempt number {attempt_no!r} must be a positive integer")
+        raise UnsafeName(f"attempt number {quoted(attempt_no)} must be a positive integer")
     return f"{asset}/{partition_key}/{run_id}/{attempt_no}"
 
 
 def parse_version_id(version_id: str) -> tuple[str, str, str, int]:
     parts = version_id.split("/") if isinstance(version_id, str) else []
     if len(parts) != 4 or not (parts[3].isascii() and parts[3].isdigit()):
-        raise UnsafeName(f"version id {version_id!r} is not <asset>/<partition>/<run_id>/<attempt>")
+        raise UnsafeName(f"version id {quoted(version_id)} is not <asset>/<partition>/<run_id>/<attempt>")
     asset, key, run_id, attempt = parts
     if make_version_id(asset, key, run_id, int(attempt)) != version_id:
-        raise UnsafeName(f"version id {version_id!r} is not canonical (attempt {int(attempt)})")
+        raise UnsafeName(f"version id {quoted(version_id)} is not canonical (attempt {int(attempt)})")
     return asset, key, run_id, int(attempt)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from backfill_assets.engine.model.errors import InvalidField, InvalidInput
+from backfill_assets.engine.model.errors import InvalidField, InvalidInput, quoted
 
 PARTITION_KEY_FORMAT = "%Y-%m-%d"
 _FIRST_SUPPORTED_DAY = date.min + timedelta(days=1)
@@ -21,11 +21,11 @@ _KEY_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")  # ASCII digits only: \d 
 
 def load_timezone(name: str) -> ZoneInfo:
     if not isinstance(name, str) or not name or "\x00" in name or ".." in name or name.startswith("/"):
-        raise InvalidInput(f"unknown timezone {name!r}")
+        raise InvalidInput(f"unknown timezone {quoted(name)}")
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
-        raise InvalidInput(f"unknown timezone {name!r}") from exc
+        raise InvalidInput(f"unknown timezone {quoted(name)}") from exc
 
 
 def parse_day(text: str, what: str = "date") -> date:

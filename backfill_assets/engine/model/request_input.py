@@ -16,7 +16,8 @@ from backfill_assets.engine.model.day_order import declared_pace, resolve_max_ac
 from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import validate_person_name, validate_text
-from backfill_assets.engine.model.intervals import PARTITION_KEY_FORMAT, parse_day
+from backfill_assets.engine.model.intervals import PARTITION_KEY_FORMAT, BusinessCalendar, parse_day
+from backfill_assets.engine.model.numbers import require_finite
 from backfill_assets.engine.model.request_model import (
     AUTO,
     AUTO_MIN_INTERVALS_PER_SLOT,
@@ -35,6 +36,8 @@ from backfill_assets.engine.model.request_model import (
 from backfill_assets.engine.model.run_conf import validate_asset_sections
 
 MAX_REASON = 2000
+# Source rows `seed` writes per business day (a demo source: the examples seed 300 to 2,000).
+MAX_SEED_ROWS_PER_DAY = 100_000
 Choice = TypeVar("Choice", bound=StrEnum)
 
 
@@ -92,15 +95,7 @@ def build_spec(graph: AssetGraph, newest_complete: str | None, asked: RequestInp
         raise InvalidField("{only_failed} re-runs failed cells only; it cannot go with {reprocess} {value}",
                            value=reprocess.value)
     requested_per_run = parse_partitions_per_run(asked.partitions_per_run)
-    first, last = day_text(asked.from_day, "from_day"), day_text(asked.to_day, "to_day")
-    # Before expanding the range: a far-future to_day would otherwise build millions of keys first.
-    if newest_complete is None or parse_day(last) > parse_day(newest_complete):
-        raise InvalidField("{to_day} {value} is past the newest complete interval ({newest})", value=last,
-                           newest=newest_complete or "none yet")
-    partitions = tuple(graph.calendar.keys_between(first, last))
-    if len(partitions) > MAX_PARTITIONS:
-        raise InvalidField("{from_day}..{to_day} has {count} partitions; at most {limit} per request",
-                           count=len(partitions), limit=MAX_PARTITIONS)
+    partitions = bounded_days(graph.calendar, asked.from_day, asked.to_day, newest_complete)
     side_effects = _side_effects(graph, asked.allow_side_effects, asked.approved_by)
     # An asset a cascade adds to the request runs with the same conf as a selected one.
     reach = cascade_reach(graph, selected, downstream)
@@ -116,11 +111,40 @@ def build_spec(graph: AssetGraph, newest_complete: str | None, asked: RequestInp
         assets=selected, partitions=partitions, reprocess=reprocess, max_active=max_active, order=order,
         downstream=downstream, confirm_cascade=bool(asked.confirm_cascade), allow_side_effects=side_effects,
         approved_by=_clean_name(asked.approved_by, "approved_by"), conf=spec_conf,
-        reason=validate_text((asked.reason or "").strip()[:MAX_REASON], "{reason}", MAX_REASON, line_breaks=True),
+        # Refused when too long, never cut: a request's reason is its record of why.
+        reason=validate_text((asked.reason or "").strip(), "{reason}", MAX_REASON, line_breaks=True),
         requested_by=_clean_name(asked.requested_by, "requested_by") or "unknown",
         wait_for_overlap=bool(asked.wait_for_overlap), partitions_per_run=per_run,
         partitions_per_run_mode=per_run_mode, serial=bool(pace.serial), only_failed=bool(asked.only_failed),
     )
+
+
+def bounded_days(
+    calendar: BusinessCalendar, from_day: date | str, to_day: date | str, newest_complete: str | None
+) -> tuple[str, ...]:
+    """The partition keys of ``from_day..to_day`` under the rule every request (and ``seed``) follows: none past
+    the newest complete interval, at most MAX_PARTITIONS of them."""
+    first, last = day_text(from_day, "from_day"), day_text(to_day, "to_day")
+    # Before expanding the range: a far-future to_day would otherwise build millions of keys first.
+    if newest_complete is None or parse_day(last) > parse_day(newest_complete):
+        raise InvalidField("{to_day} {value} is past the newest complete interval ({newest})", value=last,
+                           newest=newest_complete or "none yet")
+    partitions = tuple(calendar.keys_between(first, last))
+    if len(partitions) > MAX_PARTITIONS:
+        raise InvalidField("{from_day}..{to_day} has {count} partitions; at most {limit} per request",
+                           count=len(partitions), limit=MAX_PARTITIONS)
+    return partitions
+
+
+def seed_days(
+    calendar: BusinessCalendar, from_day: str, to_day: str, per_day: object, newest_complete: str | None
+) -> tuple[str, ...]:
+    """The days ``seed`` fills, checked before anything is written: the days a request over them could take
+    (``bounded_days``), and at most MAX_SEED_ROWS_PER_DAY source rows a day."""
+    if not isinstance(per_day, int) or isinstance(per_day, bool) or not 1 <= per_day <= MAX_SEED_ROWS_PER_DAY:
+        raise InvalidField("{per_day} {value!r} must be a whole number from 1 to {limit}", value=per_day,
+                           limit=MAX_SEED_ROWS_PER_DAY)
+    return bounded_days(calendar, from_day, to_day, newest_complete)
 
 
 def choice(kind: type[Choice], value: object, name: str) -> Choice:
@@ -160,7 +184,7 @@ def parse_asset_list(text: str | None) -> list[str]:
 
 def parse_conf_text(raw: str | None) -> dict[str, Any]:
     """Conf given as JSON text (``--conf``, the Launchpad's ``conf``): bounded size, an object, then
-    ``check_conf``."""
+    ``check_conf`` (which refuses ``NaN``, ``Infinity`` and ``1e999``: Python's ``json`` reads them as floats)."""
     if raw is None or raw == "":
         return {}
     if len(raw.encode("utf-8", "surrogatepass")) > MAX_CONF_BYTES:
@@ -168,19 +192,21 @@ def parse_conf_text(raw: str | None) -> dict[str, Any]:
     try:
         conf = json.loads(raw)
     except (ValueError, RecursionError) as exc:
-        raise InvalidField("{conf} is not valid JSON: {why}", why=str(exc).splitlines()[0][:120]) from exc
+        raise InvalidField("{conf} is not valid JSON: {why}", why=str(exc).splitlines()[0]) from exc
     if not isinstance(conf, dict):
         raise InvalidField("{conf} must be a JSON object")
     return check_conf(conf)
 
 
 def check_conf(conf: object) -> dict[str, Any]:
-    """A request's conf: an object, bounded in depth (so it can be stored and logged safely). Its keys are checked
-    against the graph by ``validate_asset_sections``."""
+    """A request's conf: an object, bounded in depth (so it can be stored and logged safely), its numbers finite
+    (an audit cannot compare infinity or NaN). Its keys are checked against the graph by
+    ``validate_asset_sections``."""
     if not isinstance(conf, Mapping):
         raise InvalidField("{conf} must be an object (a mapping), not {kind}", kind=type(conf).__name__)
     if _depth(conf) > MAX_CONF_DEPTH:
         raise InvalidField("{conf} is nested deeper than {limit} levels", limit=MAX_CONF_DEPTH)
+    require_finite(conf, "{conf}")
     if len(json.dumps(conf, default=str).encode("utf-8", "surrogatepass")) > MAX_CONF_BYTES:
         raise InvalidField("{conf} is larger than {limit} bytes", limit=MAX_CONF_BYTES)
     window = conf.get("handoff_window_seconds")

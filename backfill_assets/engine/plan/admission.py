@@ -9,8 +9,9 @@ from typing import Mapping
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.day_order import DayOrder, declared_order, runs_serially, why_order, why_serial
-from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.errors import InvalidInput, quoted
 from backfill_assets.engine.model.graph import DeclaredAsset
+from backfill_assets.engine.model.numbers import whole_number
 from backfill_assets.engine.plan.planning import SKIP, CellFacts, Decision, decide
 
 # A backfill launched from Dagster without our tag recomputes what it selects: Dagster's own behaviour.
@@ -40,7 +41,7 @@ def launch_policy(run_tags: Mapping[str, str], default_max_active: int = DEFAULT
     order = run_tags.get(T.ORDER) or M.Order.FORWARD
     for tag, value, allowed in ((T.REPROCESS, reprocess, M.REPROCESS_POLICIES), (T.ORDER, order, M.ORDERS)):
         if value not in allowed:
-            raise InvalidInput(f"tag {tag}={value!r} is not one of {', '.join(allowed)}; nothing was computed")
+            raise InvalidInput(f"tag {tag}={quoted(value)} is not one of {', '.join(allowed)}; nothing was computed")
     max_active = _max_active(run_tags.get(T.MAX_ACTIVE), default_max_active)
     allowed = tuple(a.strip() for a in (run_tags.get(T.ALLOW_SIDE_EFFECTS) or "").split(",") if a.strip())
     return M.RequestSpec(
@@ -54,15 +55,23 @@ def launch_policy(run_tags: Mapping[str, str], default_max_active: int = DEFAULT
     )
 
 
+def launch_tags_refusal(run_tags: Mapping[str, str]) -> str | None:
+    """Why the steps of a Dagster backfill with these launch tags refuse to compute (one line naming the tag), or
+    None when its tags are valid."""
+    try:
+        launch_policy(run_tags)
+    except InvalidInput as exc:
+        return str(exc)
+    return None
+
+
 def _max_active(value: str | None, default: int) -> int:
     if value is None or value == "":
         return default
-    if not value.strip().isdigit() or not 1 <= int(value) <= M.MAX_ACTIVE_LIMIT:
-        raise InvalidInput(
-            f"tag {T.MAX_ACTIVE}={value!r} must be a whole number between 1 and {M.MAX_ACTIVE_LIMIT}; "
-            "nothing was computed"
-        )
-    return int(value)
+    try:
+        return whole_number(value, f"tag {T.MAX_ACTIVE}", 1, M.MAX_ACTIVE_LIMIT)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{exc}; nothing was computed") from None
 
 
 def admit(run_tags: Mapping[str, str], asset: DeclaredAsset, facts: CellFacts) -> Decision:
@@ -84,8 +93,8 @@ def contradicted_declaration(run_tags: Mapping[str, str], asset: DeclaredAsset) 
     declared = declared_order(asset)
     if order and declared != DayOrder.ANY and order != declared.value:
         return f"tag {T.ORDER}={order} is refused: {asset.name} {why_order(asset)}, so it runs {declared.value}"
-    max_active = (run_tags.get(T.MAX_ACTIVE) or "").strip()
-    if runs_serially(asset) and max_active.isdigit() and int(max_active) > 1:
+    max_active = run_tags.get(T.MAX_ACTIVE) or ""
+    if runs_serially(asset) and max_active and _max_active(max_active, 1) > 1:
         return (f"tag {T.MAX_ACTIVE}={max_active} is refused: {asset.name} {why_serial(asset)}, so its days run one "
                 "at a time")
     return None

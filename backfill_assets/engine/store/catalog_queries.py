@@ -7,7 +7,7 @@ from typing import Any, Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from backfill_assets.engine.model.errors import InvalidInput, NotFound
+from backfill_assets.engine.model.errors import InvalidInput, NotFound, quoted
 from backfill_assets.engine.model.identity import parse_version_id, validate_asset_name, validate_partition_key
 from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.catalog_records import Consumer, Version
@@ -180,7 +180,7 @@ class CatalogQueries:
         )
         row = conn.execute(sa.select(versions, current).where(versions.c.version_id == version_id)).first()
         if row is None:
-            raise NotFound(f"unknown version {version_id!r}")
+            raise NotFound(f"unknown version {quoted(version_id)}")
         data = dict(row._mapping)
         pointer_version_id = data.pop("pointer_version_id")
         return Version.from_mapping(data), pointer_version_id
@@ -189,7 +189,7 @@ class CatalogQueries:
     def _get(conn: Connection, version_id: str) -> Version:
         row = conn.execute(sa.select(versions).where(versions.c.version_id == version_id)).first()
         if row is None:
-            raise NotFound(f"unknown version {version_id!r}")
+            raise NotFound(f"unknown version {quoted(version_id)}")
         return Version.from_row(row)
 
     def _consumers(self, conn: Connection, version_id: str) -> list[Consumer]:

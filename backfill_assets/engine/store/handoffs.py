@@ -6,20 +6,32 @@ import json
 import re
 import secrets
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 import sqlalchemy as sa
 
-from backfill_assets.engine.model.errors import InvalidInput, NotFound
+from backfill_assets.engine.model.errors import InvalidInput, NotFound, quoted
 from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import iso
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.schema import handoffs
 
-OPEN = "open"
-ACCEPTED = "accepted"
-DECLINED = "declined"
-EXPIRED = "expired"
+
+class HandoffStatus(StrEnum):
+    """A handoff's status: open until its owner decides or its window passes."""
+
+    OPEN = "open"
+    ACCEPTED = "accepted"
+    DECLINED = "declined"
+    EXPIRED = "expired"
+
+
+# The statuses as the plain text the catalog stores.
+OPEN = HandoffStatus.OPEN.value
+ACCEPTED = HandoffStatus.ACCEPTED.value
+DECLINED = HandoffStatus.DECLINED.value
+EXPIRED = HandoffStatus.EXPIRED.value
 DEFAULT_WINDOW = timedelta(hours=24)
 UNOWNED = "unowned"  # the owner field of a handoff whose asset declares no owners
 _HANDOFF_ID_RE = re.compile(r"^[a-z0-9-]{1,80}\Z")
@@ -68,13 +80,13 @@ class Handoffs:
     ) -> dict[str, Any]:
         """``by``: the name stated; ``system_user``: who the system saw decide, stored beside it."""
         if status not in (ACCEPTED, DECLINED):
-            raise InvalidInput(f"unknown handoff decision {status!r}")
+            raise InvalidInput(f"unknown handoff decision {quoted(status)}")
         validate_handoff_id(handoff_id)
         validate_text(by, "{by}", 120)
         with self.engine.begin() as conn:
             row = conn.execute(sa.select(handoffs).where(handoffs.c.handoff_id == handoff_id)).first()
             if row is None:
-                raise NotFound(f"unknown handoff {handoff_id!r}")
+                raise NotFound(f"unknown handoff {quoted(handoff_id)}")
             if row.status != OPEN:
                 raise InvalidInput(f"handoff {handoff_id} is already {row.status}")
             if row.deadline < (iso(now) or ""):
@@ -105,7 +117,7 @@ class Handoffs:
         with self.reader.connect() as conn:
             row = conn.execute(sa.select(handoffs).where(handoffs.c.handoff_id == handoff_id)).first()
         if row is None:
-            raise NotFound(f"unknown handoff {handoff_id!r}")
+            raise NotFound(f"unknown handoff {quoted(handoff_id)}")
         return _as_dict(row)
 
     def list(self, request_id: str | None = None, status: str | None = None) -> list[dict[str, Any]]:
@@ -120,7 +132,7 @@ class Handoffs:
 
 def validate_handoff_id(handoff_id: object) -> str:
     if not isinstance(handoff_id, str) or not _HANDOFF_ID_RE.match(handoff_id):
-        raise InvalidInput(f"handoff id {handoff_id!r} is not of the form ho-xxxxxxxx")
+        raise InvalidInput(f"handoff id {quoted(handoff_id)} is not of the form ho-xxxxxxxx")
     return handoff_id
 
 

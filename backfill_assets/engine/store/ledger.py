@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell, CellOrigin, CellUpdate, SkipKind
-from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanError
+from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanError, quoted
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.claims import claim, claimable_cells, claimed_by, overlap_message, release
@@ -38,7 +38,7 @@ class TickSnapshot:
 
 def validate_request_id(request_id: object) -> str:
     if not isinstance(request_id, str) or not 1 <= len(request_id) <= 80 or not set(request_id) <= _REQUEST_ID_CHARS:
-        raise InvalidInput(f"request id {request_id!r} is not of the form req-YYYYMMDD-xxxxxxxx or dg-<id>")
+        raise InvalidInput(f"request id {quoted(request_id)} is not of the form req-YYYYMMDD-xxxxxxxx or dg-<id>")
     return request_id
 
 
@@ -168,7 +168,7 @@ class Ledger:
         with self.reader.connect() as conn:
             row = conn.execute(sa.select(requests).where(requests.c.request_id == request_id)).first()
         if row is None:
-            raise NotFound(f"unknown request {request_id!r}")
+            raise NotFound(f"unknown request {quoted(request_id)}")
         return RequestRecord(dict(row._mapping))
 
     def exists(self, request_id: str) -> bool:

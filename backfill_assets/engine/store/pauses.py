@@ -16,7 +16,7 @@ from typing import Any, Iterable
 import sqlalchemy as sa
 
 from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.model.errors import InvalidField, InvalidInput, NotFound, PlanError
+from backfill_assets.engine.model.errors import InvalidField, InvalidInput, NotFound, PlanError, quoted
 from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
@@ -160,7 +160,7 @@ def _request_row(conn: sa.Connection, request_id: str) -> Any:
         )
     ).first()
     if row is None:
-        raise NotFound(f"unknown request {request_id!r}")
+        raise NotFound(f"unknown request {quoted(request_id)}")
     return row
 
 

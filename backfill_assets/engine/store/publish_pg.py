@@ -21,7 +21,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from backfill_assets.engine.model.errors import NotFound, PublishConflict
+from backfill_assets.engine.model.errors import NotFound, PublishConflict, quoted
 from backfill_assets.engine.model.request_model import RequestStatus
 from backfill_assets.engine.model.states import ALLOWED, VersionState, check_transition
 from backfill_assets.engine.store.catalog_queries import ACTION_PUBLISH
@@ -138,7 +138,7 @@ def _raise_unless_published(version_id: str, row: Any) -> None:
     if outcome == OK:
         return
     if outcome == NOT_FOUND:
-        raise NotFound(f"unknown version {version_id!r}")
+        raise NotFound(f"unknown version {quoted(version_id)}")
     version = Version.from_mapping(data)
     if outcome == ILLEGAL:
         check_transition(version_id, detail, VersionState.PUBLISHED)

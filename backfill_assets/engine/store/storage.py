@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from upath import UPath
 
-from backfill_assets.engine.model.errors import IntegrityError, ManifestMismatch, StorageError, UnsafeName
+from backfill_assets.engine.model.errors import IntegrityError, ManifestMismatch, StorageError, UnsafeName, quoted
 from backfill_assets.engine.model.identity import validate_asset_name, validate_partition_key, validate_run_id
 from backfill_assets.engine.model.run_context import ENGINE_DIR  # an external engine's output (gc removes it too)
 from backfill_assets.engine.wap.faults import AFTER_DATA_FILE, AFTER_MANIFEST, fault_point
@@ -90,7 +90,7 @@ class Warehouse:
         validate_partition_key(partition_key)
         validate_run_id(run_id)
         if isinstance(attempt_no, bool) or not isinstance(attempt_no, int) or attempt_no < 1:
-            raise UnsafeName(f"attempt number {attempt_no!r} must be a positive integer")
+            raise UnsafeName(f"attempt number {quoted(attempt_no)} must be a positive integer")
         path = (
             self.root / asset / f"{PARTITION_COLUMN}={partition_key}" / "_runs" / run_id / f"attempt={attempt_no}"
         )

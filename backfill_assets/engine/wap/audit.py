@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+import numpy as np
 import pandas as pd
 
 from backfill_assets.engine.model.errors import IntegrityError, InvalidInput
@@ -195,8 +197,13 @@ def check_primary_key(frame: pd.DataFrame, key: tuple[str, ...]) -> CheckOutcome
 
 
 def check_business_totals(frame: pd.DataFrame, totals: Mapping[str, float], tolerance: float) -> CheckOutcome:
+    """Each column's sum within ``tolerance`` of its expected total. Fails, never passes, on what cannot be
+    compared: a non-finite sum, expectation or tolerance (``inf - inf`` is NaN, and ``NaN > tolerance`` is False),
+    and an infinite value in a compared column."""
     problems: list[str] = []
     observed: dict[str, Any] = {}
+    if not _finite(tolerance) or tolerance < 0:
+        problems.append(f"tolerance {tolerance!r} is not a finite number of at least 0")
     for column, want in totals.items():
         if column not in frame.columns:
             problems.append(f"{column} missing")
@@ -204,10 +211,16 @@ def check_business_totals(frame: pd.DataFrame, totals: Mapping[str, float], tole
         if not pd.api.types.is_numeric_dtype(frame[column]):
             problems.append(f"{column} is not numeric")
             continue
-        got = float(frame[column].sum())
-        observed[f"total_{column}"] = round(got, 4)
-        observed[f"expected_{column}"] = round(want, 4)
-        if abs(got - want) > tolerance:
+        with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf, or an overflowing sum: judged below
+            got = float(frame[column].sum())
+        observed[f"total_{column}"] = _shown(got)
+        observed[f"expected_{column}"] = _shown(want)
+        infinite = _infinite_values(frame[column])
+        if infinite:
+            problems.append(f"{column} holds {infinite} infinite value(s)")
+        elif not (_finite(got) and _finite(want)):
+            problems.append(f"{column} {got} or expected {want} is not a finite number")
+        elif not abs(got - want) <= tolerance:  # written so that a NaN difference fails
             problems.append(f"{column} {got:.2f} != expected {want:.2f}")
     return CheckOutcome(
         CHECK_BUSINESS_TOTALS,
@@ -215,6 +228,25 @@ def check_business_totals(frame: pd.DataFrame, totals: Mapping[str, float], tole
         "totals agree with the upstream interval" if not problems else "; ".join(problems),
         observed,
     )
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def _shown(value: Any) -> Any:
+    """A number for check metadata: rounded when finite, else its text (Dagster's JSON metadata has no NaN)."""
+    return round(float(value), 4) if _finite(value) else str(value)
+
+
+def _infinite_values(column: pd.Series) -> int:
+    """How many values of a numeric column are ±infinity (a missing value, NaN, is a null and is not counted)."""
+    if pd.api.types.is_bool_dtype(column):
+        return 0
+    return int(np.isinf(column.to_numpy(dtype="float64", na_value=np.nan)).sum())
 
 
 def check_schema(frame: pd.DataFrame, declared: dict[str, str]) -> CheckOutcome:

@@ -15,12 +15,13 @@ import os
 from dataclasses import dataclass
 from typing import Mapping
 
-from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.numbers import whole_number
 
 ENV_WORKER_LOSS_LIMIT = "BACKFILL_WORKER_LOSS_LIMIT"
 # Twice: one lost machine is survived with room to spare (a second worker can die for its own reasons), and a step
 # that kills its worker costs two workers, not all of them.
 DEFAULT_WORKER_LOSS_LIMIT = 2
+MAX_WORKER_LOSS_LIMIT = 1000
 
 
 @dataclass(frozen=True)
@@ -42,9 +43,7 @@ def worker_loss_limit(environ: Mapping[str, str] | None = None) -> int:
     raw = (env.get(ENV_WORKER_LOSS_LIMIT) or "").strip()
     if not raw:
         return DEFAULT_WORKER_LOSS_LIMIT
-    if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
-        raise InvalidInput(f"{ENV_WORKER_LOSS_LIMIT}={raw[:40]!r} must be a whole number of at least 1")
-    return int(raw)
+    return whole_number(raw, ENV_WORKER_LOSS_LIMIT, 1, MAX_WORKER_LOSS_LIMIT)
 
 
 def lost_worker_refusal(step: str, deliveries: StepDeliveries, limit: int) -> str | None:

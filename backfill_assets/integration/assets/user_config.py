@@ -19,6 +19,7 @@ import pydantic
 
 from backfill_assets.engine.model.asset_config import AssetConfig
 from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.numbers import require_finite
 
 _SCALARS = (str, int, float, bool)
 # Dagster's messages name the place as "path root:ops:<op>:config:<field>[:<nested>]"; the field is what we show.
@@ -80,11 +81,18 @@ def with_user_fields(base: type[dg.Config], user: type[dg.Config] | None, asset:
 
 
 def step_config(op_config: Mapping[str, Any] | None, user: type[dg.Config] | None) -> StepConfig | None:
-    """The user's part of a step's op config, and the user's object built from it as Dagster builds one."""
+    """The user's part of a step's op config, and the user's object built from it as Dagster builds one.
+
+    Its numbers must be finite, as a request's conf must (``numbers.require_finite``): a run launched with its
+    own run config (the Launchpad's YAML takes ``.inf`` and ``.nan``) is refused, not computed, and not retried."""
     if user is None:
         return None
     fields = user.to_fields_dict()
     values = {key: value for key, value in (op_config or {}).items() if key in fields}
+    try:
+        require_finite(values, f"config {user.__name__}")
+    except InvalidInput as exc:
+        raise dg.Failure(description=f"{exc}; nothing was computed", allow_retries=False) from exc
     return StepConfig(values, user(**values))
 
 
@@ -110,6 +118,7 @@ def _normalizer(asset: str, config_class: type[dg.Config], probe: dg.JobDefiniti
     def normalize(section: Mapping[str, Any]) -> dict[str, Any]:
         for key, value in section.items():
             _refuse_loose_scalar(asset, key, value, annotations.get(key))
+        require_finite(section, asset)
         try:
             dg.validate_run_config(probe, {"ops": {asset: {"config": dict(section)}}})
         except dg.DagsterInvalidConfigError as exc:

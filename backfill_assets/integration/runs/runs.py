@@ -7,8 +7,11 @@ from typing import Iterable, Iterator
 import dagster as dg
 
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.intervals import days_between
+from backfill_assets.engine.model.numbers import whole_number
+from backfill_assets.engine.model.request_model import MAX_ACTIVE_LIMIT
 from backfill_assets.engine.plan.driver_tick import RunView
 
 RUN_KEY_TAG = "dagster/run_key"
@@ -113,9 +116,12 @@ def runs_of_request(instance: dg.DagsterInstance, request_id: str) -> list[dg.Da
 
 
 def _slot(run: dg.DagsterRun) -> int | None:
-    value = run.tags.get(T.SLOT, "")
-    number = value.rsplit("/", 1)[-1]
-    return int(number) if number.isdigit() else None
+    """The run's slot number, None when it has none (or a tag typed in the UI that is not ours)."""
+    number = run.tags.get(T.SLOT, "").rsplit("/", 1)[-1]
+    try:
+        return whole_number(number, f"tag {T.SLOT}", 0, MAX_ACTIVE_LIMIT)
+    except InvalidInput:
+        return None
 
 
 def run_view(run: dg.DagsterRun, run_key: str | None = None) -> RunView:

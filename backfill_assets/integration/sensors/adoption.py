@@ -7,8 +7,9 @@ import dagster as dg
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.cells import Skip
+from backfill_assets.engine.model.errors import bounded
 from backfill_assets.engine.model.graph import AssetGraph
-from backfill_assets.engine.plan.admission import adopted_request_id
+from backfill_assets.engine.plan.admission import adopted_request_id, launch_tags_refusal
 from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_spec, track_adopted
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.plan.driver_tick import code_version_block
@@ -19,7 +20,7 @@ from backfill_assets.integration.launching_user import DAGSTER_PLUS_USER_TAG, la
 from backfill_assets.integration.request_jobs import ADOPTED_STAGE, CLOSED_STAGE, report_run_request
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.coordinator import paced_max_active, release_stale_holds
-from backfill_assets.integration.runs.dagster_adapter import list_backfills, run_queue_limits
+from backfill_assets.integration.runs.dagster_adapter import BackfillInfo, list_backfills, run_queue_limits
 from backfill_assets.integration.runs.runs import run_assets, run_view, runs_of_request
 from backfill_assets.integration.sensors import SENSOR_INTERVAL_SECONDS
 from backfill_assets.integration.sensors.evaluation import SensorResource, evaluation_instance
@@ -30,63 +31,71 @@ ADOPTION_SENSOR = "backfill_adoption"
 
 def adopt_and_track(
     graph: AssetGraph, instance: dg.DagsterInstance, repository_def: dg.RepositoryDefinition, catalog: Catalog
-) -> tuple[list[str], list[str]]:
-    """Register new Dagster backfills and update the cells of adopted ones; returns the ids newly adopted and
-    newly closed."""
-    ledger = Ledger(catalog)
-    adopted = []
+) -> tuple[list[str], list[str], list[str]]:
+    """Register new Dagster backfills and update the cells of adopted ones; returns the ids newly adopted, newly
+    closed, and one line per backfill that could not be handled this tick (the others are handled regardless)."""
     adopting = Backfills.for_instance(graph, instance, catalog, M.RequestSource.DAGSTER)
     loaded = adopting.code_version()
-    closed = []
+    adopted: list[str] = []
+    closed: list[str] = []
+    failed: list[str] = []
     for info in list_backfills(instance, repository_def):
-        request_id = adopted_request_id(info.backfill_id)
-        if not ledger.exists(request_id):
-            if info.tags.get(T.REQUEST_ID):
-                continue  # launched by our own driver under a request of its own
-            launched_by = launching_user({**info.tags, **({DAGSTER_PLUS_USER_TAG: info.user} if info.user else {})})
-            spec = adopted_spec(graph, info.cells, info.tags, info.user, paced_max_active(instance), launched_by)
-            # As `request create` says it: the run queue may let fewer of its runs execute than max_active.
-            note = QueueLimits(*run_queue_limits(instance), "the instance's run queue").concurrency(spec).note
-            adopting.freeze(spec, left_out={}, request_id=request_id, message=note)
-            adopted.append(request_id)
-        record = ledger.get(request_id)
-        if record.status in M.CLOSED_STATUSES:
-            continue
-        release_stale_holds(instance, info.backfill_id, time.time())
-        runs = [
-            AdoptedRun(
-                view=run_view(run),
-                assets=tuple(run_assets(run, graph)),
-            )
-            for run in runs_of_request(instance, request_id)
-        ]
-        states = {}
-        skips: dict[tuple[str, str, str], Skip] = {}
-        if runs:
-            ids = [r.view.run_id for r in runs]
-            for v in catalog.versions_of_dagster_runs(ids):
-                states[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
-            skips = Admissions(catalog).skips_of_runs(ids)
-        updates, status = track_adopted(
-            graph,
-            ledger.cells(request_id),
-            runs,
-            lambda a, p, run_id, states=states: states.get((a, p, run_id)),
-            info.done,
-            info.cancelled,
-            lambda a, p, run_id, skips=skips: skips.get((a, p, run_id)),
-        )
-        ledger.update_cells(request_id, updates)
-        if record.code_version != loaded:
-            # The backfill's remaining steps refuse to publish under the new code (the gate's frozen version):
-            # say so on the request, as the driver does for a request of ours.
-            block = code_version_block(record.code_version, loaded)
-            status = (status[0], f"{status[1]}; {block}") if status else (M.BLOCKED, block)
-        if status and (status[0], status[1]) != (record.status, record.message):
-            ledger.set_status(request_id, *status)
-            if status[0] in M.CLOSED_STATUSES:
-                closed.append(request_id)
-    return adopted, closed
+        try:
+            _adopt_and_track_one(graph, instance, catalog, adopting, loaded, info, adopted, closed)
+        except Exception as exc:  # noqa: BLE001 - one backfill's fault must not stop the sensor for the others
+            failed.append(f"backfill {info.backfill_id}: {type(exc).__name__}: {bounded(str(exc))}")
+    return adopted, closed, failed
+
+
+def _adopt_and_track_one(
+    graph: AssetGraph, instance: dg.DagsterInstance, catalog: Catalog, adopting: Backfills, loaded: str,
+    info: BackfillInfo, adopted: list[str], closed: list[str],
+) -> None:
+    ledger = Ledger(catalog)
+    request_id = adopted_request_id(info.backfill_id)
+    if not ledger.exists(request_id):
+        if info.tags.get(T.REQUEST_ID):
+            return  # launched by our own driver under a request of its own
+        launched_by = launching_user({**info.tags, **({DAGSTER_PLUS_USER_TAG: info.user} if info.user else {})})
+        spec = adopted_spec(graph, info.cells, info.tags, info.user, paced_max_active(instance), launched_by)
+        # As `request create` says it: the run queue may let fewer of its runs execute than max_active; and a
+        # launch tag its steps refuse is said on the request itself.
+        note = QueueLimits(*run_queue_limits(instance), "the instance's run queue").concurrency(spec).note
+        note = "; ".join(filter(None, [launch_tags_refusal(info.tags), note])) or None
+        adopting.freeze(spec, left_out={}, request_id=request_id, message=note)
+        adopted.append(request_id)
+    record = ledger.get(request_id)
+    if record.status in M.CLOSED_STATUSES:
+        return
+    release_stale_holds(instance, info.backfill_id, time.time())
+    runs = [AdoptedRun(view=run_view(run), assets=tuple(run_assets(run, graph)))
+            for run in runs_of_request(instance, request_id)]
+    states = {}
+    skips: dict[tuple[str, str, str], Skip] = {}
+    if runs:
+        ids = [r.view.run_id for r in runs]
+        for v in catalog.versions_of_dagster_runs(ids):
+            states[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
+        skips = Admissions(catalog).skips_of_runs(ids)
+    updates, status = track_adopted(
+        graph,
+        ledger.cells(request_id),
+        runs,
+        lambda a, p, run_id, states=states: states.get((a, p, run_id)),
+        info.done,
+        info.cancelled,
+        lambda a, p, run_id, skips=skips: skips.get((a, p, run_id)),
+    )
+    ledger.update_cells(request_id, updates)
+    if record.code_version != loaded:
+        # The backfill's remaining steps refuse to publish under the new code (the gate's frozen version):
+        # say so on the request, as the driver does for a request of ours.
+        block = code_version_block(record.code_version, loaded)
+        status = (status[0], f"{status[1]}; {block}") if status else (M.BLOCKED, block)
+    if status and (status[0], status[1]) != (record.status, record.message):
+        ledger.set_status(request_id, *status)
+        if status[0] in M.CLOSED_STATUSES:
+            closed.append(request_id)
 
 
 def build_adoption_sensor(
@@ -102,9 +111,11 @@ def build_adoption_sensor(
         description="Adopts backfills launched from the Dagster UI or CLI into the request ledger as dg-<id>.",
     )
     def backfill_adoption(context: dg.SensorEvaluationContext):
-        adopted, closed = adopt_and_track(
+        adopted, closed, failed = adopt_and_track(
             graph, evaluation_instance(context), context.repository_def, resource.get().catalog()
         )
+        for line in failed:
+            context.log.error(line)
         if adopted:
             context.log.info(f"adopted {', '.join(adopted)}")
         # Launched in the UI: its effective policy and, once the backfill is done, its reconcile report are read
