@@ -22,7 +22,6 @@ from backfill_assets.engine.store.transactions import atomic
 
 if TYPE_CHECKING:
     import dagster as dg
-    from sqlalchemy.engine import Connection
 
 
 @dataclass(frozen=True)
@@ -64,7 +63,7 @@ class ServiceContext:
         Operations(self.catalog).record(operation, self.source, actor or self.user, target, outcome, request_id,
                                         reason)
 
-    def atomic(self) -> AbstractContextManager[Connection]:
+    def atomic(self) -> AbstractContextManager[object]:
         """One catalog transaction for an operation's state changes and its trail row (``record``): both commit,
         or neither does (engine/store/transactions.py)."""
         return atomic(self.catalog.engine)
