@@ -91,16 +91,21 @@ def echo_consumers(consumers: list[dict], of_what: str, cascade: bool, cascade_r
 @click.option("--to", "to_version", default=None, help="Version to restore (default: the previous verified one).")
 @click.option("--reason", required=True, help="Why; recorded in the publish log.")
 @click.option("--cascade", is_flag=True, help="Create a request re-running every consumer of the bad version.")
+@click.option("--by", default=None, help="Who rolls back: an approver, as for reject (default: the OS user).")
 @json_option
 @click.pass_obj
 def rollback(
-    app: AppContext, asset: str, partition: str, to_version: str | None, reason: str, cascade: bool, as_json: bool
+    app: AppContext, asset: str, partition: str, to_version: str | None, reason: str, cascade: bool,
+    by: str | None, as_json: bool,
 ) -> None:
     """Move the current pointer back to a verified version and list everyone who read the bad one.
 
-    Example: backfill-assets rollback daily_revenue 2022-10-17 --reason "wrong FX rates"
+    Needs an approver (the code location's AccessPolicy), as reject does; a version whose file does not verify
+    is never restored.
+
+    Example: backfill-assets rollback daily_revenue 2022-10-17 --reason "wrong FX rates" --by ana
     """
-    change = app.service().rollback(asset, partition, reason, to_version, cascade)
+    change = app.service().rollback(asset, partition, reason, to_version, cascade, by)
     consumers = [c.__dict__ for c in change.consumers]
     result = {
         "asset": asset,

@@ -257,12 +257,11 @@ def backfill_definitions(
     if clock is not None and not callable(clock):
         raise InvalidInput(f"clock must be a callable returning the current time, not {type(clock).__name__}")
     backfill = backfill or BackfillResource()
-    production_sensor = build_production_sensor(
-        graph, CatchupSettings(catchup, production_start), clock or utc_now, backfill
-    )
+    clock = clock or utc_now
+    production_sensor = build_production_sensor(graph, CatchupSettings(catchup, production_start), clock, backfill)
     resources = _checked_resources(graph, dict(resources or {}), backfill)
     built = [
-        build_side_effect_asset(spec, graph)
+        build_side_effect_asset(spec, graph, clock)
         if spec.side_effect
         else build_gated_asset(spec, graph, config_classes.get(spec.name))
         for spec in graph

@@ -58,6 +58,7 @@ class PointerMoveConfig(dg.Config):
 
 class RollbackConfig(PointerMoveConfig):
     to_version: Optional[str] = Field(default=None, description="Version to restore (default: the previous one).")
+    by: Optional[str] = Field(default=None, description="Who rolls back: an approver (default: the UI's user).")
 
 
 class AcceptConfig(dg.Config):
@@ -129,7 +130,7 @@ OPERATIONS = (
     Operation("backfill_confirm", RequestIdConfig, lambda b, c, u: b.confirm(c.request_id),
               lambda r: f"confirmed {r.request_id}", "Confirm a request's downstream cascade."),
     Operation("backfill_rollback", RollbackConfig,
-              lambda b, c, u: b.rollback(c.asset, c.partition_key, c.reason, c.to_version, c.cascade),
+              lambda b, c, u: b.rollback(c.asset, c.partition_key, c.reason, c.to_version, c.cascade, c.by or u),
               lambda r: f"rolled back {r.taken_off}; serving {r.serving}",
               "Move a day's pointer back to a verified version; lists everyone who read the bad one."),
     Operation("backfill_accept", AcceptConfig,

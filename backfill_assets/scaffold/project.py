@@ -20,7 +20,7 @@ from backfill_assets.engine.model.intervals import BusinessCalendar
 from backfill_assets.integration import instance_template
 
 HOME = ".dagster_home"
-MODULE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+MODULE_NAME = re.compile(r"^[a-z_][a-z0-9_]*\Z")
 
 
 class FileOutcome(str, Enum):
@@ -47,7 +47,7 @@ class ProjectSpec:
     def of(cls, folder: Path, module: str | None, timezone: str, start: str) -> ProjectSpec:
         """Validated: the module a Python identifier (default: the folder's name), the calendar loadable."""
         name = module or folder.resolve().name.replace("-", "_").lower()
-        if not MODULE_NAME.match(name) or keyword.iskeyword(name):
+        if not MODULE_NAME.fullmatch(name) or keyword.iskeyword(name):
             raise InvalidField("{module} {name!r} is not a lowercase Python identifier: pass one", name=name)
         BusinessCalendar(timezone, start)  # a bad timezone or day is refused before anything is written
         return cls(folder, name, timezone, date.fromisoformat(start).isoformat())

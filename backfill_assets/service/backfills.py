@@ -181,11 +181,13 @@ class Backfills:
     # ---- versions ----------------------------------------------------------------------------------------------
 
     def rollback(
-        self, asset: str, partition_key: str, reason: str, to_version: str | None = None, cascade: bool = False
+        self, asset: str, partition_key: str, reason: str, to_version: str | None = None, cascade: bool = False,
+        by: str | None = None,
     ) -> PointerChange:
         """Move the day's pointer back to a verified version (the previous one by default) and list everyone who
-        read the one taken off; ``cascade`` creates a request re-running them."""
-        return versions.rollback(self.context, asset, partition_key, reason, to_version, cascade)
+        read the one taken off; ``cascade`` creates a request re-running them. ``by`` (default: the user) must be
+        an approver, as for ``reject``; a version that does not verify is never restored."""
+        return versions.rollback(self.context, asset, partition_key, reason, to_version, cascade, by)
 
     def accept(self, version_id: str, approved_by: str, reason: str, cascade: bool = False) -> PointerChange:
         """Publish a REJECTED version on a person's word (Airflow's "mark success"), recorded as an override."""

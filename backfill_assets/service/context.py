@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import getpass
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.identity import validate_person_name
 from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.operations import Operations
 from backfill_assets.engine.store.storage import Warehouse
+from backfill_assets.engine.store.transactions import atomic
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -58,6 +62,20 @@ class ServiceContext:
         """One row of the operations trail: what this surface did, by whom (``actor``, else the context's user)."""
         Operations(self.catalog).record(operation, self.source, actor or self.user, target, outcome, request_id,
                                         reason)
+
+    def atomic(self) -> AbstractContextManager[object]:
+        """One catalog transaction for an operation's state changes and its trail row (``record``): both commit,
+        or neither does (engine/store/transactions.py)."""
+        return atomic(self.catalog.engine)
+
+    def person(self, name: object, field: str) -> str:
+        """``name`` as a person's name (``field``: the service's field, as the error names it), checked before
+        anything is written; None or empty: this context's user, checked the same way."""
+        if name is None or (isinstance(name, str) and not name):
+            name, field = self.user, "user"
+        if isinstance(name, str) and not name.strip():
+            raise InvalidField("{%s} must name someone" % field)
+        return validate_person_name(name, "{%s}" % field, blank_ok=False)
 
     def code_version(self) -> str:
         """The code version a request created now freezes (the package and the code location's files)."""

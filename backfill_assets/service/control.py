@@ -22,7 +22,11 @@ def cancel(service: ServiceContext, request_id: str, terminate_timeout: float | 
     backfill_id = request_id.removeprefix(T.ADOPTED_PREFIX)
     # Adopted: Dagster's backfill daemon launches its runs, so the backfill itself is cancelled first.
     dagster_backfill = cancel_backfill(instance, backfill_id) if adopted else None
-    submitted, already = close_request(ledger, request_id)
+    # The close and its trail row commit together; stopping the runs (Dagster, seconds) comes after the commit.
+    with service.atomic():
+        submitted, already = close_request(ledger, request_id)
+        service.record("cancel", request_id, f"{'already cancelled' if already else 'cancelled'}; "
+                       f"{len(submitted)} cell(s) in flight to stop", request_id)
     bounds = {} if terminate_timeout is None else {"terminate_timeout": terminate_timeout}
     outcome = terminate_request_runs(
         instance, service.catalog, request_id, submitted,
@@ -35,22 +39,24 @@ def cancel(service: ServiceContext, request_id: str, terminate_timeout: float | 
         dagster_backfill = cancel_backfill(instance, backfill_id) or dagster_backfill
     cancelled = Cancelled(request_id, already, tuple(outcome.terminated), tuple(outcome.forced), adopted,
                           dagster_backfill)
-    service.record("cancel", request_id, f"{'already cancelled' if already else 'cancelled'}; terminated "
-                   f"{len(cancelled.terminated_runs)} run(s), forced {len(cancelled.forced_runs)}", request_id)
     return cancelled
 
 
 def pause(service: ServiceContext, request_id: str, by: str, reason: str) -> Paused:
-    paused, already = Pauses(service.catalog).pause(request_id, by, reason)
-    in_flight = sum(1 for c in Ledger(service.catalog).cells(request_id) if c.decision == M.SUBMITTED)
-    service.record("pause", request_id, "already paused" if already else
-                   f"paused (was {paused.status_before}); {in_flight} cell(s) in flight", request_id, reason, by)
+    by = service.person(by, "by")
+    with service.atomic():
+        paused, already = Pauses(service.catalog).pause(request_id, by, reason)
+        in_flight = sum(1 for c in Ledger(service.catalog).cells(request_id) if c.decision == M.SUBMITTED)
+        service.record("pause", request_id, "already paused" if already else
+                       f"paused (was {paused.status_before}); {in_flight} cell(s) in flight", request_id, reason, by)
     return Paused(request_id, already, paused, in_flight)
 
 
 def resume(service: ServiceContext, request_id: str, by: str) -> Resumed:
-    resumed = Pauses(service.catalog).resume(request_id, by)
+    by = service.person(by, "by")
+    with service.atomic():
+        resumed = Pauses(service.catalog).resume(request_id, by)
+        status = M.RequestStatus(Ledger(service.catalog).get(request_id).status)
+        service.record("resume", request_id, f"resumed ({status})", request_id, actor=by)
     service.wake()
-    status = M.RequestStatus(Ledger(service.catalog).get(request_id).status)
-    service.record("resume", request_id, f"resumed ({status})", request_id, actor=by)
     return Resumed(request_id, status, resumed)

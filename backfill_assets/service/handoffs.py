@@ -8,7 +8,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from backfill_assets.engine.model.cells import CellOrigin
-from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.request_input import choice
 from backfill_assets.engine.store.handoffs import (
@@ -68,20 +67,22 @@ def list_handoffs(context: ServiceContext, request_id: str | None, status: str |
 def decide(context: ServiceContext, handoff_id: str, decision: str, by: str) -> HandoffDecision:
     """Only the asset's owners (as the code location declares them now) or an admin of its ``AccessPolicy`` may
     decide; anyone else is refused, naming who may, and nothing changes."""
+    by = context.person(by, "by")
     store = Handoffs(context.catalog)
     offered = store.get(validate_handoff_id(handoff_id))
     asset = offered["asset"]
     owners = context.graph[asset].owners if asset in context.graph else owners_of(offered["owner"])
-    context.graph.access.require_decider(validate_text(by, "{by}", 120), asset, owners,
-                                         f"handoff {handoff_id}")
-    decided = store.decide(handoff_id, decision, by, utc_now(), context.seen_user)
+    context.graph.access.require_decider(by, asset, owners, f"handoff {handoff_id}")
     added = 0
+    with context.atomic():  # the decision, the cells it adds and its trail row: one transaction
+        decided = store.decide(handoff_id, decision, by, utc_now(), context.seen_user)
+        if decision == ACCEPTED:
+            cells = [(decided["asset"], p) for p in decided["partitions"]]
+            added = Ledger(context.catalog).add_cells(decided["request_id"], cells, origin=CellOrigin.HANDOFF,
+                                                      reopen=True)
+        decision_made = HandoffDecision(Handoff.of(decided), added)
+        context.record(f"handoff {decision}", handoff_id, f"{decided['asset']}: {added} cell(s) added",
+                       decided["request_id"], actor=by)
     if decision == ACCEPTED:
-        cells = [(decided["asset"], p) for p in decided["partitions"]]
-        added = Ledger(context.catalog).add_cells(decided["request_id"], cells, origin=CellOrigin.HANDOFF,
-                                                  reopen=True)
         context.wake()
-    decision_made = HandoffDecision(Handoff.of(decided), added)
-    context.record(f"handoff {decision}", handoff_id, f"{decided['asset']}: {added} cell(s) added",
-                   decided["request_id"], actor=by)
     return decision_made

@@ -56,15 +56,16 @@ def freeze(
     excluded = spec.excluded_cells(service.graph) if left_out is None else dict(left_out)
     if spec.system_user is None:
         spec = replace(spec, system_user=service.seen_user)
-    record = Ledger(service.catalog).create(
-        request_id or M.new_request_id(utc_now()), spec, service.code_version(), excluded, source=service.source,
-        message=message,
-    )
+    code = service.code_version()
+    with service.atomic():
+        record = Ledger(service.catalog).create(
+            request_id or M.new_request_id(utc_now()), spec, code, excluded, source=service.source, message=message,
+        )
+        created = Request.of(record)
+        service.record("create", created.request_id, f"created ({created.status}): {len(spec.assets)} asset(s) "
+                       f"× {len(spec.partitions)} day(s), code version {created.code_version}", created.request_id,
+                       spec.reason, spec.requested_by)
     service.wake()
-    created = Request.of(record)
-    service.record("create", created.request_id, f"created ({created.status}): {len(spec.assets)} asset(s) × "
-                   f"{len(spec.partitions)} day(s), code version {created.code_version}", created.request_id,
-                   spec.reason, spec.requested_by)
     return created
 
 
@@ -104,7 +105,8 @@ def confirm(service: ServiceContext, request_id: str) -> Request:
     record = ledger.get(validate_request_id(request_id))
     if record.status in M.CLOSED_STATUSES:
         raise InvalidInput(f"request {request_id} is {record.status}")
-    ledger.confirm(request_id)
+    with service.atomic():
+        ledger.confirm(request_id)
+        service.record("confirm", request_id, "cascade confirmed", request_id)
     service.wake()
-    service.record("confirm", request_id, "cascade confirmed", request_id)
     return Request.of(ledger.get(request_id))

@@ -4,7 +4,7 @@ garbage collection of old versions' files. Each moves the catalog first (the tru
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -15,7 +15,7 @@ from backfill_assets.engine.model.identity import parse_version_id
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.overrides import Override, OverrideAction
 from backfill_assets.engine.plan import overrides as override_plan
-from backfill_assets.engine.plan.gc import collect_garbage
+from backfill_assets.engine.plan.gc import collect_garbage, remove_purged_files
 from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
 from backfill_assets.engine.store.engine_refs import EngineRef, EngineRefs, validate_engine_id, versions_with_label
 
@@ -119,43 +119,62 @@ def _version_if_any(context: ServiceContext, version_id: str) -> list[Version]:
 
 
 def rollback(
-    context: ServiceContext, asset: str, partition_key: str, reason: str, to_version: str | None, cascade: bool
+    context: ServiceContext, asset: str, partition_key: str, reason: str, to_version: str | None, cascade: bool,
+    by: str | None = None,
 ) -> PointerChange:
+    """Gated as ``reject`` is: ``by`` (default: the context's user) must be an approver of the code location's
+    ``AccessPolicy``, and the version restored must verify. The move, the cascade request and the trail rows commit
+    in one transaction; Dagster is told after."""
     from backfill_assets.integration.assets.dashboard import report_rollback
 
     require_cell(context, asset, partition_key)
-    move = context.catalog.rollback(asset, partition_key, reason, to_version)
-    event = _tell_dagster(context, lambda i: report_rollback(i, context.catalog, move, reason), move, "rollback")
-    cascade_id = consumer_cascade(context, move.consumers_of_previous, reason, "rollback",
-                                  "the rolled-back version") if cascade else None
-    return _recorded(context, _change("rollback", move, move.consumers_of_previous, None, cascade_id, event), reason,
-                     context.user)
+    by = context.person(by, "by")
+    with context.atomic():
+        move = override_plan.rollback(context.catalog, context.warehouse, asset, partition_key, by, reason,
+                                      to_version, context.graph.access)
+        cascade_id = consumer_cascade(context, move.consumers_of_previous, reason, "rollback",
+                                      "the rolled-back version") if cascade else None
+        change = _recorded(context, _change("rollback", move, move.consumers_of_previous, None, cascade_id, ""),
+                           reason, by)
+    return _told(context, change, move, lambda i: report_rollback(i, context.catalog, move, reason))
 
 
 def accept(context: ServiceContext, version_id: str, approved_by: str, reason: str, cascade: bool) -> PointerChange:
     asset, partition, _, _ = parse_version_id(version_id)
     require_cell(context, asset, partition)
-    move, record = override_plan.accept(context.catalog, context.warehouse, version_id, approved_by, reason,
-                                        context.graph.access, context.seen_user)
-    event = _tell_dagster(context, _override_report(context, move, record), move, "accept")
-    readers = context.catalog.consumers_of(move.previous_version_id) if move.previous_version_id else []
-    cascade_id = consumer_cascade(context, readers, f"{version_id}: {record.reason}", "accept",
-                                  "the replaced version") if cascade else None
-    return _recorded(context, _change("accept", move, readers, record, cascade_id, event), record.reason,
-                     record.decided_by)
+    with context.atomic():
+        move, record = override_plan.accept(context.catalog, context.warehouse, version_id, approved_by, reason,
+                                            context.graph.access, context.seen_user)
+        readers = context.catalog.consumers_of(move.previous_version_id) if move.previous_version_id else []
+        cascade_id = consumer_cascade(context, readers, f"{version_id}: {record.reason}", "accept",
+                                      "the replaced version") if cascade else None
+        change = _recorded(context, _change("accept", move, readers, record, cascade_id, ""), record.reason,
+                           record.decided_by)
+    return _told(context, change, move, _override_report(context, move, record))
 
 
 def reject(
     context: ServiceContext, asset: str, partition_key: str, by: str, reason: str, cascade: bool
 ) -> PointerChange:
     require_cell(context, asset, partition_key)
-    move, record = override_plan.reject(context.catalog, context.warehouse, asset, partition_key, by, reason,
-                                        context.graph.access, context.seen_user)
-    event = _tell_dagster(context, _override_report(context, move, record), move, "reject")
-    cascade_id = consumer_cascade(context, move.consumers_of_previous, f"{move.previous_version_id}: "
-                                  f"{record.reason}", "reject", "the rejected version") if cascade else None
-    return _recorded(context, _change("reject", move, move.consumers_of_previous, record, cascade_id, event),
-                     record.reason, record.decided_by)
+    with context.atomic():
+        move, record = override_plan.reject(context.catalog, context.warehouse, asset, partition_key, by, reason,
+                                            context.graph.access, context.seen_user)
+        cascade_id = consumer_cascade(context, move.consumers_of_previous, f"{move.previous_version_id}: "
+                                      f"{record.reason}", "reject", "the rejected version") if cascade else None
+        change = _recorded(context, _change("reject", move, move.consumers_of_previous, record, cascade_id, ""),
+                           record.reason, record.decided_by)
+    return _told(context, change, move, _override_report(context, move, record))
+
+
+def _told(
+    context: ServiceContext, change: PointerChange, move: PointerMove, report: Callable[[Any], str]
+) -> PointerChange:
+    """After the commit: Dagster told of the move, the daemon woken for a cascade request."""
+    event = _tell_dagster(context, report, move, change.action)
+    if change.cascade_request_id:
+        context.wake()
+    return replace(change, dagster_event=event)
 
 
 def skip(
@@ -163,12 +182,13 @@ def skip(
     reason: str, undo: bool,
 ) -> SkipMarks:
     cells = override_plan.skip_cells(context.graph, asset, partition_key, first, last)
-    marks = SkipMarks(asset, undo, tuple(override_plan.skip(context.catalog, cells, by, reason, undo,
-                                                            context.seen_user)))
-    days = [m.partition_key for m in marks.marks]
-    span = days[0] if len(days) == 1 else f"{days[0]}..{days[-1]}"
-    context.record("unskip" if undo else "skip", f"{asset}/{span}", f"{len(days)} cell(s)", reason=reason,
-                   actor=marks.marks[0].decided_by)
+    with context.atomic():
+        marks = SkipMarks(asset, undo, tuple(override_plan.skip(context.catalog, cells, by, reason, undo,
+                                                                context.seen_user)))
+        days = [m.partition_key for m in marks.marks]
+        span = days[0] if len(days) == 1 else f"{days[0]}..{days[-1]}"
+        context.record("unskip" if undo else "skip", f"{asset}/{span}", f"{len(days)} cell(s)", reason=reason,
+                       actor=marks.marks[0].decided_by)
     return marks
 
 
@@ -176,9 +196,12 @@ def gc(context: ServiceContext, older_than_days: int | None, dry_run: bool) -> l
     """The manual ``gc`` and the gc sensor alike; ``older_than_days`` None: the code location's retention."""
     if older_than_days is None:
         older_than_days = context.graph.cleanup.retention_days
-    purged = collect_garbage(context.catalog, context.warehouse, older_than_days, utc_now(), dry_run)
-    if purged and not dry_run:  # the sensor's hourly passes that find nothing leave no row in the trail
-        context.record("gc", f"older than {older_than_days} day(s)", f"purged {len(purged)} version(s)")
+    with context.atomic():
+        purged = collect_garbage(context.catalog, older_than_days, utc_now(), dry_run)
+        if purged and not dry_run:  # the sensor's hourly passes that find nothing leave no row in the trail
+            context.record("gc", f"older than {older_than_days} day(s)", f"purged {len(purged)} version(s)")
+    if not dry_run:
+        remove_purged_files(context.warehouse, purged)
     return purged
 
 

@@ -152,3 +152,32 @@ def test_a_submitted_cell_whose_run_is_on_a_new_attempt_is_still_retrying(catalo
     report = _report(catalog)
     assert report.totals["still_retrying"] == 1 and report.totals["in_flight"] == 1
     assert [v.attempt_no for v in report.cells[0].versions] == [1, 2]
+
+
+def test_a_cell_rolled_back_then_purged_before_it_settled_is_reported_rolled_back(catalog):
+    # The request's version published, was rolled back, and gc purged its files before the driver settled the
+    # cell: the ledger then says "failed (run success, version PURGED)"; the publish log says it was rolled back.
+    ledger = _request(catalog, ORDER_FACTS)
+    _publish(catalog, identity("run-prod"))
+    bad = _publish(catalog, identity("run-backfill", request_id=REQUEST_ID))
+    catalog.rollback(ORDER_FACTS, KEY, reason="wrong numbers")
+    catalog.purge(bad)
+    ledger.update_cells(REQUEST_ID, [CellUpdate(ORDER_FACTS, KEY, {
+        "decision": M.FAILED, "reason": "run success, version PURGED", "dagster_run_id": "run-backfill"})])
+
+    report = _report(catalog)
+    [cell] = report.cells
+    assert cell.decision == CELL_ROLLED_BACK and bad in cell.reason, (cell.decision, cell.reason)
+    assert (report.totals["rolled_back"], report.totals["failed"]) == (1, 0)
+    [shown] = decisions_now(catalog, REQUEST_ID, ledger.cells(REQUEST_ID))
+    assert shown.decision == CELL_ROLLED_BACK
+
+
+def test_a_cell_published_then_superseded_and_purged_is_not_called_rolled_back(catalog):
+    ledger = _request(catalog, ORDER_FACTS)
+    mine = _publish(catalog, identity("run-backfill", request_id=REQUEST_ID))
+    _mark_published(ledger, ORDER_FACTS, "run-backfill")
+    _publish(catalog, identity("run-prod"))
+    catalog.purge(mine)
+    [cell] = _report(catalog).cells
+    assert cell.decision == M.PUBLISHED

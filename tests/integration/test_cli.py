@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from backfill_assets.cli import cli
+from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.store import schema
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from tests.orders import run_partitions
@@ -64,7 +65,8 @@ def test_versions_shows_the_interval_in_business_time_and_each_versions_pointer_
 
 
 def test_versions_of_a_side_effect_asset_lists_its_outbox_deliveries(env):
-    assert run_partitions(env.instance, [DAY], assets=[*PIPELINE, REVENUE_ALERT])[0].success
+    approved = {T.ALLOW_SIDE_EFFECTS: REVENUE_ALERT, T.APPROVED_BY: "cfo"}  # a past day's alert needs an approver
+    assert run_partitions(env.instance, [DAY], assets=[*PIPELINE, REVENUE_ALERT], tags=approved)[0].success
     result = invoke("versions", REVENUE_ALERT, DAY, "--json")
     assert result.exit_code == 0, result.output
     [delivery] = json.loads(result.output)

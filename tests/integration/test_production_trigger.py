@@ -26,6 +26,7 @@ from backfill_assets.examples.orders.resources import AlertSink, OrdersSource
 from backfill_assets.integration.jobs import PRODUCTION_JOB
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.local_runs import run_partitions
+from backfill_assets.integration.runs.runs import RUN_KEY_TAG
 from backfill_assets.integration.sensors.production import PRODUCTION_SENSOR
 from tests.orders import CALENDAR
 
@@ -63,7 +64,9 @@ def execute(env, defs: dg.Definitions, result: dg.SensorResult) -> None:
     """Run the requests for real, as the daemon would launch them."""
     for request in result.run_requests:
         assets = [k.to_user_string() for k in request.asset_selection] if request.asset_selection else None
-        [run] = run_partitions(env.instance, [request.partition_key], defs=defs, assets=assets, tags=request.tags)
+        # Dagster's sensor daemon adds the sensor's name and the run key to the run's tags.
+        tags = {**request.tags, T.DAGSTER_SENSOR: PRODUCTION_SENSOR, RUN_KEY_TAG: request.run_key}
+        [run] = run_partitions(env.instance, [request.partition_key], defs=defs, assets=assets, tags=tags)
         assert run.success, run.failure
 
 
@@ -138,7 +141,9 @@ def test_a_published_day_and_a_day_with_a_run_in_flight_are_not_submitted_again(
     clock = Clock("2022-09-05T02:00")
     defs = location(clock)
     # 2022-09-02 was published meanwhile (by hand); a backfill run of 2022-09-03 has not finished.
-    [manual] = run_partitions(env.instance, ["2022-09-02"], defs=defs, tags={T.LANE: T.LANE_MANUAL})
+    # (Its data only: a side effect of a day production no longer delivers needs an approver.)
+    data = [a.name for a in NO_SNAPSHOT if a is not revenue_alert]
+    [manual] = run_partitions(env.instance, ["2022-09-02"], defs=defs, assets=data, tags={T.LANE: T.LANE_MANUAL})
     assert manual.success
     in_flight = dg.DagsterRun(job_name=PRODUCTION_JOB, run_id=str(uuid.uuid4()), status=status,
                               tags={T.DAGSTER_PARTITION: "2022-09-03", T.LANE: T.LANE_BACKFILL})

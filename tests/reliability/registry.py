@@ -242,6 +242,29 @@ CLASSES: tuple[FaultClass, ...] = (
         "bounds, else one line naming the tag; never a ValueError. The adoption sensor handles each Dagster "
         "backfill on its own, so one bad backfill never blocks the others.",
     ),
+    # ---- 7. access and the audit trail -------------------------------------------------------------------------
+    FaultClass(
+        "access.forged_lane_tags", "access",
+        "side-effect asset launched with no tags, a typed backfill/lane=production, forged backfill/* tags: "
+        "nothing delivered without an approver for a day production would not deliver",
+        "one run of revenue_alert for a backfilled day with one set of launch tags (none, a typed lane, the "
+        "production trigger's sensor tags, a forged request id with approval tags)",
+        "The side-effect step decides from the day itself: only the production trigger's run (Dagster's sensor and "
+        "run-key tags) of the newest due day goes without an approver; any other run needs the asset allowed and "
+        "an approver the AccessPolicy accepts, read from the request's record in the catalog for a request's run "
+        "(never from its tags), from the launch tags otherwise. Counted per trial: an alert delivered, a delivery "
+        "row written.",
+    ),
+    FaultClass(
+        "bad_input.trailing_control_in_names", "bad input",
+        "a control character (\\n, \\r, \\t, \\x0b, \\x85...) at the end/inside of every name field through every "
+        "door: nothing commits, no orphan audit row",
+        "one name field (--requested-by, --approved-by, --by of accept/reject/rollback/skip/pause/handoff, the "
+        "Launchpad's requested_by) with one control character, at the end or inside",
+        "Names are matched whole (fullmatch, never `$`, which accepts a final newline) and checked at the service's "
+        "entry before anything is written; every state change and its operations row commit in one transaction, "
+        "so a trail row that cannot be written undoes the change.",
+    ),
 )
 
 BY_ID = {c.id: c for c in CLASSES}

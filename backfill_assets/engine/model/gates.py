@@ -21,11 +21,11 @@ from backfill_assets.engine.model.errors import InvalidInput
 DEFAULT_SOURCE_POOL = "source_system"
 UNOWNED_TEAM = "unowned"
 # Pool and target names: what a Dagster pool, a tag value and a log line carry safely.
-_GATE_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,63}$")
+_GATE_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,63}\Z")
 
 
 def validate_gate_name(value: object, what: str, asset: str) -> str:
-    if not isinstance(value, str) or not _GATE_NAME_RE.match(value):
+    if not isinstance(value, str) or not _GATE_NAME_RE.fullmatch(value):
         raise InvalidInput(
             f"{asset}: {what} {value!r} must be 1-64 letters, digits or _ . : / - (starting with a letter, digit "
             "or _)"

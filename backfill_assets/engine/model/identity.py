@@ -12,9 +12,9 @@ from typing import Any
 from backfill_assets.engine.model.errors import InvalidField, UnsafeName, quoted
 from backfill_assets.engine.model.intervals import Interval, iso
 
-_ASSET_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
-_PARTITION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,63}$")
-_RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+_ASSET_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}\Z")
+_PARTITION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,63}\Z")
+_RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")
 
 
 def _describe_bad(value: object) -> str | None:
@@ -35,20 +35,20 @@ def _describe_bad(value: object) -> str | None:
 
 def _validate(value: object, pattern: re.Pattern[str], what: str) -> str:
     problem = _describe_bad(value)
-    if problem is None and not pattern.match(value):  # type: ignore[arg-type]
+    if problem is None and not pattern.fullmatch(value):  # type: ignore[arg-type]
         problem = f"must match {pattern.pattern}"
     if problem is not None:
         raise UnsafeName(f"{what} {quoted(value)} {problem}")
     return value  # type: ignore[return-value]
 
 
-_PERSON_NAME_RE = re.compile(r"^[\w .@:+-]{1,120}$")
+_PERSON_NAME_RE = re.compile(r"^[\w .@:+-]{1,120}\Z")
 
 
 def validate_person_name(value: object, what: str, blank_ok: bool = True) -> str:
     """Who asked, approved or overrode: 1-120 letters, digits, spaces or ``. @ : + -`` (one line, safe to store and
     print); ``blank_ok`` False also refuses a name of spaces only."""
-    if not isinstance(value, str) or not _PERSON_NAME_RE.match(value) or (not blank_ok and not value.strip()):
+    if not isinstance(value, str) or not _PERSON_NAME_RE.fullmatch(value) or (not blank_ok and not value.strip()):
         raise InvalidField(what + " {value!r} must be 1-120 letters, digits, spaces or . @ : + -", value=value)
     return value
 

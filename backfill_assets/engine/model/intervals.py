@@ -31,7 +31,7 @@ def load_timezone(name: str) -> ZoneInfo:
 def parse_day(text: str, what: str = "date") -> date:
     """Parse ``YYYY-MM-DD`` strictly (no times, no other formats). ``what`` is plain text ("partition key") or an
     input field's placeholder ("{from_day}", see ``InvalidField``)."""
-    if not isinstance(text, str) or not _KEY_RE.match(text):
+    if not isinstance(text, str) or not _KEY_RE.fullmatch(text):
         raise InvalidField(what + " {value!r} is not a date of the form YYYY-MM-DD", value=text)
     try:
         return datetime.strptime(text, PARTITION_KEY_FORMAT).date()

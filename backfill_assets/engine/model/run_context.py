@@ -43,7 +43,7 @@ def k8s_label_value(value: str) -> str:
     become ``_`` and, when that changed it or it is too long, it is cut and ends with ``-`` and 10 hex digits of
     the full value's sha256 (two long values that start alike get different labels). The full value is in the
     annotation of the same name, and the catalog."""
-    if _K8S_VALUE_RE.match(value):
+    if _K8S_VALUE_RE.fullmatch(value):
         return value
     digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:K8S_DIGEST_CHARS]
     head = _K8S_UNSAFE.sub("_", value)[: K8S_VALUE_MAX - K8S_DIGEST_CHARS - 1].strip("_.-")

@@ -136,6 +136,14 @@ def due_intervals(calendar: BusinessCalendar, now: datetime, cursor: str | None,
     return DueIntervals((days[-1],), tuple(days[:-1]), after)
 
 
+def production_delivers(calendar: BusinessCalendar, day: str, now: datetime) -> bool:
+    """Whether a production run delivers ``day``'s side effects at ``now`` without an approver: only for the
+    newest due interval, the one production runs today. A missed day it catches up gets its data; its side
+    effects (an alert about an older day) wait for a person's approval, as a backfill's do."""
+    newest = calendar.newest_complete_key(now.astimezone(timezone.utc) - DUE_AFTER)
+    return newest is not None and day == newest
+
+
 def cells_to_read(graph: AssetGraph, due: DueIntervals) -> list[tuple[str, str]]:
     """The cells whose facts ``plan_production`` asks for: every asset of each candidate interval, and the
     depends-on-past assets' interval before the first candidate."""

@@ -19,10 +19,10 @@ PURGEABLE = (
 )
 
 
-def collect_garbage(
-    catalog: Catalog, warehouse: Warehouse, older_than_days: int, now: datetime, dry_run: bool
-) -> list[dict[str, Any]]:
-    """Never a current version, never the version a rollback of the current pointer would restore."""
+def collect_garbage(catalog: Catalog, older_than_days: int, now: datetime, dry_run: bool) -> list[dict[str, Any]]:
+    """Mark the versions past retention PURGED in the catalog (``dry_run``: only list them); their files go after
+    the marks commit (``remove_purged_files``). Never a current version, never the version a rollback of the
+    current pointer would restore."""
     if not isinstance(older_than_days, int) or older_than_days < 0:
         raise InvalidField("{older_than_days} {value!r} must be a whole number of days >= 0", value=older_than_days)
     try:
@@ -48,9 +48,14 @@ def collect_garbage(
         entry = {"version_id": version.version_id, "state": version.state, "created_at": version.created_at,
                  "path": version.path}
         if not dry_run:
-            # Catalog first: a crash between the two leaves orphan files, never a row pointing at nothing.
             catalog.purge(version.version_id)
-            if version.path:
-                warehouse.remove_version(version.path)
         purged.append(entry)
     return purged
+
+
+def remove_purged_files(warehouse: Warehouse, purged: list[dict[str, Any]]) -> None:
+    """The files of versions ``collect_garbage`` marked PURGED, once the marks have committed: catalog first, so a
+    crash between the two leaves orphan files, never a row pointing at nothing."""
+    for entry in purged:
+        if entry["path"]:
+            warehouse.remove_version(entry["path"])

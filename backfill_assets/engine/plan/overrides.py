@@ -7,6 +7,9 @@
 - **reject** the current PUBLISHED version: roll back to the previous verified version, whose file must verify,
   and mark the bad one REJECTED. Refused when there is no earlier verified version: the pointer is never removed
   (readers and downstream would find no data, and nothing would re-run the day), so the way out is a re-run.
+- **rollback** the current version to an earlier verified one (the previous, or ``--to``), on an approver's word as
+  reject is: the version it restores must verify as reject's restore must, checked inside the move's transaction
+  so a target that does not verify leaves the pointer where it was.
 - **skip** marks cells that requests leave alone under ``--reprocess none`` and ``failed``; ``completed`` re-runs
   them. ``--undo`` withdraws a mark with its own row: the audit trail keeps both.
 """
@@ -22,6 +25,7 @@ from backfill_assets.engine.model.request_model import MAX_PARTITIONS
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.catalog import Catalog, PointerMove, Version
 from backfill_assets.engine.store.storage import Warehouse
+from backfill_assets.engine.store.transactions import atomic
 
 S = VersionState
 # Why a version in each state other than REJECTED cannot be accepted.
@@ -77,6 +81,24 @@ def reject(
         )
     _verify(warehouse, restore, f"reject refused: the version it would restore, {restore.version_id}, does not verify")
     return catalog.reject_current(asset, partition_key, bad.version_id, restore.version_id, by, reason, system_user)
+
+
+def rollback(
+    catalog: Catalog, warehouse: Warehouse, asset: str, partition_key: str, by: str, reason: str,
+    to_version: str | None = None, access: AccessPolicy = OPEN_ACCESS,
+) -> PointerMove:
+    """Move the pointer back to ``to_version`` (default: the previous verified version) and mark the current one
+    ROLLED_BACK; ``by`` must be an approver of ``access`` (when it lists any), and the version restored must
+    verify (the check ``reject`` makes), else nothing moves."""
+    by = validate_person(by, "{by}")
+    access.require_approver(by, f"rolling back {asset} {partition_key}")
+    with atomic(catalog.engine):
+        # The catalog picks the target in the move's transaction; verifying that very version before the commit
+        # means no other version can be the one restored.
+        move = catalog.rollback(asset, partition_key, reason, to_version)
+        _verify(warehouse, catalog.get(move.version_id),
+                f"rollback refused: the version it would restore, {move.version_id}, does not verify")
+    return move
 
 
 def skip_cells(

@@ -195,13 +195,15 @@ def reconcile(
         per_cell.setdefault((v.asset, v.partition_key), []).append(v)
 
     overrides = catalog.overrides_of_cells(c.key for c in cells)
+    rolled_back = _purged_rolled_back(catalog, own)
     gaps: list[dict[str, str]] = []
     cell_reports: list[CellReport] = []
     duplicates = retrying = 0
     for cell in cells:
         vs = per_cell.get(cell.key, [])
         report, cell_gaps = _cell_report(
-            cell, vs, by_id, overrides.get(cell.key, []), run_status_of, materialized_version_ids, warehouse
+            cell, vs, by_id, overrides.get(cell.key, []), run_status_of, materialized_version_ids, warehouse,
+            rolled_back,
         )
         if cell.dagster_run_id:
             report.run_status = run_status_of(cell.dagster_run_id)
@@ -244,6 +246,7 @@ def _cell_report(
     run_status_of: Callable[[str], str | None],
     materialized_version_ids: set[str] | None,
     warehouse: Warehouse | None,
+    rolled_back: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> tuple[CellReport, list[dict[str, str]]]:
     """One cell's report (its versions with their overrides and gaps) and the gaps found in it."""
     reports = [_version_report(v, by_id) for v in vs]
@@ -255,7 +258,7 @@ def _cell_report(
             gaps.append({"version_id": v.version_id, "state": v.state, "gap": rep.gap})
     published = [v for v in vs if v.published_at]
     run_ids = sorted({v.dagster_run_id for v in vs} | ({cell.dagster_run_id} if cell.dagster_run_id else set()))
-    decision, reason, override = _decision_now(cell, published, cell_overrides)
+    decision, reason, override = _decision_now(cell, published, cell_overrides, rolled_back)
     report = CellReport(
         asset=cell.asset,
         partition_key=cell.partition_key,
@@ -303,12 +306,15 @@ def _totals(
 def decisions_now(catalog: Catalog, request_id: str, cells: list[Cell]) -> list[Cell]:
     """The ledger's cells with each decision as it stands now (``request show`` and ``request list``)."""
     published: dict[tuple[str, str], list[Version]] = {}
-    for v in catalog.versions_of_request(request_id, published_only=True):
+    own = catalog.versions_of_request(request_id, published_only=True)
+    for v in own:
         published.setdefault((v.asset, v.partition_key), []).append(v)
     overrides = catalog.overrides_of_cells(c.key for c in cells)
+    rolled_back = _purged_rolled_back(catalog, own)
     now = []
     for cell in cells:
-        decision, reason, _ = _decision_now(cell, published.get(cell.key, []), overrides.get(cell.key, []))
+        decision, reason, _ = _decision_now(cell, published.get(cell.key, []), overrides.get(cell.key, []),
+                                            rolled_back)
         now.append(replace(cell, decision=decision, reason=reason))
     return now
 
@@ -323,21 +329,36 @@ def count_decisions(decisions: Iterable[str]) -> dict[str, int]:
     return counts
 
 
+def _purged_rolled_back(catalog: Catalog, published: list[Version]) -> set[str]:
+    """The purged versions among ``published`` that a rollback had taken off the pointer before gc purged them."""
+    purged = [v.version_id for v in published if v.published_at and v.state == VersionState.PURGED.value]
+    return catalog.rolled_back_ids(purged) if purged else set()
+
+
 def _decision_now(
-    cell: Cell, published: list[Version], overrides: list[Override]
+    cell: Cell, published: list[Version], overrides: list[Override], rolled_back: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> tuple[str, str | None, Override | None]:
     """The ledger's decision, corrected by what the cell's published version is now and by a person's override
-    (``overrides``: the cell's, oldest first); with the override that decided it."""
+    (``overrides``: the cell's, oldest first); with the override that decided it. ``rolled_back``: purged
+    versions a rollback had taken off the pointer (gc purges what a rollback left, and the version's state then
+    says PURGED; the publish log still says why it stopped serving)."""
     if cell.decision == M.SKIPPED and cell.skip_kind == SkipKind.MARKED:
         marks = [o for o in overrides if o.action is OverrideAction.SKIP]
         return cell.decision, cell.reason, marks[-1] if marks else None
-    if not published or cell.decision not in (M.PUBLISHED, M.REJECTED):
+    if not published or cell.decision not in (M.PUBLISHED, M.REJECTED, M.FAILED):
         return cell.decision, cell.reason, None
     latest = published[-1]
     state = VersionState(latest.state)
     decided = [o for o in overrides if o.version_id == latest.version_id]
     last = decided[-1] if decided else None
     accepted = last is not None and last.action is OverrideAction.ACCEPT
+    rejected = last is not None and last.action is OverrideAction.REJECT
+    if state is VersionState.PURGED and latest.version_id in rolled_back and not rejected:
+        # Published by this request, rolled back, then purged: a cell whose run settled after the purge reads
+        # "failed (run success, version PURGED)" in the ledger; what happened to it is the rollback.
+        return CELL_ROLLED_BACK, f"its version {latest.version_id} was rolled back (its files purged since)", None
+    if cell.decision == M.FAILED:
+        return cell.decision, cell.reason, None
     if state is VersionState.ROLLED_BACK and (cell.decision == M.PUBLISHED or accepted):
         return CELL_ROLLED_BACK, f"its version {latest.version_id} was rolled back", None
     if last is not None and last.action is OverrideAction.REJECT and state is VersionState.REJECTED:

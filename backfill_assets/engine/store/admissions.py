@@ -10,6 +10,7 @@ from backfill_assets.engine.model.cells import Skip, SkipKind
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.schema import admissions
+from backfill_assets.engine.store.transactions import begin, read
 
 
 class Admissions:
@@ -18,7 +19,7 @@ class Admissions:
 
     def record_skip(self, dagster_run_id: str, asset: str, partition_key: str, skip: Skip) -> None:
         """Idempotent: a retried step that skips again keeps the first reason."""
-        with self.catalog.engine.begin() as conn:
+        with begin(self.catalog.engine) as conn:
             exists = conn.execute(
                 sa.select(admissions.c.reason).where(
                     admissions.c.dagster_run_id == dagster_run_id,
@@ -38,7 +39,7 @@ class Admissions:
         """(asset, partition, Dagster run) → why the step left the cell alone."""
         ids = list(run_ids)
         found: dict[tuple[str, str, str], Skip] = {}
-        with self.catalog.reader.connect() as conn:
+        with read(self.catalog.reader, self.catalog.engine) as conn:
             for start in range(0, len(ids), 500):
                 rows = conn.execute(
                     sa.select(admissions).where(admissions.c.dagster_run_id.in_(ids[start : start + 500]))

@@ -34,6 +34,7 @@ from backfill_assets.engine.store.overrides import OverrideLog
 from backfill_assets.engine.store.read_log import ReadLog
 from backfill_assets.engine.store.rollbacks import Rollbacks
 from backfill_assets.engine.store.schema import log_head, pointers, publish_log, requests, versions
+from backfill_assets.engine.store.transactions import begin
 from backfill_assets.engine.wap.faults import IN_PUBLISH_TRANSACTION, fault_point
 
 __all__ = ["ACTION_PUBLISH", "ACTION_REPAIR", "ACTION_ROLLBACK", "Catalog", "Consumer", "PointerMove", "Version"]
@@ -61,7 +62,7 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
         """
 
         def txn() -> Version:
-            with self.engine.begin() as conn:
+            with begin(self.engine) as conn:
                 attempt_no = 1 + (
                     conn.execute(
                         sa.select(sa.func.max(versions.c.attempt_no)).where(
@@ -135,7 +136,7 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
         source_fingerprint: str | None = None,
         manifest_sha256: str | None = None,
     ) -> Version:
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             self._transition(
                 conn,
                 version_id,
@@ -151,7 +152,7 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
             return self._get(conn, version_id)
 
     def reject(self, version_id: str, checks: list[dict[str, Any]], error: str) -> Version:
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             self._transition(
                 conn,
                 version_id,
@@ -163,12 +164,12 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
             return self._get(conn, version_id)
 
     def abandon(self, version_id: str, reason: str) -> Version:
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             self._transition(conn, version_id, VersionState.ABANDONED, error=reason, ended_at=iso(utc_now()))
             return self._get(conn, version_id)
 
     def purge(self, version_id: str) -> Version:
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             self._transition(conn, version_id, VersionState.PURGED)
             return self._get(conn, version_id)
 
@@ -186,7 +187,7 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
         if self.engine.dialect.name == "postgresql":
             return self._publish_pg(version_id, checks)
         try:
-            with self.engine.begin() as conn:
+            with begin(self.engine) as conn:
                 version, current = self._get_with_pointer(conn, version_id)
                 check_transition(version_id, version.state, VersionState.PUBLISHED)
                 now = iso(utc_now())
@@ -243,7 +244,7 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
         """``publish`` on PostgreSQL: the same steps in one server-side function (``publish_pg``), one statement."""
         now = iso(utc_now())
         try:
-            with self.engine.begin() as conn:
+            with begin(self.engine) as conn:
                 # One round trip; the log_head lock it takes last is held until the commit just below.
                 seq, version = publish_pg.call(conn, version_id, json.dumps(checks, default=str), now)
                 fault_point(IN_PUBLISH_TRANSACTION)
@@ -259,7 +260,7 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
 
     def record_repair(self, version_id: str, reason: str) -> int:
         """Log that a crash gap of a published version was repaired (the pointer does not move)."""
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             seq = self._next_seq(conn)
             version = self._get(conn, version_id)
             self._log(conn, seq, version, None, ACTION_REPAIR, iso(utc_now()), version.request_id, version.lane, reason)

@@ -12,6 +12,7 @@ from backfill_assets.engine.model.identity import parse_version_id, validate_ass
 from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.catalog_records import Consumer, Version
 from backfill_assets.engine.store.schema import pointers, publish_log, reads, versions
+from backfill_assets.engine.store.transactions import read
 
 ACTION_PUBLISH = "publish"
 ACTION_ROLLBACK = "rollback"
@@ -25,7 +26,7 @@ class CatalogQueries:
 
     def get(self, version_id: str) -> Version:
         parse_version_id(version_id)
-        with self.reader.connect() as conn:
+        with read(self.reader, getattr(self, "engine", None)) as conn:
             return self._get(conn, version_id)
 
     def versions_of(self, asset: str, partition_key: str) -> list[Version]:
@@ -33,7 +34,7 @@ class CatalogQueries:
         return [Version.from_row(r) for r in rows]
 
     def versions_where(self, *criteria: Any) -> list[Version]:
-        with self.reader.connect() as conn:
+        with read(self.reader, getattr(self, "engine", None)) as conn:
             rows = conn.execute(sa.select(versions).where(*criteria).order_by(versions.c.created_at)).all()
         return [Version.from_row(r) for r in rows]
 
@@ -47,7 +48,7 @@ class CatalogQueries:
         keys = list(partition_keys)
         if not keys:
             return {}
-        with self.reader.connect() as conn:
+        with read(self.reader, getattr(self, "engine", None)) as conn:
             rows = conn.execute(
                 sa.select(versions)
                 .join(pointers, pointers.c.version_id == versions.c.version_id)
@@ -56,7 +57,7 @@ class CatalogQueries:
         return {r.partition_key: Version.from_row(r) for r in rows}
 
     def consumers_of(self, version_id: str) -> list[Consumer]:
-        with self.reader.connect() as conn:
+        with read(self.reader, getattr(self, "engine", None)) as conn:
             return self._consumers(conn, version_id)
 
     def history(self, asset: str, partition_key: str) -> list[dict[str, Any]]:
@@ -67,7 +68,7 @@ class CatalogQueries:
         """One partition's rows of ``table`` (validated names first: they may come from a user)."""
         validate_asset_name(asset)
         validate_partition_key(partition_key)
-        with self.reader.connect() as conn:
+        with read(self.reader, getattr(self, "engine", None)) as conn:
             return conn.execute(
                 sa.select(table)
                 .where(table.c.asset == asset, table.c.partition_key == partition_key)
@@ -103,7 +104,7 @@ class CatalogQueries:
             order_by=(versions.c.created_at.desc(), versions.c.version_id.desc()),
         )
         found: list[Version] = []
-        with self.reader.connect() as conn:
+        with read(self.reader, getattr(self, "engine", None)) as conn:
             for start in range(0, len(keys), 500):  # bounded IN lists, as in _in_chunks
                 ranked = (
                     sa.select(versions, newest_first.label("newest_first"))
@@ -121,7 +122,7 @@ class CatalogQueries:
 
     def last_publish_seq(self, request_id: str) -> int | None:
         """The request's newest publish_log sequence number, or None if it never published."""
-        with self.reader.connect() as conn:
+        with read(self.reader, getattr(self, "engine", None)) as conn:
             return conn.execute(
                 sa.select(sa.func.max(publish_log.c.seq)).where(publish_log.c.request_id == request_id)
             ).scalar()
@@ -140,7 +141,7 @@ class CatalogQueries:
 
     def newest_published_day(self) -> dict[str, str]:
         """asset → its newest partition with a current version (how far a depends-on-past asset has come)."""
-        with self.reader.connect() as conn:
+        with read(self.reader, getattr(self, "engine", None)) as conn:
             rows = conn.execute(
                 sa.select(pointers.c.asset, sa.func.max(pointers.c.partition_key)).group_by(pointers.c.asset)
             ).all()
@@ -148,15 +149,30 @@ class CatalogQueries:
 
     def publishes_of_request(self, request_id: str) -> list[Any]:
         """The request's publish_log rows (not rollbacks or repairs), in publish order."""
-        with self.reader.connect() as conn:
+        with read(self.reader, getattr(self, "engine", None)) as conn:
             return conn.execute(
                 publish_log.select()
                 .where(publish_log.c.request_id == request_id, publish_log.c.action == ACTION_PUBLISH)
                 .order_by(publish_log.c.seq)
             ).all()
 
+    def rolled_back_ids(self, version_ids: Iterable[str]) -> set[str]:
+        """Which of ``version_ids`` a rollback (or a reject) took off the pointer, as the publish log records it:
+        what a version was stays known after gc purged its files."""
+        wanted = sorted(set(version_ids))
+        found: set[str] = set()
+        with read(self.reader, getattr(self, "engine", None)) as conn:
+            for start in range(0, len(wanted), 500):
+                found.update(conn.execute(
+                    sa.select(publish_log.c.previous_version_id).where(
+                        publish_log.c.action == ACTION_ROLLBACK,
+                        publish_log.c.previous_version_id.in_(wanted[start:start + 500]),
+                    )
+                ).scalars())
+        return found
+
     def log_after(self, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
-        with self.reader.connect() as conn:
+        with read(self.reader, getattr(self, "engine", None)) as conn:
             rows = conn.execute(
                 sa.select(publish_log).where(publish_log.c.seq > seq).order_by(publish_log.c.seq).limit(limit)
             ).all()

@@ -15,6 +15,7 @@ from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.run_context import K8S_DIGEST_CHARS, version_id_of_label, version_label
 from backfill_assets.engine.store.catalog import Catalog, Version
 from backfill_assets.engine.store.schema import engine_refs, versions
+from backfill_assets.engine.store.transactions import begin, read
 
 ENGINE_MAX = 64
 ENGINE_ID_MAX = 255
@@ -50,7 +51,7 @@ class EngineRefs:
         parse_version_id(version_id)
         kind = validate_engine_id(engine, "engine")[:ENGINE_MAX]
         ref = EngineRef(version_id, kind, validate_engine_id(engine_id), iso(utc_now()) or "")
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             seen = conn.execute(sa.select(engine_refs.c.id).where(
                 engine_refs.c.version_id == version_id, engine_refs.c.engine == kind,
                 engine_refs.c.engine_id == ref.engine_id,
@@ -73,7 +74,7 @@ class EngineRefs:
 
     def _select(self, where: Any) -> list[EngineRef]:
         query = sa.select(engine_refs).where(where).order_by(engine_refs.c.id)
-        with self.reader.connect() as conn:
+        with read(self.reader, self.engine) as conn:
             rows = conn.execute(query).all()
         return [EngineRef(r.version_id, r.engine, r.engine_id, r.at) for r in rows]
 

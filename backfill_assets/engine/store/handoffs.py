@@ -16,6 +16,7 @@ from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import iso
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.schema import handoffs
+from backfill_assets.engine.store.transactions import begin, read
 
 
 class HandoffStatus(StrEnum):
@@ -46,7 +47,7 @@ class Handoffs:
         self, request_id: str, asset: str, owner: str, partitions: list[str], now: datetime, window: timedelta
     ) -> str:
         """Open a handoff for (request, asset), or add partitions to the one already open."""
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             row = conn.execute(
                 sa.select(handoffs).where(
                     handoffs.c.request_id == request_id, handoffs.c.asset == asset, handoffs.c.status == OPEN
@@ -83,7 +84,7 @@ class Handoffs:
             raise InvalidInput(f"unknown handoff decision {quoted(status)}")
         validate_handoff_id(handoff_id)
         validate_text(by, "{by}", 120)
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             row = conn.execute(sa.select(handoffs).where(handoffs.c.handoff_id == handoff_id)).first()
             if row is None:
                 raise NotFound(f"unknown handoff {quoted(handoff_id)}")
@@ -100,7 +101,7 @@ class Handoffs:
         return self.get(handoff_id)
 
     def expire(self, now: datetime) -> list[str]:
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             rows = conn.execute(
                 sa.select(handoffs.c.handoff_id).where(handoffs.c.status == OPEN, handoffs.c.deadline < iso(now))
             ).all()
@@ -114,7 +115,7 @@ class Handoffs:
         return ids
 
     def get(self, handoff_id: str) -> dict[str, Any]:
-        with self.reader.connect() as conn:
+        with read(self.reader, self.engine) as conn:
             row = conn.execute(sa.select(handoffs).where(handoffs.c.handoff_id == handoff_id)).first()
         if row is None:
             raise NotFound(f"unknown handoff {quoted(handoff_id)}")
@@ -126,12 +127,12 @@ class Handoffs:
             query = query.where(handoffs.c.request_id == request_id)
         if status:
             query = query.where(handoffs.c.status == status)
-        with self.reader.connect() as conn:
+        with read(self.reader, self.engine) as conn:
             return [_as_dict(r) for r in conn.execute(query).all()]
 
 
 def validate_handoff_id(handoff_id: object) -> str:
-    if not isinstance(handoff_id, str) or not _HANDOFF_ID_RE.match(handoff_id):
+    if not isinstance(handoff_id, str) or not _HANDOFF_ID_RE.fullmatch(handoff_id):
         raise InvalidInput(f"handoff id {quoted(handoff_id)} is not of the form ho-xxxxxxxx")
     return handoff_id
 

@@ -16,6 +16,7 @@ from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.claims import claim, claimable_cells, claimed_by, overlap_message, release
 from backfill_assets.engine.store.request_record import RequestRecord
 from backfill_assets.engine.store.schema import driver_ticks, request_items, requests
+from backfill_assets.engine.store.transactions import begin, read
 
 # Cell fields stored under another column name: request_items.run_id is the Dagster run of the cell.
 _COLUMN_OF = {"dagster_run_id": "run_id"}
@@ -87,7 +88,7 @@ class Ledger:
         now = iso(utc_now())
         cells = [(a, p) for p in spec.ordered_partitions() for a in spec.assets]
         claimable = [c for c in cells if c not in excluded]
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             holders = claimed_by(conn, claimable)
             driven = source in M.DRIVEN_SOURCES
             if holders and not spec.wait_for_overlap and driven:
@@ -139,7 +140,7 @@ class Ledger:
     def try_claim(self, request_id: str) -> bool:
         """For a waiting request: take every claim once the holders have closed (all or nothing)."""
         now = iso(utc_now())
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             # The request row first, and only while still waiting: a pause or cancel that committed since the
             # driver read it must not find claims taken by a request it stopped.
             if not self._lock_if_status(conn, request_id, M.WAITING):
@@ -165,14 +166,14 @@ class Ledger:
 
     def get(self, request_id: str) -> RequestRecord:
         validate_request_id(request_id)
-        with self.reader.connect() as conn:
+        with read(self.reader, self.engine) as conn:
             row = conn.execute(sa.select(requests).where(requests.c.request_id == request_id)).first()
         if row is None:
             raise NotFound(f"unknown request {quoted(request_id)}")
         return RequestRecord(dict(row._mapping))
 
     def exists(self, request_id: str) -> bool:
-        with self.reader.connect() as conn:
+        with read(self.reader, self.engine) as conn:
             return conn.execute(
                 sa.select(requests.c.request_id).where(requests.c.request_id == request_id)
             ).first() is not None
@@ -181,11 +182,11 @@ class Ledger:
         query = sa.select(requests).order_by(requests.c.requested_at.desc())
         if statuses:
             query = query.where(requests.c.status.in_(list(statuses)))
-        with self.reader.connect() as conn:
+        with read(self.reader, self.engine) as conn:
             return [RequestRecord(dict(r._mapping)) for r in conn.execute(query).all()]
 
     def cells(self, request_id: str) -> list[Cell]:
-        with self.reader.connect() as conn:
+        with read(self.reader, self.engine) as conn:
             rows = conn.execute(
                 sa.select(request_items)
                 .where(request_items.c.request_id == request_id)
@@ -236,7 +237,7 @@ class Ledger:
         if not updates and expect_status is None:
             return True
         now = iso(utc_now())
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             if expect_status is not None and not self._lock_if_status(conn, request_id, expect_status):
                 return False
             for u in updates:
@@ -261,7 +262,7 @@ class Ledger:
         set pending again because its upstream was republished after it ran. Returns cells added or reopened."""
         now = iso(utc_now())
         changed = 0
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             existing = {
                 (r.asset, r.partition_key): r.decision
                 for r in conn.execute(
@@ -305,7 +306,7 @@ class Ledger:
         values: dict[str, Any] = {"status": status, "message": message}
         if status in M.CLOSED_STATUSES:
             values["closed_at"] = iso(utc_now())
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             query = requests.update().where(requests.c.request_id == request_id)
             if expect_status is not None:
                 query = query.where(requests.c.status == expect_status)
@@ -316,7 +317,7 @@ class Ledger:
         return True
 
     def confirm(self, request_id: str) -> None:
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             conn.execute(
                 requests.update().where(requests.c.request_id == request_id).values(confirmed_at=iso(utc_now()))
             )
@@ -327,7 +328,7 @@ class Ledger:
         if record.status in M.CLOSED_STATUSES:
             raise InvalidInput(f"request {request_id} is already {record.status}")
         now = iso(utc_now())
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             # The request row first (the driver locks it first too): closes it exactly once.
             closed = conn.execute(
                 requests.update()

@@ -12,6 +12,7 @@ from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.schema import operations
+from backfill_assets.engine.store.transactions import begin, read
 
 MAX_OUTCOME = 2000
 
@@ -45,7 +46,7 @@ class Operations:
             target=target[:255], request_id=request_id, reason=reason or None,
             outcome=outcome[:MAX_OUTCOME], at=iso(utc_now()),
         )
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             conn.execute(operations.insert().values(**asdict(row)))
         return row
 
@@ -56,11 +57,11 @@ class Operations:
     def all(self, limit: int = 200) -> list[Operation]:
         """The newest ``limit`` operations, newest first."""
         query = sa.select(operations).order_by(operations.c.id.desc()).limit(limit)
-        with self.reader.connect() as conn:
+        with read(self.reader, self.engine) as conn:
             return [_operation(r) for r in conn.execute(query).all()]
 
     def _select(self, where: Any) -> list[Operation]:
-        with self.reader.connect() as conn:
+        with read(self.reader, self.engine) as conn:
             rows = conn.execute(sa.select(operations).where(where).order_by(operations.c.id)).all()
         return [_operation(r) for r in rows]
 

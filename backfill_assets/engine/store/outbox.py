@@ -12,6 +12,7 @@ from backfill_assets.engine.model.identity import params_digest
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.schema import outbox
+from backfill_assets.engine.store.transactions import begin, read
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ def send_once(
     request_id: str | None,
 ) -> Delivery:
     now = iso(utc_now())
-    with catalog.engine.begin() as conn:
+    with begin(catalog.engine) as conn:
         row = conn.execute(sa.select(outbox).where(outbox.c.idempotency_key == key)).first()
         if row is None:
             conn.execute(
@@ -59,7 +60,7 @@ def send_once(
     # Delivery is at-least-once only across a crash between the delivery and the mark below; the receiver
     # gets the key with every message so it can drop such a repeat itself.
     deliver({"idempotency_key": key, **payload})
-    with catalog.engine.begin() as conn:
+    with begin(catalog.engine) as conn:
         conn.execute(
             outbox.update().where(outbox.c.idempotency_key == key, outbox.c.sent_at.is_(None)).values(sent_at=now)
         )
@@ -77,5 +78,5 @@ def deliveries(
         query = query.where(outbox.c.asset == asset)
     if request_id:
         query = query.where(outbox.c.request_id == request_id)
-    with catalog.reader.connect() as conn:
+    with read(catalog.reader, catalog.engine) as conn:
         return [dict(r._mapping) for r in conn.execute(query).all()]

@@ -21,6 +21,7 @@ from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.catalog_queries import ACTION_PUBLISH
 from backfill_assets.engine.store.catalog_records import PointerMove
 from backfill_assets.engine.store.schema import overrides
+from backfill_assets.engine.store.transactions import begin, read
 
 Cell = tuple[str, str]
 _CHUNK = 500  # bounded IN lists: SQLite limits bound parameters per statement
@@ -41,7 +42,7 @@ class OverrideLog:
         """Publish a REJECTED version by the same compare-and-swap as a normal publish, from the version it expected
         when its attempt began. Refused (PublishConflict, nothing written) when the pointer has moved since: a newer
         version was published (or restored) after it was judged, and accepting would silently replace that."""
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             version, current = self._get_with_pointer(conn, version_id)  # type: ignore[attr-defined]
             expected = version.expected_previous_version_id
             if current != expected:
@@ -68,7 +69,7 @@ class OverrideLog:
     ) -> tuple[PointerMove, Override]:
         """Roll ``bad_version_id`` (still current, else refused) back to ``restore_version_id`` and mark it REJECTED
         with the reason, so no rollback ever restores it again."""
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             now = iso(utc_now())
             move = self._roll_back(  # type: ignore[attr-defined]
                 conn,
@@ -92,7 +93,7 @@ class OverrideLog:
     ) -> list[Override]:
         """Mark cells deliberately skipped (a cell already marked gets a newer mark: the newest says who and why)."""
         now = iso(utc_now())
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             return [_add(conn, OverrideAction.SKIP, a, p, None, by, reason, now, None, system_user) for a, p in cells]
 
     def unmark_skipped(
@@ -101,7 +102,7 @@ class OverrideLog:
         """Withdraw the skip marks of those ``cells`` that have one; returns the ``unskip`` rows written."""
         wanted = list(cells)
         now = iso(utc_now())
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             marked = _active_marks(conn, wanted)
             return [
                 _add(conn, OverrideAction.UNSKIP, a, p, None, by, reason, now, None, system_user)
@@ -112,7 +113,7 @@ class OverrideLog:
 
     def skip_marks(self, cells: Iterable[Cell]) -> dict[Cell, Override]:
         """The cells among ``cells`` marked skipped now, with their (newest) mark."""
-        with self.reader.connect() as conn:
+        with read(self.reader, self.engine) as conn:
             return _active_marks(conn, list(cells))
 
     def overrides_of_cell(self, asset: str, partition_key: str) -> list[Override]:
@@ -121,7 +122,7 @@ class OverrideLog:
 
     def overrides_of_cells(self, cells: Iterable[Cell]) -> dict[Cell, list[Override]]:
         """cell → every override of it and its versions, oldest first (cells without one are left out)."""
-        with self.reader.connect() as conn:
+        with read(self.reader, self.engine) as conn:
             return _of_cells(conn, list(cells))
 
 

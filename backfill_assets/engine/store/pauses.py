@@ -22,6 +22,7 @@ from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import validate_request_id
 from backfill_assets.engine.store.schema import request_pauses, requests
+from backfill_assets.engine.store.transactions import begin, read
 
 MAX_REASON = 2000
 MAX_NAME = 120
@@ -71,7 +72,7 @@ class Pauses:
         by = _name(by, "{by}")
         reason = validate_text((reason or "").strip(), "{reason}", MAX_REASON, line_breaks=True)
         for _ in range(_ATTEMPTS):
-            with self.engine.begin() as conn:
+            with begin(self.engine) as conn:
                 row = _request_row(conn, request_id)
                 if row.source not in M.DRIVEN_SOURCES:
                     raise InvalidInput(
@@ -102,7 +103,7 @@ class Pauses:
         on where it stopped. Returns the pause, now with ``resumed_at`` and ``resumed_by``."""
         validate_request_id(request_id)
         by = _name(by, "{by}")
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             row = _request_row(conn, request_id)
             if row.status != M.PAUSED:
                 raise InvalidInput(f"request {request_id} is not paused (it is {row.status})")
@@ -132,13 +133,13 @@ class Pauses:
         )
         if request_ids is not None:
             query = query.where(request_pauses.c.request_id.in_(list(request_ids)))
-        with self.reader.connect() as conn:
+        with read(self.reader, self.engine) as conn:
             return {r.request_id: _public(r) for r in conn.execute(query).all()}
 
     def history(self, request_id: str) -> list[Pause]:
         """Every pause of the request, oldest first; one without ``resumed_at`` on a closed request was ended by
         its cancel."""
-        with self.reader.connect() as conn:
+        with read(self.reader, self.engine) as conn:
             rows = conn.execute(
                 sa.select(request_pauses)
                 .where(request_pauses.c.request_id == request_id)

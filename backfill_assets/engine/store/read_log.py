@@ -9,6 +9,7 @@ from sqlalchemy.engine import Engine
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.schema import reads
+from backfill_assets.engine.store.transactions import begin
 
 
 class ReadLog:
@@ -20,7 +21,7 @@ class ReadLog:
         if not inputs:
             return
         now = iso(utc_now())
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             conn.execute(
                 reads.insert(),
                 [
@@ -38,7 +39,7 @@ class ReadLog:
             )
 
     def record_external_read(self, reader: str, version: Version) -> None:
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             conn.execute(
                 reads.insert().values(
                     consumer=f"external:{reader}",

@@ -15,6 +15,7 @@ from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.catalog_queries import ACTION_ROLLBACK
 from backfill_assets.engine.store.catalog_records import PointerMove, Version
+from backfill_assets.engine.store.transactions import begin, read
 
 
 class Rollbacks:
@@ -31,7 +32,7 @@ class Rollbacks:
         if not reason or not reason.strip():
             raise InvalidField("rollback needs {reason}")
         validate_text(reason, "{reason}", 2000, line_breaks=True)
-        with self.engine.begin() as conn:
+        with begin(self.engine) as conn:
             return self._roll_back(conn, asset, partition_key, reason, to_version_id)
 
     def _roll_back(
@@ -73,7 +74,7 @@ class Rollbacks:
 
     def rollback_target(self, asset: str, partition_key: str) -> Version | None:
         """The version a rollback of the current pointer would restore (gc must never purge it)."""
-        with self.reader.connect() as conn:
+        with read(self.reader, self.engine) as conn:
             ptr = self._pointer(conn, asset, partition_key)
             if ptr is None:
                 return None

@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.schema import target_slot_waiters, target_slots
+from backfill_assets.engine.store.transactions import read
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ class TargetSlots:
     def holders(self, target: str, now: datetime | None = None) -> list[SlotHolder]:
         """The live holders of ``target``'s slots, by slot."""
         s = target_slots.c
-        with self.catalog.reader.connect() as conn:
+        with read(self.catalog.reader, self.catalog.engine) as conn:
             rows = conn.execute(
                 sa.select(target_slots).where(s.target == target, s.expires_at > iso(now or utc_now())).order_by(s.slot)
             ).all()

@@ -19,6 +19,7 @@ from backfill_assets.engine.model.identity import validate_asset_name, validate_
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.schema import request_items, requests, versions
+from backfill_assets.engine.store.transactions import read
 
 # The fields of a try that comes from a version, in the order ``request show --cell`` shows them.
 VERSION_FIELDS = (
@@ -67,7 +68,7 @@ def cell_tries(
     validate_partition_key(partition_key)
     runs = tuple(runs)
     asked = (requests.c.requested_by, requests.c.reason.label("request_reason"))
-    with catalog.reader.connect() as conn:
+    with read(catalog.reader, catalog.engine) as conn:
         written = conn.execute(
             sa.select(versions, *asked)
             .select_from(versions.outerjoin(requests, requests.c.request_id == versions.c.request_id))
@@ -138,7 +139,7 @@ def _dagster_only_tries(catalog: Catalog, known: set[str], runs: Iterable[RunTou
     request_ids = sorted({r.request_id for r in unknown.values() if r.request_id})
     asked: dict[str, sa.Row] = {}
     if request_ids:
-        with catalog.reader.connect() as conn:
+        with read(catalog.reader, catalog.engine) as conn:
             asked = {row.request_id: row for row in conn.execute(
                 sa.select(requests.c.request_id, requests.c.requested_by, requests.c.reason)
                 .where(requests.c.request_id.in_(request_ids))

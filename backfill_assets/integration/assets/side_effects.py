@@ -1,41 +1,86 @@
 """Side-effect assets (notifications, external APIs): excluded from backfills unless authorized, and delivered at
 most once per idempotency key through the catalog's outbox, however often the step runs."""
 
+from collections.abc import Callable, Mapping
+from datetime import datetime
+
 import dagster as dg
 
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.access import AccessPolicy
 from backfill_assets.engine.model.cells import Skip
 from backfill_assets.engine.model.graph import INTERVAL_ARG, AssetGraph, DeclaredAsset, call_with
+from backfill_assets.engine.model.intervals import BusinessCalendar, utc_now
 from backfill_assets.engine.plan.admission import is_launched_from_dagster
+from backfill_assets.engine.plan.catchup import production_delivers
 from backfill_assets.engine.store.admissions import Admissions
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.outbox import idempotency_key, send_once
 from backfill_assets.integration.assets.gated import user_resources
 from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
 from backfill_assets.integration.resources import BACKFILL_RESOURCE
 from backfill_assets.integration.runs.run_identity import lane_from_tags, request_id_from_tags
+from backfill_assets.integration.runs.runs import RUN_KEY_TAG
+from backfill_assets.integration.sensors.production import PRODUCTION_RUN_KEY, PRODUCTION_SENSOR
 
 PAYLOAD_ARG = "payload"
 KEY_ARG = "idempotency_key"
 
 
-def unauthorized_side_effect(run_tags: dict[str, str], asset: str, access: AccessPolicy) -> str | None:
-    """Why a backfill run may not act on the outside world, or None when it may: the request (or the launch tags
-    of a run started from Dagster) must name the asset and an approver the code location's ``AccessPolicy``
-    allows. Checked when the step runs, so a name taken off the list stops runs already queued."""
-    if lane_from_tags(run_tags) != T.LANE_BACKFILL:
+def from_production_trigger(run_tags: Mapping[str, str], day: str) -> bool:
+    """A run the production trigger launched for ``day``: Dagster's sensor daemon tags it with the sensor's name
+    and the trigger's run key, and it carries no request. A person can type these tags too, so this alone never
+    authorizes anything: the day must also be the one production delivers now (``production_delivers``)."""
+    return (
+        run_tags.get(T.DAGSTER_SENSOR) == PRODUCTION_SENSOR
+        and run_tags.get(RUN_KEY_TAG) == PRODUCTION_RUN_KEY.format(day)
+        and lane_from_tags(run_tags) == T.LANE_PRODUCTION
+        and request_id_from_tags(run_tags) is None
+    )
+
+
+def approval_of(run_tags: Mapping[str, str], catalog: Catalog) -> tuple[frozenset[str], str, str]:
+    """(side-effect assets allowed, approver, where that was read). A run of a request of ours is approved by the
+    request's record in the catalog, never by its tags (which anyone launching a run can type); a run of a Dagster
+    backfill or a run launched by hand, by its launch tags."""
+    request_id = run_tags.get(T.REQUEST_ID)
+    if request_id and not is_launched_from_dagster(run_tags):
+        ledger = Ledger(catalog)
+        if not ledger.exists(request_id):
+            return frozenset(), "", f"request {request_id} (not in the catalog)"
+        spec = ledger.get(request_id).spec
+        return frozenset(spec.allow_side_effects), spec.approved_by or "", f"request {request_id}"
+    allowed = frozenset(a.strip() for a in run_tags.get(T.ALLOW_SIDE_EFFECTS, "").split(",") if a.strip())
+    return allowed, (run_tags.get(T.APPROVED_BY) or "").strip(), "launch tags"
+
+
+def unauthorized_side_effect(
+    run_tags: Mapping[str, str], asset: str, day: str, access: AccessPolicy, catalog: Catalog, now: datetime,
+    calendar: BusinessCalendar,
+) -> str | None:
+    """Why this run may not act on the outside world for ``day``, or None when it may. Only the production
+    trigger's run of the day production delivers now needs no approver; any other run (a request's, a Dagster
+    backfill's, one launched by hand with any tags or none) needs the asset allowed and an approver the code
+    location's ``AccessPolicy`` accepts. Checked when the step runs, so a name taken off the list stops runs
+    already queued."""
+    if from_production_trigger(run_tags, day) and production_delivers(calendar, day, now):
         return None
-    allowed = {a.strip() for a in run_tags.get(T.ALLOW_SIDE_EFFECTS, "").split(",") if a.strip()}
-    approver = (run_tags.get(T.APPROVED_BY) or "").strip()
+    allowed, approver, source = approval_of(run_tags, catalog)
     if asset not in allowed or not approver:
-        return "side effect not authorized"
+        return f"side effect not authorized: {day} is not the day production delivers now, and {source} " \
+               f"names no approver for {asset}"
     if not access.may_approve(approver):
         return f"side effect not authorized: {approver!r} is not an approver ({', '.join(access.approvers)})"
     return None
 
 
-def build_side_effect_asset(spec: DeclaredAsset, graph: AssetGraph) -> dg.AssetsDefinition:
+def build_side_effect_asset(
+    spec: DeclaredAsset, graph: AssetGraph, clock: Callable[[], datetime] = utc_now
+) -> dg.AssetsDefinition:
+    """``clock``: "now" for the production day (the code location's, as the production trigger's)."""
+
     @dg.asset(
         name=spec.name,
         description=spec.description,
@@ -52,31 +97,45 @@ def build_side_effect_asset(spec: DeclaredAsset, graph: AssetGraph) -> dg.Assets
     def _side_effect(context: dg.AssetExecutionContext):
         catalog = getattr(context.resources, BACKFILL_RESOURCE).catalog()
         refuse_after_lost_workers(context, catalog, spec.name, [context.partition_key])
-        result = _deliver(context, graph, spec)
+        result = _deliver(context, graph, spec, clock())
         if result is not None:
             yield result
 
     return _side_effect
 
 
-def _deliver(context: dg.AssetExecutionContext, graph: AssetGraph, spec: DeclaredAsset) -> dg.MaterializeResult | None:
+def _refused(context: dg.AssetExecutionContext, spec: DeclaredAsset, catalog: Catalog, refusal: str) -> None:
+    """Deliver nothing, and say why on one line: a Dagster backfill's cell is left alone (recorded, as its
+    admission does), a production run's older day is passed over (its data is published; the step succeeds), and
+    any other run fails."""
+    run_tags = dict(context.run.tags)
+    key = context.partition_key
+    if is_launched_from_dagster(run_tags):
+        reason = f"{refusal} (needs tags {T.ALLOW_SIDE_EFFECTS}={spec.name} and {T.APPROVED_BY})"
+        Admissions(catalog).record_skip(context.run.run_id, spec.name, key, Skip(reason))
+        context.log.info(f"{spec.name} {key}: not run — {reason}")
+        return
+    if from_production_trigger(run_tags, key):
+        context.log.warning(f"{spec.name} {key}: not delivered — {refusal} (a request with "
+                            f"--allow-side-effects {spec.name} --approved-by NAME delivers it)")
+        return
+    how = (f"--allow-side-effects {spec.name} --approved-by NAME" if request_id_from_tags(run_tags)
+           else f"launch tags {T.ALLOW_SIDE_EFFECTS}={spec.name} and {T.APPROVED_BY}=NAME")
+    raise dg.Failure(description=f"{spec.name} {key}: {refusal}; nothing delivered (needs {how})",
+                     allow_retries=False)
+
+
+def _deliver(
+    context: dg.AssetExecutionContext, graph: AssetGraph, spec: DeclaredAsset, now: datetime
+) -> dg.MaterializeResult | None:
     backfill = getattr(context.resources, BACKFILL_RESOURCE)
     run_tags = dict(context.run.tags)
     key = context.partition_key
-    refusal = unauthorized_side_effect(run_tags, spec.name, graph.access)
-    if refusal is not None:
-        if is_launched_from_dagster(run_tags):
-            reason = f"{refusal} (needs tags {T.ALLOW_SIDE_EFFECTS}={spec.name} and {T.APPROVED_BY})"
-            Admissions(backfill.catalog()).record_skip(context.run.run_id, spec.name, key, Skip(reason))
-            context.log.info(f"{spec.name} {key}: not run — {reason}")
-            return None
-        raise dg.Failure(
-            description=(
-                f"{spec.name} {key}: {refusal} for this backfill "
-                f"(needs --allow-side-effects {spec.name} --approved-by NAME)"
-            )
-        )
     catalog = backfill.catalog()
+    refusal = unauthorized_side_effect(run_tags, spec.name, key, graph.access, catalog, now, graph.calendar)
+    if refusal is not None:
+        _refused(context, spec, catalog, refusal)
+        return None
     available = {INTERVAL_ARG: graph.calendar.interval(key), **user_resources(context, spec)}
     sources = []
     for upstream in spec.upstream:
