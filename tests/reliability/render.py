@@ -72,6 +72,29 @@ WHAT_IS_CHECKED = """
 - **Data faults** (`test_data_faults.py`): after damaging a published file, `reconcile --verify-files` reports
   it (exit 1), `read` refuses with one `error:` line naming the file, a downstream `daily_revenue` run fails
   naming the file and publishes/materializes nothing; restoring the bytes makes every reader accept it again.
+- **Catalog faults** (`test_catalog_faults.py`): a published `_manifest.json` altered (rows, sha256, a forged
+  identity), corrupted or deleted: `read` exits 2 with one line naming the version and its manifest,
+  `reconcile --verify-files` reports it (exit 1) and a downstream run refuses it. A `catalog.db` replaced by random
+  bytes, text, damaged pages or a directory, or missing a table: `read`, `versions` and `catalog version` each give
+  one line naming the file and saying to restore it, no traceback, nothing created. A zero-length or missing
+  catalog beside a warehouse that holds versions: `read`, `request list` and `catalog version` refuse naming
+  both and create nothing; `catalog init --force` then starts over. A PostgreSQL catalog table
+  held under `LOCK TABLE … ACCESS EXCLUSIVE` by another session: `read` and a publish fail within the lock timeout
+  with one line naming the catalog and the held lock, and the pointer does not move.
+- **Two daemons** (`test_two_daemons.py`): a second `backfill-assets-daemon run` on the home of a running one exits
+  1 with one line naming the first and starts nothing; a request driven to its end by two drivers ticking at once
+  every round (every run either asks for executed as a real run) has one run per run key, one published version per
+  cell, no failed cell, and completes.
+- **Access** (`test_access_faults.py`): `revenue_alert` run for a backfilled day with launch tags a person could
+  type (none, `backfill/lane=production`, the production trigger's own sensor and run-key tags, a forged request
+  id with approval tags) delivers nothing: no sink line, no outbox row. A control character at the end of or
+  inside each name field of each door (`--by`, `--requested-by`, `--approved-by`, the Launchpad's fields) is one
+  refusal naming the field, and every catalog table, the operations trail included, is unchanged.
+- **Input bounds** (`test_input_bounds.py`, hypothesis): a NaN, ±Infinity or overflowing number anywhere in a conf
+  is refused at the CLI and the Launchpad naming where it is (nothing created), a finite one is stored exactly, and
+  each comparing audit fails (never passes) on a frame whose numbers cannot be compared; a numeric `backfill/*` tag
+  is taken only as plain ASCII digits within its bounds, anything else is one line naming the tag wherever the tag
+  is read.
 """
 
 
