@@ -26,11 +26,11 @@ from backfill_assets.engine.store.storage import MANIFEST_FILE
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from tests.corruption import CATALOG_DAMAGE
 from tests.engine.catalog_helpers import PASSED, begin_verified, identity
-from tests.integration.driver_harness import drive
 from tests.orders import MODULE, run_partitions
 
 from . import mode
-from .invariants import assert_readers_see, materialized_versions
+from .invariants import assert_readers_see
+from .republish import assert_downstream_refuses, assert_reported_as_gap, publish_again
 
 DAYS = ["2022-09-03", "2022-09-04"]
 
@@ -90,15 +90,9 @@ def published_env(module_envs):
 
 
 def tamper_once(env, trial: int, how: str) -> None:
-    env.activate()
-    env.close_open_requests()
     rng = random.Random(trial)
-    day = DAYS[trial % len(DAYS)]
-    request_id = env.cli_json("request", "create", "--assets", ORDER_FACTS, "--from", day, "--to", day,
-                              "--reprocess", "completed", "--requested-by", "reliability")["request_id"]
-    drive(env, request_id)
-    version = env.catalog.current(ORDER_FACTS, day)
-    assert version.request_id == request_id and version.manifest_sha256, version
+    request_id, day, version = publish_again(env, trial, DAYS)
+    assert version.manifest_sha256, version
     manifest = Path(version.path).parent / MANIFEST_FILE
     original = manifest.read_bytes()
     if TAMPERINGS[how] is None:
@@ -107,21 +101,12 @@ def tamper_once(env, trial: int, how: str) -> None:
         manifest.write_text(TAMPERINGS[how](original.decode(), rng))
 
     # reconcile --verify-files reports it (exit 1), naming the version
-    result = env.cli("reconcile", request_id, "--verify-files", "--json")
-    assert result.exit_code == 1, result.output
-    gaps = json.loads(result.stdout)["gaps"]
-    assert [g["version_id"] for g in gaps] == [version.version_id], gaps
-    assert gaps[0]["gap"].startswith("manifest does not match the catalog"), gaps[0]
+    assert_reported_as_gap(env, request_id, version, "manifest does not match the catalog")
     # `read` refuses in one line naming the version and its manifest, and prints no data
     _one_error_line(env.cli("read", ORDER_FACTS, day, "--format", "json"), version.version_id, str(manifest))
 
     # a downstream run refuses it: fails naming the manifest, publishes and materializes nothing
-    downstream_before = env.catalog.current(DAILY_REVENUE, day)
-    events_before = materialized_versions(env.instance, DAILY_REVENUE, day)
-    [run] = run_partitions(env.instance, [day], assets=[DAILY_REVENUE])
-    assert not run.success and str(manifest) in (run.failure or ""), run.failure
-    assert env.catalog.current(DAILY_REVENUE, day).version_id == downstream_before.version_id
-    assert materialized_versions(env.instance, DAILY_REVENUE, day) == events_before
+    assert_downstream_refuses(env, day, str(manifest))
 
     # the manifest as written restores every reader: the check is exact
     manifest.write_bytes(original)

@@ -10,7 +10,6 @@ reader accept the version again (the check is exact, not sticky).
 from __future__ import annotations
 
 import io
-import json
 import random
 from pathlib import Path
 
@@ -20,11 +19,11 @@ import sqlalchemy as sa
 from backfill_assets.engine.store.schema import reads
 from backfill_assets.engine.store.storage import parquet_table
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
-from tests.integration.driver_harness import drive
 from tests.orders import run_partitions
 
 from . import mode
-from .invariants import assert_readers_see, materialized_versions
+from .invariants import assert_readers_see
+from .republish import assert_downstream_refuses, assert_reported_as_gap, publish_again
 
 DAYS = ["2022-09-03", "2022-09-04"]
 
@@ -74,15 +73,8 @@ def published_env(module_envs):
 
 
 def alter_once(env, trial: int, how: str) -> None:
-    env.activate()
-    env.close_open_requests()
     rng = random.Random(trial)
-    day = DAYS[trial % len(DAYS)]
-    request_id = env.cli_json("request", "create", "--assets", ORDER_FACTS, "--from", day, "--to", day,
-                              "--reprocess", "completed", "--requested-by", "reliability")["request_id"]
-    drive(env, request_id)
-    version = env.catalog.current(ORDER_FACTS, day)
-    assert version.request_id == request_id
+    request_id, day, version = publish_again(env, trial, DAYS)
     clean = env.cli_json("reconcile", request_id, "--verify-files")
     assert clean["complete"] and clean["gaps"] == [], "a freshly published file must verify"
 
@@ -97,11 +89,7 @@ def alter_once(env, trial: int, how: str) -> None:
         path.write_bytes(altered)
 
     # reconcile --verify-files reports it as a gap (and exits 1)
-    result = env.cli("reconcile", request_id, "--verify-files", "--json")
-    assert result.exit_code == 1, result.output
-    gaps = json.loads(result.stdout)["gaps"]
-    assert [g["version_id"] for g in gaps] == [version.version_id], gaps
-    assert "data file does not match the catalog" in gaps[0]["gap"], gaps[0]
+    assert_reported_as_gap(env, request_id, version, "data file does not match the catalog")
     # the `read` CLI refuses in one line and prints no data
     read = env.cli("read", ORDER_FACTS, day, "--format", "json")
     lines = read.stderr.splitlines()
@@ -110,12 +98,7 @@ def alter_once(env, trial: int, how: str) -> None:
     assert ("missing" if alteration is None else "does not match the catalog") in lines[0], lines[0]
 
     # a downstream run refuses to read it: fails naming the file, publishes and materializes nothing
-    downstream_before = env.catalog.current(DAILY_REVENUE, day)
-    events_before = materialized_versions(env.instance, DAILY_REVENUE, day)
-    [run] = run_partitions(env.instance, [day], assets=[DAILY_REVENUE])
-    assert not run.success and str(path) in (run.failure or ""), run.failure
-    assert env.catalog.current(DAILY_REVENUE, day).version_id == downstream_before.version_id
-    assert materialized_versions(env.instance, DAILY_REVENUE, day) == events_before
+    run = assert_downstream_refuses(env, day, str(path))
     [attempt] = [v for v in env.catalog.versions_of(DAILY_REVENUE, day) if v.dagster_run_id == run.run_id]
     assert attempt.state == "ABANDONED" and str(path) in attempt.error, (attempt.state, attempt.error)
     assert not any(r.upstream_version_id == version.version_id for r in _reads_by(env, attempt.version_id))
