@@ -17,8 +17,10 @@ from dagster_graphql import DagsterGraphQLClient
 
 from backfill_assets.engine.store import db
 from backfill_assets.engine.store.ledger import Ledger
+from backfill_assets.engine.store.outbox import deliveries
 from backfill_assets.engine.store.pauses import Pauses
-from backfill_assets.examples.orders.domain import RAW_ORDERS
+from backfill_assets.examples.orders.domain import RAW_ORDERS, REVENUE_ALERT
+from backfill_assets.integration.jobs import BACKFILL_JOB
 from backfill_assets.integration.operation_jobs import op_name
 from backfill_assets.integration.request_jobs import REQUEST_JOB, REQUEST_OP
 from backfill_assets.service import Backfills, RequestInput
@@ -41,14 +43,25 @@ class Served:
 
     def run(self, job: str, config: dict, op: str | None = None, user: str = "ana@example.com") -> dg.DagsterRun:
         """Submit ``job`` as a GraphQL script does (its config under the job's one op) and wait for its end."""
-        run_id = self.client.submit_job_execution(
+        return self._finished(self.client.submit_job_execution(
             job, run_config={"ops": {op or op_name(job): {"config": config}}}, tags={"dagster/user": user},
-        )
+        ))
+
+    def launch(self, job: str, tags: dict[str, str]) -> dg.DagsterRun:
+        """Launch ``job`` with ``tags`` and no config, as a script does, and wait for its end."""
+        return self._finished(self.client.submit_job_execution(job, tags=tags))
+
+    def _finished(self, run_id: str) -> dg.DagsterRun:
         deadline = time.monotonic() + RUN_TIMEOUT
         while self.client.get_run_status(run_id) not in FINISHED:
-            assert time.monotonic() < deadline, f"run {run_id} of {job} did not finish in {RUN_TIMEOUT} s"
+            assert time.monotonic() < deadline, f"run {run_id} did not finish in {RUN_TIMEOUT} s"
             time.sleep(0.2)
         return self.instance.get_run_by_id(run_id)
+
+    def failures_of(self, run: dg.DagsterRun) -> dict[str, str]:
+        """Each failed step's last failure message."""
+        return {e.step_key: e.dagster_event.step_failure_data.user_failure_data.description
+                for e in self.instance.all_logs(run.run_id) if e.is_dagster_event and e.dagster_event.is_step_failure}
 
     def failure_of(self, run: dg.DagsterRun) -> str:
         [failure] = [e for e in self.instance.all_logs(run.run_id)
@@ -112,3 +125,15 @@ def test_a_bad_operation_fails_its_run_with_the_services_message_and_changes_not
     assert served.failure_of(bad_by) == "by must name someone"
     assert served.backfills.progress(request_id).status == "open"
     assert Pauses(served.backfills.catalog).history(request_id) == []
+
+
+@pytest.mark.parametrize("tags", [{}, {"backfill/lane": "production"}], ids=["no tags", "a typed production lane"])
+def test_a_side_effect_launched_through_graphql_without_an_approver_delivers_nothing(served, tags):
+    """A script launches a past day's whole partition job: its data may be published (a person's run), but the
+    alert about that day is not sent, whatever the tags say: only production's own run of today's day, or an
+    approver, lets a side effect out."""
+    run = served.launch(BACKFILL_JOB, {"dagster/partition": DAYS[-1], **tags})
+    assert run.status == dg.DagsterRunStatus.FAILURE
+    failures = served.failures_of(run)
+    assert any("side effect not authorized" in f for f in failures.values()), failures
+    assert deliveries(served.backfills.catalog, DAYS[-1], asset=REVENUE_ALERT) == []
