@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import multiprocessing
 import queue
+import threading
+from contextlib import contextmanager
 from datetime import date
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -191,3 +193,27 @@ def race_upgrade(url: str, barrier, results) -> None:
     except BaseException as exc:  # noqa: BLE001
         results.put(("error", url, f"{type(exc).__name__}: {exc}"))
         barrier.abort()
+
+
+@contextmanager
+def table_locked(url: str, table: str = "pointers") -> Iterator[None]:
+    """Another session holds ``table`` under ACCESS EXCLUSIVE (PostgreSQL) until the block ends, as a SQL console
+    with an open ``LOCK TABLE`` would."""
+    holder = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with holder.begin() as conn:
+            conn.exec_driver_sql(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+            held.set()
+            release.wait(60)
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    try:
+        assert held.wait(10), "the lock was never taken"
+        yield
+    finally:
+        release.set()
+        thread.join(10)
+        holder.dispose()

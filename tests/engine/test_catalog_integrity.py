@@ -6,7 +6,6 @@ within the catalog's lock timeout — on real SQLite files, a real PostgreSQL se
 from __future__ import annotations
 
 import json
-import threading
 import time
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from backfill_assets.engine.store.schema import versions
 from backfill_assets.engine.store.storage import MANIFEST_FILE, Warehouse
 from tests.corruption import CATALOG_DAMAGE as DAMAGE
 
-from .catalog_helpers import PASSED, identity
+from .catalog_helpers import PASSED, identity, table_locked
 from .test_storage import labels, revenue_frame
 
 # ---- the manifest, verified with the data file ---------------------------------------------------------------------
@@ -233,28 +232,12 @@ def test_a_held_postgresql_lock_ends_in_a_named_error_within_the_lock_timeout(ca
     Catalog(catalog_url)
     db.dispose_all()
     monkeypatch.setenv(ENV_CATALOG_LOCK_TIMEOUT, "1")
-    holder = sa.create_engine(catalog_url, poolclass=sa.pool.NullPool)
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with holder.begin() as conn:
-            conn.exec_driver_sql("LOCK TABLE pointers IN ACCESS EXCLUSIVE MODE")
-            held.set()
-            release.wait(30)
-
-    thread = threading.Thread(target=hold, daemon=True)
-    thread.start()
-    try:
-        assert held.wait(10)
+    with table_locked(catalog_url):
         catalog = Catalog(catalog_url)
         started = time.monotonic()
         with pytest.raises(CatalogBusy) as refused:
             catalog.current("order_facts", "2022-10-01")
         assert time.monotonic() - started < 5
-    finally:
-        release.set()
-        thread.join(10)
-        holder.dispose()
     message = str(refused.value)
     shown = make_url(catalog_url).render_as_string(hide_password=True)
     assert f"catalog {shown}: lock held by another session" in message and "lock_timeout (1 s" in message

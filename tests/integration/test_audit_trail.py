@@ -26,6 +26,7 @@ from backfill_assets.integration.runs import local_runs
 from backfill_assets.service import Backfills, RequestInput
 from tests.access_location import ADMIN, APPROVER, STRANGER
 from tests.access_location import defs as ACCESS_DEFS
+from tests.name_doors import cli_name_doors, with_name
 from tests.orders import DEFS, run_partitions
 
 DAY = "2022-09-02"
@@ -70,22 +71,6 @@ def failure_of(result: dg.ExecuteInProcessResult) -> str:
 
 # ---- names with a control character -----------------------------------------------------------------------------
 
-def _cli_doors(serving: str, rejected_version: str, request_id: str, handoff_id: str) -> list[tuple[list[str], str]]:
-    """(arguments with NAME where the bad name goes, the field the one line must name)."""
-    return [
-        (["request", "create", "--assets", DAILY_REVENUE, "--from", DAY, "--to", DAY, "--requested-by", "NAME"],
-         "--requested-by"),
-        (["request", "create", "--assets", REVENUE_ALERT, "--from", DAY, "--to", DAY, "--allow-side-effects",
-          REVENUE_ALERT, "--approved-by", "NAME"], "--approved-by"),
-        (["accept", rejected_version, "--approved-by", "NAME", "--reason", "fine"], "--approved-by"),
-        (["reject", DAILY_REVENUE, DAY, "--by", "NAME", "--reason", "bad"], "--by"),
-        (["rollback", DAILY_REVENUE, DAY, "--by", "NAME", "--reason", "bad"], "--by"),
-        (["skip", ORDER_FACTS, DAY, "--by", "NAME", "--reason", "not needed"], "--by"),
-        (["request", "pause", request_id, "--by", "NAME"], "--by"),
-        (["handoff", "accept", handoff_id, "--by", "NAME"], "--by"),
-    ]
-
-
 def test_a_name_with_a_control_character_is_refused_at_every_cli_door_and_nothing_commits(env):
     first, serving = published_twice(env)
     service = Backfills.for_instance(DEFS, env.instance, env.catalog)
@@ -96,10 +81,10 @@ def test_a_name_with_a_control_character_is_refused_at_every_cli_door_and_nothin
     # A REJECTED version to accept: reject the serving one (the first serves again).
     service.reject(DAILY_REVENUE, DAY, "tester", "for the test")
     before = catalog_rows(env)
-    for args, field in _cli_doors(serving, serving, request_id, handoff_id):
+    for args, field in cli_name_doors(DAY, serving, request_id, handoff_id):
         for control in CONTROLS:
             for name in (f"ana{control}", f"an{control}a"):
-                bad = [name if a == "NAME" else a for a in args]
+                bad = with_name(args, name)
                 refused_on_one_line(CliRunner().invoke(cli, bad), field)
     assert catalog_rows(env) == before
     # ...and a resume by such a name leaves the pause alone.

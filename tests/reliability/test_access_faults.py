@@ -22,6 +22,7 @@ from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, R
 from backfill_assets.integration.request_jobs import REQUEST_JOB, REQUEST_OP
 from backfill_assets.integration.runs.runs import RUN_KEY_TAG
 from backfill_assets.integration.sensors.production import PRODUCTION_RUN_KEY, PRODUCTION_SENSOR
+from tests.name_doors import cli_name_doors, with_name
 from tests.orders import DEFS, run_partitions
 
 from . import mode
@@ -76,19 +77,7 @@ def test_forged_lane_tags_deliver_nothing_without_an_approver(access_env, trials
 
 
 def _doors(request_id: str, version_id: str, handoff_id: str) -> list[tuple[list[str], str]]:
-    return [
-        (["request", "create", "--assets", DAILY_REVENUE, "--from", DAY, "--to", DAY, "--requested-by", "{}"],
-         "--requested-by"),
-        (["request", "create", "--assets", REVENUE_ALERT, "--from", DAY, "--to", DAY, "--allow-side-effects",
-          REVENUE_ALERT, "--approved-by", "{}"], "--approved-by"),
-        (["accept", version_id, "--approved-by", "{}", "--reason", "fine"], "--approved-by"),
-        (["reject", DAILY_REVENUE, DAY, "--by", "{}", "--reason", "bad"], "--by"),
-        (["rollback", DAILY_REVENUE, DAY, "--by", "{}", "--reason", "bad"], "--by"),
-        (["skip", ORDER_FACTS, DAY, "--by", "{}", "--reason", "not needed"], "--by"),
-        (["request", "pause", request_id, "--by", "{}"], "--by"),
-        (["handoff", "accept", handoff_id, "--by", "{}"], "--by"),
-        (["launchpad requested_by"], "requested_by"),
-    ]
+    return [*cli_name_doors(DAY, version_id, request_id, handoff_id), (["launchpad requested_by"], "requested_by")]
 
 
 def _launchpad_request(env, name: str) -> str:
@@ -128,7 +117,7 @@ def test_a_control_character_in_any_name_commits_nothing_and_leaves_no_orphan_tr
                     message = _launchpad_request(env, name)
                     assert field in message and "\n" not in message.strip(), message
                 else:
-                    result = env.cli(*[a.replace("{}", name) for a in args])
+                    result = env.cli(*with_name(args, name))
                     lines = [line for line in result.output.splitlines() if line.strip()]
                     assert result.exit_code == 2 and len(lines) == 1 and field in lines[0], result.output
                 assert env.table_rows() == before, "a refused name changed the catalog"

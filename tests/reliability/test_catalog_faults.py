@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import threading
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.storage import MANIFEST_FILE
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from tests.corruption import CATALOG_DAMAGE
-from tests.engine.catalog_helpers import PASSED, begin_verified, identity
+from tests.engine.catalog_helpers import PASSED, begin_verified, identity, table_locked
 from tests.orders import MODULE, run_partitions
 
 from . import mode
@@ -200,29 +199,13 @@ LOCK_SECONDS = 1
 def held_lock_once(url: str, home: Path, trial: int) -> None:
     catalog = Catalog(url)
     waiting = begin_verified(catalog, identity(run_id=f"locked-{trial}", key="2022-10-01"))
-    holder = db.create_engine(url)
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with holder.begin() as conn:
-            conn.exec_driver_sql("LOCK TABLE pointers IN ACCESS EXCLUSIVE MODE")
-            held.set()
-            release.wait(60)
-
-    thread = threading.Thread(target=hold, daemon=True)
-    thread.start()
-    try:
-        assert held.wait(10), "the lock was never taken"
+    with table_locked(url):
         started = time.monotonic()
         _one_error_line(_cli(home, "read", ORDER_FACTS, "2022-10-01"), "lock held by another session",
                         "pg_stat_activity")
         with pytest.raises(CatalogBusy, match="lock held by another session"):
             catalog.publish(waiting, PASSED)
         assert time.monotonic() - started < 10 * LOCK_SECONDS, "waited past the lock timeout"
-    finally:
-        release.set()
-        thread.join(10)
-        holder.dispose()
     assert catalog.get(waiting).state == "VERIFYING"  # the refused publish changed nothing
     catalog.publish(waiting, PASSED)  # and the lock released, it goes through
 
