@@ -71,13 +71,19 @@ def failure_of(result: dg.ExecuteInProcessResult) -> str:
 
 # ---- names with a control character -----------------------------------------------------------------------------
 
-def test_a_name_with_a_control_character_is_refused_at_every_cli_door_and_nothing_commits(env):
+def _with_a_request_and_a_handoff(env) -> tuple[str, str, Backfills, str, str]:
+    """Two published versions of DAY, an open request and a handoff offered on it: something for every door."""
     first, serving = published_twice(env)
     service = Backfills.for_instance(DEFS, env.instance, env.catalog)
     request_id = service.create(RequestInput(assets=[ORDER_FACTS], from_day="2022-09-05", to_day="2022-09-05",
                                              requested_by="tester")).request.request_id
     handoff_id = Handoffs(env.catalog).offer(request_id, DAILY_REVENUE, "team:finance", ["2022-09-05"], utc_now(),
                                              timedelta(days=7))
+    return first, serving, service, request_id, handoff_id
+
+
+def test_a_name_with_a_control_character_is_refused_at_every_cli_door_and_nothing_commits(env):
+    first, serving, service, request_id, handoff_id = _with_a_request_and_a_handoff(env)
     # A REJECTED version to accept: reject the serving one (the first serves again).
     service.reject(DAILY_REVENUE, DAY, "tester", "for the test")
     before = catalog_rows(env)
@@ -119,12 +125,7 @@ def _state(env) -> dict[str, list]:
 
 
 def test_a_state_change_whose_trail_row_cannot_be_written_is_rolled_back_whole(env):
-    first, serving = published_twice(env)
-    service = Backfills.for_instance(DEFS, env.instance, env.catalog)
-    request_id = service.create(RequestInput(assets=[ORDER_FACTS], from_day="2022-09-05", to_day="2022-09-05",
-                                             requested_by="tester")).request.request_id
-    handoff_id = Handoffs(env.catalog).offer(request_id, DAILY_REVENUE, "team:finance", ["2022-09-05"], utc_now(),
-                                             timedelta(days=7))
+    first, serving, service, request_id, handoff_id = _with_a_request_and_a_handoff(env)
     _without_the_trail(env)
     before = _state(env)
     operations = {
