@@ -47,8 +47,7 @@ class AppContext:
         return Settings.from_env()
 
     def catalog(self) -> Catalog:
-        settings = self.settings()
-        return Catalog(settings.catalog_url, settings.warehouse_root)
+        return Catalog.of_settings(self.settings())
 
     def warehouse(self) -> Warehouse:
         return Warehouse(self.settings().warehouse_root)

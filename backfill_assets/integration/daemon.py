@@ -90,13 +90,13 @@ def _take_lease(lease_seconds: float) -> InstanceLease:
     from backfill_assets.integration.runs.instance_lease import DaemonRefused, take_instance_lease
 
     try:
-        catalog = Catalog(Settings.from_env().catalog_url)
+        catalog = Catalog.of_settings(Settings.from_env())
         with dg.DagsterInstance.get() as instance:
             return take_instance_lease(instance, catalog, lease_seconds)
     except DaemonRefused as exc:
         click.echo(str(exc), err=True)
         sys.exit(1)
-    except BackfillError as exc:  # no DAGSTER_HOME, a catalog at another schema version: its own one line
+    except BackfillError as exc:  # no DAGSTER_HOME, a catalog at another schema version or empty: one line
         click.echo(f"backfill-assets-daemon: {exc}", err=True)
         sys.exit(1)
 

@@ -37,8 +37,7 @@ class BackfillResource(dg.ConfigurableResource):
         return replace(Settings.from_env(), **{k: v for k, v in overrides.items() if v})
 
     def catalog(self) -> Catalog:
-        settings = self.settings()
-        return Catalog(settings.catalog_url, settings.warehouse_root)
+        return Catalog.of_settings(self.settings())
 
     def warehouse(self) -> Warehouse:
         return Warehouse(self.settings().warehouse_root)

@@ -86,7 +86,7 @@ class Backfills:
         home = instance.root_directory
         return cls(ServiceContext(
             graph=graph,
-            catalog=catalog or _settings_catalog(),
+            catalog=catalog or Catalog.of_settings(Settings.from_env()),
             instance_of=lambda: instance,
             queue_limits_of=lambda: QueueLimits(*run_queue_limits(instance), "the instance's run queue"),
             wake=lambda: wake_daemon(home),
@@ -261,14 +261,8 @@ def home_service(
         return dg.DagsterInstance.get()
 
     return Backfills(ServiceContext(
-        graph=graph, catalog=_settings_catalog(), instance_of=instance,
+        graph=graph, catalog=Catalog.of_settings(Settings.from_env()), instance_of=instance,
         queue_limits_of=lambda: queue_limits, wake=lambda: wake_daemon(home),
         warehouse_of=lambda: Warehouse(Settings.from_env().warehouse_root), source=source, user=user,
         select_assets=select_assets,
     ))
-
-
-def _settings_catalog() -> Catalog:
-    """The catalog the settings name, beside the warehouse they name (an empty one is then refused beside versions)."""
-    settings = Settings.from_env()
-    return Catalog(settings.catalog_url, settings.warehouse_root)

@@ -8,12 +8,16 @@ import os
 import subprocess
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model.intervals import utc_now
+from backfill_assets.engine.store import db
 from backfill_assets.engine.store.daemon_lease import Acquired, DaemonLease, LeaseHolder
+from backfill_assets.engine.store.storage import MANIFEST_FILE
 from tests.e2e.services import start_daemon, stop_process
 from tests.orders import MODULE
 from tests.reliability.daemon import Daemon, instance_yaml
@@ -129,3 +133,19 @@ def _acquired(env) -> float:
     from datetime import datetime
 
     return datetime.fromisoformat(DaemonLease(env.catalog).current().acquired_at).timestamp()
+
+
+def test_a_daemon_never_creates_an_empty_catalog_beside_a_warehouse_with_versions(home_env):
+    """The daemon opens the catalog first (for its lease): a zero-length catalog.db beside versions is refused there
+    too, in one line, and left as it was, never created empty for the sensors to find."""
+    catalog_file = Path(make_url(home_env.settings.catalog_url).database)
+    attempt = Path(home_env.settings.warehouse_root) / "order_facts/date=2022-10-03/_runs/r1/attempt=1"
+    attempt.mkdir(parents=True)
+    (attempt / MANIFEST_FILE).write_text("{}")
+    db.dispose_all()
+    catalog_file.write_bytes(b"")
+    result = second_start(home_env)
+    assert result.returncode == 1, result.stderr[-2000:]
+    [line] = [line for line in result.stderr.splitlines() if "holds versions" in line]
+    assert "catalog init --force" in line
+    assert catalog_file.stat().st_size == 0

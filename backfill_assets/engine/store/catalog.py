@@ -25,6 +25,7 @@ from backfill_assets.engine.model.identity import (
 )
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.request_model import RequestStatus
+from backfill_assets.engine.model.settings import Settings
 from backfill_assets.engine.model.states import IN_PROGRESS, VersionState, check_transition
 from backfill_assets.engine.store import publish_pg
 from backfill_assets.engine.store.catalog_queries import ACTION_PUBLISH, ACTION_REPAIR, ACTION_ROLLBACK, CatalogQueries
@@ -51,6 +52,12 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
         self.url = url
         self.engine = engine_for(url, warehouse_root)
         self.reader = reader_for(url)
+
+    @classmethod
+    def of_settings(cls, settings: Settings) -> Catalog:
+        """The catalog the settings name, opened beside the warehouse they name: every process that may be the first
+        to open it (CLI, service, resource, daemon) refuses to create it empty beside published versions."""
+        return cls(settings.catalog_url, settings.warehouse_root)
 
     # ---- versions ---------------------------------------------------------------------------------------------
 
