@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.model.errors import InvalidInput, quoted
 
 ENV_DAGSTER_HOME = "DAGSTER_HOME"
 ENV_WAREHOUSE = "BACKFILL_WAREHOUSE"
@@ -80,7 +80,7 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     except ValueError:
         value = float("nan")
     if not 0 <= value <= 86_400:  # also refuses NaN
-        raise InvalidInput(f"{name} must be a number of seconds from 0 to 86400, not {raw[:40]!r}")
+        raise InvalidInput(f"{name} must be a number of seconds from 0 to 86400, not {quoted(raw, 40)}")
     return value
 
 

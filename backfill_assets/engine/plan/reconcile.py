@@ -7,7 +7,7 @@ materialization), so the same report is produced by the CLI, tests and the HTML 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable, Iterable
+from typing import AbstractSet, Any, Callable, Iterable
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell, CellOrigin, SkipKind
@@ -246,7 +246,7 @@ def _cell_report(
     run_status_of: Callable[[str], str | None],
     materialized_version_ids: set[str] | None,
     warehouse: Warehouse | None,
-    rolled_back: set[str] = frozenset(),  # type: ignore[assignment]
+    rolled_back: AbstractSet[str] = frozenset(),
 ) -> tuple[CellReport, list[dict[str, str]]]:
     """One cell's report (its versions with their overrides and gaps) and the gaps found in it."""
     reports = [_version_report(v, by_id) for v in vs]
@@ -336,7 +336,7 @@ def _purged_rolled_back(catalog: Catalog, published: list[Version]) -> set[str]:
 
 
 def _decision_now(
-    cell: Cell, published: list[Version], overrides: list[Override], rolled_back: set[str] = frozenset(),  # type: ignore[assignment]
+    cell: Cell, published: list[Version], overrides: list[Override], rolled_back: AbstractSet[str] = frozenset(),
 ) -> tuple[str, str | None, Override | None]:
     """The ledger's decision, corrected by what the cell's published version is now and by a person's override
     (``overrides``: the cell's, oldest first); with the override that decided it. ``rolled_back``: purged
@@ -361,7 +361,7 @@ def _decision_now(
         return cell.decision, cell.reason, None
     if state is VersionState.ROLLED_BACK and (cell.decision == M.PUBLISHED or accepted):
         return CELL_ROLLED_BACK, f"its version {latest.version_id} was rolled back", None
-    if last is not None and last.action is OverrideAction.REJECT and state is VersionState.REJECTED:
+    if rejected and state is VersionState.REJECTED:
         return M.REJECTED, f"its version {latest.version_id} was {last.summary}", last
     if accepted and cell.decision == M.REJECTED:
         # Published on a person's word: the request's output for the cell serves (or served until superseded).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any, Iterable
 
 import sqlalchemy as sa
@@ -23,10 +24,16 @@ class CatalogQueries:
     """The catalog's reads; ``Catalog`` adds the writes. The static helpers also run inside write transactions."""
 
     reader: Engine
+    engine: Engine
+
+    def _reading(self) -> AbstractContextManager[Connection]:
+        """A connection to read on: the open operation's transaction when there is one (it sees its own writes),
+        else one of the read-only engine (``transactions.read``)."""
+        return read(self.reader, self.engine)
 
     def get(self, version_id: str) -> Version:
         parse_version_id(version_id)
-        with read(self.reader, getattr(self, "engine", None)) as conn:
+        with self._reading() as conn:
             return self._get(conn, version_id)
 
     def versions_of(self, asset: str, partition_key: str) -> list[Version]:
@@ -34,7 +41,7 @@ class CatalogQueries:
         return [Version.from_row(r) for r in rows]
 
     def versions_where(self, *criteria: Any) -> list[Version]:
-        with read(self.reader, getattr(self, "engine", None)) as conn:
+        with self._reading() as conn:
             rows = conn.execute(sa.select(versions).where(*criteria).order_by(versions.c.created_at)).all()
         return [Version.from_row(r) for r in rows]
 
@@ -48,7 +55,7 @@ class CatalogQueries:
         keys = list(partition_keys)
         if not keys:
             return {}
-        with read(self.reader, getattr(self, "engine", None)) as conn:
+        with self._reading() as conn:
             rows = conn.execute(
                 sa.select(versions)
                 .join(pointers, pointers.c.version_id == versions.c.version_id)
@@ -57,7 +64,7 @@ class CatalogQueries:
         return {r.partition_key: Version.from_row(r) for r in rows}
 
     def consumers_of(self, version_id: str) -> list[Consumer]:
-        with read(self.reader, getattr(self, "engine", None)) as conn:
+        with self._reading() as conn:
             return self._consumers(conn, version_id)
 
     def history(self, asset: str, partition_key: str) -> list[dict[str, Any]]:
@@ -68,7 +75,7 @@ class CatalogQueries:
         """One partition's rows of ``table`` (validated names first: they may come from a user)."""
         validate_asset_name(asset)
         validate_partition_key(partition_key)
-        with read(self.reader, getattr(self, "engine", None)) as conn:
+        with self._reading() as conn:
             return conn.execute(
                 sa.select(table)
                 .where(table.c.asset == asset, table.c.partition_key == partition_key)
@@ -104,7 +111,7 @@ class CatalogQueries:
             order_by=(versions.c.created_at.desc(), versions.c.version_id.desc()),
         )
         found: list[Version] = []
-        with read(self.reader, getattr(self, "engine", None)) as conn:
+        with self._reading() as conn:
             for start in range(0, len(keys), 500):  # bounded IN lists, as in _in_chunks
                 ranked = (
                     sa.select(versions, newest_first.label("newest_first"))
@@ -122,7 +129,7 @@ class CatalogQueries:
 
     def last_publish_seq(self, request_id: str) -> int | None:
         """The request's newest publish_log sequence number, or None if it never published."""
-        with read(self.reader, getattr(self, "engine", None)) as conn:
+        with self._reading() as conn:
             return conn.execute(
                 sa.select(sa.func.max(publish_log.c.seq)).where(publish_log.c.request_id == request_id)
             ).scalar()
@@ -141,7 +148,7 @@ class CatalogQueries:
 
     def newest_published_day(self) -> dict[str, str]:
         """asset → its newest partition with a current version (how far a depends-on-past asset has come)."""
-        with read(self.reader, getattr(self, "engine", None)) as conn:
+        with self._reading() as conn:
             rows = conn.execute(
                 sa.select(pointers.c.asset, sa.func.max(pointers.c.partition_key)).group_by(pointers.c.asset)
             ).all()
@@ -149,7 +156,7 @@ class CatalogQueries:
 
     def publishes_of_request(self, request_id: str) -> list[Any]:
         """The request's publish_log rows (not rollbacks or repairs), in publish order."""
-        with read(self.reader, getattr(self, "engine", None)) as conn:
+        with self._reading() as conn:
             return conn.execute(
                 publish_log.select()
                 .where(publish_log.c.request_id == request_id, publish_log.c.action == ACTION_PUBLISH)
@@ -161,7 +168,7 @@ class CatalogQueries:
         what a version was stays known after gc purged its files."""
         wanted = sorted(set(version_ids))
         found: set[str] = set()
-        with read(self.reader, getattr(self, "engine", None)) as conn:
+        with self._reading() as conn:
             for start in range(0, len(wanted), 500):
                 found.update(conn.execute(
                     sa.select(publish_log.c.previous_version_id).where(
@@ -172,7 +179,7 @@ class CatalogQueries:
         return found
 
     def log_after(self, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
-        with read(self.reader, getattr(self, "engine", None)) as conn:
+        with self._reading() as conn:
             rows = conn.execute(
                 sa.select(publish_log).where(publish_log.c.seq > seq).order_by(publish_log.c.seq).limit(limit)
             ).all()

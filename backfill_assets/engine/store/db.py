@@ -12,7 +12,11 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 
 from backfill_assets.engine.model.errors import CatalogBusy, CatalogDamaged, CatalogEmpty, InvalidInput
-from backfill_assets.engine.model.settings import CatalogTimeouts
+from backfill_assets.engine.model.settings import (
+    ENV_CATALOG_LOCK_TIMEOUT,
+    ENV_CATALOG_STATEMENT_TIMEOUT,
+    CatalogTimeouts,
+)
 from backfill_assets.engine.store import publish_pg, schema_version
 
 T = TypeVar("T")
@@ -243,8 +247,6 @@ def catalog_error(url: str, error: BaseException) -> Exception | None:
 
 
 def _timeout_setting(what: str) -> str:
-    from backfill_assets.engine.model.settings import ENV_CATALOG_LOCK_TIMEOUT, ENV_CATALOG_STATEMENT_TIMEOUT
-
     timeouts = CatalogTimeouts.from_env()
     if what == "lock_timeout":
         return f"{timeouts.lock_seconds:g} s, {ENV_CATALOG_LOCK_TIMEOUT}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 import sqlalchemy as sa
@@ -15,26 +14,13 @@ from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.claims import claim, claimable_cells, claimed_by, overlap_message, release
 from backfill_assets.engine.store.request_record import RequestRecord
-from backfill_assets.engine.store.schema import driver_ticks, request_items, requests
+from backfill_assets.engine.store.schema import request_items, requests
+from backfill_assets.engine.store.tick_tokens import StaleTick, TickSnapshot, advance_token, read_token
 from backfill_assets.engine.store.transactions import begin, read
 
 # Cell fields stored under another column name: request_items.run_id is the Dagster run of the cell.
 _COLUMN_OF = {"dagster_run_id": "run_id"}
 _REQUEST_ID_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
-
-
-class _StaleTick(Exception):
-    """A cell changed since the tick read it: the whole record is rolled back."""
-
-
-@dataclass(frozen=True)
-class TickSnapshot:
-    """What one driver tick read, in this order: the request's tick token, the request, its cells. Recording the
-    tick (``Ledger.record_tick``) succeeds only if none of it changed meanwhile."""
-
-    token: int
-    record: RequestRecord
-    cells: list[Cell]
 
 
 def validate_request_id(request_id: object) -> str:
@@ -204,10 +190,8 @@ class Ledger:
     def snapshot(self, request_id: str) -> TickSnapshot:
         """A driver tick's view of a request: the token first, so anything recorded after it is seen as a change."""
         with self.reader.connect() as conn:
-            token = conn.execute(
-                sa.select(driver_ticks.c.seq).where(driver_ticks.c.request_id == request_id)
-            ).scalar()
-        return TickSnapshot(int(token or 0), self.get(request_id), self.cells(request_id))
+            token = read_token(conn, request_id)
+        return TickSnapshot(token, self.get(request_id), self.cells(request_id))
 
     # ---- write ------------------------------------------------------------------------------------------------
 
@@ -223,11 +207,12 @@ class Ledger:
             with self.engine.begin() as conn:
                 if not self._lock_if_status(conn, request_id, snapshot.record.status):
                     return False
-                if not _advance_token(conn, request_id, snapshot.token, now):
+                if not advance_token(conn, request_id, snapshot.token, now):
                     return False
                 for u in updates:
-                    _write_cell(conn, request_id, u, now, expect=seen.get(u.key))
-        except (_StaleTick, sa.exc.IntegrityError):  # IntegrityError: another tick inserted the first token
+                    if _write_cell(conn, request_id, u, now, expect=seen.get(u.key)) != 1:
+                        raise StaleTick(f"{u.asset} {u.partition_key} changed since the tick read it")
+        except (StaleTick, sa.exc.IntegrityError):  # IntegrityError: another tick inserted the first token
             return False
         return True
 
@@ -241,18 +226,7 @@ class Ledger:
             if expect_status is not None and not self._lock_if_status(conn, request_id, expect_status):
                 return False
             for u in updates:
-                values = {_COLUMN_OF.get(k, k): v for k, v in u.values.items()}
-                if values.get("decision") == M.SUBMITTED and "run_key" in values:
-                    values["submitted_at"] = now  # the request's "created" time of the cell's run
-                conn.execute(
-                    request_items.update()
-                    .where(
-                        request_items.c.request_id == request_id,
-                        request_items.c.asset == u.asset,
-                        request_items.c.partition_key == u.partition_key,
-                    )
-                    .values(updated_at=now, **values)
-                )
+                _write_cell(conn, request_id, u, now)
         return True
 
     def add_cells(
@@ -359,21 +333,11 @@ class Ledger:
         )
 
 
-def _advance_token(conn: sa.Connection, request_id: str, token: int, now: str) -> bool:
-    """Compare-and-set of the request's tick token from ``token`` to the next; False when another tick moved it."""
-    t = driver_ticks.c
-    if token == 0:
-        exists = conn.execute(sa.select(t.seq).where(t.request_id == request_id)).scalar()
-        if exists is None:
-            conn.execute(driver_ticks.insert().values(request_id=request_id, seq=1, ticked_at=now))
-            return True
-    return bool(conn.execute(
-        driver_ticks.update().where(t.request_id == request_id, t.seq == token).values(seq=token + 1, ticked_at=now)
-    ).rowcount)
-
-
-def _write_cell(conn: sa.Connection, request_id: str, update: CellUpdate, now: str, expect: Cell | None) -> None:
-    """Write one cell update; with ``expect``, only while the cell has the decision and run key it had then."""
+def _write_cell(
+    conn: sa.Connection, request_id: str, update: CellUpdate, now: str, expect: Cell | None = None
+) -> int:
+    """Write one cell update; with ``expect``, only while the cell has the decision and run key it had then.
+    Returns the rows written (0: the cell is not there, or changed since ``expect``)."""
     c = request_items.c
     values = {_COLUMN_OF.get(k, k): v for k, v in update.values.items()}
     if values.get("decision") == M.SUBMITTED and "run_key" in values:
@@ -382,8 +346,7 @@ def _write_cell(conn: sa.Connection, request_id: str, update: CellUpdate, now: s
     if expect is not None:
         where += [c.decision == str(expect.decision),
                   c.run_key.is_(None) if expect.run_key is None else c.run_key == expect.run_key]
-    if conn.execute(request_items.update().where(*where).values(updated_at=now, **values)).rowcount != 1:
-        raise _StaleTick(f"{update.asset} {update.partition_key} changed since the tick read it")
+    return conn.execute(request_items.update().where(*where).values(updated_at=now, **values)).rowcount
 
 
 def _item_rows(
