@@ -40,22 +40,28 @@ def adopt_and_track(
     closed: list[str] = []
     failed: list[str] = []
     for info in list_backfills(instance, repository_def):
+        request_id = adopted_request_id(info.backfill_id)
         try:
-            _adopt_and_track_one(graph, instance, catalog, adopting, loaded, info, adopted, closed)
+            newly_adopted, newly_closed = _adopt_and_track_one(graph, instance, catalog, adopting, loaded, info)
         except Exception as exc:  # noqa: BLE001 - one backfill's fault must not stop the sensor for the others
             failed.append(f"backfill {info.backfill_id}: {type(exc).__name__}: {bounded(str(exc))}")
+            continue
+        adopted += [request_id] if newly_adopted else []
+        closed += [request_id] if newly_closed else []
     return adopted, closed, failed
 
 
 def _adopt_and_track_one(
     graph: AssetGraph, instance: dg.DagsterInstance, catalog: Catalog, adopting: Backfills, loaded: str,
-    info: BackfillInfo, adopted: list[str], closed: list[str],
-) -> None:
+    info: BackfillInfo,
+) -> tuple[bool, bool]:
+    """One Dagster backfill: (adopted by this call, closed by this call)."""
     ledger = Ledger(catalog)
+    newly_adopted = False
     request_id = adopted_request_id(info.backfill_id)
     if not ledger.exists(request_id):
         if info.tags.get(T.REQUEST_ID):
-            return  # launched by our own driver under a request of its own
+            return False, False  # launched by our own driver under a request of its own
         launched_by = launching_user({**info.tags, **({DAGSTER_PLUS_USER_TAG: info.user} if info.user else {})})
         spec = adopted_spec(graph, info.cells, info.tags, info.user, paced_max_active(instance), launched_by)
         # As `request create` says it: the run queue may let fewer of its runs execute than max_active; and a
@@ -63,10 +69,10 @@ def _adopt_and_track_one(
         note = QueueLimits(*run_queue_limits(instance), "the instance's run queue").concurrency(spec).note
         note = "; ".join(filter(None, [launch_tags_refusal(info.tags), note])) or None
         adopting.freeze(spec, left_out={}, request_id=request_id, message=note)
-        adopted.append(request_id)
+        newly_adopted = True
     record = ledger.get(request_id)
     if record.status in M.CLOSED_STATUSES:
-        return
+        return newly_adopted, False
     release_stale_holds(instance, info.backfill_id, time.time())
     runs = [AdoptedRun(view=run_view(run), assets=tuple(run_assets(run, graph)))
             for run in runs_of_request(instance, request_id)]
@@ -94,8 +100,8 @@ def _adopt_and_track_one(
         status = (status[0], f"{status[1]}; {block}") if status else (M.BLOCKED, block)
     if status and (status[0], status[1]) != (record.status, record.message):
         ledger.set_status(request_id, *status)
-        if status[0] in M.CLOSED_STATUSES:
-            closed.append(request_id)
+        return newly_adopted, status[0] in M.CLOSED_STATUSES
+    return newly_adopted, False
 
 
 def build_adoption_sensor(
