@@ -27,6 +27,17 @@ ENV_CATALOG_LOCK_TIMEOUT = "BACKFILL_CATALOG_LOCK_TIMEOUT"
 ENV_CATALOG_STATEMENT_TIMEOUT = "BACKFILL_CATALOG_STATEMENT_TIMEOUT"
 DEFAULT_CATALOG_LOCK_TIMEOUT = 10.0
 DEFAULT_CATALOG_STATEMENT_TIMEOUT = 45.0
+# The published tables every reader reads (docs/READING.md): which kinds, and where their catalogs live.
+ENV_PUBLISHED_TABLES = "BACKFILL_PUBLISHED_TABLES"
+ENV_ICEBERG_CATALOG_URL = "BACKFILL_ICEBERG_CATALOG_URL"
+ENV_ICEBERG_CATALOG_NAME = "BACKFILL_ICEBERG_CATALOG"
+ENV_ICEBERG_NAMESPACE = "BACKFILL_ICEBERG_NAMESPACE"
+ENV_POSTGRES_TABLES_URL = "BACKFILL_POSTGRES_TABLES_URL"
+ENV_POSTGRES_TABLES_SCHEMA = "BACKFILL_POSTGRES_TABLES_SCHEMA"
+TABLE_KINDS = ("iceberg", "postgres")
+DEFAULT_TABLE_KINDS = ("iceberg",)
+DEFAULT_ICEBERG_NAMESPACE = "published"
+DEFAULT_POSTGRES_TABLES_SCHEMA = "published"
 
 PACKAGE_DIR = Path(__file__).resolve().parents[2]  # backfill_assets/
 
@@ -69,6 +80,62 @@ class CatalogTimeouts:
             _seconds(env, ENV_CATALOG_LOCK_TIMEOUT, DEFAULT_CATALOG_LOCK_TIMEOUT),
             _seconds(env, ENV_CATALOG_STATEMENT_TIMEOUT, DEFAULT_CATALOG_STATEMENT_TIMEOUT),
         )
+
+
+@dataclass(frozen=True)
+class TableSettings:
+    """Which published tables each gated asset's published days form, and where: ``kinds`` ⊆ {iceberg, postgres}
+    (empty: files only). Iceberg: pyiceberg's SQL catalog at ``iceberg_catalog_url`` (SQLite under DAGSTER_HOME by
+    default, or PostgreSQL), or a catalog of pyiceberg's own configuration (``.pyiceberg.yaml``, PYICEBERG_*) named
+    ``iceberg_catalog_name`` (a REST catalog, Glue, …); table ``<namespace>.<asset>``, its metadata under
+    ``<warehouse>/_tables``, its data the version files themselves. PostgreSQL: ``<schema>.<asset>`` on
+    ``postgres_url`` (default: the catalog's database, when it is PostgreSQL)."""
+
+    kinds: tuple[str, ...]
+    iceberg_catalog_url: str
+    iceberg_catalog_name: str | None
+    iceberg_namespace: str
+    postgres_url: str | None
+    postgres_schema: str
+    warehouse_root: str
+
+    @classmethod
+    def from_env(cls, settings: "Settings", environ: Mapping[str, str] | None = None) -> "TableSettings":
+        env = os.environ if environ is None else environ
+        kinds = _table_kinds(env.get(ENV_PUBLISHED_TABLES))
+        catalog_pg = settings.catalog_url.startswith("postgresql")
+        return cls(
+            kinds=kinds,
+            iceberg_catalog_url=env.get(ENV_ICEBERG_CATALOG_URL)
+            or f"sqlite:///{settings.dagster_home / 'iceberg_catalog.db'}",
+            iceberg_catalog_name=(env.get(ENV_ICEBERG_CATALOG_NAME) or "").strip() or None,
+            iceberg_namespace=_identifier(env, ENV_ICEBERG_NAMESPACE, DEFAULT_ICEBERG_NAMESPACE),
+            postgres_url=env.get(ENV_POSTGRES_TABLES_URL) or (settings.catalog_url if catalog_pg else None),
+            postgres_schema=_identifier(env, ENV_POSTGRES_TABLES_SCHEMA, DEFAULT_POSTGRES_TABLES_SCHEMA),
+            warehouse_root=settings.warehouse_root,
+        )
+
+
+def _table_kinds(raw: str | None) -> tuple[str, ...]:
+    if raw is None or not raw.strip():
+        return DEFAULT_TABLE_KINDS
+    words = [w.strip().lower() for w in raw.split(",") if w.strip()]
+    if words in (["none"], ["files"]):
+        return ()
+    unknown = [w for w in words if w not in TABLE_KINDS]
+    if unknown:
+        raise InvalidInput(
+            f"{ENV_PUBLISHED_TABLES} must be none, or a comma-separated list of {', '.join(TABLE_KINDS)}; "
+            f"{quoted(unknown[0], 40)} is none of them"
+        )
+    return tuple(k for k in TABLE_KINDS if k in words)
+
+
+def _identifier(env: Mapping[str, str], name: str, default: str) -> str:
+    raw = (env.get(name) or "").strip() or default
+    if not (raw.isascii() and raw.replace("_", "a").isalnum() and not raw[0].isdigit() and len(raw) <= 63):
+        raise InvalidInput(f"{name} must be a lower-case SQL identifier (letters, digits, _), not {quoted(raw, 40)}")
+    return raw.lower()
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:

@@ -20,6 +20,7 @@ import json
 import posixpath
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import date
 from functools import cache
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -40,6 +41,11 @@ PARTITION_COLUMN = "date"
 DATA_FILE = "data.parquet"
 MANIFEST_FILE = "_manifest.json"
 IDENTITY_METADATA_KEY = b"backfill_assets.identity"
+# The day of the data interval, added to every data file as a date column: what a published table is partitioned
+# by (an Iceberg table adds the file itself, placed by this column's bounds). Readers through the library never see
+# it (``_frame_of`` drops it); a frame that already has a column of this name is refused when it is written.
+DAY_COLUMN = "partition_date"
+DAY_COLUMN_METADATA_KEY = b"backfill_assets.day_column"
 # What the file system says about the object itself, for the caller to judge (a missing version is an integrity
 # failure, not a storage outage).
 FILE_ANSWERS = (FileNotFoundError, FileExistsError)
@@ -117,15 +123,11 @@ class Warehouse:
         frame: pd.DataFrame,
         identity_labels: dict[str, str],
         manifest_extra: dict[str, Any],
+        day: str | None = None,
     ) -> WrittenVersion:
-        """Write ``data.parquet`` then ``_manifest.json``; refuse to overwrite either."""
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        meta = dict(table.schema.metadata or {})
-        meta[IDENTITY_METADATA_KEY] = json.dumps(identity_labels, sort_keys=True).encode()
-        table = table.replace_schema_metadata(meta)
-        buffer = io.BytesIO()
-        pq.write_table(table, buffer)
-        payload = buffer.getvalue()
+        """Write ``data.parquet`` then ``_manifest.json``; refuse to overwrite either. ``day``: the partition's
+        business day (``YYYY-MM-DD``), written as the ``partition_date`` column for the published tables."""
+        payload = parquet_payload(frame, identity_labels, day)
         sha = hashlib.sha256(payload).hexdigest()
 
         with storage_call(self.root, "creating", directory):
@@ -252,6 +254,33 @@ class Warehouse:
         return json.loads(raw) if raw else {}
 
 
+def parquet_payload(frame: pd.DataFrame, identity_labels: dict[str, str], day: str | None) -> bytes:
+    """A frame as the bytes of a version's data file: the identity in the schema metadata, the day as a date
+    column, timestamps in microseconds (what Iceberg and most engines read; a value finer than that is refused
+    rather than truncated)."""
+    if day is not None and DAY_COLUMN in frame.columns:
+        raise IntegrityError(
+            f"the frame has a column named {DAY_COLUMN!r}, which the published tables reserve for the partition's "
+            "day (written to every data file); rename the column"
+        )
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[IDENTITY_METADATA_KEY] = json.dumps(identity_labels, sort_keys=True).encode()
+    if day is not None:
+        table = table.append_column(
+            pa.field(DAY_COLUMN, pa.date32(), nullable=False),
+            pa.array([date.fromisoformat(day)] * table.num_rows, pa.date32()),
+        )
+        meta[DAY_COLUMN_METADATA_KEY] = DAY_COLUMN.encode()
+    table = table.replace_schema_metadata(meta)
+    buffer = io.BytesIO()
+    try:
+        pq.write_table(table, buffer, coerce_timestamps="us", allow_truncated_timestamps=False)
+    except pa.ArrowInvalid as exc:
+        raise IntegrityError(f"the frame cannot be stored: {' '.join(str(exc).split())[:300]}") from exc
+    return buffer.getvalue()
+
+
 def first_stored_version(root: str) -> str | None:
     """A version's manifest in the warehouse at ``root`` (``<asset>/date=<key>/_runs/<run>/attempt=<n>/``), or None
     when it holds none: the first found ends the walk, which goes no deeper than that layout."""
@@ -283,7 +312,7 @@ def _check_data(path: str, payload: bytes, sha256: str, version_id: str | None =
 
 
 def _frame_of(path: str, payload: bytes, rows: int | None) -> pd.DataFrame:
-    frame = parquet_table(payload).to_pandas()
+    frame = frame_of_table(parquet_table(payload))
     if rows is not None and len(frame) != rows:
         raise IntegrityError(f"{path}: {len(frame)} rows, the catalog says {rows}")
     return frame
@@ -338,6 +367,14 @@ def _backend_errors() -> tuple[type[BaseException], ...]:
 def _relative(root: UPath, target: UPath) -> str:
     root_text, text = str(root).rstrip("/"), str(target)
     return text[len(root_text) + 1:] if text.startswith(root_text + "/") else text
+
+
+def frame_of_table(table: pa.Table) -> pd.DataFrame:
+    """A data file's table as the frame its transform returned: without the day column the library added, and
+    timestamps in pandas' nanoseconds again."""
+    if (table.schema.metadata or {}).get(DAY_COLUMN_METADATA_KEY) and DAY_COLUMN in table.column_names:
+        table = table.drop_columns([DAY_COLUMN])
+    return table.to_pandas(coerce_temporal_nanoseconds=True)
 
 
 def parquet_table(payload: bytes) -> pa.Table:

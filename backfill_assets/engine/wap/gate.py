@@ -129,6 +129,7 @@ class Gate:
                 "source_fingerprint": source_fingerprint,
                 **(extra_manifest or {}),
             },
+            day=self.identity.interval.key,
         )
         self.version = self.catalog.mark_verifying(
             self.version_id,

@@ -1,0 +1,267 @@
+"""A gated asset's published days as an Apache Iceberg table, through pyiceberg.
+
+The table ``<namespace>.<asset>`` is partitioned by ``partition_date`` (identity) and references the data files the
+gate already wrote and verified: no copy. A sync applies the publish log after the table's own position (kept in
+every snapshot's summary as ``backfill-assets.publish-seq``) in **one snapshot**: an ``overwrite`` that removes the
+files of every day whose pointer moved and adds each day's current file, so a reader sees a day's old version or
+its new one, whole, never both and never none. The table never leads the catalog's pointers (it applies committed
+log rows only) and converges to them: whoever syncs next — the step after its publishes, the daemon, an
+operation that moves pointers, ``reconcile --repair`` — applies what is missing.
+
+Two writers syncing at once are ordered by Iceberg's optimistic commit. pyiceberg's own retry would rebuild the
+snapshot on the new base with the *old* plan (a day could move backwards), so tables are created with
+``commit.retry.num-retries`` 0 and a lost commit is planned again here from the table's new position.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from datetime import date, datetime
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+
+from backfill_assets.engine.model.errors import BackfillError, quoted
+from backfill_assets.engine.model.settings import TableSettings
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.catalog_records import Version
+from backfill_assets.engine.store.pointer_log import PointerChanges, pointer_changes
+from backfill_assets.engine.store.storage import DAY_COLUMN
+from backfill_assets.engine.tables.records import SyncResult, TableLag
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog as IcebergCatalog
+    from pyiceberg.table import Table
+
+SEQ_PROPERTY = "backfill-assets.publish-seq"
+VERSIONS_PROPERTY = "backfill-assets.versions"
+REQUESTS_PROPERTY = "backfill-assets.requests"
+ACTIONS_PROPERTY = "backfill-assets.actions"
+DAYS_PROPERTY = "backfill-assets.days"
+PROPERTY_MAX_CHARS = 8000
+# Lost commits planned again before giving up (the next sync converges anyway).
+MAX_COMMIT_TRIES = 8
+TABLE_PROPERTIES = {
+    "format-version": "2",
+    # A lost commit must be planned again from the table's new position, not replayed (see the module's docstring).
+    "commit.retry.num-retries": "0",
+    "write.parquet.compression-codec": "zstd",
+}
+CATALOG_NAME = "backfill_assets"
+NAME_MAPPING = "schema.name-mapping.default"
+
+log = logging.getLogger(__name__)
+
+
+class TableSyncError(BackfillError):
+    """A published table could not be brought to the catalog's pointers (it keeps serving what it held)."""
+
+
+@lru_cache(maxsize=8)
+def _catalog(url: str, name: str | None, warehouse: str) -> IcebergCatalog:
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    if name:
+        return load_catalog(name)  # pyiceberg's own configuration: a REST catalog, Glue, Hive, …
+    return SqlCatalog(CATALOG_NAME, uri=url, warehouse=warehouse)
+
+
+def tables_location(warehouse_root: str) -> str:
+    return f"{warehouse_root.rstrip('/')}/_tables"
+
+
+class IcebergTables:
+    """Every gated asset's Iceberg table in one catalog and namespace."""
+
+    kind = "iceberg"
+
+    def __init__(self, settings: TableSettings):
+        self.settings = settings
+        self.namespace = settings.iceberg_namespace
+
+    @property
+    def catalog(self) -> IcebergCatalog:
+        s = self.settings
+        return _catalog(s.iceberg_catalog_url, s.iceberg_catalog_name, tables_location(s.warehouse_root))
+
+    def identifier(self, asset: str) -> str:
+        return f"{self.namespace}.{asset}"
+
+    def load(self, asset: str) -> Table | None:
+        from pyiceberg.exceptions import NoSuchTableError
+
+        try:
+            return self.catalog.load_table(self.identifier(asset))
+        except NoSuchTableError:
+            return None
+
+    def position(self, asset: str) -> int:
+        """The publish log's seq the table holds the pointers of (0: no table, or nothing applied)."""
+        table = self.load(asset)
+        return table_seq(table) if table is not None else 0
+
+    def lag(self, catalog: Catalog, asset: str) -> TableLag:
+        """The days whose pointer moved after the table's position."""
+        seq = self.position(asset)
+        return TableLag(self.kind, self.identifier(asset), asset, seq, tuple(pointer_changes(catalog, asset, seq).days))
+
+    def sync(self, catalog: Catalog, asset: str) -> SyncResult:
+        """Bring the asset's table to the pointers as of now (creating it at its first published day)."""
+        from pyiceberg.exceptions import CommitFailedException
+
+        conflicts = 0
+        for _ in range(MAX_COMMIT_TRIES):
+            table = self.load(asset)
+            before = table_seq(table) if table is not None else 0
+            changes = pointer_changes(catalog, asset, before)
+            if changes.empty:
+                return SyncResult(self.kind, self.identifier(asset), asset, before, before, (), ())
+            if table is None:
+                table = self._create(asset, changes)
+            try:
+                _commit(table, changes)
+            except CommitFailedException:
+                conflicts += 1  # another writer committed first: plan again from its position
+                time.sleep(0.05 * conflicts)
+                continue
+            return SyncResult(
+                self.kind, self.identifier(asset), asset, before, changes.seq, tuple(changes.days),
+                tuple(v.version_id for v in changes.days.values()), 1, conflicts,
+            )
+        raise TableSyncError(
+            f"Iceberg table {self.identifier(asset)}: {MAX_COMMIT_TRIES} commits in a row lost to other writers; "
+            "it keeps serving what it held and the next sync applies the rest"
+        )
+
+    def _create(self, asset: str, changes: PointerChanges) -> Table:
+        from pyiceberg.exceptions import NamespaceAlreadyExistsError, TableAlreadyExistsError
+
+        first = next(iter(changes.days.values()))
+        schema = _file_schema(first)
+        try:
+            self.catalog.create_namespace(self.namespace)
+        except NamespaceAlreadyExistsError:
+            pass
+        location = f"{tables_location(self.settings.warehouse_root)}/{self.namespace}/{asset}"
+        try:
+            table = self.catalog.create_table(
+                self.identifier(asset), schema=schema, location=location, properties=TABLE_PROPERTIES
+            )
+        except TableAlreadyExistsError:
+            return self.catalog.load_table(self.identifier(asset))
+        if table.spec().is_unpartitioned():
+            try:
+                with table.transaction() as tx:
+                    # The version files carry no Iceberg field ids: readers map their columns by name.
+                    tx.set_properties({NAME_MAPPING: tx.table_metadata.schema().name_mapping.model_dump_json()})
+                    with tx.update_spec() as spec:
+                        spec.add_identity(DAY_COLUMN)
+            except Exception:  # noqa: BLE001 - a concurrent creator partitioned it first: load what it made
+                pass
+            table = self.catalog.load_table(self.identifier(asset))
+        return table
+
+    def referenced_files(self, asset: str) -> set[str]:
+        """Every data file a snapshot still kept references (gc keeps these files)."""
+        table = self.load(asset)
+        if table is None or table.current_snapshot() is None:
+            return set()
+        return {str(p) for p in table.inspect.all_data_files().column("file_path").to_pylist()}
+
+    def expire(self, asset: str, older_than: datetime) -> int:
+        """Expire the table's snapshots older than ``older_than`` (never the current one); returns how many."""
+        table = self.load(asset)
+        if table is None:
+            return 0
+        current = table.current_snapshot()
+        keep = current.snapshot_id if current is not None else None
+        cutoff_ms = older_than.timestamp() * 1000
+        doomed = [s.snapshot_id for s in table.snapshots() if s.timestamp_ms < cutoff_ms and s.snapshot_id != keep]
+        if doomed:
+            table.maintenance.expire_snapshots().by_ids(doomed).commit()
+        return len(doomed)
+
+
+def table_seq(table: Table) -> int:
+    """The publish log position a table's current snapshot holds: its own summary's, or (a snapshot someone else
+    made) its nearest ancestor's."""
+    snapshot = table.current_snapshot()
+    while snapshot is not None:
+        summary = snapshot.summary
+        raw = summary[SEQ_PROPERTY] if summary is not None else None
+        if raw is not None and str(raw).isdigit():
+            return int(raw)
+        parent = snapshot.parent_snapshot_id
+        snapshot = table.snapshot_by_id(parent) if parent is not None else None
+    return 0
+
+
+def _file_schema(version: Version) -> Any:
+    from pyarrow import fs as pafs  # noqa: F401 - pyarrow's filesystems resolve the path's scheme
+    from upath import UPath
+
+    path = UPath(str(version.path))
+    with path.open("rb") as fh:
+        schema = pq.read_schema(fh)
+    if DAY_COLUMN not in schema.names:
+        raise TableSyncError(
+            f"{version.version_id}: its data file has no {DAY_COLUMN} column (written before the published tables); "
+            "re-run the day to publish a version the table can reference"
+        )
+    return schema.remove_metadata()
+
+
+def _commit(table: Table, changes: PointerChanges) -> None:
+    """Switch every changed day in one snapshot: its current files out, its new file in."""
+    from pyiceberg.expressions import In
+    from pyiceberg.io.pyarrow import parquet_file_to_data_file
+
+    days = [date.fromisoformat(key) for key in changes.days]
+    with table.transaction() as tx:
+        _evolve_schema(tx, changes)
+        old_files = [task.file for task in table.scan(row_filter=In(DAY_COLUMN, days)).plan_files()] \
+            if table.current_snapshot() is not None else []
+        with tx.update_snapshot(snapshot_properties=_summary(changes)).overwrite() as overwrite:
+            for data_file in old_files:
+                overwrite.delete_data_file(data_file)
+            for version in changes.days.values():
+                if not version.rows:
+                    continue  # an empty day holds no rows: its old files go, nothing comes
+                overwrite.append_data_file(parquet_file_to_data_file(table.io, tx.table_metadata, str(version.path)))
+
+
+def _evolve_schema(tx: Any, changes: PointerChanges) -> None:
+    """Columns a new version adds join the table's schema (union by name); a changed type fails the sync."""
+    names = set(tx.table_metadata.schema().column_names)
+    for version in changes.days.values():
+        schema = _file_schema(version)
+        if set(schema.names) - names:
+            with tx.update_schema() as update:
+                update.union_by_name(schema)
+            names |= set(schema.names)
+
+
+def _summary(changes: PointerChanges) -> dict[str, str]:
+    return {
+        SEQ_PROPERTY: str(changes.seq),
+        VERSIONS_PROPERTY: _clip(",".join(v.version_id for v in changes.days.values())),
+        REQUESTS_PROPERTY: _clip(",".join(changes.requests)),
+        ACTIONS_PROPERTY: ",".join(changes.actions),
+        DAYS_PROPERTY: str(len(changes.days)),
+    }
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= PROPERTY_MAX_CHARS else text[:PROPERTY_MAX_CHARS - 1] + "…"
+
+
+def quiet_pyiceberg() -> None:
+    """pyiceberg warns on every delete that matched nothing and every retry: noise for a caller that plans again."""
+    warnings.filterwarnings("ignore", message="Delete operation did not match any records")
+
+
+__all__ = ["IcebergTables", "SyncResult", "TableSyncError", "table_seq", "quoted"]
