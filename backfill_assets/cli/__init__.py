@@ -11,6 +11,7 @@ from . import (  # noqa: F401 - importing registers the commands
     pause_commands,
     reconcile_command,
     request_commands,
+    tables_command,
     trace_command,
 )
 from .app import cli, main

@@ -118,11 +118,25 @@ def print_report(report: Report) -> None:
         )
 
 
+def print_tables(tables) -> None:
+    """One line per published table behind the pointers (nothing when every table is in line)."""
+    console = Console()
+    for lag in tables:
+        if lag.error:
+            console.print(f"[yellow]table[/yellow] {lag.table}: cannot be read — {lag.error}", highlight=False)
+        elif lag.days_behind:
+            days = lag.days_behind
+            span = days[0] if len(days) == 1 else f"{days[0]}..{days[-1]}"
+            console.print(f"[yellow]table behind[/yellow] {lag.table}: {len(days)} day(s) not switched yet ({span}); "
+                          "`reconcile --repair` or `backfill-assets tables sync` brings it in line", highlight=False)
+
+
 @cli.command("reconcile")
 @click.argument("request_id")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write a self-contained HTML page (calendar grid, per-cell details).")
-@click.option("--repair", is_flag=True, help="Record missing materializations; abandon versions stuck mid-write.")
+@click.option("--repair", is_flag=True, help="Record missing materializations; abandon versions stuck mid-write; "
+              "bring published tables that lag in line.")
 @click.option("--verify-files", is_flag=True, help="Re-hash every published file of the request and its manifest.")
 @json_option
 @click.pass_obj
@@ -145,8 +159,15 @@ def reconcile_command(
 
     def human() -> None:
         print_report(report)
+        print_tables(reconciled.tables)
         for action in repaired:
-            click.echo(f"repaired {action['version_id']}: {action['action']}")
+            if action.get("kind") == "table_synced":
+                click.echo(f"repaired table {action['table']}: {len(action['days'])} day(s) switched, publish log seq "
+                           f"{action['seq']}")
+            elif action.get("kind") == "table_not_synced":
+                click.echo(f"table {action['table']} still behind: {action['error']}")
+            else:
+                click.echo(f"repaired {action['version_id']}: {action['action']}")
         if html_path is not None:
             click.echo(f"wrote {html_path}")
 

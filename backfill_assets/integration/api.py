@@ -47,6 +47,7 @@ from backfill_assets.integration.sensors.cleanup import build_gc_sensor
 from backfill_assets.integration.sensors.driver import build_driver_sensor
 from backfill_assets.integration.sensors.production import build_production_sensor
 from backfill_assets.integration.sensors.propagation import build_propagation_sensor
+from backfill_assets.integration.sensors.published_tables import build_tables_sensor
 
 DEFAULT_GROUP = "default"
 
@@ -284,6 +285,7 @@ def backfill_definitions(
             build_propagation_sensor(graph, backfill),
             build_adoption_sensor(graph, report_job, backfill),
             build_gc_sensor(graph, backfill),
+            build_tables_sensor(graph, backfill),
         ],
         resources={BACKFILL_RESOURCE: backfill, **resources},
         executor=executor,

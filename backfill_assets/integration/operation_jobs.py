@@ -172,7 +172,8 @@ def build_operation_job(graph: AssetGraph, operation: Operation) -> dg.JobDefini
         user = context.run.tags.get(DAGSTER_USER_TAG) or LAUNCHPAD_USER
         backfills = Backfills.for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD,
                                            user=user, warehouse=backfill.warehouse(),
-                                           system_user=launching_user(context.run.tags))
+                                           system_user=launching_user(context.run.tags),
+                                           tables=backfill.published_tables())
         try:
             result = operation.call(backfills, config, user)
         except BackfillError as exc:  # the service's one-line message; nothing was written

@@ -208,9 +208,11 @@ def build_report_job(graph: AssetGraph) -> dg.JobDefinition:
     def report_backfill_request(
         context: dg.OpExecutionContext, config: BackfillReportConfig, backfill: BackfillResource
     ):
-        backfills = Backfills.for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD)
+        backfills = Backfills.for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD,
+                                           tables=backfill.published_tables())
         try:
-            report = backfills.reconcile(config.request_id).report
+            reconciled = backfills.reconcile(config.request_id)
+            report = reconciled.report
         except (InvalidInput, NotFound) as exc:
             raise dg.Failure(description=str(exc), allow_retries=False) from exc
         context.instance.add_run_tags(context.run_id, {T.REPORT_OF: config.request_id})
@@ -222,6 +224,8 @@ def build_report_job(graph: AssetGraph) -> dg.JobDefinition:
                 "complete": report.complete,
                 **{k: totals[k] for k in ("planned", "published", "rejected", "skipped", "duplicate_publishes", "gaps")
                    if isinstance(totals.get(k), int)},
+                # Days the published tables have not switched yet (0: every reader of the tables sees the pointers).
+                "table_days_behind": sum(len(t.days_behind) for t in reconciled.tables),
                 "runs": dg.MetadataValue.url(runs_filter_url(config.request_id)),
                 "report": dg.MetadataValue.md(report_markdown(report)),
             },

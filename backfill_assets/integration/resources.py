@@ -10,6 +10,7 @@ import dagster as dg
 from backfill_assets.engine.model.settings import Settings
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.storage import Warehouse
+from backfill_assets.engine.tables.published_tables import PublishedTables, published_tables_of
 from backfill_assets.lineage.config import LineageTarget, lineage_target
 
 # The resource key the library's steps and sensors use; a code location's own resources sit beside it.
@@ -41,6 +42,10 @@ class BackfillResource(dg.ConfigurableResource):
 
     def warehouse(self) -> Warehouse:
         return Warehouse(self.settings().warehouse_root)
+
+    def published_tables(self) -> PublishedTables:
+        """The published tables the settings turn on (``BACKFILL_PUBLISHED_TABLES``; Iceberg by default)."""
+        return published_tables_of(self.settings())
 
     def lineage_target(self) -> LineageTarget:
         return lineage_target(self.openlineage, self.openlineage_namespace)

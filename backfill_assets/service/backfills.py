@@ -7,7 +7,7 @@ calls it. A surface builds a ``Backfills`` for its code location, instance and c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +25,10 @@ from backfill_assets.engine.store.operations import Operation, Operations
 from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.store.tries import cell_tries
 from backfill_assets.engine.store.wakeup import wake_daemon
+from backfill_assets.engine.tables.published_tables import PublishedTables, SyncReport, published_tables_of
+from backfill_assets.engine.tables.records import TableLag
 
-from . import control, handoffs, reconciling, requests, versions
+from . import control, handoffs, reconciling, requests, tables, versions
 from .context import ServiceContext, os_user
 from .handoffs import Handoff, HandoffDecision
 from .reconciling import Reconciliation
@@ -68,13 +70,14 @@ class Backfills:
         cls, definitions: Any, instance: dg.DagsterInstance, catalog: Catalog | None = None,
         source: M.RequestSource = M.RequestSource.PYTHON, user: str | None = None,
         warehouse: Warehouse | None = None, select_assets: Callable[[str], tuple[str, ...]] | None = None,
-        system_user: str = "",
+        system_user: str = "", tables: PublishedTables | None = None,
     ) -> Backfills:
         """The service for a code location (its ``dg.Definitions`` from ``backfill_definitions``, or its graph)
         on a Dagster instance; the catalog and warehouse are the ones the settings name (``BACKFILL_CATALOG_URL``,
         ``BACKFILL_WAREHOUSE``) unless given. ``user``: who acts when an operation names nobody (the OS user).
         ``select_assets``: how a clear's selection resolves (by default through ``definitions``, when they are
-        Dagster's). ``system_user``: who the system saw act (stored beside stated names; by default ``user``)."""
+        Dagster's). ``system_user``: who the system saw act (stored beside stated names; by default ``user``).
+        ``tables``: the published tables (by default the ones the settings turn on)."""
         from backfill_assets.integration.graphs import graph_of
         from backfill_assets.integration.runs.dagster_adapter import run_queue_limits
         from backfill_assets.integration.selection import selector_of
@@ -95,6 +98,7 @@ class Backfills:
             user=user or os_user(),
             select_assets=selector,
             system_user=system_user,
+            tables_of=lambda: tables or published_tables_of(Settings.from_env()),
         ))
 
     # ---- requests ----------------------------------------------------------------------------------------------
@@ -208,6 +212,15 @@ class Backfills:
         """Purge the files of non-current versions past retention (never a current version or its rollback
         target): ``older_than_days``, by default the code location's ``CleanupPolicy``; ``dry_run`` lists them."""
         return versions.gc(self.context, older_than_days, dry_run)
+
+    def tables(self, assets: Sequence[str] | None = None) -> list[TableLag]:
+        """Each published table (``BACKFILL_PUBLISHED_TABLES``) of ``assets`` (default: every gated asset): its
+        position in the publish log and the days whose pointer moved after it (none: in line)."""
+        return tables.status(self.context, assets)
+
+    def sync_tables(self, assets: Sequence[str] | None = None) -> SyncReport:
+        """Bring the published tables of ``assets`` to the catalog's pointers now (the daemon does it too)."""
+        return tables.sync(self.context, assets)
 
     def serving(self, asset: str, partition_key: str) -> Version | None:
         """The version readers and downstream assets see for the day (the current pointer), or None."""

@@ -4,21 +4,22 @@
 from __future__ import annotations
 
 import getpass
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import validate_person_name
-from backfill_assets.engine.model.settings import code_version
+from backfill_assets.engine.model.settings import Settings, code_version
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.operations import Operations
 from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.store.transactions import atomic
+from backfill_assets.engine.tables.published_tables import PublishedTables, SyncReport, published_tables_of
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -46,6 +47,9 @@ class ServiceContext:
     # Who the system saw act, stored beside every stated name (a request's, an override's, a handoff decision's):
     # the OS user for the CLI, Dagster's launching user for a run; empty: ``user``.
     system_user: str = ""
+    # The published tables every operation that moves a pointer brings in line after its commit (rollback, accept,
+    # reject), that reconcile reports on and gc expires; by default the ones the environment's settings turn on.
+    tables_of: Callable[[], PublishedTables] = field(default=lambda: published_tables_of(Settings.from_env()))
 
     @property
     def seen_user(self) -> str:
@@ -54,6 +58,15 @@ class ServiceContext:
     @property
     def warehouse(self) -> Warehouse:
         return self.warehouse_of()
+
+    @property
+    def tables(self) -> PublishedTables:
+        return self.tables_of()
+
+    def sync_tables(self, assets: Iterable[str]) -> SyncReport:
+        """After a commit that moved pointers: the published tables of ``assets`` brought in line. A table that
+        cannot be is reported, never raised: the pointer already moved, and the daemon's next pass converges."""
+        return self.tables.sync(self.catalog, assets)
 
     def record(
         self, operation: str, target: str, outcome: str, request_id: str | None = None, reason: str | None = None,

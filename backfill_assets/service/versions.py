@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -15,9 +16,10 @@ from backfill_assets.engine.model.identity import parse_version_id
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.overrides import Override, OverrideAction
 from backfill_assets.engine.plan import overrides as override_plan
-from backfill_assets.engine.plan.gc import collect_garbage, remove_purged_files
+from backfill_assets.engine.plan.gc import collect_garbage, remove_purged_files, retention_cutoff
 from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
 from backfill_assets.engine.store.engine_refs import EngineRef, EngineRefs, validate_engine_id, versions_with_label
+from backfill_assets.engine.tables.published_tables import SyncReport
 
 from .context import ServiceContext
 from .requests import freeze
@@ -39,6 +41,8 @@ class PointerChange:
     override: Override | None = None
     cascade_request_id: str | None = None
     dagster_event: str = ""
+    # The published tables switched after the commit (a table that could not be is named in it, and lags).
+    tables: SyncReport = field(default_factory=SyncReport)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -47,6 +51,7 @@ class PointerChange:
             "consumers": [c.__dict__ for c in self.consumers],
             "override": self.override.as_dict() if self.override else None,
             "cascade_request_id": self.cascade_request_id, "dagster_event": self.dagster_event,
+            "tables": self.tables.as_dict(),
         }
 
 
@@ -170,11 +175,13 @@ def reject(
 def _told(
     context: ServiceContext, change: PointerChange, move: PointerMove, report: Callable[[Any], str]
 ) -> PointerChange:
-    """After the commit: Dagster told of the move, the daemon woken for a cascade request."""
+    """After the commit: the published tables switched, Dagster told of the move, the daemon woken for a cascade
+    request."""
+    tables = context.sync_tables([move.asset])
     event = _tell_dagster(context, report, move, change.action)
     if change.cascade_request_id:
         context.wake()
-    return replace(change, dagster_event=event)
+    return replace(change, dagster_event=event, tables=tables)
 
 
 def skip(
@@ -196,13 +203,34 @@ def gc(context: ServiceContext, older_than_days: int | None, dry_run: bool) -> l
     """The manual ``gc`` and the gc sensor alike; ``older_than_days`` None: the code location's retention."""
     if older_than_days is None:
         older_than_days = context.graph.cleanup.retention_days
+    now = utc_now()
+    referenced = _expire_table_snapshots(context, older_than_days, now, dry_run)
     with context.atomic():
-        purged = collect_garbage(context.catalog, older_than_days, utc_now(), dry_run)
+        purged = collect_garbage(context.catalog, older_than_days, now, dry_run, referenced)
         if purged and not dry_run:  # the sensor's hourly passes that find nothing leave no row in the trail
             context.record("gc", f"older than {older_than_days} day(s)", f"purged {len(purged)} version(s)")
     if not dry_run:
         remove_purged_files(context.warehouse, purged)
     return purged
+
+
+def _expire_table_snapshots(context: ServiceContext, older_than_days: int, now: datetime, dry_run: bool
+                            ) -> frozenset[str]:
+    """The published tables' snapshots past retention expired (the tables first brought in line, so the current
+    snapshot holds the pointers), and the data files their kept snapshots still reference: gc leaves those."""
+    tables = context.tables
+    if not tables.enabled:
+        return frozenset()
+    assets = context.graph.data_assets
+    cutoff = retention_cutoff(now, older_than_days)
+    referenced: set[str] = set()
+    if not dry_run:
+        tables.sync(context.catalog, assets)
+    for asset in assets:
+        if cutoff is not None and not dry_run:
+            tables.expire(asset, cutoff)
+        referenced |= tables.referenced_files(asset)
+    return frozenset(referenced)
 
 
 def consumer_cascade(

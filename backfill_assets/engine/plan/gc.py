@@ -19,10 +19,13 @@ PURGEABLE = (
 )
 
 
-def collect_garbage(catalog: Catalog, older_than_days: int, now: datetime, dry_run: bool) -> list[dict[str, Any]]:
+def collect_garbage(
+    catalog: Catalog, older_than_days: int, now: datetime, dry_run: bool, referenced: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
     """Mark the versions past retention PURGED in the catalog (``dry_run``: only list them); their files go after
     the marks commit (``remove_purged_files``). Never a current version, never the version a rollback of the
-    current pointer would restore."""
+    current pointer would restore, never one whose file a published table's kept snapshot still references
+    (``referenced``: a later pass purges it once that snapshot has expired)."""
     if not isinstance(older_than_days, int) or older_than_days < 0:
         raise InvalidField("{older_than_days} {value!r} must be a whole number of days >= 0", value=older_than_days)
     try:
@@ -43,7 +46,7 @@ def collect_garbage(catalog: Catalog, older_than_days: int, now: datetime, dry_r
             if target is not None:
                 keep.add(target.version_id)
             protected[cell] = keep
-        if version.version_id in protected[cell]:
+        if version.version_id in protected[cell] or (version.path and str(version.path) in referenced):
             continue
         entry = {"version_id": version.version_id, "state": version.state, "created_at": version.created_at,
                  "path": version.path}
@@ -51,6 +54,14 @@ def collect_garbage(catalog: Catalog, older_than_days: int, now: datetime, dry_r
             catalog.purge(version.version_id)
         purged.append(entry)
     return purged
+
+
+def retention_cutoff(now: datetime, older_than_days: int) -> datetime | None:
+    """When retention begins (None: a retention longer than the calendar)."""
+    try:
+        return now - timedelta(days=older_than_days)
+    except OverflowError:
+        return None
 
 
 def remove_purged_files(warehouse: Warehouse, purged: list[dict[str, Any]]) -> None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Protocol
+from typing import Any, Iterable, Mapping, Protocol
 
 from backfill_assets.engine.model.errors import BackfillError
-from backfill_assets.engine.model.settings import TableSettings
+from backfill_assets.engine.model.settings import Settings, TableSettings
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.tables.iceberg_table import IcebergTables, quiet_pyiceberg
 from backfill_assets.engine.tables.records import SyncResult, TableLag
@@ -91,6 +91,11 @@ class PublishedTables:
 
     def expire(self, asset: str, older_than: datetime) -> int:
         return sum(kind.expire(asset, older_than) for kind in self.kinds)
+
+
+def published_tables_of(settings: Settings, environ: Mapping[str, str] | None = None) -> PublishedTables:
+    """The published tables of a process's settings (read from the environment when asked, never at import)."""
+    return PublishedTables(TableSettings.from_env(settings, environ))
 
 
 def _kinds_of(settings: TableSettings) -> tuple[TableKind, ...]:

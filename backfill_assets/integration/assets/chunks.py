@@ -25,6 +25,7 @@ from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.integration.assets.dashboard import day_events
 from backfill_assets.integration.assets.gated import gate_one
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
+from backfill_assets.integration.assets.table_sync import sync_tables_after_step
 from backfill_assets.integration.assets.user_config import step_config, with_user_fields
 from backfill_assets.integration.resources import BACKFILL_RESOURCE
 from backfill_assets.integration.runs.dagster_adapter import report_materialization_planned
@@ -147,17 +148,37 @@ def build_chunk_op(
         if context.run.root_run_id:
             context.log.info(f"{spec.name}: computed under logical run {run_ids[spec.name]}")
         planned = planned_days(context.run.run_config, graph)
-        for n, key in enumerate(days):
-            published = yield from _gate_day(context, graph, spec, backfill, catalog, run_ids, planned, key,
-                                             user_config, upstream_in_chunk, n == 0)
-            if spec.depends_on_past and not published and days[n + 1:]:
-                # Airflow's depends_on_past: a later day would read a previous day this request did not publish.
-                later = days[n + 1:]
-                context.log.warning(f"{spec.name} {later[0]}..{later[-1]}: not attempted — previous day {key} not "
-                                    "published (depends on past)")
-                return
+        try:
+            yield from _gate_days(context, graph, spec, backfill, catalog, run_ids, planned, days, user_config,
+                                  upstream_in_chunk)
+        finally:
+            sync_tables_after_step(context.log, backfill, [spec.name])  # the chunk's days in one commit
 
     return _chunk_op
+
+
+def _gate_days(
+    context: dg.OpExecutionContext,
+    graph: AssetGraph,
+    spec: DeclaredAsset,
+    backfill: Any,
+    catalog: Catalog,
+    run_ids: Mapping[str, str],
+    planned: Mapping[str, list[str]],
+    days: list[str],
+    user_config: Any,
+    upstream_in_chunk: list[str],
+):
+    """Gate the chunk's days in turn; a depends-on-past asset stops at the first day it does not publish."""
+    for n, key in enumerate(days):
+        published = yield from _gate_day(context, graph, spec, backfill, catalog, run_ids, planned, key,
+                                         user_config, upstream_in_chunk, n == 0)
+        if spec.depends_on_past and not published and days[n + 1:]:
+            # Airflow's depends_on_past: a later day would read a previous day this request did not publish.
+            later = days[n + 1:]
+            context.log.warning(f"{spec.name} {later[0]}..{later[-1]}: not attempted — previous day {key} not "
+                                "published (depends on past)")
+            return
 
 
 def _gate_day(

@@ -35,6 +35,7 @@ from backfill_assets.integration.assets.dashboard import (
 )
 from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
+from backfill_assets.integration.assets.table_sync import sync_tables_after_step
 from backfill_assets.integration.assets.user_config import StepConfig, step_config, with_user_fields
 from backfill_assets.integration.lineage import lineage_observers
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
@@ -318,10 +319,13 @@ def build_gated_asset(
         user_config = step_config(context.op_execution_context.op_config, config_class)
         # A broker hands a dead worker's step to another worker: bounded, or a step that kills workers loops.
         refuse_after_lost_workers(context, backfill.catalog(), spec.name, context.partition_keys)
-        if len(context.partition_keys) > 1:
-            yield from _run_batch(context, graph, spec, backfill, user_config)
-        else:
-            yield from _run_single(context, graph, spec, backfill, user_config)
+        try:
+            if len(context.partition_keys) > 1:
+                yield from _run_batch(context, graph, spec, backfill, user_config)
+            else:
+                yield from _run_single(context, graph, spec, backfill, user_config)
+        finally:
+            sync_tables_after_step(context.log, backfill, [spec.name])
 
     return _gated
 

@@ -36,7 +36,8 @@ def build_gc_sensor(graph: AssetGraph, backfill: BackfillResource | None = None)
 
         configured = resource.get()
         service = Backfills.for_instance(graph, evaluation_instance(context), configured.catalog(),
-                                         M.RequestSource.DAGSTER, user=GC_ACTOR, warehouse=configured.warehouse())
+                                         M.RequestSource.DAGSTER, user=GC_ACTOR, warehouse=configured.warehouse(),
+                                         tables=configured.published_tables())
         purged = service.gc(None)
         return dg.SkipReason(f"purged {len(purged)} version(s) older than {graph.cleanup.retention_days} day(s)"
                              + "".join(f"; {p['version_id']} ({p['state']})" for p in purged[:20]))

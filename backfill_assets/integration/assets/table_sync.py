@@ -1,0 +1,30 @@
+"""A step's last act: the published tables of the assets it published brought in line with the pointers, so a
+reader of the table sees a day the moment the step is done with it (the days a batched step published, in one
+commit). A table that cannot be synced is a warning in the step's log, never a failed step: the pointer already
+moved, and the daemon's next pass (or ``backfill-assets tables sync``) converges."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import dagster as dg
+
+from backfill_assets.integration.resources import BackfillResource
+
+
+def sync_tables_after_step(log: dg.DagsterLogManager, backfill: BackfillResource, assets: Iterable[str]) -> None:
+    try:
+        tables = backfill.published_tables()
+        if not tables.enabled:
+            return
+        report = tables.sync(backfill.catalog(), assets)
+    except Exception as exc:  # noqa: BLE001 - bad table settings or an unreachable catalog: the data is published
+        log.warning(f"published tables not synced: {type(exc).__name__}: {exc}")
+        return
+    for result in report.synced:
+        if result.days:
+            span = result.days[0] if len(result.days) == 1 else f"{result.days[0]}..{result.days[-1]}"
+            log.info(f"published table {result.table}: {len(result.days)} day(s) switched ({span}), "
+                     f"publish log seq {result.seq}")
+    for table, why in report.failed:
+        log.warning(f"published table {table} not synced (it lags the catalog until the next sync): {why}")
