@@ -19,6 +19,7 @@ from backfill_assets.examples.orders.domain import DAILY_REVENUE, DEMO_CALENDAR
 
 from .app import AppContext, cli, emit, json_option
 from .daemon import running_daemon
+from .demo_readers import ReadersCompared, compare_readers
 from .request_commands import watch
 
 
@@ -33,6 +34,7 @@ SEED_FROM, SEED_TO = "2022-09-01", "2022-11-30"
 BACKFILL_FROM, BACKFILL_TO = "2022-10-01", "2022-10-31"
 DEFECT_DAY = "2022-10-17"
 ROLLBACK_DAY = "2022-10-02"
+REVENUE_COLUMN = "revenue_cny"  # daily_revenue's measure, summed by each reader of step 6
 # Where the backfill's steps run: the orders code location in-process, or its variant on Celery workers.
 EXECUTOR_MODULES = {"in_process": ORDERS_MODULE, "celery": ORDERS_CELERY_MODULE}
 
@@ -83,6 +85,7 @@ def demo(
     if catalog.rollback_target(DAILY_REVENUE, ROLLBACK_DAY) is not None:
         reason = "demo: show a rollback to the production version"
         rolled = app.service().rollback(DAILY_REVENUE, ROLLBACK_DAY, reason)
+    readers = compare_readers(app.settings(), catalog, DAILY_REVENUE, REVENUE_COLUMN, BACKFILL_FROM, BACKFILL_TO)
     rejected_days = [c.partition_key for c in ledger.cells(request_id) if c.decision in (M.REJECTED, M.FAILED)]
     summary_data = {
         "request_id": request_id,
@@ -98,10 +101,11 @@ def demo(
         else {"day": ROLLBACK_DAY, "restored": rolled.serving, "rolled_back": rolled.taken_off},
         "executor": executor,
         "days_by_worker": workers,
+        "readers": readers.as_dict() if readers else None,
         "seconds": round(time.monotonic() - started, 1),
         "dagster_home": str(app.home),
     }
-    emit(summary_data, as_json, lambda: _echo_summary(summary_data, now, rolled, app))
+    emit(summary_data, as_json, lambda: _echo_summary(summary_data, now, rolled, readers, app))
 
 
 def _seed_and_run_production(location, catalog, orders_per_day: int, say) -> None:
@@ -144,7 +148,7 @@ def _create_request(app: AppContext, max_active: int, say) -> str:
     return created.request.request_id
 
 
-def _echo_summary(summary: dict, now, rolled, app: AppContext) -> None:
+def _echo_summary(summary: dict, now, rolled, readers: ReadersCompared | None, app: AppContext) -> None:
     request_id, counts = summary["request_id"], summary["counts"]
     click.echo(f"\n{request_id}: {counts['published']} published, {counts['rejected'] + counts['failed']} rejected")
     for line in describe_defect_day(summary["defect_day"]):
@@ -153,12 +157,25 @@ def _echo_summary(summary: dict, now, rolled, app: AppContext) -> None:
         click.echo(f"  request ended {now.status}: {now.message}")
     if rolled is not None:
         click.echo(f"5. rolled back {DAILY_REVENUE} {ROLLBACK_DAY}: restored {rolled.serving}")
+    if readers is not None:
+        _echo_readers(readers)
     # Named in full: these work from any folder (an installed package has no pyproject naming the demo).
     where = f"--home {app.home} -m {app.module}"
     click.echo(f"done in {summary['seconds']} s. Look closer:")
     click.echo(f"  backfill-assets {where} request show {request_id}")
     click.echo(f"  backfill-assets {where} versions {DAILY_REVENUE} {DEFECT_DAY}")
     click.echo(f"  DAGSTER_HOME={app.home} dagster dev -m {app.module} -h 127.0.0.1 -p 3000")
+
+
+def _echo_readers(readers: ReadersCompared) -> None:
+    click.echo(f"6. October read by DuckDB, an engine that knows nothing of backfill_assets ({REVENUE_COLUMN}):")
+    for label, read in (("the published Iceberg table " + readers.table, readers.iceberg),
+                        ("every Parquet file in the warehouse folder", readers.folder),
+                        ("the catalog's pointers (what the library serves)", readers.published)):
+        click.echo(f"     {label}: {read.days} day(s), {read.rows} rows, total {read.total:,.2f}")
+    same = readers.iceberg == readers.published
+    click.echo(f"   the table {'matches' if same else 'DOES NOT match'} the pointers; the folder holds every version "
+               "side by side (superseded, rejected, rolled back): docs/READING.md")
 
 
 def days_by_worker(catalog, request_id: str) -> dict[str, list[str]]:

@@ -33,6 +33,7 @@ from openlineage.client.facet_v2 import (
     ownership_job,
     parent_run,
     schema_dataset,
+    symlinks_dataset,
 )
 
 from backfill_assets.engine.model.intervals import iso, utc_now
@@ -66,13 +67,18 @@ class LineageNaming:
     dagster_job: str
     dataset_namespace: str
     dataset_prefix: str
+    # The published tables each asset's days form, as (namespace, schema) pairs: an output names its table as a
+    # symlink (OpenLineage's way to give a dataset its table identifier), ``<schema>.<asset>``.
+    tables: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def for_warehouse(cls, namespace: str, dagster_job: str, warehouse_root: str) -> "LineageNaming":
+    def for_warehouse(
+        cls, namespace: str, dagster_job: str, warehouse_root: str, tables: tuple[tuple[str, str], ...] = ()
+    ) -> "LineageNaming":
         parts = urlsplit(str(warehouse_root))
         if parts.scheme in ("", "file"):
-            return cls(namespace, dagster_job, "file", os.path.abspath(parts.path or str(warehouse_root)))
-        return cls(namespace, dagster_job, f"{parts.scheme}://{parts.netloc}", parts.path.strip("/"))
+            return cls(namespace, dagster_job, "file", os.path.abspath(parts.path or str(warehouse_root)), tables)
+        return cls(namespace, dagster_job, f"{parts.scheme}://{parts.netloc}", parts.path.strip("/"), tables)
 
     def dataset_name(self, asset: str) -> str:
         return f"{self.dataset_prefix.rstrip('/')}/{asset}" if self.dataset_prefix else asset
@@ -242,6 +248,12 @@ def _output(event: AttemptEvent, naming: LineageNaming, producer: str, decision:
         change = lifecycle_state_change_dataset.LifecycleStateChange
         dataset_facets["lifecycleStateChange"] = lifecycle_state_change_dataset.LifecycleStateChangeDatasetFacet(
             lifecycleStateChange=change.OVERWRITE if event.previous_version_id else change.CREATE,
+            producer=producer,
+        )
+    if naming.tables and event.stage is AttemptStage.PUBLISHED:
+        dataset_facets["symlinks"] = symlinks_dataset.SymlinksDatasetFacet(
+            identifiers=[symlinks_dataset.Identifier(namespace=ns, name=f"{schema}.{event.spec.name}", type="TABLE")
+                         for ns, schema in naming.tables],
             producer=producer,
         )
     output_facets: dict[str, Any] = {}

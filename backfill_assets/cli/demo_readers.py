@@ -1,0 +1,76 @@
+"""The demo's last step: the backfilled month read by an engine that knows nothing of backfill_assets — DuckDB over
+the published Iceberg table, beside DuckDB over the warehouse folder — to show what each reader gets."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from backfill_assets.engine.model.settings import Settings, TableSettings
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.pointer_log import current_pointers
+from backfill_assets.engine.store.storage import Warehouse
+from backfill_assets.engine.tables.iceberg_table import CATALOG_NAME
+
+MONTH_SQL = (
+    "SELECT count(DISTINCT partition_date) AS days, count(*) AS rows, round(sum({measure}), 2) AS total "
+    "FROM {source} WHERE partition_date BETWEEN DATE '{first}' AND DATE '{last}'"
+)
+
+
+@dataclass(frozen=True)
+class MonthRead:
+    """One reader's answer for the month: how many days, rows and the sum of the measure."""
+
+    days: int
+    rows: int
+    total: float
+
+
+@dataclass(frozen=True)
+class ReadersCompared:
+    table: str
+    published: MonthRead  # the catalog's pointers, as the library reads them
+    iceberg: MonthRead  # DuckDB over the Iceberg table's scan
+    folder: MonthRead  # DuckDB over every Parquet file under the asset's folder
+    snippet: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"table": self.table, "published": asdict(self.published), "iceberg": asdict(self.iceberg),
+                "folder": asdict(self.folder), "snippet": self.snippet}
+
+
+def compare_readers(settings: Settings, catalog: Catalog, asset: str, measure: str, first: str, last: str
+                    ) -> ReadersCompared | None:
+    """The month read three ways; None when the published tables are off (``BACKFILL_PUBLISHED_TABLES=none``)."""
+    import duckdb
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    tables = TableSettings.from_env(settings)
+    if "iceberg" not in tables.kinds or tables.iceberg_catalog_name:
+        return None
+    identifier = f"{tables.iceberg_namespace}.{asset}"
+    iceberg = SqlCatalog(CATALOG_NAME, uri=tables.iceberg_catalog_url).load_table(identifier)
+    connection = iceberg.scan().to_duckdb(asset)
+    month = {"measure": measure, "first": first, "last": last}
+    from_table = _one(connection.sql(MONTH_SQL.format(source=asset, **month)).fetchall()[0])
+    folder = f"read_parquet('{settings.warehouse_root}/{asset}/**/*.parquet', union_by_name = true)"
+    from_folder = _one(duckdb.sql(MONTH_SQL.format(source=folder, **month)).fetchall()[0])
+    snippet = (f"SqlCatalog({CATALOG_NAME!r}, uri={tables.iceberg_catalog_url!r}).load_table({identifier!r})"
+               f".scan().to_duckdb({asset!r}).sql(\"SELECT … FROM {asset}\")")
+    published = _published(catalog, Warehouse(settings.warehouse_root), asset, measure, first, last)
+    return ReadersCompared(identifier, published, from_table, from_folder, snippet)
+
+
+def _published(catalog: Catalog, warehouse: Warehouse, asset: str, measure: str, first: str, last: str) -> MonthRead:
+    _, days = current_pointers(catalog, asset)
+    month = {k: v for k, v in days.items() if first <= k <= last}
+    frames = [warehouse.read_version(v) for v in month.values()]
+    rows = sum(len(f) for f in frames)
+    total = round(float(sum(f[measure].sum() for f in frames)), 2)
+    return MonthRead(len(month), rows, total)
+
+
+def _one(row: Any) -> MonthRead:
+    days, rows, total = row if row is not None else (0, 0, 0.0)
+    return MonthRead(int(days or 0), int(rows or 0), float(total or 0.0))
