@@ -76,6 +76,15 @@ def gc(app: AppContext, older_than: int | None, dry_run: bool, as_json: bool) ->
          "".join(f"\n  {p['version_id']} ({p['state']})" for p in purged))
 
 
+def echo_tables(report) -> None:
+    """What the published tables did after a pointer moved: switched, or (named) left behind until the next sync."""
+    for result in report.synced:
+        if result.days:
+            click.echo(f"published table {result.table}: switched ({', '.join(result.days)})")
+    for table, why in report.failed:
+        click.echo(f"published table {table}: not switched yet ({why}); `backfill-assets tables sync` retries")
+
+
 def echo_consumers(consumers: list[dict], of_what: str, cascade: bool, cascade_request: str | None) -> None:
     """The human lines shared by rollback, reject and accept: who read the version taken away, and the cascade."""
     click.echo(f"{len(consumers)} consumer(s) read {of_what}:")
@@ -116,11 +125,13 @@ def rollback(
         "consumers": consumers,
         "cascade_request_id": change.cascade_request_id,
         "dagster_event": change.dagster_event,
+        "tables": change.tables.as_dict(),
     }
 
     def human() -> None:
         click.echo(f"rolled back {change.taken_off}\nrestored    {change.serving}")
         click.echo(f"Dagster: {change.dagster_event}")
+        echo_tables(change.tables)
         echo_consumers(consumers, "the rolled-back version", cascade, change.cascade_request_id)
 
     emit(result, as_json, human)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from .app import AppContext, cli, default_user, emit, json_option
-from .ops_commands import echo_consumers
+from .ops_commands import echo_consumers, echo_tables
 
 
 @cli.command()
@@ -35,12 +35,14 @@ def accept(app: AppContext, version_id: str, approved_by: str, reason: str, casc
         "consumers_of_replaced": [c.__dict__ for c in change.consumers],
         "cascade_request_id": change.cascade_request_id,
         "dagster_event": change.dagster_event,
+        "tables": change.tables.as_dict(),
     }
 
     def human() -> None:
         click.echo(f"accepted {version_id}\nreplaced {change.taken_off or 'nothing'} (publish #{change.seq})")
         click.echo(f"override: {change.override.summary}\nDagster: {change.dagster_event}")
         echo_consumers(result["consumers_of_replaced"], "the replaced version", cascade, change.cascade_request_id)
+        echo_tables(change.tables)
 
     emit(result, as_json, human)
 
@@ -74,12 +76,14 @@ def reject(app: AppContext, asset: str, partition: str, reason: str, by: str | N
         "consumers": consumers,
         "cascade_request_id": change.cascade_request_id,
         "dagster_event": change.dagster_event,
+        "tables": change.tables.as_dict(),
     }
 
     def human() -> None:
         click.echo(f"rejected {change.taken_off}\nrestored {change.serving}\noverride: {change.override.summary}")
         click.echo(f"Dagster: {change.dagster_event}")
         echo_consumers(consumers, "the rejected version", cascade, change.cascade_request_id)
+        echo_tables(change.tables)
 
     emit(result, as_json, human)
 

@@ -86,6 +86,9 @@ def _assert_the_story(output: str, tail: str) -> None:
     assert "planned 1 | published 1" in output, tail  # the re-run of one day
     assert "rolled back daily_usage/2024-03-31/" in output and "restored    daily_usage/2024-03-31/" in output, tail
     assert "daily_usage/2024-04-02/" in output and "PUBLISHED" in output, tail  # dg launch, through the gate
+    assert "published.daily_usage  in line" in output, tail  # backfill-assets tables
+    # DuckDB over the Iceberg table: four days, the 23-hour day's 69 kWh (the rolled-back first load's) among them.
+    assert "2024-03-31" in output and "69.0" in output and "2024-04-02" in output, tail
 
 
 def _stop_session(pid: int) -> None:

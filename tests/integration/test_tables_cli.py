@@ -1,0 +1,125 @@
+"""The published tables through the doors a user has: a step's publish reaches the Iceberg table, `tables` says
+whether each table is in line, `tables sync` and the operations that move pointers switch it, gc expires its
+snapshots, and bad settings or names are refused with one line, changing nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from pyiceberg.catalog import load_catalog
+
+from backfill_assets.cli import cli
+from backfill_assets.engine.model.settings import ENV_PUBLISHED_TABLES
+from backfill_assets.engine.store.storage import DAY_COLUMN
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from tests.orders import run_partitions
+
+DAY, NEXT = "2022-09-01", "2022-09-02"
+PIPELINE = [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE]
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def iceberg_table(env, asset: str):
+    catalog = load_catalog("backfill_assets", type="sql", uri=f"sqlite:///{env.home}/iceberg_catalog.db")
+    return catalog.load_table(f"published.{asset}")
+
+
+def table_files(env, asset: str) -> dict[str, str]:
+    """Each day of the table's current snapshot → the data file it reads."""
+    table = iceberg_table(env, asset)
+    return {str(task.file.partition[0]): task.file.file_path for task in table.scan().plan_files()}
+
+
+def test_a_step_publishes_into_the_iceberg_table_and_tables_says_in_line(env):
+    run_partitions(env.instance, [DAY, NEXT], assets=PIPELINE)
+    current = {d: env_catalog(env).current(DAILY_REVENUE, d) for d in (DAY, NEXT)}
+    files = table_files(env, DAILY_REVENUE)
+    assert {d: files[_epoch_day(d)] for d in (DAY, NEXT)} == {d: current[d].path for d in (DAY, NEXT)}
+    frame = iceberg_table(env, DAILY_REVENUE).scan().to_pandas()
+    assert len(frame) == sum(v.rows for v in current.values())
+    assert sorted(str(d) for d in frame[DAY_COLUMN].unique()) == [DAY, NEXT]
+
+    result = invoke("tables", "--json")
+    assert result.exit_code == 0, result.output
+    lags = {row["table"]: row for row in json.loads(result.output)}
+    assert lags[f"published.{DAILY_REVENUE}"]["in_line"] and lags[f"published.{DAILY_REVENUE}"]["days_behind"] == []
+
+
+def test_a_table_left_behind_is_reported_then_brought_in_line_by_tables_sync(env, monkeypatch):
+    run_partitions(env.instance, [DAY], assets=PIPELINE)
+    monkeypatch.setenv(ENV_PUBLISHED_TABLES, "none")  # the next day's steps publish without touching the table
+    run_partitions(env.instance, [NEXT], assets=PIPELINE)
+    monkeypatch.delenv(ENV_PUBLISHED_TABLES)
+
+    behind = invoke("tables", "--asset", DAILY_REVENUE)
+    assert behind.exit_code == 1 and "behind: 1 day(s) not switched (2022-09-02)" in behind.output, behind.output
+    synced = invoke("tables", "sync", "--asset", DAILY_REVENUE)
+    assert synced.exit_code == 0 and "1 day(s) switched" in synced.output, synced.output
+    assert invoke("tables", "--asset", DAILY_REVENUE).exit_code == 0
+    assert table_files(env, DAILY_REVENUE)[_epoch_day(NEXT)] == env_catalog(env).current(DAILY_REVENUE, NEXT).path
+
+
+def test_a_rollback_switches_the_table_back_and_gc_expires_what_it_no_longer_serves(env):
+    run_partitions(env.instance, [DAY], assets=PIPELINE)
+    first = env_catalog(env).current(DAILY_REVENUE, DAY)
+    run_partitions(env.instance, [DAY], assets=[DAILY_REVENUE])
+    second = env_catalog(env).current(DAILY_REVENUE, DAY)
+    assert second.version_id != first.version_id and table_files(env, DAILY_REVENUE)[_epoch_day(DAY)] == second.path
+
+    rolled = invoke("rollback", DAILY_REVENUE, DAY, "--reason", "back to the first", "--json")
+    assert rolled.exit_code == 0, rolled.output
+    assert [r["days"] for r in json.loads(rolled.output)["tables"]["synced"]] == [[DAY]]
+    assert table_files(env, DAILY_REVENUE)[_epoch_day(DAY)] == first.path
+    assert len(iceberg_table(env, DAILY_REVENUE).snapshots()) == 3
+
+    # Retention 0: every snapshot but the current one expires, so the rolled-back version's file goes too.
+    purged = invoke("gc", "--older-than", "0", "--json")
+    assert purged.exit_code == 0, purged.output
+    assert second.version_id in {p["version_id"] for p in json.loads(purged.output)["versions"]}
+    table = iceberg_table(env, DAILY_REVENUE)
+    assert len(table.snapshots()) == 1 and len(table.scan().to_arrow()) == first.rows
+
+
+@pytest.mark.parametrize(
+    ("args", "env_value", "message"),
+    [
+        (["tables", "--asset", "no_such_asset"], None, "is not a gated asset of this code location"),
+        (["tables", "--asset", "../etc"], None, "asset name"),
+        (["tables"], "iceberg,parquet_files", "BACKFILL_PUBLISHED_TABLES must be none, or a comma-separated list"),
+    ],
+)
+def test_bad_names_and_settings_are_one_line_and_change_nothing(env, monkeypatch, args, env_value, message):
+    run_partitions(env.instance, [DAY], assets=PIPELINE)
+    before = iceberg_table(env, DAILY_REVENUE).metadata_location
+    if env_value is not None:
+        monkeypatch.setenv(ENV_PUBLISHED_TABLES, env_value)
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert "Traceback" not in result.output
+    assert iceberg_table(env, DAILY_REVENUE).metadata_location == before
+
+
+def test_files_only_mode_keeps_no_table(env, monkeypatch):
+    monkeypatch.setenv(ENV_PUBLISHED_TABLES, "none")
+    run_partitions(env.instance, [DAY], assets=PIPELINE)
+    assert not (env.home / "iceberg_catalog.db").exists()
+    result = invoke("tables")
+    assert result.exit_code == 0 and "no published tables" in result.output
+
+
+def env_catalog(env):
+    from backfill_assets.engine.store.catalog import Catalog
+
+    return Catalog.of_settings(env.settings)
+
+
+def _epoch_day(day: str) -> str:
+    """A day as pyiceberg gives a date partition value (days since 1970-01-01), as text."""
+    from datetime import date
+
+    return str((date.fromisoformat(day) - date(1970, 1, 1)).days)
