@@ -49,6 +49,19 @@ def test_versions_are_objects_under_the_s3_root_and_read_back_verified(s3env):
             assert UPath(version.path).exists() and (UPath(version.path).parent / "_manifest.json").exists()
             frame = env.warehouse.read_verified(version.path, version.sha256, version.rows)
             assert len(frame) == version.rows
+    # The published Iceberg table lives in the same bucket (its metadata under _tables/) and references the objects.
+    from pyiceberg.catalog import load_catalog
+
+    from backfill_assets.engine.model.settings import TableSettings
+
+    io = dict(TableSettings.from_env(env.settings).iceberg_io)
+    iceberg = load_catalog("backfill_assets", type="sql", uri=f"sqlite:///{env.home}/iceberg_catalog.db", **io)
+    table = iceberg.load_table(f"published.{orders.domain.DAILY_REVENUE}")
+    assert table.metadata_location.startswith(f"{root}/_tables/published/{orders.domain.DAILY_REVENUE}/metadata/")
+    served = {env.catalog.current(orders.domain.DAILY_REVENUE, d).path for d in ORDERS.days}
+    assert {task.file.file_path for task in table.scan().plan_files()} == served
+    assert len(table.scan().to_arrow()) == sum(env.catalog.current(orders.domain.DAILY_REVENUE, d).rows
+                                               for d in ORDERS.days)
     # The CLI reads through the same verified path.
     day = ORDERS.days[0]
     read = env.cli("read", orders.domain.DAILY_REVENUE, day)

@@ -35,6 +35,13 @@ ENV_ICEBERG_NAMESPACE = "BACKFILL_ICEBERG_NAMESPACE"
 ENV_POSTGRES_TABLES_URL = "BACKFILL_POSTGRES_TABLES_URL"
 ENV_POSTGRES_TABLES_SCHEMA = "BACKFILL_POSTGRES_TABLES_SCHEMA"
 TABLE_KINDS = ("iceberg", "postgres")
+ICEBERG_S3_PROPERTIES = (
+    ("AWS_ENDPOINT_URL", "s3.endpoint"),
+    ("AWS_DEFAULT_REGION", "s3.region"),
+    ("AWS_ACCESS_KEY_ID", "s3.access-key-id"),
+    ("AWS_SECRET_ACCESS_KEY", "s3.secret-access-key"),
+    ("AWS_SESSION_TOKEN", "s3.session-token"),
+)
 DEFAULT_TABLE_KINDS = ("iceberg",)
 DEFAULT_ICEBERG_NAMESPACE = "published"
 DEFAULT_POSTGRES_TABLES_SCHEMA = "published"
@@ -98,6 +105,9 @@ class TableSettings:
     postgres_url: str | None
     postgres_schema: str
     warehouse_root: str
+    # pyiceberg's FileIO properties for an s3:// warehouse, from the standard AWS variables s3fs reads too, so the
+    # table's metadata lands beside the versions with no second configuration.
+    iceberg_io: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_env(cls, settings: "Settings", environ: Mapping[str, str] | None = None) -> "TableSettings":
@@ -113,6 +123,7 @@ class TableSettings:
             postgres_url=env.get(ENV_POSTGRES_TABLES_URL) or (settings.catalog_url if catalog_pg else None),
             postgres_schema=_identifier(env, ENV_POSTGRES_TABLES_SCHEMA, DEFAULT_POSTGRES_TABLES_SCHEMA),
             warehouse_root=settings.warehouse_root,
+            iceberg_io=tuple((prop, env[var]) for var, prop in ICEBERG_S3_PROPERTIES if env.get(var)),
         )
 
 

@@ -61,13 +61,13 @@ class TableSyncError(BackfillError):
 
 
 @lru_cache(maxsize=8)
-def _catalog(url: str, name: str | None, warehouse: str) -> IcebergCatalog:
+def _catalog(url: str, name: str | None, warehouse: str, io: tuple[tuple[str, str], ...]) -> IcebergCatalog:
     from pyiceberg.catalog import load_catalog
     from pyiceberg.catalog.sql import SqlCatalog
 
     if name:
         return load_catalog(name)  # pyiceberg's own configuration: a REST catalog, Glue, Hive, …
-    return SqlCatalog(CATALOG_NAME, uri=url, warehouse=warehouse)
+    return SqlCatalog(CATALOG_NAME, uri=url, warehouse=warehouse, **dict(io))
 
 
 def tables_location(warehouse_root: str) -> str:
@@ -86,7 +86,7 @@ class IcebergTables:
     @property
     def catalog(self) -> IcebergCatalog:
         s = self.settings
-        return _catalog(s.iceberg_catalog_url, s.iceberg_catalog_name, tables_location(s.warehouse_root))
+        return _catalog(s.iceberg_catalog_url, s.iceberg_catalog_name, tables_location(s.warehouse_root), s.iceberg_io)
 
     def identifier(self, asset: str) -> str:
         return f"{self.namespace}.{asset}"
