@@ -94,6 +94,10 @@ def test_a_published_day_sends_start_then_complete_with_its_identity_reads_and_v
     assert out["facets"]["version"]["datasetVersion"] == current.version_id
     assert out["facets"][F.VERSION_FACET]["state"] == "published"
     assert out["outputFacets"]["outputStatistics"]["rowCount"] == current.rows
+    # The published Iceberg table the day now reads from, named as OpenLineage names a table.
+    [table] = out["facets"]["symlinks"]["identifiers"]
+    assert table["type"] == "TABLE" and table["name"] == f"published.{ORDER_FACTS}"
+    assert table["namespace"].startswith("sqlite:///") and table["namespace"].endswith("iceberg_catalog.db")
     publish = events[2]["run"]["facets"][F.PUBLISH_FACET]
     assert publish["decision"] == "published" and events[2]["run"]["facets"][F.TIMES_FACET]["publishedAt"] == (
         current.published_at)
