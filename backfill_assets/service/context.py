@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.model.errors import InvalidField
+from backfill_assets.engine.model.errors import BackfillError, InvalidField
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import validate_person_name
 from backfill_assets.engine.model.settings import Settings, code_version
@@ -66,7 +66,11 @@ class ServiceContext:
     def sync_tables(self, assets: Iterable[str]) -> SyncReport:
         """After a commit that moved pointers: the published tables of ``assets`` brought in line. A table that
         cannot be is reported, never raised: the pointer already moved, and the daemon's next pass converges."""
-        return self.tables.sync(self.catalog, assets)
+        try:
+            tables = self.tables
+        except BackfillError as exc:  # bad table settings: named in the report, the committed move stands
+            return SyncReport(failed=(("published tables", str(exc)),))
+        return tables.sync(self.catalog, assets)
 
     def record(
         self, operation: str, target: str, outcome: str, request_id: str | None = None, reason: str | None = None,
