@@ -18,11 +18,15 @@ from backfill_assets.engine.store import pg_tables
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.tables.published_tables import PublishedTables
+from backfill_assets.engine.wap.audit import CheckOutcome
 from backfill_assets.engine.wap.faults import ENV_HOLD, IN_PUBLISH_TRANSACTION
+from backfill_assets.engine.wap.gate import Gate
 from tests.conftest import fresh_pg_database
-from tests.engine.catalog_helpers import run_racers
+from tests.engine.catalog_helpers import ASSET, identity, run_racers
+from tests.orders import GRAPH
 from tests.tables.pg_table_helpers import (
     days_of,
+    frame_of,
     pointers_of,
     published,
     race_sync,
@@ -313,6 +317,30 @@ def test_a_switch_that_cannot_get_the_table_leaves_the_publish_to_commit(
     assert days_of(pg_url, asset) == {D1: (3, "run-a")}
     assert tables.sync(pg_catalog, asset).days == (D1,)
     assert days_of(pg_url, asset) == {D1: (5, "run-b")}
+
+
+def test_the_gate_prepares_a_version_before_it_publishes(pg_url, pg_catalog, warehouse, tables):
+    """The gate's ``before_publish`` loads a version that passed its checks before the publish, which then only
+    attaches it; a rejected version is never prepared."""
+    seen: list[tuple[str, object]] = []
+
+    def prepare(version):
+        seen.append((tables.prepare(version), pg_catalog.current(ASSET, D1)))
+
+    def gate_of(run: str, passed: bool):
+        gate = Gate(pg_catalog, warehouse, GRAPH[ASSET], identity(run, key=D1), before_publish=[prepare])
+        gate.begin()
+        directory = warehouse.version_dir(ASSET, D1, run, gate.attempt_no)
+        w = warehouse.write(directory, frame_of(run, 4), gate.labels(), {"version_id": gate.version_id}, day=D1)
+        gate.version = pg_catalog.mark_verifying(gate.version_id, path=w.path, rows=w.rows, sha256=w.sha256,
+                                                 manifest_sha256=w.manifest_sha256, stats=w.stats, input_versions={})
+        return gate.conclude([CheckOutcome("row_count", passed, "")])
+
+    outcome = gate_of("run-a", True)
+    assert outcome.published and seen == [(pg_tables.version_table_name(outcome.version), None)]
+    assert days_of(pg_url, ASSET) == {D1: (4, "run-a")}
+    assert not gate_of("run-bad", False).published
+    assert len(seen) == 1 and days_of(pg_url, ASSET) == {D1: (4, "run-a")}
 
 
 # ---- concurrency ---------------------------------------------------------------------------------------------------
