@@ -17,6 +17,7 @@ from backfill_assets.engine.model.errors import PublishConflict
 from backfill_assets.engine.store import pg_tables
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.storage import Warehouse
+from backfill_assets.engine.store.transactions import atomic
 from backfill_assets.engine.tables.published_tables import PublishedTables
 from backfill_assets.engine.wap.audit import CheckOutcome
 from backfill_assets.engine.wap.faults import ENV_HOLD, IN_PUBLISH_TRANSACTION
@@ -155,6 +156,15 @@ def test_expire_drops_detached_tables_and_a_rollback_loads_them_again(pg_url, sq
     assert days_of(pg_url, asset) == {D1: (3, "run-a")}
     assert pg_tables.version_table_name(old) in _version_tables(pg_url, asset)
     assert tables.referenced_files(asset) == set()
+
+
+def test_names_of_the_longest_asset_fit_postgresql(pg_url, sqlite_catalog, warehouse, tables):
+    asset = "t_" + "x" * 61  # 63 characters, the longest asset name
+    version = published(sqlite_catalog, warehouse, asset, D1, "run-a")
+    tables.sync(sqlite_catalog, asset)
+    assert len(pg_tables.version_table_name(version)) == 63
+    assert days_of(pg_url, asset) == {D1: (3, "run-a")}
+    assert _version_tables(pg_url, asset[:47]) == {pg_tables.version_table_name(version)}
 
 
 def test_published_tables_sync_every_kind_and_report(pg_url, sqlite_catalog, warehouse, tables):
@@ -317,6 +327,26 @@ def test_a_switch_that_cannot_get_the_table_leaves_the_publish_to_commit(
     assert days_of(pg_url, asset) == {D1: (3, "run-a")}
     assert tables.sync(pg_catalog, asset).days == (D1,)
     assert days_of(pg_url, asset) == {D1: (5, "run-b")}
+
+
+def test_later_moves_of_one_transaction_switch_only_what_needs_no_wait(pg_url, pg_catalog, warehouse, tables):
+    """Three rollbacks in one operation's transaction: the first switches as a publish does; the later ones run
+    in a transaction holding catalog locks, so they switch only what is loaded and free (D3), never load (D2's
+    old table is gone) and leave the rest to the next sync."""
+    asset = "t_multi"
+    first = {day: published(pg_catalog, warehouse, asset, day, f"run-a-{day}") for day in DAYS}
+    for day in DAYS:
+        published(pg_catalog, warehouse, asset, day, f"run-b-{day}", rows=5)
+    _sql(pg_url, f'DROP TABLE published."{pg_tables.version_table_name(first[D2])}"')
+
+    with atomic(pg_catalog.engine):
+        for day in DAYS:
+            pg_catalog.rollback(asset, day, "the b runs were wrong")
+
+    assert days_of(pg_url, asset) == {D1: (3, f"run-a-{D1}"), D2: (5, f"run-b-{D2}"), D3: (3, f"run-a-{D3}")}
+    assert tables.lag(pg_catalog, asset).days_behind == (D2,)
+    assert tables.sync(pg_catalog, asset).days == (D2,)
+    assert days_of(pg_url, asset) == {day: (3, f"run-a-{day}") for day in DAYS}
 
 
 def test_the_gate_prepares_a_version_before_it_publishes(pg_url, pg_catalog, warehouse, tables):
