@@ -4,6 +4,8 @@ Publish and rollback are compare-and-swap updates of ``pointers`` in one transac
 changes and a ``publish_log`` row. Both take the single ``log_head`` row lock last, which orders them and makes
 ``publish_log.seq`` gapless and in commit order while holding the lock only for the log row and the commit.
 On PostgreSQL a publish is one call of the function ``publish_pg`` creates (same steps, one round trip).
+Registered in-transaction switches (``pointer_switches``: a published table on the same database) run inside a
+publish, accept or rollback before its first lock, so they commit with the move or roll back with it.
 The row types live in ``catalog_records``, the read queries in ``catalog_queries``, rollback in ``rollbacks``.
 """
 
@@ -16,7 +18,7 @@ from typing import Any, NoReturn
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from backfill_assets.engine.model.errors import PublishConflict
+from backfill_assets.engine.model.errors import NotFound, PublishConflict
 from backfill_assets.engine.model.identity import (
     RunIdentity,
     canonical_json,
@@ -32,6 +34,7 @@ from backfill_assets.engine.store.catalog_queries import ACTION_PUBLISH, ACTION_
 from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
 from backfill_assets.engine.store.db import engine_for, reader_for, retry_transient
 from backfill_assets.engine.store.overrides import OverrideLog
+from backfill_assets.engine.store.pointer_switches import InTransactionSwitch, run_switches
 from backfill_assets.engine.store.read_log import ReadLog
 from backfill_assets.engine.store.rollbacks import Rollbacks
 from backfill_assets.engine.store.schema import log_head, pointers, publish_log, requests, versions
@@ -52,6 +55,17 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
         self.url = url
         self.engine = engine_for(url, warehouse_root)
         self.reader = reader_for(url)
+        # Switched inside every pointer move's transaction, before its CAS (``pointer_switches``); PostgreSQL only.
+        self.in_transaction_switches: list[InTransactionSwitch] = []
+
+    def add_in_transaction_switch(self, switch: InTransactionSwitch) -> None:
+        """Run ``switch`` inside every later publish, accept and rollback of this catalog, before the pointer's
+        compare-and-swap, so it commits with the move or rolls back with it (``pointer_switches``)."""
+        if switch not in self.in_transaction_switches:
+            self.in_transaction_switches.append(switch)
+
+    def _switch_in_transaction(self, conn: Connection, version: Version, action: str) -> None:
+        run_switches(conn, self.in_transaction_switches, version, action)
 
     @classmethod
     def of_settings(cls, settings: Settings) -> Catalog:
@@ -220,8 +234,10 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
         """The publish compare-and-swap inside the caller's transaction; returns its publish_log seq.
         ``current``: the pointer's version as read in this transaction. ``override``: an operator's accept of a
         REJECTED version (the same swap, state change and log row; the log row carries ``reason``)."""
-        self._refuse_if_request_cancelled(conn, version, current)
         expected = version.expected_previous_version_id
+        if current == expected:  # first, before any lock of this transaction (pointer_switches)
+            self._switch_in_transaction(conn, version, ACTION_PUBLISH)
+        self._refuse_if_request_cancelled(conn, version, current)
         if current != expected:
             raise PublishConflict(
                 f"lost the publish race to {current} (expected current {expected or 'none'})", current
@@ -252,12 +268,24 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
         now = iso(utc_now())
         try:
             with begin(self.engine) as conn:
+                if self.in_transaction_switches:
+                    self._switch_before_publish(conn, version_id)
                 # One round trip; the log_head lock it takes last is held until the commit just below.
                 seq, version = publish_pg.call(conn, version_id, json.dumps(checks, default=str), now)
                 fault_point(IN_PUBLISH_TRANSACTION)
         except sa.exc.IntegrityError as exc:
             self._lost_first_publish(version_id, exc)
         return _published_move(seq, version, checks, now)
+
+    def _switch_before_publish(self, conn: Connection, version_id: str) -> None:
+        """The in-transaction switches of a publish that may succeed (its state may publish, its pointer is the
+        one it expects); the publish function, called next, refuses the others and takes the switches back."""
+        try:
+            version, current = self._get_with_pointer(conn, version_id)
+        except NotFound:
+            return
+        if version.state in publish_pg.FROM_STATES and current == version.expected_previous_version_id:
+            self._switch_in_transaction(conn, version, ACTION_PUBLISH)
 
     def _lost_first_publish(self, version_id: str, exc: Exception) -> NoReturn:
         # Two first publishes of one partition: the pointer's primary key let exactly one insert win.

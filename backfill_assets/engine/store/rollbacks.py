@@ -1,7 +1,7 @@
 """Rollback: move a partition's pointer back to a verified version, in one transaction with the state changes and
 a ``publish_log`` row (action ``rollback``), taking the pointer row first and ``log_head`` last, as a publish does.
-Mixed into ``Catalog``, whose transaction helpers (``_swap_pointer``, ``_transition``, ``_next_seq``, ``_log``) and
-queries (``_pointer``, ``_rollback_target``, ``_consumers``) it uses."""
+Mixed into ``Catalog``, whose transaction helpers (``_swap_pointer``, ``_transition``, ``_next_seq``, ``_log``,
+``_switch_in_transaction``) and queries (``_pointer``, ``_rollback_target``, ``_consumers``) it uses."""
 
 from __future__ import annotations
 
@@ -59,6 +59,8 @@ class Rollbacks:
             raise PublishConflict(f"{asset} {partition_key}: the pointer moved to {bad} meanwhile; nothing changed",
                                   bad)
         target = self._rollback_target(conn, asset, partition_key, bad, to_version_id)
+        # Before the pointer row's lock (pointer_switches): the published table switches with this move.
+        self._switch_in_transaction(conn, target, ACTION_ROLLBACK)  # type: ignore[attr-defined]
         now = now or iso(utc_now())
         self._swap_pointer(conn, asset, partition_key, bad, target.version_id, now)
         override = bad_state is not VersionState.ROLLED_BACK

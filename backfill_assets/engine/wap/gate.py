@@ -7,10 +7,16 @@ A failure anywhere leaves the previously published version current.
 ``publish_guard``, asked just before the publish CAS, says whether the attempt may still publish at all: a run
 that was cancelled while it computed (marked cancelled without its worker's confirmation when its code server
 did not answer, so the worker kept going) must not publish afterwards. Its version is abandoned instead.
+
+``before_publish``: what must be ready before a version that passed its checks publishes, such as
+``PostgresTables.prepare`` (its rows loaded into their own table, so the publish's own switch only attaches it).
+Each is called with the version about to publish; one that fails is logged and the publish goes on (whatever it
+prepares is made later by whoever needs it).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -25,6 +31,8 @@ from backfill_assets.engine.store.storage import Warehouse, WrittenVersion
 from backfill_assets.engine.wap.audit import CheckOutcome, run_audits
 from backfill_assets.engine.wap.faults import AFTER_PUBLISH_COMMIT, AFTER_VERIFYING, fault_point
 from backfill_assets.engine.wap.observer import AttemptEvent, AttemptObserver, AttemptStage, notify
+
+log = logging.getLogger(__name__)
 
 
 class NotPublished(BackfillError):
@@ -66,6 +74,8 @@ class Gate:
     written: WrittenVersion | None = None
     # Told when the attempt begins and how it ends (lineage); one that fails is logged, never propagated.
     observers: Sequence[AttemptObserver] = ()
+    # Called with the version about to publish, once its checks passed (see the module's docstring).
+    before_publish: Sequence[Callable[[Version], Any]] = ()
 
     @property
     def version_id(self) -> str:
@@ -159,6 +169,7 @@ class Gate:
                 self.version = self.catalog.abandon(self.version_id, refused[:2000])
                 self._tell(AttemptStage.ABANDONED, checks, error=refused, cancelled=True)
                 raise PublishRefused(refused)
+            self._prepare_publish()
             try:
                 move = self.catalog.publish(self.version_id, check_rows)
             except PublishConflict as exc:
@@ -175,6 +186,14 @@ class Gate:
         serving_id = serving.version_id if serving else None
         self._tell(AttemptStage.REJECTED, checks, error=error, serving_version_id=serving_id)
         return GateOutcome(self.version, False, checks, serving_id, error=error)
+
+    def _prepare_publish(self) -> None:
+        for prepare in self.before_publish:
+            try:
+                prepare(self.version)
+            except Exception as exc:  # noqa: BLE001 - a preparation never decides whether a version publishes
+                why = " ".join(f"{type(exc).__name__}: {exc}".split())[:600]
+                log.warning("%s: preparing its publish failed (%s); it publishes all the same", self.version_id, why)
 
     def abandon_if_unfinished(self, reason: str) -> None:
         """Called when the step raises before concluding; the version never becomes visible."""
