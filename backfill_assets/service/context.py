@@ -63,6 +63,14 @@ class ServiceContext:
     def tables(self) -> PublishedTables:
         return self.tables_of()
 
+    def join_tables(self) -> None:
+        """Before an operation moves pointers: a published table that can switch a day in the move's own
+        transaction (PostgreSQL on the catalog's database) joins it; bad table settings are reported after."""
+        try:
+            self.tables.join_publishes(self.catalog)
+        except BackfillError:
+            pass
+
     def sync_tables(self, assets: Iterable[str]) -> SyncReport:
         """After a commit that moved pointers: the published tables of ``assets`` brought in line. A table that
         cannot be is reported, never raised: the pointer already moved, and the daemon's next pass converges."""

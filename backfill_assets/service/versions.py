@@ -134,6 +134,7 @@ def rollback(
 
     require_cell(context, asset, partition_key)
     by = context.person(by, "by")
+    context.join_tables()
     with context.atomic():
         move = override_plan.rollback(context.catalog, context.warehouse, asset, partition_key, by, reason,
                                       to_version, context.graph.access)
@@ -147,6 +148,7 @@ def rollback(
 def accept(context: ServiceContext, version_id: str, approved_by: str, reason: str, cascade: bool) -> PointerChange:
     asset, partition, _, _ = parse_version_id(version_id)
     require_cell(context, asset, partition)
+    context.join_tables()
     with context.atomic():
         move, record = override_plan.accept(context.catalog, context.warehouse, version_id, approved_by, reason,
                                             context.graph.access, context.seen_user)
@@ -162,6 +164,7 @@ def reject(
     context: ServiceContext, asset: str, partition_key: str, by: str, reason: str, cascade: bool
 ) -> PointerChange:
     require_cell(context, asset, partition_key)
+    context.join_tables()
     with context.atomic():
         move, record = override_plan.reject(context.catalog, context.warehouse, asset, partition_key, by, reason,
                                             context.graph.access, context.seen_user)

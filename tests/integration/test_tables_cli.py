@@ -123,3 +123,36 @@ def _epoch_day(day: str) -> str:
     from datetime import date
 
     return str((date.fromisoformat(day) - date(1970, 1, 1)).days)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("catalog_on_postgres", [False, True], ids=["synced", "in-the-publish-transaction"])
+def test_a_postgresql_table_serves_the_published_days_to_plain_sql(env, monkeypatch, pg_server, catalog_on_postgres):
+    import psycopg2
+    import sqlalchemy as sa
+
+    from backfill_assets.engine.model.settings import ENV_CATALOG_URL, ENV_POSTGRES_TABLES_URL
+    from backfill_assets.engine.store.storage import Warehouse
+    from tests.conftest import fresh_pg_database
+
+    with fresh_pg_database(pg_server) as url:
+        monkeypatch.setenv(ENV_PUBLISHED_TABLES, "iceberg,postgres")
+        monkeypatch.setenv(ENV_POSTGRES_TABLES_URL, url)
+        if catalog_on_postgres:
+            monkeypatch.setenv(ENV_CATALOG_URL, url)
+            env.settings = type(env.settings).from_env()
+        run_partitions(env.instance, [DAY, NEXT], assets=PIPELINE)
+        run_partitions(env.instance, [NEXT], assets=[DAILY_REVENUE])  # a second version of one day
+        catalog = env_catalog(env)
+        served = {d: catalog.current(DAILY_REVENUE, d) for d in (DAY, NEXT)}
+        dsn = sa.engine.make_url(url).render_as_string(hide_password=False)
+        with psycopg2.connect(dsn) as conn, conn.cursor() as cursor:
+            cursor.execute(f"SELECT partition_date::text, count(*), sum(orders) FROM published.{DAILY_REVENUE} "
+                           "GROUP BY 1 ORDER BY 1")
+            rows = cursor.fetchall()
+        warehouse = Warehouse(env.settings.warehouse_root)
+        frames = {d: warehouse.read_version(v) for d, v in served.items()}
+        assert [(day, count) for day, count, _ in rows] == [(d, served[d].rows) for d in (DAY, NEXT)]
+        assert [int(total) for _, _, total in rows] == [int(frames[d]["orders"].sum()) for d in (DAY, NEXT)]
+        lags = json.loads(invoke("tables", "--json").output)
+        assert {lag["kind"] for lag in lags} == {"iceberg", "postgres"} and all(lag["in_line"] for lag in lags)

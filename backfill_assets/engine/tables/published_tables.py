@@ -7,11 +7,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from backfill_assets.engine.model.errors import BackfillError
 from backfill_assets.engine.model.settings import Settings, TableSettings
 from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.tables.iceberg_table import IcebergTables, quiet_pyiceberg
 from backfill_assets.engine.tables.records import SyncResult, TableLag
 
@@ -28,6 +29,22 @@ class TableKind(Protocol):
     def lag(self, catalog: Catalog, asset: str) -> TableLag: ...
 
     def sync(self, catalog: Catalog, asset: str) -> SyncResult: ...
+
+    def join_publishes(self, catalog: Catalog) -> None:
+        """Let each kind that can switch a day in the pointer move's own transaction (a PostgreSQL table on the
+        catalog's database) join ``catalog``'s publishes and rollbacks; the others converge by sync."""
+        for kind in self.kinds:
+            join = getattr(kind, "join_publishes", None)
+            if join is not None:
+                try:
+                    join(catalog)
+                except Exception as exc:  # noqa: BLE001 - the table's database away: syncs converge it later
+                    log.warning("published table %s cannot join publishes: %s", kind.kind, exc)
+
+    def preparers(self) -> list[Callable[[Version], Any]]:
+        """What the gate calls with a version whose checks passed, before its publish: each kind that copies rows
+        (PostgreSQL) loads them then, so the publish's switch only attaches."""
+        return [kind.prepare for kind in self.kinds if callable(getattr(kind, "prepare", None))]  # type: ignore[attr-defined]
 
     def referenced_files(self, asset: str) -> set[str]: ...
 
@@ -82,6 +99,22 @@ class PublishedTables:
                     why = " ".join(f"{type(exc).__name__}: {exc}".split())[:600]
                     lags.append(TableLag(kind.kind, kind.identifier(asset), asset, 0, (), why))
         return lags
+
+    def join_publishes(self, catalog: Catalog) -> None:
+        """Let each kind that can switch a day in the pointer move's own transaction (a PostgreSQL table on the
+        catalog's database) join ``catalog``'s publishes and rollbacks; the others converge by sync."""
+        for kind in self.kinds:
+            join = getattr(kind, "join_publishes", None)
+            if join is not None:
+                try:
+                    join(catalog)
+                except Exception as exc:  # noqa: BLE001 - the table's database away: syncs converge it later
+                    log.warning("published table %s cannot join publishes: %s", kind.kind, exc)
+
+    def preparers(self) -> list[Callable[[Version], Any]]:
+        """What the gate calls with a version whose checks passed, before its publish: each kind that copies rows
+        (PostgreSQL) loads them then, so the publish's switch only attaches."""
+        return [kind.prepare for kind in self.kinds if callable(getattr(kind, "prepare", None))]  # type: ignore[attr-defined]
 
     def referenced_files(self, asset: str) -> set[str]:
         files: set[str] = set()

@@ -35,7 +35,7 @@ from backfill_assets.integration.assets.dashboard import (
 )
 from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
-from backfill_assets.integration.assets.table_sync import sync_tables_after_step
+from backfill_assets.integration.assets.table_sync import publishing_catalog, sync_tables_after_step
 from backfill_assets.integration.assets.user_config import StepConfig, step_config, with_user_fields
 from backfill_assets.integration.lineage import lineage_observers
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
@@ -155,8 +155,9 @@ def gate_one(
         # Reported, not skipped: Dagster then shows the day as the version serving it, and a downstream step of
         # the same run is not skipped by Dagster but decided by its own policy.
         return serving_again(backfill.catalog(), spec.name, key, left_alone)
+    catalog, before_publish = publishing_catalog(backfill)
     gate = Gate(
-        backfill.catalog(),
+        catalog,
         backfill.warehouse(),
         spec,
         identity,
@@ -165,6 +166,7 @@ def gate_one(
         # not answer the termination, so nothing interrupted this worker) abandons its version instead.
         publish_guard=stopped,
         observers=lineage_observers(context, backfill),
+        before_publish=before_publish,
     )
     gate.begin()
     context.log.info(f"writing {gate.version_id} identity={json.dumps(gate.labels(), sort_keys=True)}")

@@ -5,11 +5,27 @@ moved, and the daemon's next pass (or ``backfill-assets tables sync``) converges
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 import dagster as dg
 
+from backfill_assets.engine.model.errors import BackfillError
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.integration.resources import BackfillResource
+
+
+def publishing_catalog(backfill: BackfillResource) -> tuple[Catalog, list[Callable[[Version], Any]]]:
+    """The catalog a gate publishes through, joined by the published tables that switch a day in the publish's own
+    transaction (a PostgreSQL table on the catalog's database), and what the gate calls before its publish (their
+    rows loaded). Bad table settings leave both out: the step publishes, its last act reports them."""
+    catalog = backfill.catalog()
+    try:
+        tables = backfill.published_tables()
+    except BackfillError:
+        return catalog, []
+    tables.join_publishes(catalog)
+    return catalog, tables.preparers()
 
 
 def sync_tables_after_step(log: dg.DagsterLogManager, backfill: BackfillResource, assets: Iterable[str]) -> None:
