@@ -12,6 +12,7 @@ from rich.console import Console
 
 from backfill_assets.engine.plan.reconcile import Report
 from backfill_assets.engine.store.pauses import Pause
+from backfill_assets.service.reconciling import TABLE_NOT_SYNCED, TABLE_SYNCED
 
 from .app import AppContext, cli, emit, json_option
 
@@ -161,10 +162,10 @@ def reconcile_command(
         print_report(report)
         print_tables(reconciled.tables)
         for action in repaired:
-            if action.get("kind") == "table_synced":
+            if action["action"] == TABLE_SYNCED:
                 click.echo(f"repaired table {action['table']}: {len(action['days'])} day(s) switched, publish log seq "
                            f"{action['seq']}")
-            elif action.get("kind") == "table_not_synced":
+            elif action["action"] == TABLE_NOT_SYNCED:
                 click.echo(f"table {action['table']} still behind: {action['error']}")
             else:
                 click.echo(f"repaired {action['version_id']}: {action['action']}")

@@ -13,6 +13,9 @@ from backfill_assets.engine.tables.records import TableLag
 
 from .context import ServiceContext
 
+# What a repair did to a published table that lagged (beside "recorded materialization" and the like).
+TABLE_SYNCED, TABLE_NOT_SYNCED = "table synced", "table not synced"
+
 
 @dataclass(frozen=True)
 class Reconciliation:
@@ -51,8 +54,8 @@ def reconcile(context: ServiceContext, request_id: str, verify_files: bool, repa
     repaired = list(repair_gaps(instance, context.catalog, report)) if report.gaps else []
     if lagging:
         synced = context.tables.sync(context.catalog, sorted({t.asset for t in lagging}))
-        repaired += [{"kind": "table_synced", **r.as_dict()} for r in synced.synced if r.days]
-        repaired += [{"kind": "table_not_synced", "table": table, "error": why} for table, why in synced.failed]
+        repaired += [{"action": TABLE_SYNCED, **r.as_dict()} for r in synced.synced if r.days]
+        repaired += [{"action": TABLE_NOT_SYNCED, "table": table, "error": why} for table, why in synced.failed]
         lags = tuple(context.tables.lag(context.catalog, assets))
     report = request_report(instance, context.catalog, context.graph, request_id, warehouse)
     return Reconciliation(report, tuple(repaired), lags)

@@ -232,7 +232,7 @@ def _expire_table_snapshots(context: ServiceContext, older_than_days: int, now: 
     for asset in assets:
         if cutoff is not None and not dry_run:
             tables.expire(asset, cutoff)
-        referenced |= tables.referenced_files(asset)
+        referenced |= tables.referenced_files(asset, cutoff)  # a dry run: as the real run would leave them
     return frozenset(referenced)
 
 

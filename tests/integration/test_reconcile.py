@@ -114,8 +114,16 @@ def test_crash_between_catalog_publish_and_dagster_event_is_found_and_repaired(e
     assert [g["version_id"] for g in report["gaps"]] == [version.version_id]
     assert "without a Dagster materialization" in report["gaps"][0]["gap"]
 
+    # The step died before its last act too: the published table lags the pointer by that day.
+    assert [(t["table"], t["days_behind"]) for t in report["tables"] if not t["in_line"]] == [
+        (f"published.{ORDER_FACTS}", ["2022-09-02"])]
+
     repaired = _reconcile(rid, "--repair")
-    assert repaired["repaired"] == [{"version_id": version.version_id, "action": "recorded materialization"}]
+    assert repaired["repaired"][0] == {"version_id": version.version_id, "action": "recorded materialization"}
+    [synced] = repaired["repaired"][1:]
+    assert (synced["action"], synced["table"], synced["days"]) == ("table synced", f"published.{ORDER_FACTS}",
+                                                                  ["2022-09-02"])
+    assert all(t["in_line"] for t in repaired["tables"])
     assert repaired["totals"]["gaps"] == 0
     records = env.instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey(ORDER_FACTS)), limit=10)
     assert [r.asset_materialization.metadata["version_id"].value for r in records.records] == [version.version_id]

@@ -165,12 +165,22 @@ class IcebergTables:
             table = self.catalog.load_table(self.identifier(asset))
         return table
 
-    def referenced_files(self, asset: str) -> set[str]:
-        """Every data file a snapshot still kept references (gc keeps these files)."""
+    def referenced_files(self, asset: str, kept_after: datetime | None = None) -> set[str]:
+        """Every data file a snapshot that stays references: the current one and, ``kept_after`` given, those
+        newer than it (what ``expire(asset, kept_after)`` keeps), else every snapshot (gc leaves these files)."""
         table = self.load(asset)
         if table is None or table.current_snapshot() is None:
             return set()
-        return {str(p) for p in table.inspect.all_data_files().column("file_path").to_pylist()}
+        if kept_after is None:
+            return {str(p) for p in table.inspect.all_data_files().column("file_path").to_pylist()}
+        current = table.current_snapshot()
+        cutoff_ms = kept_after.timestamp() * 1000
+        kept = [s.snapshot_id for s in table.snapshots()
+                if s.timestamp_ms >= cutoff_ms or (current is not None and s.snapshot_id == current.snapshot_id)]
+        files: set[str] = set()
+        for snapshot_id in kept:
+            files |= {str(p) for p in table.inspect.data_files(snapshot_id).column("file_path").to_pylist()}
+        return files
 
     def expire(self, asset: str, older_than: datetime) -> int:
         """Expire the table's snapshots older than ``older_than`` (never the current one); returns how many."""

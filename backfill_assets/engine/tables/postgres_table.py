@@ -186,7 +186,7 @@ class PostgresTables:
 
     # ---- files and expiry ----------------------------------------------------------------------------------------
 
-    def referenced_files(self, asset: str) -> set[str]:
+    def referenced_files(self, asset: str, kept_after: datetime | None = None) -> set[str]:
         """None: the table holds copies of the rows, not references to the version files."""
         return set()
 

@@ -46,7 +46,7 @@ class TableKind(Protocol):
         (PostgreSQL) loads them then, so the publish's switch only attaches."""
         return [kind.prepare for kind in self.kinds if callable(getattr(kind, "prepare", None))]  # type: ignore[attr-defined]
 
-    def referenced_files(self, asset: str) -> set[str]: ...
+    def referenced_files(self, asset: str, kept_after: datetime | None = None) -> set[str]: ...
 
     def expire(self, asset: str, older_than: datetime) -> int: ...
 
@@ -116,10 +116,10 @@ class PublishedTables:
         (PostgreSQL) loads them then, so the publish's switch only attaches."""
         return [kind.prepare for kind in self.kinds if callable(getattr(kind, "prepare", None))]  # type: ignore[attr-defined]
 
-    def referenced_files(self, asset: str) -> set[str]:
+    def referenced_files(self, asset: str, kept_after: datetime | None = None) -> set[str]:
         files: set[str] = set()
         for kind in self.kinds:
-            files |= kind.referenced_files(asset)
+            files |= kind.referenced_files(asset, kept_after)
         return files
 
     def expire(self, asset: str, older_than: datetime) -> int:
