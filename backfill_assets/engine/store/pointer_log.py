@@ -4,6 +4,9 @@ Every pointer move (publish, accept, rollback, reject) writes a ``publish_log`` 
 ``seq`` assigned under the ``log_head`` lock, so seq order is commit order and any read sees a prefix of the log.
 A published table that has applied the log up to ``seq`` S holds exactly the pointers as they were at S; applying
 the rows after S (the last one per day) brings it to the head. The table can lag the pointers, never lead them.
+
+Not every row is a move: ``reconcile --repair`` logs one (action ``repair``) for a version published without its
+Dagster event, and that version may have been replaced since. Only the actions that move a pointer are read.
 """
 
 from __future__ import annotations
@@ -12,10 +15,13 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.catalog import ACTION_PUBLISH, ACTION_ROLLBACK, Catalog
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.schema import log_head, publish_log, versions
 from backfill_assets.engine.store.transactions import read
+
+# The actions of the log rows that move a pointer: publish (an accept too) and rollback (a reject too).
+POINTER_MOVES = (ACTION_PUBLISH, ACTION_ROLLBACK)
 
 
 @dataclass(frozen=True)
@@ -50,7 +56,8 @@ def pointer_changes(catalog: Catalog, asset: str, after_seq: int) -> PointerChan
         rows = conn.execute(
             sa.select(publish_log.c.seq, publish_log.c.partition_key, publish_log.c.version_id,
                       publish_log.c.request_id, publish_log.c.action)
-            .where(publish_log.c.asset == asset, publish_log.c.seq > after_seq, publish_log.c.seq <= newest)
+            .where(publish_log.c.asset == asset, publish_log.c.seq > after_seq, publish_log.c.seq <= newest,
+                   publish_log.c.action.in_(POINTER_MOVES))
             .order_by(publish_log.c.seq)
         ).all()
         latest = {row.partition_key: row.version_id for row in rows}  # the last move of each day wins
