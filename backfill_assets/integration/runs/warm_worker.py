@@ -100,6 +100,7 @@ def start_ticks(pid: int) -> str:
 def preload(origin_json: str, instance_ref_json: str) -> None:
     import dagster as dg
 
+    from backfill_assets.engine.tables.iceberg_table import SYNC_MODULES
     from backfill_assets.integration.runs.dagster_adapter import (
         preload_run_worker_modules,
         reconstruct_repository,
@@ -108,6 +109,9 @@ def preload(origin_json: str, instance_ref_json: str) -> None:
 
     preload_run_worker_modules()
     for name in storage_modules_of(dg.deserialize_value(instance_ref_json)):
+        importlib.import_module(name)
+    # Every gated step syncs its published tables as its last act: each forked run would import pyiceberg itself.
+    for name in SYNC_MODULES:
         importlib.import_module(name)
     repository = reconstruct_repository(dg.deserialize_value(origin_json))
     for job_name in repository.job_names:  # builds (and caches) every job, as a run worker would one
