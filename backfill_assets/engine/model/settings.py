@@ -92,8 +92,8 @@ class CatalogTimeouts:
 @dataclass(frozen=True)
 class TableSettings:
     """Which published tables each gated asset's published days form, and where: ``kinds`` ⊆ {iceberg, postgres}
-    (empty: files only). Iceberg: pyiceberg's SQL catalog at ``iceberg_catalog_url`` (SQLite under DAGSTER_HOME by
-    default, or PostgreSQL), or a catalog of pyiceberg's own configuration (``.pyiceberg.yaml``, PYICEBERG_*) named
+    (empty: files only). Iceberg: pyiceberg's SQL catalog at ``iceberg_catalog_url`` (the catalog's database when it is
+    PostgreSQL, else SQLite under DAGSTER_HOME), or a catalog of pyiceberg's own configuration (``.pyiceberg.yaml``, PYICEBERG_*) named
     ``iceberg_catalog_name`` (a REST catalog, Glue, …); table ``<namespace>.<asset>``, its metadata under
     ``<warehouse>/_tables``, its data the version files themselves. PostgreSQL: ``<schema>.<asset>`` on
     ``postgres_url`` (default: the catalog's database, when it is PostgreSQL)."""
@@ -116,8 +116,10 @@ class TableSettings:
         catalog_pg = settings.catalog_url.startswith("postgresql")
         return cls(
             kinds=kinds,
+            # Beside the catalog when it is on PostgreSQL: processes on several machines (Celery workers, each with
+            # its own DAGSTER_HOME) must share one table catalog, as they share the catalog.
             iceberg_catalog_url=env.get(ENV_ICEBERG_CATALOG_URL)
-            or f"sqlite:///{settings.dagster_home / 'iceberg_catalog.db'}",
+            or (settings.catalog_url if catalog_pg else f"sqlite:///{settings.dagster_home / 'iceberg_catalog.db'}"),
             iceberg_catalog_name=(env.get(ENV_ICEBERG_CATALOG_NAME) or "").strip() or None,
             iceberg_namespace=_identifier(env, ENV_ICEBERG_NAMESPACE, DEFAULT_ICEBERG_NAMESPACE),
             postgres_url=env.get(ENV_POSTGRES_TABLES_URL) or (settings.catalog_url if catalog_pg else None),
