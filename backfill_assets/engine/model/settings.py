@@ -94,8 +94,8 @@ class TableSettings:
     """Which published tables each gated asset's published days form, and where: ``kinds`` ⊆ {iceberg, postgres}
     (empty: files only). Iceberg: pyiceberg's SQL catalog at ``iceberg_catalog_url`` (the catalog's database when it is
     PostgreSQL, else SQLite under DAGSTER_HOME), or a catalog of pyiceberg's own configuration (``.pyiceberg.yaml``,
-    PYICEBERG_*) named ``iceberg_catalog_name`` (a REST catalog, Glue, …); table ``<namespace>.<asset>``, its metadata under
-    ``<warehouse>/_tables``, its data the version files themselves. PostgreSQL: ``<schema>.<asset>`` on
+    PYICEBERG_*) named ``iceberg_catalog_name`` (a REST catalog, Glue, …); table ``<namespace>.<asset>``, its
+    metadata under ``<warehouse>/_tables``, its data the version files themselves. PostgreSQL: ``<schema>.<asset>`` on
     ``postgres_url`` (default: the catalog's database, when it is PostgreSQL)."""
 
     kinds: tuple[str, ...]
