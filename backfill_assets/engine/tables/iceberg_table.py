@@ -31,6 +31,7 @@ from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.pointer_log import PointerChanges, pointer_changes
 from backfill_assets.engine.store.storage import DAY_COLUMN
 from backfill_assets.engine.tables.records import SyncResult, TableLag
+from backfill_assets.engine.wap.faults import AFTER_TABLE_COMMIT, BEFORE_TABLE_COMMIT, fault_point
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog as IcebergCatalog
@@ -128,6 +129,7 @@ class IcebergTables:
                 conflicts += 1  # another writer committed first: plan again from its position
                 time.sleep(0.05 * conflicts)
                 continue
+            fault_point(AFTER_TABLE_COMMIT)
             return SyncResult(
                 self.kind, self.identifier(asset), asset, before, changes.seq, tuple(changes.days),
                 tuple(v.version_id for v in changes.days.values()), 1, conflicts,
@@ -242,6 +244,8 @@ def _commit(table: Table, changes: PointerChanges) -> None:
                 if not version.rows:
                     continue  # an empty day holds no rows: its old files go, nothing comes
                 overwrite.append_data_file(parquet_file_to_data_file(table.io, tx.table_metadata, str(version.path)))
+        # The snapshot's manifests are written; only the catalog's swap of the table's metadata is left.
+        fault_point(BEFORE_TABLE_COMMIT)
 
 
 def _evolve_schema(tx: Any, changes: PointerChanges) -> None:
