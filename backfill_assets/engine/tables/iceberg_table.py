@@ -68,7 +68,9 @@ def _catalog(url: str, name: str | None, warehouse: str, io: tuple[tuple[str, st
 
     if name:
         return load_catalog(name)  # pyiceberg's own configuration: a REST catalog, Glue, Hive, …
-    return SqlCatalog(CATALOG_NAME, uri=url, warehouse=warehouse, **dict(io))
+    # Cached for the process's life: a pooled connection the database dropped meanwhile (a restart, an outage) is
+    # replaced before use, or the first sync after the catalog is back would fail on it.
+    return SqlCatalog(CATALOG_NAME, uri=url, warehouse=warehouse, pool_pre_ping="true", **dict(io))
 
 
 def tables_location(warehouse_root: str) -> str:
