@@ -124,7 +124,10 @@ class IcebergTables:
             if changes.empty:
                 return SyncResult(self.kind, self.identifier(asset), asset, before, before, (), ())
             if table is None:
-                table = self._create(asset, changes)
+                # Plan again from the table as it is once created: another creator may have committed to it
+                # already, past this plan (applying it then would move days backwards).
+                self._create(asset, changes)
+                continue
             try:
                 _commit(table, changes)
             except CommitFailedException:
@@ -142,32 +145,38 @@ class IcebergTables:
         )
 
     def _create(self, asset: str, changes: PointerChanges) -> Table:
-        from pyiceberg.exceptions import NamespaceAlreadyExistsError, TableAlreadyExistsError
+        """The asset's table, partitioned by day and mapping the files' columns by name, created in one commit: a
+        creator that dies or loses a race can leave no table without them (pyiceberg cannot read the version files,
+        which carry no Iceberg field ids, without the name mapping)."""
+        from pyiceberg.exceptions import CommitFailedException, TableAlreadyExistsError
 
         first = next(iter(changes.days.values()))
         schema = _file_schema(first)
+        self._ensure_namespace()
+        location = f"{tables_location(self.settings.warehouse_root)}/{self.namespace}/{asset}"
+        try:
+            with self.catalog.create_table_transaction(
+                self.identifier(asset), schema=schema, location=location, properties=TABLE_PROPERTIES
+            ) as tx:
+                tx.set_properties({NAME_MAPPING: tx.table_metadata.schema().name_mapping.model_dump_json()})
+                with tx.update_spec() as spec:
+                    spec.add_identity(DAY_COLUMN)
+        except (TableAlreadyExistsError, CommitFailedException):
+            pass  # a concurrent creator made it first, whole: use it
+        return self.catalog.load_table(self.identifier(asset))
+
+    def _ensure_namespace(self) -> None:
+        from pyiceberg.exceptions import NamespaceAlreadyExistsError
+
         try:
             self.catalog.create_namespace(self.namespace)
         except NamespaceAlreadyExistsError:
             pass
-        location = f"{tables_location(self.settings.warehouse_root)}/{self.namespace}/{asset}"
-        try:
-            table = self.catalog.create_table(
-                self.identifier(asset), schema=schema, location=location, properties=TABLE_PROPERTIES
-            )
-        except TableAlreadyExistsError:
-            return self.catalog.load_table(self.identifier(asset))
-        if table.spec().is_unpartitioned():
-            try:
-                with table.transaction() as tx:
-                    # The version files carry no Iceberg field ids: readers map their columns by name.
-                    tx.set_properties({NAME_MAPPING: tx.table_metadata.schema().name_mapping.model_dump_json()})
-                    with tx.update_spec() as spec:
-                        spec.add_identity(DAY_COLUMN)
-            except Exception:  # noqa: BLE001 - a concurrent creator partitioned it first: load what it made
-                pass
-            table = self.catalog.load_table(self.identifier(asset))
-        return table
+        except Exception:
+            # pyiceberg's SQL catalog checks, then inserts: a creator that lost the race between the two gets the
+            # database's unique-key error, and the namespace is there all the same.
+            if not self.catalog.namespace_exists(self.namespace):
+                raise
 
     def referenced_files(self, asset: str, kept_after: datetime | None = None) -> set[str]:
         """Every data file a snapshot that stays references: the current one and, ``kept_after`` given, those
