@@ -23,6 +23,7 @@ from __future__ import annotations
 import queue
 import random
 import signal
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,14 @@ def lag_days(env: TableEnv) -> tuple[str, ...]:
     return lag.days_behind
 
 
+def start_in_line(env: TableEnv) -> None:
+    """Each trial starts from a table equal to the pointers (a failed trial before it may have left it behind: that
+    trial counted the failure, this one does not inherit it)."""
+    if lag_days(env):
+        assert env.tables.sync(env.catalog, [ASSET]).ok, "the table cannot be brought in line before the trial"
+    assert lag_days(env) == (), "each trial starts from a table in line"
+
+
 def sync_once_converges(env: TableEnv, behind: tuple[str, ...], what: str) -> None:
     """One sync switches exactly the days the table was behind on, and the table is then the pointers."""
     report = env.tables.sync(env.catalog, [ASSET])
@@ -117,7 +126,7 @@ def sync_once_converges(env: TableEnv, behind: tuple[str, ...], what: str) -> No
 
 
 def crash_once(env: TableEnv, forkserver, point: str, label: str, rng: random.Random) -> None:
-    assert lag_days(env) == (), "each trial starts from a table in line"
+    start_in_line(env)
     before = final_pointers(env)
     seq_before, _ = versions_in_table(env)
     plan = plan_of(env, label, rng)
@@ -185,7 +194,7 @@ def restore(env: TableEnv, pg_server) -> None:
 
 
 def outage_once(env: TableEnv, forkserver, pg_server, where: str, label: str, rng: random.Random) -> None:
-    assert lag_days(env) == (), "each trial starts from a table in line"
+    start_in_line(env)
     before = final_pointers(env)
     plan = plan_of(env, label, rng)
     hold = env.root / f"hold-{label}"
@@ -213,7 +222,7 @@ def outage_once(env: TableEnv, forkserver, pg_server, where: str, label: str, rn
         restore(env, pg_server)
     published = published_by(env, plan)
     assert len(published) == len(plan), f"the publish did not stand: {published} of {plan}"
-    assert report["synced"] == [] and len(report["failed"]) == 1, report
+    assert report["synced"] == [] and [table for table, _ in report["failed"]] == [f"published.{ASSET}"], report
     # The readers' own connections may be gone too: errors are excused until each has read again.
     recovered = env.readers.announce()
     env.excused.add(recovered)
@@ -252,6 +261,9 @@ def test_the_iceberg_catalog_unreachable_mid_publish_leaves_the_table_serving_an
 
 
 def storm_once(env: TableEnv, forkserver, trial: int) -> tuple[dict[str, int], list[str]]:
+    # As gc does: every snapshot but the current one expired. A sync's cost grows with the table's snapshots (pyiceberg
+    # copies the whole metadata many times per commit), so each storm starts from the same small table.
+    env.iceberg.expire(ASSET, datetime.now(timezone.utc))
     barrier = forkserver.Barrier(STORM_PROCESSES)
     results = forkserver.Queue()
     seeds = [100 + trial * STORM_PROCESSES + p for p in range(STORM_PROCESSES)]
