@@ -63,7 +63,7 @@ def trials():
 def forkserver():
     """A multiprocessing context whose children fork from a server that has already imported the code location."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["tests.reliability.children"])
+    ctx.set_forkserver_preload(["tests.reliability.children", "tests.reliability.table_children"])
     yield ctx
     from multiprocessing import forkserver as fs
 

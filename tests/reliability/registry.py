@@ -267,4 +267,63 @@ CLASSES: tuple[FaultClass, ...] = (
     ),
 )
 
+_TABLE_SWITCH = (
+    "The table is a projection of the publish log: a sync applies the committed rows after the table's own position "
+    "(`backfill-assets.publish-seq` in its snapshot) as one Iceberg overwrite snapshot — each changed day's old file "
+    "out, its new one in — and the Iceberg catalog's swap of the table's metadata is the one moment it changes, so "
+    "a reader sees the table before or after, each day one whole published version. It can lag the pointers, never "
+    "lead them; `lag` names the days it is behind and whoever syncs next (the step, the daemon's sensor, an "
+    "operation, `reconcile --repair`, `backfill-assets tables sync`) applies them."
+)
+_TABLE_ONE_TRIAL = (
+    "a publisher process publishes 1–3 days and syncs; SIGKILL; the table and `lag` checked; one sync; readers "
+    "polling throughout (pyiceberg, DuckDB, polars), judged (SQLite and PostgreSQL catalog and Iceberg catalog "
+    "alternately)"
+)
+TABLE_CLASSES: tuple[FaultClass, ...] = (
+    FaultClass(
+        "table.killed_before_sync", "published tables",
+        "the publishing process SIGKILLed after its publish commit, before it syncs the Iceberg table",
+        _TABLE_ONE_TRIAL,
+        f"{_TABLE_SWITCH} Here the pointer moved and the table still holds its last state: it lags by exactly the "
+        "published days.",
+    ),
+    FaultClass(
+        "table.killed_before_commit", "published tables",
+        "the syncing process SIGKILLed with its Iceberg snapshot written, before the catalog swaps the table to it",
+        _TABLE_ONE_TRIAL,
+        f"{_TABLE_SWITCH} Files written for a snapshot no catalog entry names are never read; the table keeps its "
+        "last state.",
+    ),
+    FaultClass(
+        "table.killed_after_commit", "published tables",
+        "the syncing process SIGKILLed right after the Iceberg commit",
+        _TABLE_ONE_TRIAL,
+        f"{_TABLE_SWITCH} The committed snapshot is the pointers at its seq: nothing is left to apply.",
+    ),
+    FaultClass(
+        "table.iceberg_catalog_unreachable", "published tables",
+        "the Iceberg catalog unreachable mid-publish (PostgreSQL: connections refused and terminated; SQLite: its "
+        "folder gone), then back",
+        "a publisher held right before its table commit or before its sync, the Iceberg catalog cut off, the "
+        "publisher released; the catalog restored; one sync",
+        "The pointer is the truth and moves in the catalog's own transaction, before and apart from the table: the "
+        "publish stands. `PublishedTables.sync` reports the table it could not sync (`SyncReport.failed`) and "
+        "returns, never raises; the table keeps its last committed state and lags; the Iceberg catalog's "
+        "connections are checked before use, so the first sync once it is back converges.",
+    ),
+    FaultClass(
+        "table.commit_storm", "published tables",
+        "four processes publishing and syncing overlapping days of one asset at once",
+        "4 processes × 20 publishes (6 in `make test`), each followed by a sync, over 6 days, released by one "
+        "barrier; readers polling throughout; counted: Iceberg commits, commits lost to another writer and planned "
+        "again (conflicts), syncs that gave up (the next one converges)",
+        "Iceberg's optimistic commit orders the writers: a commit on a stale base fails (`commit.retry.num-retries` "
+        "0, so pyiceberg never replays an old plan onto a newer table) and the sync plans again from the table's "
+        "new position, never moving a day backwards; each plan is a prefix of the log, so any winner's snapshot is "
+        "the pointers at its seq, and the last sync leaves the table equal to the pointers.",
+    ),
+)
+CLASSES = CLASSES + TABLE_CLASSES
+
 BY_ID = {c.id: c for c in CLASSES}

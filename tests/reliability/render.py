@@ -90,6 +90,21 @@ WHAT_IS_CHECKED = """
   id with approval tags) delivers nothing: no sink line, no outbox row. A control character at the end of or
   inside each name field of each door (`--by`, `--requested-by`, `--approved-by`, the Launchpad's fields) is one
   refusal naming the field, and every catalog table, the operations trail included, is unchanged.
+- **Published tables** (`test_table_faults.py`): engine level, real processes, one catalog and Iceberg table per
+  backend (SQLite, or PostgreSQL for both the catalog and pyiceberg's SQL catalog) living on across every trial,
+  while a process that knows nothing of backfill_assets (pyiceberg to Arrow and pandas, DuckDB on the scan, polars'
+  `scan_iceberg`) polls the table; each trial's observations are judged against the catalog: each day one whole
+  version, never one that was never published, the table the pointers at some publish log position, never going
+  back. Crash points: a publisher publishes 1–3 days and syncs, SIGKILLed after its publish commit, with its
+  snapshot written before the catalog's swap, or right after the commit; then the table holds the pointers at its
+  own position (by its planned files and by every reader), `lag` names exactly the days it is behind, and one
+  sync switches exactly those days and leaves the table equal to the pointers. Iceberg catalog unreachable: the
+  publisher is held right before its table commit or before its sync, the Iceberg catalog cut off (PostgreSQL:
+  `ALLOW_CONNECTIONS false` and every connection terminated; SQLite: the catalog's folder moved away), the
+  publisher released: its publish stands, its sync returns a `SyncReport` naming the failure; once the catalog is
+  back the table still serves its last state and lags by the published days, and one sync (from a process whose
+  pooled connections the outage killed) converges. Storm: four processes publish and sync overlapping days at
+  once; afterwards the table is the pointers (one more sync switches exactly what a sync that gave up left).
 - **Input bounds** (`test_input_bounds.py`, hypothesis): a NaN, ±Infinity or overflowing number anywhere in a conf
   is refused at the CLI and the Launchpad naming where it is (nothing created), a finite one is stored exactly, and
   each comparing audit fails (never passes) on a frame whose numbers cannot be compared; a numeric `backfill/*` tag

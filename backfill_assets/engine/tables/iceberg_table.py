@@ -31,6 +31,7 @@ from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.pointer_log import PointerChanges, pointer_changes
 from backfill_assets.engine.store.storage import DAY_COLUMN
 from backfill_assets.engine.tables.records import SyncResult, TableLag
+from backfill_assets.engine.wap.faults import AFTER_TABLE_COMMIT, BEFORE_TABLE_COMMIT, fault_point
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog as IcebergCatalog
@@ -70,7 +71,9 @@ def _catalog(url: str, name: str | None, warehouse: str, io: tuple[tuple[str, st
 
     if name:
         return load_catalog(name)  # pyiceberg's own configuration: a REST catalog, Glue, Hive, …
-    return SqlCatalog(CATALOG_NAME, uri=url, warehouse=warehouse, **dict(io))
+    # Cached for the process's life: a pooled connection the database dropped meanwhile (a restart, an outage) is
+    # replaced before use, or the first sync after the catalog is back would fail on it.
+    return SqlCatalog(CATALOG_NAME, uri=url, warehouse=warehouse, pool_pre_ping="true", **dict(io))
 
 
 def tables_location(warehouse_root: str) -> str:
@@ -124,13 +127,17 @@ class IcebergTables:
             if changes.empty:
                 return SyncResult(self.kind, self.identifier(asset), asset, before, before, (), ())
             if table is None:
-                table = self._create(asset, changes)
+                # Plan again from the table as it is once created: another creator may have committed to it
+                # already, past this plan (applying it then would move days backwards).
+                self._create(asset, changes)
+                continue
             try:
                 _commit(table, changes)
             except CommitFailedException:
                 conflicts += 1  # another writer committed first: plan again from its position
                 time.sleep(0.05 * conflicts)
                 continue
+            fault_point(AFTER_TABLE_COMMIT)
             return SyncResult(
                 self.kind, self.identifier(asset), asset, before, changes.seq, tuple(changes.days),
                 tuple(v.version_id for v in changes.days.values()), 1, conflicts,
@@ -141,32 +148,38 @@ class IcebergTables:
         )
 
     def _create(self, asset: str, changes: PointerChanges) -> Table:
-        from pyiceberg.exceptions import NamespaceAlreadyExistsError, TableAlreadyExistsError
+        """The asset's table, partitioned by day and mapping the files' columns by name, created in one commit: a
+        creator that dies or loses a race can leave no table without them (pyiceberg cannot read the version files,
+        which carry no Iceberg field ids, without the name mapping)."""
+        from pyiceberg.exceptions import CommitFailedException, TableAlreadyExistsError
 
         first = next(iter(changes.days.values()))
         schema = _file_schema(first)
+        self._ensure_namespace()
+        location = f"{tables_location(self.settings.warehouse_root)}/{self.namespace}/{asset}"
+        try:
+            with self.catalog.create_table_transaction(
+                self.identifier(asset), schema=schema, location=location, properties=TABLE_PROPERTIES
+            ) as tx:
+                tx.set_properties({NAME_MAPPING: tx.table_metadata.schema().name_mapping.model_dump_json()})
+                with tx.update_spec() as spec:
+                    spec.add_identity(DAY_COLUMN)
+        except (TableAlreadyExistsError, CommitFailedException):
+            pass  # a concurrent creator made it first, whole: use it
+        return self.catalog.load_table(self.identifier(asset))
+
+    def _ensure_namespace(self) -> None:
+        from pyiceberg.exceptions import NamespaceAlreadyExistsError
+
         try:
             self.catalog.create_namespace(self.namespace)
         except NamespaceAlreadyExistsError:
             pass
-        location = f"{tables_location(self.settings.warehouse_root)}/{self.namespace}/{asset}"
-        try:
-            table = self.catalog.create_table(
-                self.identifier(asset), schema=schema, location=location, properties=TABLE_PROPERTIES
-            )
-        except TableAlreadyExistsError:
-            return self.catalog.load_table(self.identifier(asset))
-        if table.spec().is_unpartitioned():
-            try:
-                with table.transaction() as tx:
-                    # The version files carry no Iceberg field ids: readers map their columns by name.
-                    tx.set_properties({NAME_MAPPING: tx.table_metadata.schema().name_mapping.model_dump_json()})
-                    with tx.update_spec() as spec:
-                        spec.add_identity(DAY_COLUMN)
-            except Exception:  # noqa: BLE001 - a concurrent creator partitioned it first: load what it made
-                pass
-            table = self.catalog.load_table(self.identifier(asset))
-        return table
+        except Exception:
+            # pyiceberg's SQL catalog checks, then inserts: a creator that lost the race between the two gets the
+            # database's unique-key error, and the namespace is there all the same.
+            if not self.catalog.namespace_exists(self.namespace):
+                raise
 
     def referenced_files(self, asset: str, kept_after: datetime | None = None) -> set[str]:
         """Every data file a snapshot that stays references: the current one and, ``kept_after`` given, those
@@ -245,6 +258,8 @@ def _commit(table: Table, changes: PointerChanges) -> None:
                 if not version.rows:
                     continue  # an empty day holds no rows: its old files go, nothing comes
                 overwrite.append_data_file(parquet_file_to_data_file(table.io, tx.table_metadata, str(version.path)))
+        # The snapshot's manifests are written; only the catalog's swap of the table's metadata is left.
+        fault_point(BEFORE_TABLE_COMMIT)
 
 
 def _evolve_schema(tx: Any, changes: PointerChanges) -> None:

@@ -6,7 +6,8 @@ on a complete version.
 
 ``BACKFILL_HOLD=<boundary>=<path>``: crossing it waits while the file ``<path>`` exists (at most
 ``HOLD_LIMIT_SECONDS``), so a test can hold a run worker at a known point, act on the run (cancel it, stop its
-code server) and then release it by deleting the file: ordering by the test, not by a guessed sleep.
+code server) and then release it by deleting the file: ordering by the test, not by a guessed sleep. A process
+that begins to wait creates ``<path>.held`` first: the test can see the moment it got there.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ AFTER_VERIFYING = "after_verifying"
 IN_PUBLISH_TRANSACTION = "in_publish_transaction"
 AFTER_PUBLISH_COMMIT = "after_publish_commit"
 AFTER_EVENT = "after_event"
+# Around a published table's switch (a sync's Iceberg commit): not step boundaries, the tables' own.
+BEFORE_TABLE_COMMIT = "before_table_commit"
+AFTER_TABLE_COMMIT = "after_table_commit"
+TABLE_BOUNDARIES = (BEFORE_TABLE_COMMIT, AFTER_TABLE_COMMIT)
 BOUNDARIES = (
     AFTER_DATA_FILE,
     AFTER_MANIFEST,
@@ -42,6 +47,9 @@ def fault_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     boundary, _, path = os.environ.get(ENV_HOLD, "").partition("=")
     if boundary == name and path:
+        if os.path.exists(path):
+            with open(f"{path}.held", "a"):
+                pass
         deadline = time.monotonic() + HOLD_LIMIT_SECONDS
         while os.path.exists(path) and time.monotonic() < deadline:
             time.sleep(HOLD_POLL_SECONDS)

@@ -1,0 +1,36 @@
+"""The Iceberg table is created whole: partitioned by day and mapping the version files' columns by name, in one
+commit, however many processes sync an asset for the first time at once. A table made in two steps could be left
+half-made by a creator that died or lost the race between them, and pyiceberg cannot read the version files (no
+Iceberg field ids) from a table without the name mapping."""
+
+from __future__ import annotations
+
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.storage import DAY_COLUMN, Warehouse
+from backfill_assets.engine.tables.iceberg_table import NAME_MAPPING, IcebergTables
+from tests.engine.catalog_helpers import run_racers
+from tests.tables.iceberg_helpers import iceberg_settings, race_first_syncs
+from tests.tables.pg_table_helpers import published
+
+ASSET = "t_created"
+RACERS = 4
+ROUNDS = 3
+
+
+def test_first_syncs_racing_each_create_or_find_one_whole_readable_table(tmp_path):
+    catalog_url, iceberg_url = f"sqlite:///{tmp_path}/catalog.db", f"sqlite:///{tmp_path}/iceberg.db"
+    catalog, warehouse = Catalog(catalog_url), Warehouse(str(tmp_path / "warehouse"))
+    days = {day: published(catalog, warehouse, ASSET, day, f"run-{day}", rows=3 + i)
+            for i, day in enumerate(("2022-10-01", "2022-10-02"))}
+    namespaces = [f"race{n}" for n in range(ROUNDS)]
+    args = (catalog_url, iceberg_url, str(warehouse.root), ASSET, namespaces)
+    reports = run_racers(race_first_syncs, [args] * RACERS)
+    failed = [outcome for _, outcomes in reports for outcome in outcomes if outcome[0] != "synced"]
+    assert failed == [], failed
+    for namespace in namespaces:
+        table = IcebergTables(iceberg_settings(iceberg_url, str(warehouse.root), namespace)).load(ASSET)
+        assert [f.name for f in table.spec().fields] == [DAY_COLUMN]
+        assert NAME_MAPPING in table.properties
+        rows = table.scan().to_arrow()
+        assert rows.num_rows == sum(v.rows for v in days.values())
+        assert len(table.snapshots()) == 1, "one racer's commit; the others found the table in line"
