@@ -326,11 +326,11 @@ def test_the_checks_of_these_trials_fail_on_a_table_that_is_not_the_pointers(tab
     from pyiceberg.io.pyarrow import parquet_file_to_data_file
 
     env = table_envs["sqlite"]
-    day = DAYS[0]
+    table = env.iceberg.load(ASSET) or _published_table(env)
+    day = sorted(final_pointers(env))[0]  # a day the table serves: the stray file makes it two versions at once
     stray = written(env.catalog, env.catalog_warehouse(), ASSET, day, "never-published",
                     frame=frame_for(env.next_seed()))
     assert env.catalog.get(stray.version_id).state == "VERIFYING"
-    table = env.iceberg.load(ASSET) or _published_table(env)
     snapshot_before = table.current_snapshot().snapshot_id
     with table.transaction() as tx, tx.update_snapshot().fast_append() as append:
         append.append_data_file(parquet_file_to_data_file(table.io, tx.table_metadata, str(stray.path)))
