@@ -2,14 +2,17 @@
 
 Every contender of the side by side runs ``--reps`` times (default 3), interleaved (F,N,A,O,B then B,O,A,N,F, ...),
 each time on fresh homes; its figures are the medians, with the spread beside them (``bench/repetitions.py``).
-Then the depends-on-past measurements (``bench/past.py``; ``--no-past`` skips them). With ``--scale 10,40,120,365``
+Then the depends-on-past measurements (``bench/past.py``; ``--no-past`` skips them), and the published tables' cost:
+B at 365 days with the Iceberg tables on and off, twice each (``bench/published_tables.py``, ~15 min; ``--tables-days
+0`` skips it). With ``--scale 10,40,120,365``
 (``make bench-scale``) the same run then measures the scale curve, one repetition per size: F and B at every size,
 O and A (with ``--with-airflow``) up to 120 days, N up to 40, each size on its own folders and the same source.
 With ``--celery`` (``make bench BENCH_ARGS=--celery``) it also measures the throughput of a 40-day request
 with 1 and with 2 Celery workers (``bench/distributed.py``, ~25 min on 2 cores: not part of the default run).
 
 Example: python -m bench.run --days 10 --orders-per-day 2000 --only F,O
-Example: python -m bench.run --days 3 --orders-per-day 500 --only F,B --reps 1 --scale 2,4 --no-past --no-micro --no-doc
+Example: python -m bench.run --days 3 --orders-per-day 500 --only F,B --reps 1 --scale 2,4 --no-past --no-micro \
+    --no-doc --tables-days 3 --tables-reps 1
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ from .machine import describe_machine
 from .outcome import Outcome
 from .past_plan import CHAIN_DAYS, UI_DAYS, PastPlan
 from .past_plan import KEY as PAST_KEY
+from .published_tables_report import DAYS as TABLES_DAYS
+from .published_tables_report import KEY as TABLES_KEY
+from .published_tables_report import REPS as TABLES_REPS
 from .repetitions import interleaved, summarize
 from .report import ratios, write_report
 from .scale import SCALE_CONTENDERS, SCALE_MAX_DAYS, on_curve_at, scale_growth
@@ -72,6 +78,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--celery", action="store_true",
                    help="also a 40-day request on 1 and on 2 Celery workers, 3 trials each (needs PostgreSQL and "
                         "RabbitMQ; ~25 min; alone: python -m bench.distributed)")
+    p.add_argument("--tables-days", type=int, default=TABLES_DAYS,
+                   help="days of the published tables' cost (B with the Iceberg tables on and off; 0 skips it)")
+    p.add_argument("--tables-reps", type=int, default=TABLES_REPS, help="runs of B with the tables on, and off")
     p.add_argument("--no-micro", action="store_true", help="skip the micro-benchmarks")
     p.add_argument("--micro-only", action="store_true", help="only the micro-benchmarks")
     p.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres",
@@ -110,6 +119,11 @@ def past_parts(args: argparse.Namespace, names: list[str]) -> tuple[str, ...]:
     if args.no_past or args.micro_only:
         return ()
     return tuple(part for part, who in (("ours", {"O", "B"}), ("naive", {"N"})) if who & set(names))
+
+
+def tables_days(args: argparse.Namespace, names: list[str]) -> int:
+    """Days of the published tables' cost measurement (0: not measured; it runs B, so only with B)."""
+    return args.tables_days if "B" in names and not args.micro_only and args.tables_days > 0 else 0
 
 
 def run_contender(name: str, ws: Workspace, sizes: Sizes, args: argparse.Namespace) -> Outcome:
@@ -181,9 +195,10 @@ def measure(ws: Workspace, sizes: Sizes, names: list[str], args: argparse.Namesp
     """Everything this run measures, into ``results``."""
     scale, past = (args.scale if not args.micro_only else []), past_parts(args, names)
     plan = PastPlan(args.ui_days, args.chain_days)
+    table_days = tables_days(args, names)
     if names or scale or past:
         # One source for every size (seeding is deterministic per day): the smaller sizes read a prefix of it.
-        most = max([sizes.days, *scale, plan.ui_days + plan.chain_days if past else 0])
+        most = max([sizes.days, *scale, plan.ui_days + plan.chain_days if past else 0, table_days])
         results["seed"] = ws.seed(replace(sizes, days=most))
         print(f"  seeded the source: {results['seed']}")
     runs = run_side_by_side(ws, sizes, names, args)
@@ -199,6 +214,14 @@ def measure(ws: Workspace, sizes: Sizes, names: list[str], args: argparse.Namesp
             part.close()
     if scale:
         results["scale"] = run_scale(ws, sizes, args)
+    if table_days:
+        from . import published_tables
+
+        results[TABLES_KEY] = published_tables.measure(ws, replace(sizes, days=table_days), args.tables_reps,
+                                                       args.timeout, seed=False)
+        t = results[TABLES_KEY]
+        print(f"  published tables at {table_days} d: on/off wall {t['wall_ratio']}, CPU {t['cpu_ratio']}; "
+              f"publish -> visible {t['latency']}; days missing {t['days_missing']}")
     if not args.no_micro:
         from .micro import run_all
 
@@ -249,7 +272,9 @@ def main(argv: list[str] | None = None) -> int:
         write_report(results, DOC)
         print(f"bench: wrote {DOC.relative_to(REPO)} from {path}")
     celery_ok = [results[CELERY_KEY]["all_ok"] and results[CELERY_KEY]["revenue_agrees"]] if args.celery else []
-    verdicts = (results["checks_agree"], *scale_agree, *past_agree, *celery_ok)
+    tables_ok = [results[TABLES_KEY]["checks_agree"] and not results[TABLES_KEY]["days_missing"]] \
+        if results.get(TABLES_KEY) else []
+    verdicts = (results["checks_agree"], *scale_agree, *past_agree, *celery_ok, *tables_ok)
     return 0 if all(a in (True, None) for a in verdicts) else 1
 
 

@@ -17,7 +17,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import dagster as dg
 
@@ -141,9 +141,9 @@ class OursStack:
 
 
 @contextmanager
-def ours_stack(base: Path, source_url: str, max_active: int) -> Iterator[OursStack]:
+def ours_stack(base: Path, source_url: str, max_active: int, **extra_env: str) -> Iterator[OursStack]:
     home = make_home(base / "home", max_active)
-    env = dagster_env(home, source_url)
+    env = dagster_env(home, source_url, **extra_env)
     argv = daemon_argv(CODE_LOCATION_MODULE)
     # Create the instance's SQLite storage before the daemon opens it: two processes migrating a fresh home at
     # once leave two alembic heads and one of them fails (seen in the bench smoke test under `make test`).
@@ -164,10 +164,12 @@ def first_run_figures(records: list, created: Created) -> dict:
     }
 
 
-def run(ws: Workspace, sizes: Sizes, contender: str, timeout: float) -> Outcome:
-    """O (one interval per run) or B (the default request path, chunk runs)."""
+def run(ws: Workspace, sizes: Sizes, contender: str, timeout: float, extra_env: dict[str, str] | None = None,
+        after: Callable[[OursStack, Created], dict] | None = None) -> Outcome:
+    """O (one interval per run) or B (the default request path, chunk runs). ``extra_env``: settings of the daemon
+    and the CLI beyond the bench's; ``after``: more details, read from the stack once the request is closed."""
     base = ws.dir(contender)
-    with ours_stack(base, ws.source_url, sizes.max_active) as stack:
+    with ours_stack(base, ws.source_url, sizes.max_active, **(extra_env or {})) as stack:
         mode = FIXED_K if contender == "O" else cli_batching_mode(stack.env)
         partitions = partitions_argv(mode, 1 if contender == "O" else sizes.partitions_per_run)
         argv = request_argv(ASSETS, sizes.first, sizes.last, "--reprocess", "completed", "--max-active",
@@ -191,6 +193,7 @@ def run(ws: Workspace, sizes: Sizes, contender: str, timeout: float) -> Outcome:
             "breakdown": run_breakdown(stack.instance, records, sizes.max_active),
             "sensor_ticks": tick_breakdown(stack.instance, (DRIVER_SENSOR, PROPAGATION_SENSOR, ADOPTION_SENSOR),
                                            created.invoked),
+            **(after(stack, created) if after is not None else {}),
         }
     k = record.spec.partitions_per_run
     title = "ours, one interval per run" if contender == "O" else f"ours, default request path (K={k}, {mode})"

@@ -17,7 +17,8 @@ pytestmark = pytest.mark.release
 def test_benchmark_runs_at_tiny_sizes_and_contenders_agree(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "bench.run", "--days", "2", "--orders-per-day", "30", "--only", "F,B", "--reps", "1",
-         "--no-past", "--no-micro", "--no-doc", "--results-dir", str(tmp_path)],
+         "--no-past", "--no-micro", "--no-doc", "--tables-days", "2", "--tables-reps", "1",
+         "--results-dir", str(tmp_path)],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -31,6 +32,13 @@ def test_benchmark_runs_at_tiny_sizes_and_contenders_agree(tmp_path):
     assert [o["rep"] for o in results["repetitions"]["F"]] == [0]
     assert results["contenders"]["B"]["reps"]["n"] == 1
     assert results["contenders"]["B"]["details"]["daemon_command"].startswith("backfill-assets-daemon run -m ")
+    # The published tables' cost: B with the Iceberg tables on and off; the table holds every published day and a
+    # reader of it (pyiceberg) sees the same revenue as the catalog.
+    tables = results["published_tables"]
+    assert tables["checks_agree"] is True and tables["days_missing"] == 0 and tables["lost_commits"] == 0
+    assert tables["modes"]["on"]["status"] == ["completed"] and tables["modes"]["off"]["status"] == ["completed"]
+    assert tables["latency"]["n"] == tables["publishes_per_run"] == 2 * 3
+    assert tables["wall_ratio"] > 0
 
 
 def test_the_depends_on_past_measurement_of_ours_runs_at_tiny_sizes(tmp_path):

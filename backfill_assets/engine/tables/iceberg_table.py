@@ -42,6 +42,8 @@ VERSIONS_PROPERTY = "backfill-assets.versions"
 REQUESTS_PROPERTY = "backfill-assets.requests"
 ACTIONS_PROPERTY = "backfill-assets.actions"
 DAYS_PROPERTY = "backfill-assets.days"
+# Commits this sync lost to other writers before this one (each planned again from the winner's table).
+LOST_COMMITS_PROPERTY = "backfill-assets.lost-commits"
 PROPERTY_MAX_CHARS = 8000
 # Lost commits planned again before giving up (the next sync converges anyway).
 MAX_COMMIT_TRIES = 8
@@ -132,7 +134,7 @@ class IcebergTables:
                 self._create(asset, changes)
                 continue
             try:
-                _commit(table, changes)
+                _commit(table, changes, conflicts)
             except CommitFailedException:
                 conflicts += 1  # another writer committed first: plan again from its position
                 time.sleep(0.05 * conflicts)
@@ -241,7 +243,7 @@ def _file_schema(version: Version) -> Any:
     return schema.remove_metadata()
 
 
-def _commit(table: Table, changes: PointerChanges) -> None:
+def _commit(table: Table, changes: PointerChanges, lost_commits: int) -> None:
     """Switch every changed day in one snapshot: its current files out, its new file in."""
     from pyiceberg.expressions import In
     from pyiceberg.io.pyarrow import parquet_file_to_data_file
@@ -251,7 +253,7 @@ def _commit(table: Table, changes: PointerChanges) -> None:
         _evolve_schema(tx, changes)
         old_files = [task.file for task in table.scan(row_filter=In(DAY_COLUMN, days)).plan_files()] \
             if table.current_snapshot() is not None else []
-        with tx.update_snapshot(snapshot_properties=_summary(changes)).overwrite() as overwrite:
+        with tx.update_snapshot(snapshot_properties=_summary(changes, lost_commits)).overwrite() as overwrite:
             for data_file in old_files:
                 overwrite.delete_data_file(data_file)
             for version in changes.days.values():
@@ -273,13 +275,14 @@ def _evolve_schema(tx: Any, changes: PointerChanges) -> None:
             names |= set(schema.names)
 
 
-def _summary(changes: PointerChanges) -> dict[str, str]:
+def _summary(changes: PointerChanges, lost_commits: int) -> dict[str, str]:
     return {
         SEQ_PROPERTY: str(changes.seq),
         VERSIONS_PROPERTY: _clip(",".join(v.version_id for v in changes.days.values())),
         REQUESTS_PROPERTY: _clip(",".join(changes.requests)),
         ACTIONS_PROPERTY: ",".join(changes.actions),
         DAYS_PROPERTY: str(len(changes.days)),
+        LOST_COMMITS_PROPERTY: str(lost_commits),
     }
 
 
