@@ -14,6 +14,8 @@ from backfill_assets.cli import cli
 from backfill_assets.engine.model.settings import ENV_PUBLISHED_TABLES
 from backfill_assets.engine.store.storage import DAY_COLUMN
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.integration.assets import table_sync
+from tests.integration.driver_harness import drive
 from tests.orders import run_partitions
 
 DAY, NEXT = "2022-09-01", "2022-09-02"
@@ -48,6 +50,21 @@ def test_a_step_publishes_into_the_iceberg_table_and_tables_says_in_line(env):
     assert result.exit_code == 0, result.output
     lags = {row["table"]: row for row in json.loads(result.output)}
     assert lags[f"published.{DAILY_REVENUE}"]["in_line"] and lags[f"published.{DAILY_REVENUE}"]["days_behind"] == []
+
+
+def test_a_long_chunk_step_shows_its_days_in_the_table_as_it_goes(env, monkeypatch):
+    """A chunk step syncs every SYNC_EVERY_S as well as at its end: with the interval at 0, each day of a 3-day chunk
+    reaches the table before the next is gated (one snapshot per day, each holding one more day)."""
+    monkeypatch.setattr(table_sync, "SYNC_EVERY_S", 0.0)
+    days = [DAY, NEXT, "2022-09-03"]
+    rid = invoke("request", "create", "--assets", RAW_ORDERS, "--from", days[0], "--to", days[-1],
+                 "--partitions-per-run", "3", "--max-active", "1", "--json")
+    assert rid.exit_code == 0, rid.output
+    assert len(drive(env, json.loads(rid.output)["request_id"])) == 1  # one chunk run
+    table = iceberg_table(env, RAW_ORDERS)
+    held = [len({r[DAY_COLUMN] for r in table.scan(snapshot_id=s.snapshot_id).to_arrow().to_pylist()})
+            for s in sorted(table.snapshots(), key=lambda s: s.sequence_number)]
+    assert held == [1, 2, 3]
 
 
 def test_a_table_left_behind_is_reported_then_brought_in_line_by_tables_sync(env, monkeypatch):

@@ -25,7 +25,7 @@ from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.integration.assets.dashboard import day_events
 from backfill_assets.integration.assets.gated import gate_one
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
-from backfill_assets.integration.assets.table_sync import sync_tables_after_step
+from backfill_assets.integration.assets.table_sync import StepTableSync
 from backfill_assets.integration.assets.user_config import step_config, with_user_fields
 from backfill_assets.integration.resources import BACKFILL_RESOURCE
 from backfill_assets.integration.runs.dagster_adapter import report_materialization_planned
@@ -148,11 +148,12 @@ def build_chunk_op(
         if context.run.root_run_id:
             context.log.info(f"{spec.name}: computed under logical run {run_ids[spec.name]}")
         planned = planned_days(context.run.run_config, graph)
+        tables = StepTableSync(context.log, backfill, spec.name)
         try:
             yield from _gate_days(context, graph, spec, backfill, catalog, run_ids, planned, days, user_config,
-                                  upstream_in_chunk)
+                                  upstream_in_chunk, tables)
         finally:
-            sync_tables_after_step(context.log, backfill, [spec.name])  # the chunk's days in one commit
+            tables.final()  # what is left of the chunk's days, in one commit
 
     return _chunk_op
 
@@ -168,11 +169,14 @@ def _gate_days(
     days: list[str],
     user_config: Any,
     upstream_in_chunk: list[str],
+    tables: StepTableSync,
 ):
     """Gate the chunk's days in turn; a depends-on-past asset stops at the first day it does not publish."""
     for n, key in enumerate(days):
         published = yield from _gate_day(context, graph, spec, backfill, catalog, run_ids, planned, key,
                                          user_config, upstream_in_chunk, n == 0)
+        if days[n + 1:]:
+            tables.tick()
         if spec.depends_on_past and not published and days[n + 1:]:
             # Airflow's depends_on_past: a later day would read a previous day this request did not publish.
             later = days[n + 1:]

@@ -1,10 +1,12 @@
 """A step's last act: the published tables of the assets it published brought in line with the pointers, so a
 reader of the table sees a day the moment the step is done with it (the days a batched step published, in one
-commit). A table that cannot be synced is a warning in the step's log, never a failed step: the pointer already
+commit). A long chunk step also syncs as it goes, at most every ``SYNC_EVERY_S``, so its first days do not wait for
+its last. A table that cannot be synced is a warning in the step's log, never a failed step: the pointer already
 moved, and the daemon's next pass (or ``backfill-assets tables sync``) converges."""
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Iterable
 
 import dagster as dg
@@ -26,6 +28,28 @@ def publishing_catalog(backfill: BackfillResource) -> tuple[Catalog, list[Callab
         return catalog, []
     tables.join_publishes(catalog)
     return catalog, tables.preparers()
+
+
+# One commit per asset costs ~0.1 s at the median: every 5 s keeps a chunk's publish -> visible in the table near 5 s
+# for about 2 % more work (one commit per step measured 7.7 s p50 and 28 s p99 at 365 days, bench.published_tables).
+SYNC_EVERY_S = 5.0
+
+
+class StepTableSync:
+    """The table syncs of one step: ``tick()`` after each day (a sync when ``SYNC_EVERY_S`` have passed since the
+    step began or last synced), ``final()`` once at its end."""
+
+    def __init__(self, log: dg.DagsterLogManager, backfill: BackfillResource, asset: str):
+        self.log, self.backfill, self.asset = log, backfill, asset
+        self.last = time.monotonic()
+
+    def tick(self) -> None:
+        if time.monotonic() - self.last >= SYNC_EVERY_S:
+            self.final()
+
+    def final(self) -> None:
+        sync_tables_after_step(self.log, self.backfill, [self.asset])
+        self.last = time.monotonic()
 
 
 def sync_tables_after_step(log: dg.DagsterLogManager, backfill: BackfillResource, assets: Iterable[str]) -> None:
