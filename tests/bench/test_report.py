@@ -289,3 +289,30 @@ def test_the_scale_curve_runs_f_and_b_at_every_size_o_and_airflow_to_120_days_na
     assert scale_contenders(parse_args(["--only", "O,A", "--scale", "10"]), 10) == ["A", "O"]
     with pytest.raises(SystemExit):
         parse_args(["--scale", "0,10"])
+
+
+def tables_result(wall_ratio: float) -> dict:
+    mode = {"wall_s": 100.0, "cpu_s": 150.0, "peak_rss_mb": 1800.0, "wall_s_each": [99.0, 101.0],
+            "cpu_s_each": [149.0, 151.0], "status": ["completed"]}
+    return {"sizes": {"days": 365, "first_day": "2022-09-01", "last_day": "2023-08-31", "orders_per_day": 20_000},
+            "reps": 2, "modes": {"on": mode, "off": mode}, "wall_ratio": wall_ratio, "cpu_ratio": 1.05,
+            "latency": {"n": 2190, "p50_ms": 2230.0, "p90_ms": 4450.0, "p99_ms": 5070.0, "max_ms": 5330.0},
+            "snapshots_per_run": 34, "publishes_per_run": 1095, "lost_commits": 0, "days_missing": 0,
+            "check": CHECK, "checks_agree": True}
+
+
+def test_the_published_tables_cost_is_judged_from_this_run_else_from_the_newest_stored_one(results, tmp_path):
+    from bench.published_tables_report import KEY, section_for, target_row
+
+    with_run = {**results, KEY: tables_result(1.2)}
+    assert target_row(with_run, tmp_path)[2:] == ["", 1.2, "≤ 1.1", "**missed**"]
+    text = "\n".join(section_for(with_run, tmp_path))
+    assert "p50 **2.23 s**" in text and "p99 **5.07 s**" in text and "Not measured in the run above" not in text
+
+    assert target_row(results, tmp_path)[3:] == [None, "≤ 1.1", "not measured"] and section_for(results, tmp_path) == []
+    stored = tmp_path / f"20261205T000000Z-{KEY}.json"
+    stored.write_text(json.dumps({"stamp": "20261205T000000Z", "command": "python -m bench.published_tables",
+                                  KEY: tables_result(1.04)}))
+    assert target_row(results, tmp_path)[2:] == [f"stored run `{stored.stem}`", 1.04, "≤ 1.1", "met"]
+    assert "Not measured in the run above: `python -m bench.published_tables` on 2026-12-05" in "\n".join(
+        section_for(results, tmp_path))
