@@ -79,11 +79,18 @@ if TYPE_CHECKING:
         gated_asset,
         side_effect_asset,
     )
+    from backfill_assets.integration.assets.partitions import (
+        daily_partitions_for,
+    )
     from backfill_assets.integration.external import (
         run_external,
     )
     from backfill_assets.integration.graphs import (
         graph_of,
+    )
+    from backfill_assets.integration.published_io import (
+        PUBLISHED_IO_MANAGER,
+        PublishedDataIOManager,
     )
     from backfill_assets.integration.resources import (
         BackfillResource,
@@ -144,6 +151,9 @@ _PUBLIC = {
     "side_effect_asset": "backfill_assets.integration.api",
     "backfill_definitions": "backfill_assets.integration.api",
     "graph_of": "backfill_assets.integration.graphs",
+    "daily_partitions_for": "backfill_assets.integration.assets.partitions",
+    "PUBLISHED_IO_MANAGER": "backfill_assets.integration.published_io",
+    "PublishedDataIOManager": "backfill_assets.integration.published_io",
     "run_external": "backfill_assets.integration.external",
     "BackfillResource": "backfill_assets.integration.resources",
     "Backfills": "backfill_assets.service",
@@ -184,8 +194,10 @@ __all__ = [
     "NotAuthorized",
     "NotFound",
     "Order",
+    "PUBLISHED_IO_MANAGER",
     "PlanError",
     "PublishConflict",
+    "PublishedDataIOManager",
     "RefusedField",
     "ReprocessPolicy",
     "RequestInput",
@@ -199,6 +211,7 @@ __all__ = [
     "UnsafeName",
     "audit",
     "backfill_definitions",
+    "daily_partitions_for",
     "gated_asset",
     "graph_of",
     "matches_schema",

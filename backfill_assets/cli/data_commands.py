@@ -8,13 +8,12 @@ from types import SimpleNamespace
 
 import click
 
-from backfill_assets.engine.model.errors import InvalidInput, NotFound
+from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import DeclaredAsset
 from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import in_zone, utc_now
 from backfill_assets.engine.model.logical_run import differences
 from backfill_assets.engine.model.request_input import MAX_SEED_ROWS_PER_DAY, seed_days
-from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.engine_refs import EngineRefs
 from backfill_assets.engine.store.outbox import deliveries
 from backfill_assets.engine.store.tries import cell_tries
@@ -198,19 +197,8 @@ def read(
     """
     validate_cell(app, asset, partition)
     validate_text(reader, "--reader", 120)
-    catalog = app.catalog()
-    if version_id is None:
-        version = catalog.current(asset, partition)
-        if version is None:
-            raise NotFound(f"{asset} {partition} has no published version")
-    else:
-        version = catalog.get(version_id)
-        if (version.asset, version.partition_key) != (asset, partition):
-            raise InvalidInput(f"version {version_id} is not a version of {asset} {partition}")
-        if VersionState(version.state) not in VERIFIED:
-            raise InvalidInput(f"version {version_id} is {version.state}; only verified versions can be read")
-    frame = app.warehouse().read_version(version)
-    catalog.record_external_read(reader, version)
+    done = app.service().read(asset, partition, reader=reader, version_id=version_id)
+    version, frame = done.version, done.frame
     if as_json:
         records = json.loads(frame.to_json(orient="records", date_format="iso"))
         identity = {k: getattr(version, k) for k in ("version_id", "asset", "partition_key", "sha256", "rows")}

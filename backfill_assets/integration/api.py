@@ -33,13 +33,16 @@ from backfill_assets.engine.model.intervals import BusinessCalendar, utc_now
 from backfill_assets.engine.model.request_model import CONF_KEYS
 from backfill_assets.engine.plan.catchup import CatchupSettings
 from backfill_assets.engine.wap.audit import Audit
+from backfill_assets.engine.wap.frames import check_return_annotation
 from backfill_assets.integration.assets.chunks import build_chunk_job
 from backfill_assets.integration.assets.gated import build_gated_asset
 from backfill_assets.integration.assets.side_effects import KEY_ARG, PAYLOAD_ARG, build_side_effect_asset
 from backfill_assets.integration.assets.user_config import declare_config
 from backfill_assets.integration.graphs import register_graph
-from backfill_assets.integration.jobs import backfill_job, production_job
+from backfill_assets.integration.jobs import build_backfill_job, build_production_job
 from backfill_assets.integration.operation_jobs import build_operation_jobs
+from backfill_assets.integration.partitioning import check_partitioning
+from backfill_assets.integration.published_io import PUBLISHED_IO_MANAGER, PublishedDataIOManager
 from backfill_assets.integration.request_jobs import build_clear_job, build_report_job, build_request_job
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.sensors.adoption import build_adoption_sensor
@@ -69,7 +72,7 @@ class BackfillAsset:
         return self.spec.name
 
 
-Dep = str | BackfillAsset
+Dep = str | BackfillAsset | dg.AssetKey | dg.AssetsDefinition | dg.AssetSpec
 
 
 def gated_asset(
@@ -90,6 +93,7 @@ def gated_asset(
     parallel_days: bool = True,
     pool: str | None = None,
     target: str | None = None,
+    partitions_def: object = None,
 ) -> Callable[[Callable[..., Any]], BackfillAsset]:
     """A daily-partitioned data asset whose every run writes a new version, audits it and publishes it only if
     every audit passes.
@@ -106,6 +110,9 @@ def gated_asset(
     any resource of the code location; it returns a DataFrame. ``fingerprint`` (same parameters) digests a
     source-reading asset's source interval, so reconcile can tell whether a recomputation would read the same.
 
+    The transform returns a pandas DataFrame, a pyarrow Table or a polars DataFrame. ``partitions_def`` exists only
+    to be refused with the way forward: a gated asset's partitions are the days of ``calendar`` (docs/ASSETS.md).
+
     ``pool``: the Dagster pool the step waits in (its limit: ``dagster instance concurrency set POOL N``, or the
     instance's ``pools.default_limit``); without one a root asset waits in ``source_system`` and any other asset
     in none. ``target``: the write target (e.g. a warehouse) whose quota the step shares: at most
@@ -114,7 +121,10 @@ def gated_asset(
 
     def decorate(transform: Callable[..., Any]) -> BackfillAsset:
         asset_name = validate_asset_name(name or transform.__name__)
-        upstream = tuple(_dep_name(d) for d in deps)
+        check_partitioning(asset_name, calendar, partitions_def)
+        check_return_annotation(asset_name, transform)
+        upstream = tuple(_dep_name(d) for d in deps if not _is_ordinary(d))
+        external = _ordinary_deps(asset_name, deps, parameter_names(transform))
         _check_audits(asset_name, audits)
         if "previous" in parameter_names(transform) and not depends_on_past:
             raise InvalidInput(f"{asset_name}: only a depends_on_past asset gets `previous`")
@@ -137,6 +147,7 @@ def gated_asset(
             **_declared_pace(asset_name, order, parallel_days, depends_on_past),
             pool=None if pool is None else validate_gate_name(pool, "pool", asset_name),
             target=None if target is None else validate_gate_name(target, "target", asset_name),
+            external_upstream=external,
         )
         return BackfillAsset(spec, calendar, config)
 
@@ -196,6 +207,7 @@ def side_effect_asset(
 
     def decorate(payload: Callable[..., Any]) -> BackfillAsset:
         asset_name = validate_asset_name(name or payload.__name__)
+        check_partitioning(asset_name, calendar, None)
         upstream = tuple(_dep_name(d) for d in deps)
         if not upstream:
             raise InvalidInput(f"{asset_name}: a side-effect asset acts on published data; name its deps")
@@ -259,7 +271,10 @@ def backfill_definitions(
         raise InvalidInput(f"clock must be a callable returning the current time, not {type(clock).__name__}")
     backfill = backfill or BackfillResource()
     clock = clock or utc_now
-    production_sensor = build_production_sensor(graph, CatchupSettings(catchup, production_start), clock, backfill)
+    production_job, backfill_job = build_production_job(graph.names), build_backfill_job(graph.names)
+    production_sensor = build_production_sensor(
+        graph, CatchupSettings(catchup, production_start), production_job, clock, backfill
+    )
     resources = _checked_resources(graph, dict(resources or {}), backfill)
     built = [
         build_side_effect_asset(spec, graph, clock)
@@ -287,7 +302,8 @@ def backfill_definitions(
             build_gc_sensor(graph, backfill),
             build_tables_sensor(graph, backfill),
         ],
-        resources={BACKFILL_RESOURCE: backfill, **resources},
+        resources={BACKFILL_RESOURCE: backfill, PUBLISHED_IO_MANAGER: PublishedDataIOManager(graph, backfill),
+                   **resources},
         executor=executor,
     )
     register_graph(built, graph)
@@ -298,6 +314,9 @@ def _checked_resources(graph: AssetGraph, resources: dict[str, Any], backfill: B
     """The code location's own resources, every one a callable asks for among them; the write targets' limits."""
     if BACKFILL_RESOURCE in resources:
         raise InvalidInput(f"resource key {BACKFILL_RESOURCE!r} is the library's own; pass it as backfill=")
+    if PUBLISHED_IO_MANAGER in resources:
+        raise InvalidInput(f"resource key {PUBLISHED_IO_MANAGER!r} is the library's own (the IO manager ordinary "
+                           "assets read published days through)")
     missing = sorted({r for spec in graph for r in spec.resources} - set(resources))
     if missing:
         users = {r: [s.name for s in graph if r in s.resources] for r in missing}
@@ -324,12 +343,51 @@ def asset_graph(
         raise InvalidInput("backfill_definitions needs at least one asset")
     for item in declared:
         if not isinstance(item, BackfillAsset):
-            raise InvalidInput(f"{item!r} was not declared with @gated_asset or @side_effect_asset")
+            raise InvalidInput(_not_ours(item))
     calendars = {item.calendar for item in declared}
     if len(calendars) > 1:
         raise InvalidInput("every asset of one code location must share one BusinessCalendar: "
-                           + ", ".join(f"{c.tz_name} from {c.first_day}" for c in calendars))
+                           + ", ".join(f"{c.tz_name} from {c.first_day}" for c in calendars)
+                           + "; assets of another timezone go in a second code location (their own "
+                           "backfill_definitions in their own module, listed in workspace.yaml)")
     return AssetGraph(declared[0].calendar, [item.spec for item in declared], access, cleanup)
+
+
+def _not_ours(item: object) -> str:
+    """Why ``item`` is refused in ``assets=[...]``, named as the user named it, with the way to keep it."""
+    if isinstance(item, (dg.AssetsDefinition, dg.AssetSpec)):
+        keys = item.keys if isinstance(item, dg.AssetsDefinition) else [item.key]
+        named = ", ".join(k.to_user_string() for k in keys)
+        return (f"asset {named} is an ordinary Dagster asset, not a gated one: keep it beside the gated assets with "
+                f"defs = dg.Definitions.merge(backfill_definitions(assets=[...gated...]), "
+                f"dg.Definitions(assets=[{named}]))")
+    name = getattr(item, "__name__", None) or type(item).__name__
+    return (f"{name} was not declared with @gated_asset or @side_effect_asset; backfill_definitions(assets=[...]) "
+            "takes only those (ordinary assets go in dg.Definitions.merge)")
+
+
+def _is_ordinary(dep: object) -> bool:
+    return isinstance(dep, (dg.AssetKey, dg.AssetsDefinition, dg.AssetSpec))
+
+
+def _ordinary_deps(asset: str, deps: Sequence[Dep], parameters: Sequence[str]) -> tuple[str, ...]:
+    """The keys of the ordinary Dagster assets in ``deps``: ordering dependencies, whose data the library does not
+    version, so a transform cannot take one as a parameter (it would read unaudited, unpinned data)."""
+    keys: list[dg.AssetKey] = []
+    for dep in deps:
+        if isinstance(dep, dg.AssetKey):
+            keys.append(dep)
+        elif isinstance(dep, dg.AssetSpec):
+            keys.append(dep.key)
+        elif isinstance(dep, dg.AssetsDefinition):
+            keys.extend(dep.keys)
+    for key in keys:
+        if key.path[-1] in parameters:
+            raise InvalidInput(
+                f"{asset}: {key.to_user_string()} is an ordinary Dagster asset, an ordering dependency whose data is "
+                f"not versioned; read it in the transform through a resource, not as the parameter {key.path[-1]!r}"
+            )
+    return tuple(dict.fromkeys(k.to_user_string() for k in keys))
 
 
 def _dep_name(dep: Dep) -> str:
@@ -337,7 +395,8 @@ def _dep_name(dep: Dep) -> str:
         return dep.name
     if isinstance(dep, str):
         return validate_asset_name(dep)
-    raise InvalidInput(f"deps must name assets (str) or be declared assets, not {type(dep).__name__}")
+    raise InvalidInput(f"deps must name gated assets (str), be declared assets, or ordinary Dagster assets (their "
+                       f"AssetKey or object), not {type(dep).__name__}")
 
 
 def _resources(

@@ -44,7 +44,7 @@ from .records import (
     RequestSummary,
     Resumed,
 )
-from .versions import PointerChange, SkipMarks, Traced
+from .versions import PointerChange, PublishedRead, SkipMarks, Traced
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -226,6 +226,14 @@ class Backfills:
         """The version readers and downstream assets see for the day (the current pointer), or None."""
         versions.require_cell(self.context, asset, partition_key)
         return self.catalog.current(asset, partition_key)
+
+    def read(
+        self, asset: str, partition_key: str, reader: str = "python", version_id: str | None = None,
+        run_id: str | None = None,
+    ) -> PublishedRead:
+        """The day's published data (or the verified ``version_id``'s), its files checked, the read recorded under
+        ``reader`` (and ``run_id``) so ``rollback`` lists it among the consumers."""
+        return versions.read(self.context, asset, partition_key, reader, version_id, run_id)
 
     def versions(self, asset: str, partition_key: str) -> list[Version]:
         """Every version of the day, oldest first: published, rejected, superseded, rolled back, in flight."""

@@ -23,9 +23,11 @@ PINNED = [
     "FLOAT", "INT",
     "IllegalTransition", "IntegrityError", "Interval", "InvalidField", "InvalidInput",
     "ManifestMismatch", "NotAuthorized", "NotFound",
-    "Order", "PlanError", "PublishConflict", "RefusedField", "ReprocessPolicy", "RequestInput", "RequestSource",
+    "Order", "PUBLISHED_IO_MANAGER", "PlanError", "PublishConflict", "PublishedDataIOManager",
+    "RefusedField", "ReprocessPolicy", "RequestInput", "RequestSource",
     "RunContext", "STRING", "Settings", "StorageError", "TIMESTAMP", "TargetBusy", "UnsafeName", "audit",
-    "backfill_definitions", "gated_asset", "graph_of", "matches_schema", "not_empty", "retry_transient", "row_count",
+    "backfill_definitions", "daily_partitions_for",
+    "gated_asset", "graph_of", "matches_schema", "not_empty", "retry_transient", "row_count",
     "run_external", "side_effect_asset", "sql_engine", "totals_match", "unique_key",
 ]
 PACKAGE = Path(backfill_assets.__file__).parent

@@ -7,6 +7,7 @@ all receive that graph. Plain Python: the callables are the user's transform, au
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import sys
 from dataclasses import dataclass, field
@@ -19,6 +20,9 @@ from backfill_assets.engine.model.errors import InvalidInput, quoted
 from backfill_assets.engine.model.intervals import BusinessCalendar
 
 STRING, FLOAT, INT, TIMESTAMP, BOOL = "string", "float", "int", "timestamp", "bool"
+
+# What a version records for an input whose data this library does not version (an ordinary Dagster asset).
+NOT_VERSIONED = "not versioned"
 
 # Names a transform, audit or hook may ask for besides its upstream assets and resources.
 INTERVAL_ARG = "interval"
@@ -60,6 +64,9 @@ class DeclaredAsset:
     # its place in the graph) and the write target whose quota it shares (None: no quota).
     pool: str | None = None
     target: str | None = None
+    # Ordinary (not gated) assets this one runs after, by key ("raw/events"): an ordering dependency whose data is
+    # not versioned here; its versions' inputs record them as NOT_VERSIONED.
+    external_upstream: tuple[str, ...] = ()
 
     @property
     def is_data_asset(self) -> bool:
@@ -86,7 +93,7 @@ class AssetGraph:
         for spec in given:
             for upstream in spec.upstream:
                 if upstream not in by_name:
-                    raise InvalidInput(f"{spec.name} reads {upstream!r}, which is not an asset of this graph")
+                    raise InvalidInput(_unknown_upstream(spec.name, upstream, list(by_name)))
                 if by_name[upstream].side_effect:
                     raise InvalidInput(f"{spec.name} reads side-effect asset {upstream}, which has no data")
         self._specs = {name: by_name[name] for name in _topological_names(given)}
@@ -204,6 +211,15 @@ def call_with(fn: Callable[..., Any], available: Mapping[str, Any], what: str) -
                 f"(available: {', '.join(sorted(available))})"
             )
     return fn(**kwargs)
+
+
+def _unknown_upstream(asset: str, upstream: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(upstream, known, n=1)
+    if close:
+        return f"{asset} reads {upstream!r}, which is not an asset of this graph; did you mean {close[0]!r}?"
+    return (f"{asset} reads {upstream!r}, which is not a gated asset of this code location; an ordinary Dagster asset "
+            f"goes in deps by its key or object (deps=[dg.AssetKey({upstream!r})]): an ordering dependency whose "
+            "data the transform reads through a resource")
 
 
 def parameter_names(fn: Callable[..., Any] | None) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from typing import AbstractSet, Any, Callable, Iterable
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell, CellOrigin, SkipKind
 from backfill_assets.engine.model.errors import ManifestMismatch
-from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.graph import NOT_VERSIONED, AssetGraph
 from backfill_assets.engine.model.overrides import Override, OverrideAction
 from backfill_assets.engine.model.states import IN_PROGRESS, VersionState
 from backfill_assets.engine.plan.reconcile_downstream import affected_downstream_report
@@ -130,7 +130,10 @@ def recomputed_on_current_upstream(version: Version, replaced: Version | None) -
         return None
     if version.input_versions != replaced.input_versions:
         return True
+    # An ordinary Dagster asset's data is read like a source's: nothing says whether it changed but a fingerprint.
+    unversioned = NOT_VERSIONED in version.input_versions.values()
     reads_source = bool(version.source_fingerprint or replaced.source_fingerprint) or not version.input_versions
+    reads_source = reads_source or unversioned
     if not reads_source:
         return False
     if not version.source_fingerprint or not replaced.source_fingerprint:

@@ -38,11 +38,14 @@ class ReadLog:
                 ],
             )
 
-    def record_external_read(self, reader: str, version: Version) -> None:
+    def record_external_read(self, reader: str, version: Version, run_id: str | None = None) -> None:
+        """A read by something that writes no version: ``reader`` is its label (``cli``, a plain Dagster asset's
+        ``asset:<key>``), ``run_id`` its Dagster run when it has one; ``rollback`` lists it among the consumers."""
         with begin(self.engine) as conn:
             conn.execute(
                 reads.insert().values(
                     consumer=f"external:{reader}",
+                    consumer_run_id=run_id,
                     upstream_asset=version.asset,
                     upstream_partition=version.partition_key,
                     upstream_version_id=version.version_id,

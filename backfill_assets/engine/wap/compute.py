@@ -10,6 +10,7 @@ import pandas as pd
 from backfill_assets.engine.model.asset_config import CONFIG_ARG
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import INTERVAL_ARG, PREVIOUS_ARG, RUN_ARG, AssetGraph, call_with
+from backfill_assets.engine.wap.frames import as_pandas
 from backfill_assets.engine.wap.gate import Gate, NotPublished
 from backfill_assets.engine.wap.run_context import run_context_of
 
@@ -53,10 +54,6 @@ def compute(gate: Gate, graph: AssetGraph, resources: Mapping[str, Any], config:
         fingerprint = str(call_with(spec.fingerprint, available, f"fingerprint of {spec.name}"))
     if spec.transform is None:
         raise InvalidInput(f"{spec.name} has no transform")
-    frame = call_with(spec.transform, available, f"transform of {spec.name}")
-    if not isinstance(frame, pd.DataFrame):
-        raise InvalidInput(
-            f"{spec.name} {calendar.interval(key).label}: the transform returned {type(frame).__name__}, "
-            "not a DataFrame"
-        )
+    returned = call_with(spec.transform, available, f"transform of {spec.name}")
+    frame = as_pandas(returned, f"{spec.name} {calendar.interval(key).label}")
     return Computed(frame, available, fingerprint)

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pandas as pd
 
 from backfill_assets.engine.model.errors import BackfillError, NotFound, PublishConflict
-from backfill_assets.engine.model.graph import DeclaredAsset
+from backfill_assets.engine.model.graph import NOT_VERSIONED, DeclaredAsset
 from backfill_assets.engine.model.identity import RunIdentity
 from backfill_assets.engine.model.states import IN_PROGRESS, VERIFIED, VersionState
 from backfill_assets.engine.store.catalog import Catalog, PointerMove, Version
@@ -128,6 +128,9 @@ class Gate:
             self.spec.name, self.identity.partition_key, self.identity.logical_run_id, self.attempt_no
         )
         input_versions = {f"{v.asset}/{v.partition_key}": v.version_id for v in self.inputs}
+        input_versions.update(
+            {f"{key}/{self.identity.partition_key}": NOT_VERSIONED for key in self.spec.external_upstream}
+        )
         self.written = self.warehouse.write(
             directory,
             frame,

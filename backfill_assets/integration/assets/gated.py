@@ -38,6 +38,7 @@ from backfill_assets.integration.assets.redelivery import refuse_after_lost_work
 from backfill_assets.integration.assets.table_sync import publishing_catalog, sync_tables_after_step
 from backfill_assets.integration.assets.user_config import StepConfig, step_config, with_user_fields
 from backfill_assets.integration.lineage import lineage_observers
+from backfill_assets.integration.published_io import PUBLISHED_IO_MANAGER
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.runs.run_identity import identity_from_context, logical_run_for
 
@@ -296,7 +297,7 @@ def build_gated_asset(
             dg.AssetSpec(
                 spec.name,
                 description=spec.description,
-                deps=list(spec.upstream),
+                deps=[*spec.upstream, *(dg.AssetKey.from_user_string(k) for k in spec.external_upstream)],
                 owners=list(spec.owners),
                 group_name=spec.group,
                 tags=asset_tags,
@@ -305,7 +306,8 @@ def build_gated_asset(
                 metadata={**_column_schema(spec), "backfill order": pace_description(spec)},
                 # A range run materializes partition by partition and never emits the output as a whole.
                 skippable=True,
-            )
+                # Ordinary downstream assets load the published days through it (integration/published_io.py).
+            ).with_io_manager_key(PUBLISHED_IO_MANAGER)
         ],
         check_specs=check_specs_for(spec, partitions_def),
         can_subset=True,

@@ -39,7 +39,7 @@ def adopt_and_track(
     adopted: list[str] = []
     closed: list[str] = []
     failed: list[str] = []
-    for info in list_backfills(instance, repository_def):
+    for info in list_backfills(instance, repository_def, library_assets=graph.names):
         request_id = adopted_request_id(info.backfill_id)
         try:
             newly_adopted, newly_closed = _adopt_and_track_one(graph, instance, catalog, adopting, loaded, info)

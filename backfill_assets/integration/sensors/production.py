@@ -21,7 +21,7 @@ from backfill_assets.engine.plan.catchup import (
     due_intervals,
     plan_production,
 )
-from backfill_assets.integration.jobs import PRODUCTION_JOB, production_job
+from backfill_assets.integration.jobs import PRODUCTION_JOB
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.cell_facts import production_facts
 from backfill_assets.integration.sensors.evaluation import SensorResource, evaluation_instance
@@ -48,10 +48,11 @@ def production_run_request(graph: AssetGraph, decision: IntervalDecision) -> dg.
 
 
 def build_production_sensor(
-    graph: AssetGraph, settings: CatchupSettings, clock: Callable[[], datetime] = utc_now,
-    backfill: BackfillResource | None = None,
+    graph: AssetGraph, settings: CatchupSettings, production_job: dg.UnresolvedAssetJobDefinition,
+    clock: Callable[[], datetime] = utc_now, backfill: BackfillResource | None = None,
 ) -> dg.SensorDefinition:
-    """The production trigger for ``graph``; ``clock`` is its "now" (tests move a fake one)."""
+    """The production trigger for ``graph``, launching ``production_job``; ``clock`` is its "now" (tests move a
+    fake one)."""
     resource = SensorResource(backfill)
     settings.check(graph.calendar)
     catchup = "every missed interval in order" if settings.catchup else "only the newest"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Collection
 
 import dagster as dg
 from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
@@ -31,13 +32,20 @@ class BackfillInfo:
 
 
 def list_backfills(
-    instance: dg.DagsterInstance, repository_def: dg.RepositoryDefinition, limit: int = 50
+    instance: dg.DagsterInstance, repository_def: dg.RepositoryDefinition, limit: int = 50,
+    library_assets: Collection[str] | None = None,
 ) -> list[BackfillInfo]:
+    """The partitioned backfills of this code location, each with its cells among ``library_assets`` (by default
+    every asset of the location): a backfill of a team's ordinary assets alone is none of the library's business,
+    and a mixed one is the library's for its own assets only."""
+    known = set(library_assets) if library_assets is not None else {
+        k.to_user_string() for k in repository_def.asset_graph.get_all_asset_keys()
+    }
     infos = []
     for backfill in instance.get_backfills(limit=limit):
-        cells = _cells(backfill, repository_def)
+        cells = _cells(backfill, repository_def, known)
         if cells is None:
-            continue  # not a partitioned backfill of this code location
+            continue  # not a partitioned backfill of this code location's library assets
         infos.append(
             BackfillInfo(
                 backfill_id=backfill.backfill_id,
@@ -55,8 +63,9 @@ def list_backfills(
     return infos
 
 
-def _cells(backfill: PartitionBackfill, repository_def: dg.RepositoryDefinition) -> list[tuple[str, str]] | None:
-    known = {k.to_user_string() for k in repository_def.asset_graph.get_all_asset_keys()}
+def _cells(
+    backfill: PartitionBackfill, repository_def: dg.RepositoryDefinition, known: set[str]
+) -> list[tuple[str, str]] | None:
     if backfill.is_asset_backfill:
         data = backfill.get_asset_backfill_data(repository_def.asset_graph)
         cells = [
