@@ -16,8 +16,8 @@ from rich.table import Table
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.request_input import RequestInput, parse_asset_list, parse_conf_text
 from backfill_assets.engine.store.pauses import status_text
-from backfill_assets.service.records import HEADLINE_COUNTS, headline_counts
 from backfill_assets.service import Backfills, CreatedRequest, Progress, RequestDetail, RequestPlan
+from backfill_assets.service.records import HEADLINE_COUNTS, headline_counts
 
 from .app import AppContext, cli, default_user, emit, json_option
 from .cell_tries import show_cell_tries

@@ -70,7 +70,8 @@ def test_rollback_that_nobody_read_says_so_in_a_sentence(env):
     result = invoke("rollback", DAILY_REVENUE, DAY, "--reason", "nobody read it")
     assert result.exit_code == 0, result.output
     last = result.output.strip().splitlines()[-1]
-    assert last == "No consumer (a downstream version or an external reader) read the rolled-back version.", result.output
+    said = "No consumer (a downstream version or an external reader) read the rolled-back version."
+    assert last == said, result.output
 
 
 def test_versions_of_a_side_effect_asset_lists_its_outbox_deliveries(env):

@@ -48,7 +48,7 @@ def test_list_and_show_count_a_failed_cell_as_failed_not_rejected(env):
     row = next(line for line in table.splitlines() if request_id in line)
     columns = [c.strip() for c in header.strip("┃│ ").split("┃")]
     values = [c.strip() for c in row.strip("┃│ ").split("│")]
-    by_column = dict(zip(columns, values))
+    by_column = dict(zip(columns, values, strict=True))
     assert (by_column["rejected"], by_column["failed"]) == ("0", "1"), table
     assert [c for c in HEADLINE_COUNTS if c != "planned"] == columns[5:]
     assert "failed 1" in _invoke("request", "show", request_id) and "rejected 0" in _invoke(
