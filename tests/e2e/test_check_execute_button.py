@@ -1,0 +1,136 @@
+"""The Checks tab's "Execute" / "Execute all": the webserver launches a run that selects only the asset's checks
+(``assetSelection: []``, ``assetCheckSelection``), with no partition, or with one (``dagster/partition``), through
+its GraphQL API. Such a run never writes, publishes or moves a pointer. With a day it re-audits the version that
+serves the day (its checks' results are the evaluation, attached to that version's materialization); without one
+it fails with one line saying how to re-run a day's checks, never a traceback about ``partition_key``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+import dagster as dg
+import pytest
+import yaml
+
+from backfill_assets.engine.model.settings import Settings
+from backfill_assets.engine.store import db
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.wap.audit import CHECK_BUSINESS_TOTALS, CHECK_FILE_INTEGRITY
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from tests.orders import run_partitions
+
+from .conftest import prepare_home
+from .services import Webserver, stop_process
+
+DAY = "2022-10-03"
+PIPELINE = [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE]
+RUN_TIMEOUT = 120.0
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory) -> Iterable[tuple[Webserver, dg.DagsterInstance, Catalog]]:
+    """A real dagster-webserver on a home whose runs launch at once (no daemon), with DAY published."""
+    home = tmp_path_factory.mktemp("checks_tab") / "dagster_home"
+    with pytest.MonkeyPatch.context() as mp:
+        prepare_home(mp, home, seed_from=DAY, seed_to=DAY)
+        (home / "dagster.yaml").write_text(yaml.safe_dump(
+            {"run_coordinator": {"module": "dagster._core.run_coordinator", "class": "DefaultRunCoordinator"}}
+        ))
+        instance = dg.DagsterInstance.get()
+        server = Webserver(home)
+        try:
+            assert all(r.success for r in run_partitions(instance, [DAY], assets=PIPELINE))
+            server.wait_ready()
+            yield server, instance, Catalog.of_settings(Settings.from_env())
+        finally:
+            stop_process(server.proc)
+            instance.dispose()
+            db.dispose_all()
+
+
+JOBS_OF_CHECKS = """
+query Checks($assetKey: AssetKeyInput!) {
+  assetNodeOrError(assetKey: $assetKey) {
+    ... on AssetNode {
+      jobNames
+      repository { name location { name } }
+      assetChecksOrError { ... on AssetChecks { checks { name jobNames canExecuteIndividually } } }
+    }
+  }
+}
+"""
+LAUNCH = """
+mutation Launch($executionParams: ExecutionParams!) {
+  launchPipelineExecution(executionParams: $executionParams) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+    ... on RunConfigValidationInvalid { errors { message } }
+    ... on InvalidSubsetError { message }
+  }
+}
+"""
+
+
+def _execute_checks(server: Webserver, tags: list[dict]) -> str:
+    """What ExecuteChecksButton sends: the checks' common job, no assets, every check, the run's tags."""
+    key = {"path": [DAILY_REVENUE]}
+    node = server.graphql(JOBS_OF_CHECKS, {"assetKey": key})["assetNodeOrError"]
+    checks = node["assetChecksOrError"]["checks"]
+    assert {c["canExecuteIndividually"] for c in checks} == {"CAN_EXECUTE"}  # the button is enabled
+    common = [name for name in checks[0]["jobNames"] if all(name in c["jobNames"] for c in checks)]
+    params = {
+        "mode": "default", "executionMetadata": {"tags": tags}, "runConfigData": "{}",
+        "selector": {
+            "jobName": common[0] if common else node["jobNames"][0],
+            "repositoryLocationName": node["repository"]["location"]["name"],
+            "repositoryName": node["repository"]["name"],
+            "assetSelection": [], "assetCheckSelection": [{"assetKey": key, "name": c["name"]} for c in checks],
+        },
+    }
+    launched = server.graphql(LAUNCH, {"executionParams": params})["launchPipelineExecution"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    return launched["run"]["runId"]
+
+
+def _finished(instance: dg.DagsterInstance, run_id: str) -> dg.DagsterRun:
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while time.monotonic() < deadline:
+        run = instance.get_run_by_id(run_id)
+        if run.is_finished:
+            return run
+        time.sleep(0.5)
+    raise AssertionError(f"run {run_id} did not finish in {RUN_TIMEOUT} s")
+
+
+def _step_failure(instance: dg.DagsterInstance, run_id: str) -> str:
+    failures = [e for e in instance.all_logs(run_id) if e.dagster_event and e.dagster_event.is_step_failure]
+    return "\n".join(str(e.dagster_event.step_failure_data.error) for e in failures)
+
+
+def test_execute_without_a_day_fails_with_one_line_saying_how_to_rerun_a_days_checks(served):
+    server, instance, catalog = served
+    serving = catalog.current(DAILY_REVENUE, DAY).version_id
+    run = _finished(instance, _execute_checks(server, []))
+    failure = _step_failure(instance, run.run_id)
+    assert run.status == dg.DagsterRunStatus.FAILURE, failure
+    assert "partition_key" not in failure and "Traceback" not in failure, failure
+    assert "backfill-assets" in failure, failure
+    assert catalog.current(DAILY_REVENUE, DAY).version_id == serving
+
+
+def test_execute_on_a_published_day_reaudits_its_serving_version_read_only(served):
+    server, instance, catalog = served
+    serving = catalog.current(DAILY_REVENUE, DAY)
+    versions_before = len(catalog.versions_of(DAILY_REVENUE, DAY))
+    run = _finished(instance, _execute_checks(server, [{"key": "dagster/partition", "value": DAY}]))
+    assert run.status == dg.DagsterRunStatus.SUCCESS, _step_failure(instance, run.run_id)
+    assert catalog.current(DAILY_REVENUE, DAY).version_id == serving.version_id
+    assert len(catalog.versions_of(DAILY_REVENUE, DAY)) == versions_before
+    for check in (CHECK_BUSINESS_TOTALS, CHECK_FILE_INTEGRITY):
+        [latest, *_] = instance.event_log_storage.get_asset_check_execution_history(
+            dg.AssetCheckKey(dg.AssetKey(DAILY_REVENUE), check), limit=5)
+        assert (latest.run_id, latest.partition, latest.status.value) == (run.run_id, DAY, "SUCCEEDED")
+        evaluation = latest.event.dagster_event.asset_check_evaluation_data
+        assert evaluation.metadata["version_id"].value == serving.version_id
