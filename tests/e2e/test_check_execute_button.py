@@ -25,20 +25,23 @@ from tests.orders import run_partitions
 from .conftest import prepare_home
 from .services import Webserver, stop_process
 
-DAY = "2022-10-03"
+DAY, REJECTED_DAY = "2022-10-03", "2022-10-04"
+DROP_ROWS = {"ops": {DAILY_REVENUE: {"config": {"defect": "drop_rows"}}}}  # the defects plug-in of the example
 PIPELINE = [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE]
 RUN_TIMEOUT = 120.0
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory) -> Iterable[tuple[Webserver, dg.DagsterInstance, Catalog]]:
-    """A real dagster-webserver on a home whose runs launch at once (no daemon), with DAY published."""
+    """A real dagster-webserver on the shipped instance whose runs launch at once (no daemon), DAY published."""
     home = tmp_path_factory.mktemp("checks_tab") / "dagster_home"
     with pytest.MonkeyPatch.context() as mp:
-        prepare_home(mp, home, seed_from=DAY, seed_to=DAY)
-        (home / "dagster.yaml").write_text(yaml.safe_dump(
-            {"run_coordinator": {"module": "dagster._core.run_coordinator", "class": "DefaultRunCoordinator"}}
-        ))
+        prepare_home(mp, home, seed_from=DAY, seed_to=REJECTED_DAY)
+        # The shipped instance (its storage decides what the Checks list shows), its runs launched at once.
+        shipped = yaml.safe_load((home / "dagster.yaml").read_text())
+        shipped.pop("run_launcher")
+        shipped["run_coordinator"] = {"module": "dagster._core.run_coordinator", "class": "DefaultRunCoordinator"}
+        (home / "dagster.yaml").write_text(yaml.safe_dump(shipped))
         instance = dg.DagsterInstance.get()
         server = Webserver(home)
         try:
@@ -68,6 +71,21 @@ query List($assetKey: AssetKeyInput!) {
     ... on AssetNode {
       assetChecksOrError {
         ... on AssetChecks { checks { name executionForLatestMaterialization { status runId partition } } }
+      }
+    }
+  }
+}
+"""
+PARTITION_PAGE = """
+query Partition($assetKey: AssetKeyInput!, $partition: String!) {
+  assetNodeOrError(assetKey: $assetKey) {
+    ... on AssetNode { latestRunForPartition(partition: $partition) { id status } }
+  }
+  assetOrError(assetKey: $assetKey) {
+    ... on Asset {
+      assetMaterializations(partitions: [$partition], limit: 1) {
+        runId
+        metadataEntries { label ... on TextMetadataEntry { text } }
       }
     }
   }
@@ -162,3 +180,24 @@ def test_execute_on_a_published_day_reaudits_its_serving_version_read_only(serve
         evaluation = latest.event.dagster_event.asset_check_evaluation_data
         assert evaluation.metadata["version_id"].value == serving.version_id
     assert set(_checks_list(server).values()) == {"SUCCEEDED"}, _checks_list(server)
+
+
+def test_after_a_rejection_the_pages_show_the_rejected_attempt_beside_the_version_still_serving(served):
+    """What docs/UI.md says of the Checks list and of the partition page after a rejection, as the webserver
+    answers the UI: the list shows the rejected attempt's own results (Failed for the checks that rejected it,
+    Succeeded for those it passed), and the day's page its green Materialized tag (it has a materialization: the
+    version still serving) beside the red banner of the failed run (the rejected attempt)."""
+    server, instance, catalog = served
+    assert all(r.success for r in run_partitions(instance, [REJECTED_DAY], assets=PIPELINE))
+    serving = catalog.current(DAILY_REVENUE, REJECTED_DAY).version_id
+    [bad] = run_partitions(instance, [REJECTED_DAY], assets=[DAILY_REVENUE], run_config_for={REJECTED_DAY: DROP_ROWS})
+    assert not bad.success and catalog.current(DAILY_REVENUE, REJECTED_DAY).version_id == serving
+    listed = _checks_list(server)
+    rejected_by = set(catalog.get(f"{DAILY_REVENUE}/{REJECTED_DAY}/{bad.run_id}/1").error.split(": ")[-1].split(", "))
+    assert {name for name, status in listed.items() if status == "FAILED"} == rejected_by, listed
+    assert {name for name, status in listed.items() if status == "SUCCEEDED"} == set(listed) - rejected_by, listed
+    page = server.graphql(PARTITION_PAGE, {"assetKey": {"path": [DAILY_REVENUE]}, "partition": REJECTED_DAY})
+    latest_run = page["assetNodeOrError"]["latestRunForPartition"]
+    assert (latest_run["id"], latest_run["status"]) == (bad.run_id, "FAILURE")  # the red banner
+    [latest] = page["assetOrError"]["assetMaterializations"]  # the green Materialized tag: the serving version
+    assert {e["label"]: e.get("text") for e in latest["metadataEntries"]}["version_id"] == serving
