@@ -56,8 +56,10 @@ class _SignalLog:
 @contextmanager
 def stopped_by_ctrl_c(command: str) -> Iterator[None]:
     """Run a console script's body: on SIGINT, print ``<command>: interrupted (Ctrl-C), stopped`` on stderr and
-    exit 130. Only in the main thread (signal handlers can only be set there); elsewhere it changes nothing."""
-    if threading.current_thread() is not threading.main_thread():
+    exit 130."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # Not the main thread (only it may set handlers), or started to ignore Ctrl-C (a background job of a
+        # script, ``nohup``): left as it is.
         yield
         return
     log = _SignalLog()

@@ -29,7 +29,7 @@ def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def _interrupt(args: list[str], cwd: Path, env: dict[str, str], tmp_path: Path, when: str | None,
-               sig: int = signal.SIGINT) -> tuple[int, str]:
+               sig: int = signal.SIGINT, group: bool = True) -> tuple[int, str]:
     """Start the command, send ``sig`` once ``when`` appears in its output (None: as soon as it started)."""
     out = tmp_path / f"out-{time.monotonic_ns()}.log"
     with out.open("wb") as sink:
@@ -42,8 +42,11 @@ def _interrupt(args: list[str], cwd: Path, env: dict[str, str], tmp_path: Path, 
             time.sleep(0.2)
         if when is None:
             time.sleep(0.3)  # inside its imports
-        proc.send_signal(sig)
+        # What a terminal's Ctrl-C does: the signal to the whole foreground process group (the daemon's warm run
+        # worker and its spare run worker included).
+        os.killpg(proc.pid, sig) if group else proc.send_signal(sig)
         code = proc.wait(timeout=90)
+        time.sleep(0.5)  # what the group's other processes still write
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -65,7 +68,7 @@ def test_ctrl_c_stops_the_running_daemon_with_one_line_and_exit_130(tmp_path):
     code, output = _interrupt(daemon, folder, env, tmp_path, when=None)  # while it imports Dagster
     _assert_stopped_by_ctrl_c(code, output, "backfill-assets-daemon")
     code, output = _interrupt(daemon, folder, env, tmp_path, when="Checking for new runs for sensor",
-                              sig=signal.SIGTERM)
+                              sig=signal.SIGTERM, group=False)
     assert code == 0 and "interrupted" not in output and "Traceback" not in output, output[-3000:]
 
 

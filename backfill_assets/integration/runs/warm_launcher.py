@@ -53,6 +53,10 @@ from backfill_assets.integration.runs.forked_runs import (
 )
 
 WORKER_MODULE = "backfill_assets.integration.runs.warm_worker"
+# The worker shares the daemon's process group, which a terminal's Ctrl-C reaches whole; it is started with SIGINT
+# ignored (inherited through exec, so even the interpreter's own start-up cannot be interrupted: an interrupt there
+# was a traceback in the daemon's log). The worker ends when its stdin closes; its runs take Ctrl-C again.
+WORKER_COMMAND = 'trap "" INT; exec "$0" -m "$1"'
 STARTUP_TIMEOUT_FIELD = "startup_timeout_seconds"
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 60.0
 FORK_TIMEOUT_FIELD = "fork_timeout_seconds"
@@ -93,7 +97,7 @@ class WarmWorker:
         executable = repository_origin.executable_path
         working_directory = getattr(repository_origin.code_pointer, "working_directory", None)
         self.process = subprocess.Popen(
-            [executable, "-m", WORKER_MODULE],
+            ["/bin/sh", "-c", WORKER_COMMAND, executable, WORKER_MODULE],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             # Same process group as the daemon, as the code server and its run workers are: whoever stops the
