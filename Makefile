@@ -91,7 +91,7 @@ lint: $(STAMP)
 # The UI and the product's daemon (dagster dev would start Dagster's own, which waits 5 s / 30 s between passes).
 dev: $(STAMP)
 	mkdir -p $(DAGSTER_HOME) && test -f $(DAGSTER_HOME)/dagster.yaml || cp dagster.yaml $(DAGSTER_HOME)/
-	$(BIN)/backfill-assets-daemon run -w workspace.yaml & daemon=$$!; trap "kill $$daemon" EXIT INT TERM; \
+	$(BIN)/backfill-assets-daemon run -w workspace.yaml & daemon=$$!; trap "kill $$daemon 2>/dev/null" EXIT INT TERM; \
 	  $(BIN)/dagster-webserver -w workspace.yaml -h 127.0.0.1 -p 3000
 
 # Benchmarks: ours against a plain loop, naive Dagster and Airflow 3 (docs/BENCHMARKS.md); never part of `make test`.

@@ -87,7 +87,10 @@ def echo_tables(report) -> None:
 
 def echo_consumers(consumers: list[dict], of_what: str, cascade: bool, cascade_request: str | None) -> None:
     """The human lines shared by rollback, reject and accept: who read the version taken away, and the cascade."""
-    click.echo(f"{len(consumers)} consumer(s) read {of_what}:")
+    if not consumers:
+        click.echo(f"No consumer (a downstream version or an external reader) read {of_what}.")
+    else:
+        click.echo(f"{len(consumers)} consumer(s) read {of_what}:")
     for c in consumers:
         click.echo(f"  {c['consumer']}  run={c['consumer_run_id'] or '-'}  request={c['request_id'] or '-'}")
     if cascade:

@@ -17,9 +17,11 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.request_input import RequestInput, parse_asset_list, parse_conf_text
 from backfill_assets.engine.store.pauses import status_text
 from backfill_assets.service import Backfills, CreatedRequest, Progress, RequestDetail, RequestPlan
+from backfill_assets.service.records import HEADLINE_COUNTS, headline_counts
 
 from .app import AppContext, cli, default_user, emit, json_option
 from .cell_tries import show_cell_tries
+from .table_output import print_table
 
 EXIT_NOT_COMPLETE = 1
 EXIT_TIMEOUT = 3
@@ -143,7 +145,7 @@ def _print_plan(plan: RequestPlan, heading: str | None = None, hint: str | None 
         table.add_column(col)
     for cell in plan.cells:
         table.add_row(cell.partition_key, cell.asset, f"{cell.action}: {cell.reason}")
-    Console().print(table)
+    print_table(table)
     for line in plan.notes()[1:]:  # the first, runs at once, is the table's title
         click.echo(line)
     click.echo("dry run: nothing was written" + (f"; {hint}" if hint else ""))
@@ -158,16 +160,16 @@ def list_requests(app: AppContext, as_json: bool) -> None:
 
     def human() -> None:
         table = Table()
-        for col in ("request", "status", "source", "assets", "days", "published", "rejected", "skipped", "in flight"):
+        counted = [name for name in HEADLINE_COUNTS if name != "planned"]
+        for col in ("request", "status", "source", "assets", "days", *counted):
             table.add_column(col)
         for s in summaries:
-            r, c = s.request, s.counts
+            r, c = s.request, headline_counts(s.counts)
             table.add_row(
                 r.request_id, status_text(r.status, s.pause), r.source, ",".join(r.spec.assets),
-                str(len(r.spec.partitions)),
-                str(c["published"]), str(c["rejected"] + c["failed"]), str(c["skipped"]), str(c["submitted"]),
+                str(len(r.spec.partitions)), *(str(c[name]) for name in counted),
             )
-        Console().print(table)
+        print_table(table)
 
     emit([s.as_dict() for s in summaries], as_json, human)
 
@@ -204,13 +206,13 @@ def _print_detail(detail: RequestDetail) -> None:
     click.echo(f"  partitions_per_run={spec.partitions_per_run} ({spec.partitions_per_run_mode})")
     if spec.conf:
         click.echo(f"  conf {json.dumps(spec.conf, sort_keys=True)}")
-    click.echo("  " + ", ".join(f"{k} {v}" for k, v in detail.counts.items()))
+    click.echo("  " + ", ".join(f"{k} {v}" for k, v in headline_counts(detail.counts).items()))
     table = Table()
     for col in ("partition", "asset", "decision", "reason", "run"):
         table.add_column(col)
     for c in detail.cells:
-        table.add_row(c.partition_key, c.asset, c.decision, c.reason or "", (c.dagster_run_id or "")[:8])
-    Console().print(table)
+        table.add_row(c.partition_key, c.asset, c.decision, c.reason or "", c.dagster_run_id or "")
+    print_table(table)
     for op in detail.operations:
         why = f": {op.reason}" if op.reason else ""
         click.echo(f"  {op.at}  {op.operation} by {op.actor} from {op.surface}{why} → {op.outcome}")

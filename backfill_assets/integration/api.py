@@ -290,6 +290,7 @@ def backfill_definitions(
     executor = executor or dg.in_process_executor
     chunk_job = build_chunk_job(graph, executor, config_classes)
     request_job, report_job = build_request_job(graph), build_report_job(graph)
+    chunk_job, report_job = _with_resources([chunk_job, report_job], {BACKFILL_RESOURCE: backfill, **resources})
     defs = dg.Definitions(
         assets=built,
         jobs=[production_job, backfill_job, chunk_job, request_job, build_clear_job(graph, built), report_job,
@@ -308,6 +309,14 @@ def backfill_definitions(
     )
     register_graph(built, graph)
     return defs
+
+
+def _with_resources(jobs: list[dg.JobDefinition], resources: dict[str, Any]) -> list[dg.JobDefinition]:
+    """The jobs with the code location's resources bound, as ``Definitions`` binds them. Bound here because
+    ``Definitions`` binds a job that a sensor targets by copying the sensor too, and that copy warns (a
+    ``BetaWarning`` about ``owners``, which no sensor of ours sets) in every user's own test run."""
+    bound = dg.Definitions(jobs=jobs, resources=resources)
+    return [bound.resolve_job_def(job.name) for job in jobs]
 
 
 def _checked_resources(graph: AssetGraph, resources: dict[str, Any], backfill: BackfillResource) -> dict[str, Any]:

@@ -185,7 +185,14 @@ def build_operation_job(graph: AssetGraph, operation: Operation) -> dg.JobDefini
         context.log.info(summary)
         yield dg.Output(None, metadata={"summary": summary, "result": dg.MetadataValue.json(_as_json(result))})
 
-    op = dg.op(name=op_name(operation.job), out=dg.Out(dg.Nothing), description=operation.description)(run_operation)
+    body = run_operation
+    if not config_class.model_fields:
+        # No config at all rather than an empty Config class: Dagster reads an empty one through pydantic's
+        # deprecated ``__fields__``, a DeprecationWarning wherever the definitions load.
+        def body(context: dg.OpExecutionContext, backfill: BackfillResource):
+            yield from run_operation(context, config_class(), backfill)
+
+    op = dg.op(name=op_name(operation.job), out=dg.Out(dg.Nothing), description=operation.description)(body)
     return dg.JobDefinition(
         name=operation.job,
         # One op that talks to the catalog: in the run's own process whatever executor the data steps use.

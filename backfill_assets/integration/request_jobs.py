@@ -249,6 +249,8 @@ def report_run_request(request_id: str, stage: str) -> dg.RunRequest:
 
 def runs_filter_url(request_id: str) -> str:
     """The UI's runs page filtered to the request's runs (relative to the webserver's root): every run of a
-    request carries ``backfill/request_id`` (the run coordinator adds it to a UI backfill's runs)."""
-    return f"/runs?q%5B0%5D=tag%3A{T.REQUEST_ID}%3D{request_id}"
+    request carries ``backfill/request_id`` (the run coordinator adds it to a UI backfill's runs). ``view=runs``
+    ticks "Show runs within backfills": without it the page lists a UI backfill as one row, and its runs not at
+    all, so the filter would show nothing for them."""
+    return f"/runs?q%5B0%5D=tag%3A{T.REQUEST_ID}%3D{request_id}&view=runs"
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import jinja2
 
-from backfill_assets import __version__
 from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.engine.model.intervals import BusinessCalendar
 from backfill_assets.integration import instance_template
+from backfill_assets.scaffold.requirement import library_requirement
 
 HOME = ".dagster_home"
 MODULE_NAME = re.compile(r"^[a-z_][a-z0-9_]*\Z")
@@ -71,7 +71,7 @@ def _render(template: str, spec: ProjectSpec) -> str:
     )
     return env.get_template(template).render(
         module=spec.module, distribution=spec.module.replace("_", "-"), timezone=spec.timezone,
-        start=spec.start, library_version=__version__,
+        start=spec.start, library_requirement=library_requirement(),
     )
 
 

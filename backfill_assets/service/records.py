@@ -143,6 +143,17 @@ class Cleared:
                 "days_asked": self.days_asked, "first": self.first, "last": self.last}
 
 
+# The cell counts a person is shown, in this order, under these names (``in flight``: submitted, not yet decided).
+HEADLINE_COUNTS = ("planned", "published", "rejected", "failed", "rolled_back", "skipped", "in flight")
+
+
+def headline_counts(counts: Mapping[str, int]) -> dict[str, int]:
+    """The counts every door shows a person (``HEADLINE_COUNTS``): ``list``'s columns, ``show``'s and ``wait``'s
+    summary line. A failed cell (its run broke) is never counted as rejected (its checks judged it)."""
+    named = {**counts, "in flight": counts.get(M.SUBMITTED, 0)}
+    return {name: named.get(name, 0) for name in HEADLINE_COUNTS}
+
+
 @dataclass(frozen=True)
 class RequestSummary:
     """``list``: a request, its pause (if paused) and its cells' counts now."""
@@ -195,9 +206,7 @@ class Progress:
         return self.status == M.COMPLETED and c["published"] + c["skipped"] == c["planned"]
 
     def summary(self) -> str:
-        c = self.counts
-        return (f"planned {c['planned']} | published {c['published']} | rejected {c['rejected'] + c['failed']} | "
-                f"skipped {c['skipped']} | in flight {c['submitted']} | {self.status}")
+        return " | ".join([*(f"{name} {n}" for name, n in headline_counts(self.counts).items()), self.status])
 
 
 @dataclass(frozen=True)

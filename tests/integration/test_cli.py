@@ -64,6 +64,16 @@ def test_versions_shows_the_interval_in_business_time_and_each_versions_pointer_
     assert "2022-09-01T00:00:00+08:00" in human and "rollback" in human and "check the history" in human
 
 
+def test_rollback_that_nobody_read_says_so_in_a_sentence(env):
+    run_partitions(env.instance, [DAY], assets=PIPELINE)
+    run_partitions(env.instance, [DAY], assets=PIPELINE)
+    result = invoke("rollback", DAILY_REVENUE, DAY, "--reason", "nobody read it")
+    assert result.exit_code == 0, result.output
+    last = result.output.strip().splitlines()[-1]
+    said = "No consumer (a downstream version or an external reader) read the rolled-back version."
+    assert last == said, result.output
+
+
 def test_versions_of_a_side_effect_asset_lists_its_outbox_deliveries(env):
     approved = {T.ALLOW_SIDE_EFFECTS: REVENUE_ALERT, T.APPROVED_BY: "cfo"}  # a past day's alert needs an approver
     assert run_partitions(env.instance, [DAY], assets=[*PIPELINE, REVENUE_ALERT], tags=approved)[0].success

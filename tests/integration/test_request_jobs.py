@@ -77,7 +77,7 @@ def test_a_request_from_the_launchpad_is_frozen_like_a_cli_request(env):
         "launchpad", 1, "FX fix", "ana"
     )
     assert record.spec.partitions == tuple(DAYS)
-    assert metadata["runs"] == f"/runs?q%5B0%5D=tag%3A{T.REQUEST_ID}%3D{record.request_id}"
+    assert metadata["runs"] == f"/runs?q%5B0%5D=tag%3A{T.REQUEST_ID}%3D{record.request_id}&view=runs"
     run = env.instance.get_run_by_id(result.run_id)
     assert run.tags[T.REPORT_OF] == record.request_id
     assert f"Created {record.request_id}" in metadata["plan"]

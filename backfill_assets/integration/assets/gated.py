@@ -24,6 +24,7 @@ from backfill_assets.engine.wap.faults import AFTER_EVENT, fault_point
 from backfill_assets.engine.wap.gate import Gate, GateOutcome, earlier_publish, serving_again
 from backfill_assets.engine.wap.target_lease import Lease, TargetQuota, write_slot
 from backfill_assets.integration.assets.admission import admission_skip, frozen_code_version
+from backfill_assets.integration.assets.checks_only import is_checks_only, run_checks_only
 from backfill_assets.integration.assets.dashboard import (
     CHECK_SPEC_NOTE,
     check_description,
@@ -289,9 +290,35 @@ def build_gated_asset(
     asset_tags.update(day_order_tags(spec))
     partitions_def = daily_partitions_for(graph.calendar)
 
+    def _step(context: dg.AssetExecutionContext):
+        backfill = getattr(context.resources, BACKFILL_RESOURCE)
+        if is_checks_only(context):  # the Checks tab's Execute: a read-only re-audit, never a new version
+            yield from run_checks_only(context, graph, spec, backfill, user_resources(context, spec))
+            return
+        user_config = step_config(context.op_execution_context.op_config, config_class)
+        # A broker hands a dead worker's step to another worker: bounded, or a step that kills workers loops.
+        refuse_after_lost_workers(context, backfill.catalog(), spec.name, context.partition_keys)
+        try:
+            if len(context.partition_keys) > 1:
+                yield from _run_batch(context, graph, spec, backfill, user_config)
+            else:
+                yield from _run_single(context, graph, spec, backfill, user_config)
+        finally:
+            sync_tables_after_step(context.log, backfill, [spec.name])
+
+    if op_config.model_fields:
+        def _gated(context: dg.AssetExecutionContext, config: op_config):  # type: ignore[valid-type]
+            del config  # read as the op's config by step_config, beside the library's own (none)
+            yield from _step(context)
+    else:
+        # No config at all rather than an empty Config class: Dagster reads an empty one through pydantic's
+        # deprecated ``__fields__``, a DeprecationWarning in every run of the user's tests.
+        def _gated(context: dg.AssetExecutionContext):
+            yield from _step(context)
+
     # A multi_asset only for can_subset: a batched (range) run deselects the checks, which the step then
     # reports per partition itself; @asset cannot be subset by checks.
-    @dg.multi_asset(
+    gated = dg.multi_asset(
         name=spec.name,
         specs=[
             dg.AssetSpec(
@@ -317,21 +344,7 @@ def build_gated_asset(
         # rejections and planning errors raise Failure(allow_retries=False).
         retry_policy=dg.RetryPolicy(max_retries=2, delay=1),
     )
-    def _gated(context: dg.AssetExecutionContext, config: op_config):  # type: ignore[valid-type]
-        del config  # read as the op's config by step_config, beside the library's own (none)
-        backfill = getattr(context.resources, BACKFILL_RESOURCE)
-        user_config = step_config(context.op_execution_context.op_config, config_class)
-        # A broker hands a dead worker's step to another worker: bounded, or a step that kills workers loops.
-        refuse_after_lost_workers(context, backfill.catalog(), spec.name, context.partition_keys)
-        try:
-            if len(context.partition_keys) > 1:
-                yield from _run_batch(context, graph, spec, backfill, user_config)
-            else:
-                yield from _run_single(context, graph, spec, backfill, user_config)
-        finally:
-            sync_tables_after_step(context.log, backfill, [spec.name])
-
-    return _gated
+    return gated(_gated)
 
 
 def day_order_tags(spec: DeclaredAsset) -> dict[str, str]:

@@ -53,6 +53,10 @@ from backfill_assets.integration.runs.forked_runs import (
 )
 
 WORKER_MODULE = "backfill_assets.integration.runs.warm_worker"
+# The worker shares the daemon's process group, which a terminal's Ctrl-C reaches whole; it is started with SIGINT
+# ignored (inherited through exec, so even the interpreter's own start-up cannot be interrupted: an interrupt there
+# was a traceback in the daemon's log). The worker ends when its stdin closes; its runs take Ctrl-C again.
+WORKER_COMMAND = 'trap "" INT; exec "$0" -m "$1"'
 STARTUP_TIMEOUT_FIELD = "startup_timeout_seconds"
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 60.0
 FORK_TIMEOUT_FIELD = "fork_timeout_seconds"
@@ -73,6 +77,19 @@ class WarmWorkerUnavailable(Exception):
     """The warm worker could not start, answer or fork; the run goes to the default launcher."""
 
 
+# pyarrow's bundled jemalloc starts a background thread when it loads: the worker would then fork with two threads,
+# which Python 3.12+ reports as a DeprecationWarning (fork() of a multi-threaded process may deadlock its child) in
+# the daemon's log on every run. Without it the worker runs one thread, as forking needs.
+ARROW_JEMALLOC_CONF = "JE_ARROW_MALLOC_CONF"
+SINGLE_THREADED_JEMALLOC = "background_thread:false"
+
+
+def worker_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The warm worker's environment: the daemon's, with pyarrow's jemalloc kept to the calling thread (a setting
+    of the user's own is kept as given)."""
+    return {**environ, ARROW_JEMALLOC_CONF: environ.get(ARROW_JEMALLOC_CONF) or SINGLE_THREADED_JEMALLOC}
+
+
 class WarmWorker:
     """One warm worker process and its pipe; every call is made under the launcher's lock."""
 
@@ -80,12 +97,13 @@ class WarmWorker:
         executable = repository_origin.executable_path
         working_directory = getattr(repository_origin.code_pointer, "working_directory", None)
         self.process = subprocess.Popen(
-            [executable, "-m", WORKER_MODULE],
+            ["/bin/sh", "-c", WORKER_COMMAND, executable, WORKER_MODULE],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             # Same process group as the daemon, as the code server and its run workers are: whoever stops the
             # daemon's group stops the worker and its runs too. The worker itself ends when its stdin closes.
             cwd=working_directory or None,
+            env=worker_environment(os.environ),
         )
         self.ready: dict[str, Any] | None = None
         self.wedged = False  # it did not answer in time: it will not exit when asked either

@@ -167,6 +167,9 @@ def _spare_child(read_fd: int, instance_ref_json: str, stdout_fd: int) -> None:
 
     def run() -> None:
         _become_run_worker(stdout_fd)
+        # Until its run arrives, Ctrl-C in the daemon's terminal (it reaches the whole process group) is not for
+        # this spare: the worker ends it by closing its pipe. Taken here, it was a traceback in the daemon's log.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         import dagster as dg
 
         from backfill_assets.integration.runs.dagster_adapter import execute_run_on
@@ -175,6 +178,7 @@ def _spare_child(read_fd: int, instance_ref_json: str, stdout_fd: int) -> None:
         line = _read_line(read_fd)
         if not line:
             raise SystemExit(0)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # its run takes Ctrl-C as a launched run does
         message = json.loads(line)
         try:
             execute_run_on(instance, message["execute_run_args"])

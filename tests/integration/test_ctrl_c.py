@@ -1,0 +1,80 @@
+"""Ctrl-C (SIGINT) stops ``backfill-assets-daemon`` and ``backfill-assets demo`` with one line on stderr and exit
+status 130, never a traceback, whether it arrives while Python imports, while Dagster's daemon runs its loops
+(Dagster's own handler takes it) or in the middle of the demo; SIGTERM still stops the daemon cleanly (exit 0)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from backfill_assets.cli import cli
+from backfill_assets.cli.daemon import dagster_bin
+from backfill_assets.interrupts import EXIT_INTERRUPTED
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    folder = tmp_path / "shop"
+    assert CliRunner().invoke(cli, ["init", str(folder)], catch_exceptions=False).exit_code == 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BACKFILL_")}
+    env.update(DAGSTER_HOME=str(folder / ".dagster_home"), PYTHONPATH=str(folder))
+    return folder, env
+
+
+def _interrupt(args: list[str], cwd: Path, env: dict[str, str], tmp_path: Path, when: str | None,
+               sig: int = signal.SIGINT, group: bool = True) -> tuple[int, str]:
+    """Start the command, send ``sig`` once ``when`` appears in its output (None: as soon as it started)."""
+    out = tmp_path / f"out-{time.monotonic_ns()}.log"
+    with out.open("wb") as sink:
+        proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while when is not None and when not in out.read_text(errors="replace"):
+            assert proc.poll() is None and time.monotonic() < deadline, out.read_text(errors="replace")[-3000:]
+            time.sleep(0.2)
+        if when is None:
+            time.sleep(0.3)  # inside its imports
+        # What a terminal's Ctrl-C does: the signal to the whole foreground process group (the daemon's warm run
+        # worker and its spare run worker included).
+        os.killpg(proc.pid, sig) if group else proc.send_signal(sig)
+        code = proc.wait(timeout=90)
+        time.sleep(0.5)  # what the group's other processes still write
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return code, out.read_text(errors="replace")
+
+
+def _assert_stopped_by_ctrl_c(code: int, output: str, command: str) -> None:
+    assert code == EXIT_INTERRUPTED, output[-3000:]
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output, output[-3000:]
+    assert output.strip().splitlines()[-1] == f"{command}: interrupted (Ctrl-C), stopped", output[-3000:]
+
+
+def test_ctrl_c_stops_the_running_daemon_with_one_line_and_exit_130(tmp_path):
+    folder, env = _project(tmp_path)
+    daemon = [dagster_bin("backfill-assets-daemon"), "run", "-m", "shop.definitions"]
+    code, output = _interrupt(daemon, folder, env, tmp_path, when="Checking for new runs for sensor")
+    _assert_stopped_by_ctrl_c(code, output, "backfill-assets-daemon")
+    code, output = _interrupt(daemon, folder, env, tmp_path, when=None)  # while it imports Dagster
+    _assert_stopped_by_ctrl_c(code, output, "backfill-assets-daemon")
+    code, output = _interrupt(daemon, folder, env, tmp_path, when="Checking for new runs for sensor",
+                              sig=signal.SIGTERM, group=False)
+    assert code == 0 and "interrupted" not in output and "Traceback" not in output, output[-3000:]
+
+
+def test_ctrl_c_stops_the_demo_with_one_line_and_exit_130(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BACKFILL_")}
+    env["DAGSTER_HOME"] = str(tmp_path / "home")
+    code, output = _interrupt([dagster_bin("backfill-assets"), "demo"], tmp_path, env, tmp_path,
+                              when="1. seeded the source system")
+    _assert_stopped_by_ctrl_c(code, output, "backfill-assets")
