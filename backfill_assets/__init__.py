@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         DayOrder,
     )
     from backfill_assets.engine.model.errors import (
+        AssetOwnedElsewhere,
         BackfillError,
         CatalogBusy,
         CatalogDamaged,
@@ -122,6 +123,7 @@ _PUBLIC = {
     "NotFound": "backfill_assets.engine.model.errors",
     "NotAuthorized": "backfill_assets.engine.model.errors",
     "AccessPolicy": "backfill_assets.engine.model.access",
+    "AssetOwnedElsewhere": "backfill_assets.engine.model.errors",
     "CleanupPolicy": "backfill_assets.engine.model.access",
     "PlanError": "backfill_assets.engine.model.errors",
     "StorageError": "backfill_assets.engine.model.errors",
@@ -167,6 +169,7 @@ _PUBLIC = {
 
 __all__ = [
     "AccessPolicy",
+    "AssetOwnedElsewhere",
     "Audit",
     "AuditResult",
     "BOOL",

@@ -69,8 +69,14 @@ def stopped_by_ctrl_c(command: str) -> Iterator[None]:
         yield
     except Interrupted:
         interrupted = True
-    except (KeyboardInterrupt, SystemExit):
-        # Code with its own handler stopped cleanly on the interrupt (or raised Python's own): still SIGINT.
+    except SystemExit as exc:
+        # A command that chose a failing status keeps it (the daemon whose lease was taken over sends itself SIGINT
+        # to stop Dagster's loops, then exits 1); a clean stop after a SIGINT is still the interrupt.
+        interrupted = exc.code in (0, None) and log.saw(signal.SIGINT)
+        if not interrupted:
+            raise
+    except KeyboardInterrupt:
+        # Code with its own handler raised Python's own interrupt: still SIGINT.
         interrupted = log.saw(signal.SIGINT)
         if not interrupted:
             raise

@@ -16,6 +16,7 @@ audit, the jobs, the driver / propagation / adoption sensors and the production 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -28,7 +29,7 @@ from backfill_assets.engine.model.day_order import DayOrder, day_order
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.gates import validate_gate_name, validate_target_limits, validate_target_timing
 from backfill_assets.engine.model.graph import RESERVED_ARGS, RUN_ARG, AssetGraph, DeclaredAsset, parameter_names
-from backfill_assets.engine.model.identity import validate_asset_name
+from backfill_assets.engine.model.identity import validate_asset_name, validate_location
 from backfill_assets.engine.model.intervals import BusinessCalendar, utc_now
 from backfill_assets.engine.model.request_model import CONF_KEYS
 from backfill_assets.engine.plan.catchup import CatchupSettings
@@ -244,6 +245,7 @@ def backfill_definitions(
     clock: Callable[[], datetime] | None = None,
     access: AccessPolicy | None = None,
     cleanup: CleanupPolicy | None = None,
+    location: str | None = None,
 ) -> dg.Definitions:
     """The code location: gated assets and their blocking checks, the production and backfill jobs, the batched
     (chunk) job, the Launchpad's backfill_request and backfill_report jobs, the production trigger, and the
@@ -263,9 +265,14 @@ def backfill_definitions(
     and who besides an asset's owners may decide its handoffs; ``cleanup`` (``CleanupPolicy(retention_days=...)``)
     how long the ``backfill_cleanup`` sensor (shipped stopped) keeps non-current versions' files. Both live here, in the
     code location, so every door that loads it (CLI, webserver, daemon) checks the same lists.
+
+    ``location`` names the code location on a catalog several share (by default the module calling
+    ``backfill_definitions``, e.g. ``my_meters.definitions``): the first version it writes of an asset claims the
+    name, and another location declaring the same name is refused before it writes (``AssetOwnedElsewhere``).
     """
     declared = list(assets)
-    graph = asset_graph(declared, _policy(access, AccessPolicy, "access"), _policy(cleanup, CleanupPolicy, "cleanup"))
+    graph = asset_graph(declared, _policy(access, AccessPolicy, "access"), _policy(cleanup, CleanupPolicy, "cleanup"),
+                        location=validate_location(location if location is not None else _calling_module()))
     config_classes = {item.name: item.config_class for item in declared if item.config_class is not None}
     if clock is not None and not callable(clock):
         raise InvalidInput(f"clock must be a callable returning the current time, not {type(clock).__name__}")
@@ -344,8 +351,16 @@ def _policy(value: Any, kind: type, name: str) -> Any:
     return value
 
 
+def _calling_module() -> str:
+    """The module that called ``backfill_definitions``: the code location's definitions module."""
+    frame = sys._getframe(2)  # noqa: SLF001 - the caller's module name; inspect.stack() would read every source file
+    name = frame.f_globals.get("__name__", "")
+    return "" if name == "__main__" else str(name)
+
+
 def asset_graph(
-    assets: Iterable[BackfillAsset], access: AccessPolicy | None = None, cleanup: CleanupPolicy | None = None
+    assets: Iterable[BackfillAsset], access: AccessPolicy | None = None, cleanup: CleanupPolicy | None = None,
+    location: str = "",
 ) -> AssetGraph:
     declared = list(assets)
     if not declared:
@@ -359,7 +374,7 @@ def asset_graph(
                            + ", ".join(f"{c.tz_name} from {c.first_day}" for c in calendars)
                            + "; assets of another timezone go in a second code location (their own "
                            "backfill_definitions in their own module, listed in workspace.yaml)")
-    return AssetGraph(declared[0].calendar, [item.spec for item in declared], access, cleanup)
+    return AssetGraph(declared[0].calendar, [item.spec for item in declared], access, cleanup, location)
 
 
 def _not_ours(item: object) -> str:

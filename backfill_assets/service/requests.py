@@ -11,6 +11,7 @@ from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.plan.chunking import planned_runs
 from backfill_assets.engine.plan.planning import CREATE
 from backfill_assets.engine.plan.reconcile import count_decisions, decisions_now
+from backfill_assets.engine.store.asset_owners import refuse_foreign
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
 from backfill_assets.engine.store.operations import Operations
 from backfill_assets.engine.store.pauses import Pauses
@@ -41,6 +42,8 @@ def plan(service: ServiceContext, spec: M.RequestSpec) -> RequestPlan:
 
 
 def create(service: ServiceContext, spec: M.RequestSpec) -> CreatedRequest:
+    # Refused here, not by each run: a request for another location's asset would only fail day after day.
+    refuse_foreign(service.catalog.engine, spec.assets, service.graph.location)
     concurrency = service.queue_limits_of().concurrency(spec)
     return CreatedRequest(freeze(service, spec), concurrency)
 

@@ -17,7 +17,8 @@ from backfill_assets.engine.model import errors
 from tests.orders import DEFS
 
 PINNED = [
-    "AccessPolicy", "Audit", "AuditResult", "BOOL", "BackfillAsset", "BackfillError", "BackfillResource", "Backfills",
+    "AccessPolicy", "AssetOwnedElsewhere",
+    "Audit", "AuditResult", "BOOL", "BackfillAsset", "BackfillError", "BackfillResource", "Backfills",
     "BusinessCalendar", "CatalogBusy", "CatalogDamaged", "CatalogEmpty",
     "CatalogSchemaMismatch", "CleanupPolicy", "ClearInput", "DayOrder", "DownstreamPolicy",
     "FLOAT", "INT",

@@ -7,6 +7,7 @@
     │   └── NotAuthorized       a stated name not on the code location's lists (approvers, owners, admins)
     ├── IllegalTransition       a version state change the life cycle (docs/DESIGN.md §3) does not allow
     ├── PublishConflict         compare-and-swap on the current pointer lost (another version won)
+    ├── AssetOwnedElsewhere     another code location on the same catalog owns the asset name: nothing written
     ├── IntegrityError          a file on disk does not match its manifest / catalog row
     │   └── ManifestMismatch    a version's _manifest.json missing, or not the one written (its digest differs)
     ├── NotFound                an unknown asset, partition, version or request
@@ -132,6 +133,20 @@ class PublishConflict(BackfillError):
         super().__init__(message)
         self.current_version_id = current_version_id
 
+
+class AssetOwnedElsewhere(BackfillError):
+    """A code location began a version of an asset another code location on the same catalog owns."""
+
+    def __init__(self, asset: str, owner: str, location: str):
+        self.asset, self.owner, self.location = asset, owner, location
+        super().__init__(
+            f"{asset} belongs to code location {owner!r} on this catalog; {location!r} declares an asset of the same "
+            "name and would overwrite its days: rename the asset in one location, or give each location its own "
+            "catalog (BACKFILL_CATALOG_URL) and warehouse (docs/OPERATIONS.md, several code locations)"
+        )
+
+    def __reduce__(self):  # picklable, as exceptions crossing processes must be
+        return (AssetOwnedElsewhere, (self.asset, self.owner, self.location))
 
 class IntegrityError(BackfillError):
     pass

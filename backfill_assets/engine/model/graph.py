@@ -79,9 +79,11 @@ class AssetGraph:
 
     def __init__(
         self, calendar: BusinessCalendar, specs: Iterable[DeclaredAsset], access: AccessPolicy | None = None,
-        cleanup: CleanupPolicy | None = None,
+        cleanup: CleanupPolicy | None = None, location: str = "",
     ):
         self.calendar = calendar
+        # The code location's name on a shared catalog (engine/store/asset_owners.py); empty: unnamed, claims none.
+        self.location = location
         self.access = access or AccessPolicy()
         self.cleanup = cleanup or CleanupPolicy()
         given = list(specs)

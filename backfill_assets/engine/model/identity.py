@@ -68,6 +68,16 @@ def validate_asset_name(name: object) -> str:
     return _validate(name, _ASSET_RE, "asset name")
 
 
+_LOCATION_RE = re.compile(r"^[A-Za-z0-9_.:-]{0,200}\Z")
+
+
+def validate_location(value: object) -> str:
+    """A code location's name as the catalog keeps it (a Python module path, or a name of the user's choosing)."""
+    if not isinstance(value, str) or not _LOCATION_RE.fullmatch(value):
+        raise InvalidField("{location} {given} must be at most 200 letters, digits or _ . : -", given=value)
+    return value
+
+
 def validate_partition_key(key: object) -> str:
     return _validate(key, _PARTITION_RE, "partition key")
 
@@ -127,6 +137,9 @@ class RunIdentity:
     # What ``params_digest`` digests (the injected defect, the asset's own config with its defaults), kept so
     # reconcile can show what a version was computed with, not only that two versions differ.
     params: dict[str, Any] = field(default_factory=dict)
+    # The code location that computes it (``AssetGraph.location``): the first attempt claims the asset name on the
+    # catalog for it (engine/store/asset_owners.py); empty claims nothing.
+    location: str = ""
 
     def __post_init__(self) -> None:
         validate_asset_name(self.asset)

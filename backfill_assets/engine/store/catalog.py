@@ -30,6 +30,7 @@ from backfill_assets.engine.model.request_model import RequestStatus
 from backfill_assets.engine.model.settings import Settings
 from backfill_assets.engine.model.states import IN_PROGRESS, VersionState, check_transition
 from backfill_assets.engine.store import publish_pg
+from backfill_assets.engine.store.asset_owners import claim_asset
 from backfill_assets.engine.store.catalog_queries import ACTION_PUBLISH, ACTION_REPAIR, ACTION_ROLLBACK, CatalogQueries
 from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
 from backfill_assets.engine.store.db import engine_for, reader_for, retry_transient
@@ -81,6 +82,8 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
         The catalog numbers attempts within a logical run, so a run re-execution and a step retry can never
         collide on one version id. The pointer seen now is remembered as the CAS expectation for publish.
         """
+
+        claim_asset(self.engine, identity.asset, identity.location, iso(utc_now()))
 
         def txn() -> Version:
             with begin(self.engine) as conn:

@@ -335,3 +335,14 @@ driver_ticks = sa.Table(
     sa.Column("seq", sa.BigInteger, nullable=False),
     sa.Column("ticked_at", _ts, nullable=False),
 )
+
+# Which code location writes an asset's versions (engine/store/asset_owners.py): claimed by the first attempt it
+# begins, so a second code location on the same catalog that declares the same asset name is refused before it
+# writes, instead of superseding the first location's days.
+asset_owners = sa.Table(
+    "asset_owners",
+    metadata,
+    sa.Column("asset", _asset, primary_key=True),
+    sa.Column("location", sa.String(200), nullable=False),
+    sa.Column("claimed_at", _ts, nullable=False),
+)

@@ -12,7 +12,7 @@ import dagster as dg
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.day_order import DayOrder, declared_order, runs_serially, why_order, why_serial
-from backfill_assets.engine.model.errors import BackfillError
+from backfill_assets.engine.model.errors import AssetOwnedElsewhere, BackfillError
 from backfill_assets.engine.model.gates import pool_for, validate_target_limits, validate_target_timing
 from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
 from backfill_assets.engine.model.identity import RunIdentity
@@ -170,7 +170,10 @@ def gate_one(
         observers=lineage_observers(context, backfill),
         before_publish=before_publish,
     )
-    gate.begin()
+    try:
+        gate.begin()
+    except AssetOwnedElsewhere as exc:  # another code location's asset: refused before writing, never retried
+        raise dg.Failure(description=f"{spec.name} {key}: {exc}", allow_retries=False) from exc
     context.log.info(f"writing {gate.version_id} identity={json.dumps(gate.labels(), sort_keys=True)}")
     try:
         computed = compute(

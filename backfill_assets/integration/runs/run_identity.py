@@ -126,4 +126,5 @@ def identity_from_context(
         started_at=iso(datetime.now(timezone.utc)) or "",
         worker=worker_label(),
         params=dict(params),
+        location=graph.location,
     )
