@@ -1,26 +1,32 @@
 """Ctrl-C (SIGINT) stops a console script with one line and exit status 130 (128 + SIGINT, what a shell reports
 for a command it interrupted), never a traceback.
 
-Two ways an interrupt reaches a command, and both end the same:
+The interrupt is raised where the command happens to be (an import, a database call, the demo's wait) as
+``Interrupted``, which is not a ``KeyboardInterrupt``, so no ``except KeyboardInterrupt`` on the way swallows it
+(click's turns one into "Aborted!", exit 1); ``finally`` blocks still run (the demo stops its daemon). Python drops
+an exception raised inside a garbage-collection callback or a ``__del__`` (a SQLAlchemy weakref callback, seen under
+load: the demo then ran to its end); such a dropped interrupt is delivered again, never printed.
 
-- it is raised where the command happens to be (an import, a database call, the demo's wait): the handler raises
-  ``Interrupted``, which is not a ``KeyboardInterrupt``, so no ``except KeyboardInterrupt`` on the way swallows it
-  (click's turns one into "Aborted!", exit 1); ``finally`` blocks still run (the demo stops its daemon);
-- code that installs its own handler takes it (``dagster-daemon run`` turns SIGINT, and SIGTERM, into a clean
-  return, exit 0): the signal's number is still written to a wake-up pipe (``signal.set_wakeup_fd``) by the
-  interpreter whatever handler runs, so afterwards the command knows it was SIGINT, not SIGTERM, that stopped it.
+Code that installs its own SIGINT handler keeps its own way of stopping: ``dagster-daemon run`` (under
+``backfill-assets-daemon``) shuts its threads down, says so, and exits 0 as Dagster's daemon does. An earlier design
+told that stop from a SIGTERM by the interpreter's wake-up pipe, to exit 130 there too; under a loaded test suite a
+daemon stopped by Ctrl-C once exited 0 that way (the pipe had not reported the signal; the cause was not found), and
+a stop's exit status must be deterministic.
 """
 
 from __future__ import annotations
 
-import os
+import _thread
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
+# How soon an interrupt Python dropped (raised inside a garbage-collection callback) is delivered again.
+RERAISE_DELAY_S = 0.05
 
 
 class Interrupted(BaseException):
@@ -31,26 +37,16 @@ def _raise_interrupted(signum, frame) -> None:
     raise Interrupted()
 
 
-class _SignalLog:
-    """The numbers of the signals this process received, read from the interpreter's wake-up pipe."""
+def _reraise_soon(done: threading.Event) -> None:
+    """An ``Interrupted`` raised inside a garbage-collection callback or a ``__del__`` is dropped by Python (only
+    reported, as unraisable); interrupt the main thread again from outside that callback, until the command ends."""
 
-    def __init__(self) -> None:
-        self.read_end, self.write_end = os.pipe()
-        os.set_blocking(self.read_end, False)
-        os.set_blocking(self.write_end, False)  # the interpreter refuses a blocking wake-up fd
-        self.previous = signal.set_wakeup_fd(self.write_end)
+    def again() -> None:
+        time.sleep(RERAISE_DELAY_S)
+        if not done.is_set():
+            _thread.interrupt_main(signal.SIGINT)  # runs the SIGINT handler in the main thread: Interrupted again
 
-    def saw(self, signum: int) -> bool:
-        try:
-            received = os.read(self.read_end, 4096)
-        except BlockingIOError:
-            return False
-        return bytes([signum]) in received
-
-    def close(self) -> None:
-        signal.set_wakeup_fd(self.previous)
-        os.close(self.read_end)
-        os.close(self.write_end)
+    threading.Thread(target=again, name="ctrl-c-again", daemon=True).start()
 
 
 @contextmanager
@@ -62,29 +58,26 @@ def stopped_by_ctrl_c(command: str) -> Iterator[None]:
         # script, ``nohup``): left as it is.
         yield
         return
-    log = _SignalLog()
+    done = threading.Event()
+    previous_hook = sys.unraisablehook
+
+    def unraisable(report) -> None:
+        if isinstance(report.exc_value, Interrupted):
+            _reraise_soon(done)  # not printed: the interrupt is delivered again, where it can be raised
+            return
+        previous_hook(report)
+
     previous = signal.signal(signal.SIGINT, _raise_interrupted)
+    sys.unraisablehook = unraisable
     interrupted = False
     try:
         yield
-    except Interrupted:
+    except (Interrupted, KeyboardInterrupt):  # ours, or Python's own before our handler was in place
         interrupted = True
-    except SystemExit as exc:
-        # A command that chose a failing status keeps it (the daemon whose lease was taken over sends itself SIGINT
-        # to stop Dagster's loops, then exits 1); a clean stop after a SIGINT is still the interrupt.
-        interrupted = exc.code in (0, None) and log.saw(signal.SIGINT)
-        if not interrupted:
-            raise
-    except KeyboardInterrupt:
-        # Code with its own handler raised Python's own interrupt: still SIGINT.
-        interrupted = log.saw(signal.SIGINT)
-        if not interrupted:
-            raise
-    else:
-        interrupted = log.saw(signal.SIGINT)
     finally:
+        done.set()
+        sys.unraisablehook = previous_hook
         signal.signal(signal.SIGINT, previous)
-        log.close()
     if interrupted:
         print(f"{command}: interrupted (Ctrl-C), stopped", file=sys.stderr, flush=True)
         sys.exit(EXIT_INTERRUPTED)

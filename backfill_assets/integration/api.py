@@ -266,9 +266,9 @@ def backfill_definitions(
     how long the ``backfill_cleanup`` sensor (shipped stopped) keeps non-current versions' files. Both live here, in the
     code location, so every door that loads it (CLI, webserver, daemon) checks the same lists.
 
-    ``location`` names the code location on a catalog several share (by default the module calling
-    ``backfill_definitions``, e.g. ``my_meters.definitions``): the first version it writes of an asset claims the
-    name, and another location declaring the same name is refused before it writes (``AssetOwnedElsewhere``).
+    ``location`` names the code location on a catalog several share (by default the top-level package of the module
+    calling ``backfill_definitions``, e.g. ``my_meters``): the first version it writes of an asset claims the name,
+    and another location declaring the same name is refused before it writes (``AssetOwnedElsewhere``).
     """
     declared = list(assets)
     graph = asset_graph(declared, _policy(access, AccessPolicy, "access"), _policy(cleanup, CleanupPolicy, "cleanup"),
@@ -352,10 +352,11 @@ def _policy(value: Any, kind: type, name: str) -> Any:
 
 
 def _calling_module() -> str:
-    """The module that called ``backfill_definitions``: the code location's definitions module."""
+    """The top-level package of the module that called ``backfill_definitions`` (``my_meters`` for
+    ``my_meters.definitions``): the project, which stays the same when its modules are reorganised."""
     frame = sys._getframe(2)  # noqa: SLF001 - the caller's module name; inspect.stack() would read every source file
-    name = frame.f_globals.get("__name__", "")
-    return "" if name == "__main__" else str(name)
+    name = str(frame.f_globals.get("__name__", ""))
+    return "" if name == "__main__" else name.split(".")[0]
 
 
 def asset_graph(

@@ -4,6 +4,7 @@ sensors touch only the library's assets, the ordinary assets run as before, and 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -35,10 +36,10 @@ def test_the_library_jobs_select_only_the_library_assets_and_their_checks(job_na
     assert checked == set(LIBRARY)
 
 
-def test_dagster_validates_the_mixed_location_in_its_own_process():
+def test_dagster_validates_the_mixed_location_in_its_own_process(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "dagster", "definitions", "validate", "-m", "tests.mixed_project"],
-        capture_output=True, text=True, timeout=180,
+        capture_output=True, text=True, timeout=180, env={**os.environ, "DAGSTER_HOME": str(tmp_path)},
     )
     assert done.returncode == 0, done.stdout + done.stderr
 

@@ -16,8 +16,7 @@ from backfill_assets.integration.jobs import BACKFILL_JOB
 from tests.locations import berlin, new_york
 
 DAY = "2024-03-31"
-REFUSAL = ("daily_usage belongs to code location 'tests.locations.berlin' on this catalog; 'tests.locations.new_york' "
-           "declares an asset of the same name")
+REFUSAL = "daily_usage belongs to code location 'berlin' on this catalog; 'new_york' declares an asset of the same name"
 
 
 @pytest.fixture
@@ -51,7 +50,7 @@ def test_a_request_of_the_second_location_is_refused_before_it_is_created(home):
     with dg.instance_for_test(temp_dir=str(home)) as instance:
         assert _run(berlin.defs, instance).success
         york = Backfills.for_instance(new_york.defs, instance)
-        with pytest.raises(AssetOwnedElsewhere, match="belongs to code location 'tests.locations.berlin'"):
+        with pytest.raises(AssetOwnedElsewhere, match="belongs to code location 'berlin'"):
             york.create(RequestInput(assets=["daily_usage"], from_day=DAY, to_day=DAY, reason="mine"))
         assert york.list() == []
 
@@ -66,6 +65,14 @@ def test_the_cli_of_the_second_location_says_so_in_one_line(home):
     )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith("error: " + REFUSAL)
+
+
+def test_a_location_is_named_by_its_top_level_package_unless_it_names_itself():
+    from backfill_assets import graph_of
+    from tests.mixed_project import defs as mixed
+
+    assert graph_of(mixed).location == "tests"
+    assert graph_of(berlin.defs).location == "berlin"
 
 
 def test_a_location_named_explicitly_keeps_its_assets_when_its_module_moves(home):

@@ -13,4 +13,5 @@ def daily_usage(interval) -> pd.DataFrame:
     return pd.DataFrame({"sensor_id": ["a", "b"], "kwh": [KWH, KWH]})
 
 
-defs = backfill_definitions(assets=[daily_usage])
+# Both modules are in one package (the default location name): each names its location.
+defs = backfill_definitions(assets=[daily_usage], location="new_york")
