@@ -38,8 +38,9 @@ def _raise_interrupted(signum, frame) -> None:
 
 
 def _reraise_soon(done: threading.Event) -> None:
-    """An ``Interrupted`` raised inside a garbage-collection callback or a ``__del__`` is dropped by Python (only
-    reported, as unraisable); interrupt the main thread again from outside that callback, until the command ends."""
+    """An interrupt raised inside a garbage-collection callback or a ``__del__`` is dropped by Python (only reported,
+    as unraisable); interrupt the main thread again from outside that callback (through whichever SIGINT handler is
+    in place: ours, or Dagster's daemon's), unless the command ended meanwhile."""
 
     def again() -> None:
         time.sleep(RERAISE_DELAY_S)
@@ -58,11 +59,13 @@ def stopped_by_ctrl_c(command: str) -> Iterator[None]:
         # script, ``nohup``): left as it is.
         yield
         return
-    done = threading.Event()
+    done, dropped = threading.Event(), threading.Event()
     previous_hook = sys.unraisablehook
 
     def unraisable(report) -> None:
-        if isinstance(report.exc_value, Interrupted):
+        # Ours, or the KeyboardInterrupt of a handler code installed (Dagster's daemon): dropped where it was raised.
+        if isinstance(report.exc_value, (Interrupted, KeyboardInterrupt)):
+            dropped.set()
             _reraise_soon(done)  # not printed: the interrupt is delivered again, where it can be raised
             return
         previous_hook(report)
@@ -78,6 +81,8 @@ def stopped_by_ctrl_c(command: str) -> Iterator[None]:
         done.set()
         sys.unraisablehook = previous_hook
         signal.signal(signal.SIGINT, previous)
+    # An interrupt dropped and not delivered again before the command ended (a loaded machine): still Ctrl-C.
+    interrupted = interrupted or dropped.is_set()
     if interrupted:
         print(f"{command}: interrupted (Ctrl-C), stopped", file=sys.stderr, flush=True)
         sys.exit(EXIT_INTERRUPTED)
