@@ -29,13 +29,19 @@ def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return folder, env
 
 
+def _as_from_a_terminal() -> None:
+    """A command started from a shell takes Ctrl-C; pytest-xdist's workers ignore SIGINT, and a child inherits an
+    ignored signal (so under `make test -n 3` the commands ignored every interrupt and ran on)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(args: list[str], cwd: Path, env: dict[str, str], tmp_path: Path, when: str | None,
                sig: int = signal.SIGINT, group: bool = True) -> tuple[int, str]:
     """Start the command, send ``sig`` once ``when`` appears in its output (None: as soon as it started)."""
     out = tmp_path / f"out-{time.monotonic_ns()}.log"
     with out.open("wb") as sink:
         proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_as_from_a_terminal)
     try:
         deadline = time.monotonic() + 180
         while when is not None and when not in out.read_text(errors="replace"):
@@ -109,7 +115,8 @@ def test_an_interrupt_python_drops_inside_a_gc_callback_still_stops_the_command(
     and the demo ran to its end with exit 0."""
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
-    done = subprocess.run([sys.executable, str(probe)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, str(probe)], capture_output=True, text=True, timeout=60,
+                          preexec_fn=_as_from_a_terminal)
     assert done.returncode == EXIT_INTERRUPTED, done.stdout + done.stderr
     assert "ran to the end" not in done.stdout and "Traceback" not in done.stderr, done.stdout + done.stderr
     assert done.stderr.strip() == "probe: interrupted (Ctrl-C), stopped"
