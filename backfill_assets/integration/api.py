@@ -42,6 +42,7 @@ from backfill_assets.integration.assets.user_config import declare_config
 from backfill_assets.integration.graphs import register_graph
 from backfill_assets.integration.jobs import build_backfill_job, build_production_job
 from backfill_assets.integration.operation_jobs import build_operation_jobs
+from backfill_assets.integration.ordinary_assets import is_ordinary, not_ours, ordinary_deps
 from backfill_assets.integration.partitioning import check_partitioning
 from backfill_assets.integration.published_io import PUBLISHED_IO_MANAGER, PublishedDataIOManager
 from backfill_assets.integration.request_jobs import build_clear_job, build_report_job, build_request_job
@@ -124,8 +125,8 @@ def gated_asset(
         asset_name = validate_asset_name(name or transform.__name__)
         check_partitioning(asset_name, calendar, partitions_def)
         check_return_annotation(asset_name, transform)
-        upstream = tuple(_dep_name(d) for d in deps if not _is_ordinary(d))
-        external = _ordinary_deps(asset_name, deps, parameter_names(transform))
+        upstream = tuple(_dep_name(d) for d in deps if not is_ordinary(d))
+        external = ordinary_deps(asset_name, deps, parameter_names(transform))
         _check_audits(asset_name, audits)
         if "previous" in parameter_names(transform) and not depends_on_past:
             raise InvalidInput(f"{asset_name}: only a depends_on_past asset gets `previous`")
@@ -279,9 +280,8 @@ def backfill_definitions(
     backfill = backfill or BackfillResource()
     clock = clock or utc_now
     production_job, backfill_job = build_production_job(graph.names), build_backfill_job(graph.names)
-    production_sensor = build_production_sensor(
-        graph, CatchupSettings(catchup, production_start), production_job, clock, backfill
-    )
+    production_sensor = build_production_sensor(graph, CatchupSettings(catchup, production_start), production_job,
+                                                clock, backfill)
     resources = _checked_resources(graph, dict(resources or {}), backfill)
     built = [
         build_side_effect_asset(spec, graph, clock)
@@ -289,12 +289,7 @@ def backfill_definitions(
         else build_gated_asset(spec, graph, config_classes.get(spec.name))
         for spec in graph
     ]
-    # Steps run inside the run's own process unless told otherwise: a run is a handful of small steps in dependency
-    # order, and a fresh Python process per step (~3 s of start-up each on 2 cores) was most of a backfill's time.
-    if executor is not None and not isinstance(executor, dg.ExecutorDefinition):
-        raise InvalidInput(f"executor must be a Dagster ExecutorDefinition (e.g. dagster_celery.celery_executor), "
-                           f"not {type(executor).__name__}")
-    executor = executor or dg.in_process_executor
+    executor = _data_executor(executor)
     chunk_job = build_chunk_job(graph, executor, config_classes)
     request_job, report_job = build_request_job(graph), build_report_job(graph)
     chunk_job, report_job = _with_resources([chunk_job, report_job], {BACKFILL_RESOURCE: backfill, **resources})
@@ -316,6 +311,15 @@ def backfill_definitions(
     )
     register_graph(built, graph)
     return defs
+
+
+def _data_executor(executor: Any) -> dg.ExecutorDefinition:
+    # Steps run inside the run's own process unless told otherwise: a run is a handful of small steps in dependency
+    # order, and a fresh Python process per step (~3 s of start-up each on 2 cores) was most of a backfill's time.
+    if executor is not None and not isinstance(executor, dg.ExecutorDefinition):
+        raise InvalidInput(f"executor must be a Dagster ExecutorDefinition (e.g. dagster_celery.celery_executor), "
+                           f"not {type(executor).__name__}")
+    return executor or dg.in_process_executor
 
 
 def _with_resources(jobs: list[dg.JobDefinition], resources: dict[str, Any]) -> list[dg.JobDefinition]:
@@ -368,7 +372,7 @@ def asset_graph(
         raise InvalidInput("backfill_definitions needs at least one asset")
     for item in declared:
         if not isinstance(item, BackfillAsset):
-            raise InvalidInput(_not_ours(item))
+            raise InvalidInput(not_ours(item))
     calendars = {item.calendar for item in declared}
     if len(calendars) > 1:
         raise InvalidInput("every asset of one code location must share one BusinessCalendar: "
@@ -376,43 +380,6 @@ def asset_graph(
                            + "; assets of another timezone go in a second code location (their own "
                            "backfill_definitions in their own module, listed in workspace.yaml)")
     return AssetGraph(declared[0].calendar, [item.spec for item in declared], access, cleanup, location)
-
-
-def _not_ours(item: object) -> str:
-    """Why ``item`` is refused in ``assets=[...]``, named as the user named it, with the way to keep it."""
-    if isinstance(item, (dg.AssetsDefinition, dg.AssetSpec)):
-        keys = item.keys if isinstance(item, dg.AssetsDefinition) else [item.key]
-        named = ", ".join(k.to_user_string() for k in keys)
-        return (f"asset {named} is an ordinary Dagster asset, not a gated one: keep it beside the gated assets with "
-                f"defs = dg.Definitions.merge(backfill_definitions(assets=[...gated...]), "
-                f"dg.Definitions(assets=[{named}]))")
-    name = getattr(item, "__name__", None) or type(item).__name__
-    return (f"{name} was not declared with @gated_asset or @side_effect_asset; backfill_definitions(assets=[...]) "
-            "takes only those (ordinary assets go in dg.Definitions.merge)")
-
-
-def _is_ordinary(dep: object) -> bool:
-    return isinstance(dep, (dg.AssetKey, dg.AssetsDefinition, dg.AssetSpec))
-
-
-def _ordinary_deps(asset: str, deps: Sequence[Dep], parameters: Sequence[str]) -> tuple[str, ...]:
-    """The keys of the ordinary Dagster assets in ``deps``: ordering dependencies, whose data the library does not
-    version, so a transform cannot take one as a parameter (it would read unaudited, unpinned data)."""
-    keys: list[dg.AssetKey] = []
-    for dep in deps:
-        if isinstance(dep, dg.AssetKey):
-            keys.append(dep)
-        elif isinstance(dep, dg.AssetSpec):
-            keys.append(dep.key)
-        elif isinstance(dep, dg.AssetsDefinition):
-            keys.extend(dep.keys)
-    for key in keys:
-        if key.path[-1] in parameters:
-            raise InvalidInput(
-                f"{asset}: {key.to_user_string()} is an ordinary Dagster asset, an ordering dependency whose data is "
-                f"not versioned; read it in the transform through a resource, not as the parameter {key.path[-1]!r}"
-            )
-    return tuple(dict.fromkeys(k.to_user_string() for k in keys))
 
 
 def _dep_name(dep: Dep) -> str:
