@@ -12,13 +12,13 @@ from backfill_assets.engine.store.ledger import Ledger
 from .app import AppContext, emit
 from .data_commands import validate_cell
 
-CELL_FORMAT = "ASSET/PARTITION, e.g. daily_revenue/2022-10-17"
+CELL_FORMAT = "ASSET/PARTITION, e.g. daily_revenue/2022-10-17 (or berlin/daily_usage/2024-03-31)"
 THIS_REQUEST_MARK = "»"
 
 
 def parse_cell(app: AppContext, text: str) -> tuple[str, str]:
     """(asset, partition) of a known asset and a business day of its partitions, or a one-line error."""
-    asset, slash, partition = text.partition("/")
+    asset, slash, partition = text.rpartition("/")  # an asset's key may hold "/" itself (a key prefix)
     if not slash or not asset or not partition:
         raise InvalidInput(f"--cell {text[:80]!r} must be {CELL_FORMAT}")
     validate_cell(app, asset, partition, data_only=False)

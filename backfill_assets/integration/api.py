@@ -29,7 +29,7 @@ from backfill_assets.engine.model.day_order import DayOrder, day_order
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.gates import validate_gate_name, validate_target_limits, validate_target_timing
 from backfill_assets.engine.model.graph import RESERVED_ARGS, RUN_ARG, AssetGraph, DeclaredAsset, parameter_names
-from backfill_assets.engine.model.identity import validate_asset_name, validate_location
+from backfill_assets.engine.model.identity import parameter_name_of, validate_asset_name, validate_location
 from backfill_assets.engine.model.intervals import BusinessCalendar, utc_now
 from backfill_assets.engine.model.request_model import CONF_KEYS
 from backfill_assets.engine.plan.catchup import CatchupSettings
@@ -96,6 +96,7 @@ def gated_asset(
     pool: str | None = None,
     target: str | None = None,
     partitions_def: object = None,
+    key_prefix: str | Sequence[str] | None = None,
 ) -> Callable[[Callable[..., Any]], BackfillAsset]:
     """A daily-partitioned data asset whose every run writes a new version, audits it and publishes it only if
     every audit passes.
@@ -119,13 +120,17 @@ def gated_asset(
     instance's ``pools.default_limit``); without one a root asset waits in ``source_system`` and any other asset
     in none. ``target``: the write target (e.g. a warehouse) whose quota the step shares: at most
     ``BackfillResource(target_limits={target: N})`` steps write, audit and publish to it at once.
+
+    ``key_prefix`` (as Dagster's ``@asset``): the asset's key is the prefix's segments and its name, and the library
+    names it as Dagster prints it ("berlin/daily_usage") at every door; a downstream transform still takes it by its
+    name alone (``daily_usage``).
     """
 
     def decorate(transform: Callable[..., Any]) -> BackfillAsset:
-        asset_name = validate_asset_name(name or transform.__name__)
+        asset_name = prefixed_name(name or transform.__name__, key_prefix)
         check_partitioning(asset_name, calendar, partitions_def)
         check_return_annotation(asset_name, transform)
-        upstream = tuple(_dep_name(d) for d in deps if not is_ordinary(d))
+        upstream = distinct_inputs(asset_name, [_dep_name(d) for d in deps if not is_ordinary(d)])
         external = ordinary_deps(asset_name, deps, parameter_names(transform))
         _check_audits(asset_name, audits)
         if "previous" in parameter_names(transform) and not depends_on_past:
@@ -198,6 +203,7 @@ def side_effect_asset(
     description: str | None = None,
     owners: Sequence[str] = (),
     group_name: str = DEFAULT_GROUP,
+    key_prefix: str | Sequence[str] | None = None,
 ) -> Callable[[Callable[..., Any]], BackfillAsset]:
     """An asset that acts on the outside world (a notification, an external API) from published upstream data.
 
@@ -208,9 +214,9 @@ def side_effect_asset(
     """
 
     def decorate(payload: Callable[..., Any]) -> BackfillAsset:
-        asset_name = validate_asset_name(name or payload.__name__)
+        asset_name = prefixed_name(name or payload.__name__, key_prefix)
         check_partitioning(asset_name, calendar, None)
-        upstream = tuple(_dep_name(d) for d in deps)
+        upstream = distinct_inputs(asset_name, [_dep_name(d) for d in deps])
         if not upstream:
             raise InvalidInput(f"{asset_name}: a side-effect asset acts on published data; name its deps")
         needs = [*parameter_names(payload), *parameter_names(deliver), *parameter_names(idempotency_key)]
@@ -379,7 +385,40 @@ def asset_graph(
                            + ", ".join(f"{c.tz_name} from {c.first_day}" for c in calendars)
                            + "; assets of another timezone go in a second code location (their own "
                            "backfill_definitions in their own module, listed in workspace.yaml)")
+    gated = {item.name for item in declared}
+    for item in declared:
+        for key in set(item.spec.external_upstream) & gated:
+            # As an AssetKey the dependency would be ordering-only and unversioned: name it as the gated asset it is.
+            raise InvalidInput(f"{item.name}: deps names {key} by its AssetKey, but it is a gated asset of this code "
+                               f"location; name it by its object or as deps=[{key!r}] so its published day is read "
+                               "and recorded")
     return AssetGraph(declared[0].calendar, [item.spec for item in declared], access, cleanup, location)
+
+
+def prefixed_name(name: str, key_prefix: str | Sequence[str] | None) -> str:
+    """The asset's name as the library keeps it: its key as Dagster prints it ("berlin/daily_usage"), checked."""
+    if key_prefix is None:
+        prefix: list[str] = []
+    elif isinstance(key_prefix, str):
+        prefix = [key_prefix]
+    elif isinstance(key_prefix, Sequence) and all(isinstance(p, str) for p in key_prefix):
+        prefix = list(key_prefix)
+    else:
+        raise InvalidInput(f"{name}: key_prefix must be a string or a list of strings, not {key_prefix!r}")
+    if not isinstance(name, str) or "/" in name:
+        raise InvalidInput(f"asset name {name!r} must be one segment; put the rest in key_prefix=[...]")
+    return validate_asset_name("/".join([*prefix, name]))
+
+
+def distinct_inputs(asset: str, upstream: Sequence[str]) -> tuple[str, ...]:
+    """``upstream``, refused when two of its assets share the name a transform would take them by."""
+    by_parameter: dict[str, str] = {}
+    for name in upstream:
+        other = by_parameter.setdefault(parameter_name_of(name), name)
+        if other != name:
+            raise InvalidInput(f"{asset}: {other} and {name} would both be the parameter {parameter_name_of(name)!r}; "
+                               "a transform takes an upstream asset by the last segment of its key")
+    return tuple(upstream)
 
 
 def _dep_name(dep: Dep) -> str:
@@ -401,7 +440,7 @@ def _resources(
             f"{asset_name}: a transform, audit or hook gets no `{UNPASSED_CONTEXT}`; ask for `interval` (the data "
             "interval), `run` (the attempt's identity), `previous`, `config`, upstream assets or resources by name"
         )
-    skip = set(upstream) | set(RESERVED_ARGS) | set(extra_reserved)
+    skip = {parameter_name_of(u) for u in upstream} | set(RESERVED_ARGS) | set(extra_reserved)
     return tuple(dict.fromkeys(n for n in needs if n not in skip))
 
 

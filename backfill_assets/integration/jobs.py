@@ -12,6 +12,7 @@ from typing import Iterable
 import dagster as dg
 
 from backfill_assets.engine.model import tags as T
+from backfill_assets.integration.keys import asset_key
 
 PRODUCTION_JOB = "production_daily"
 BACKFILL_JOB = "backfill_partition"
@@ -19,7 +20,7 @@ BACKFILL_JOB = "backfill_partition"
 
 def library_selection(asset_names: Iterable[str]) -> dg.AssetSelection:
     """The library's assets and their blocking checks, by key."""
-    return dg.AssetSelection.assets(*(dg.AssetKey(name) for name in asset_names))
+    return dg.AssetSelection.assets(*(asset_key(name) for name in asset_names))
 
 
 def build_production_job(asset_names: Iterable[str]) -> dg.UnresolvedAssetJobDefinition:

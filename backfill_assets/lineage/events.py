@@ -36,6 +36,7 @@ from openlineage.client.facet_v2 import (
     symlinks_dataset,
 )
 
+from backfill_assets.engine.model.identity import table_name_of
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Version
 from backfill_assets.engine.wap.observer import AttemptEvent, AttemptStage
@@ -252,8 +253,12 @@ def _output(event: AttemptEvent, naming: LineageNaming, producer: str, decision:
         )
     if naming.tables and event.stage is AttemptStage.PUBLISHED:
         dataset_facets["symlinks"] = symlinks_dataset.SymlinksDatasetFacet(
-            identifiers=[symlinks_dataset.Identifier(namespace=ns, name=f"{schema}.{event.spec.name}", type="TABLE")
-                         for ns, schema in naming.tables],
+            identifiers=[
+                symlinks_dataset.Identifier(
+                    namespace=ns, name=f"{schema}.{table_name_of(event.spec.name)}", type="TABLE"
+                )
+                for ns, schema in naming.tables
+            ],
             producer=producer,
         )
     output_facets: dict[str, Any] = {}

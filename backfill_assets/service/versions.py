@@ -244,7 +244,7 @@ def consumer_cascade(
 ) -> str | None:
     """A new request re-running every downstream version that read a version taken off the pointer (``read``:
     which one, as the cells left out say; ``kind``: what took it off — rollback, reject, accept)."""
-    cells = sorted({tuple(c.consumer_version_id.split("/")[:2]) for c in consumers if c.consumer_version_id})
+    cells = sorted({parse_version_id(c.consumer_version_id)[:2] for c in consumers if c.consumer_version_id})
     if not cells:
         return None
     graph = context.graph

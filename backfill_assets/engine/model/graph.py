@@ -220,8 +220,8 @@ def _unknown_upstream(asset: str, upstream: str, known: list[str]) -> str:
     if close:
         return f"{asset} reads {upstream!r}, which is not an asset of this graph; did you mean {close[0]!r}?"
     return (f"{asset} reads {upstream!r}, which is not a gated asset of this code location; an ordinary Dagster asset "
-            f"goes in deps by its key or object (deps=[dg.AssetKey({upstream!r})]): an ordering dependency whose "
-            "data the transform reads through a resource")
+            f"goes in deps by its key or object (deps=[dg.AssetKey({upstream.split('/')!r})]): an ordering "
+            "dependency whose data the transform reads through a resource")
 
 
 def parameter_names(fn: Callable[..., Any] | None) -> tuple[str, ...]:

@@ -12,7 +12,14 @@ from typing import Any
 from backfill_assets.engine.model.errors import InvalidField, UnsafeName, quoted
 from backfill_assets.engine.model.intervals import Interval, iso
 
-_ASSET_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}\Z")
+_ASSET_SEGMENT_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}\Z")
+# An asset's name is its Dagster key as Dagster writes it for people (``AssetKey.to_user_string``): one or more
+# segments joined by "/" ("daily_usage", "berlin/daily_usage"). Its published tables are named by the segments
+# joined with "__" (Dagster's own op naming), which must fit PostgreSQL's 63-byte identifiers.
+ASSET_KEY_SEPARATOR = "/"
+TABLE_NAME_SEPARATOR = "__"
+_MAX_TABLE_NAME = 63
+MAX_KEY_SEGMENTS = 8
 _PARTITION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,63}\Z")
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")
 
@@ -65,7 +72,39 @@ def validate_text(value: object, what: str, limit: int, line_breaks: bool = Fals
 
 
 def validate_asset_name(name: object) -> str:
-    return _validate(name, _ASSET_RE, "asset name")
+    """A gated asset's name: its Dagster key's segments, each lowercase letters, digits and ``_`` starting with a
+    letter, joined by "/" (a key prefix); every segment is checked, so no form of it climbs out of a path."""
+    if isinstance(name, str) and ASSET_KEY_SEPARATOR in name and "\\" not in name:
+        segments = name.split(ASSET_KEY_SEPARATOR)
+        if len(segments) > MAX_KEY_SEGMENTS:
+            raise UnsafeName(f"asset name {quoted(name)} has {len(segments)} segments; at most {MAX_KEY_SEGMENTS}")
+        for segment in segments:
+            _validate(segment, _ASSET_SEGMENT_RE, f"asset name {quoted(name)}: segment")
+            if TABLE_NAME_SEPARATOR in segment:
+                raise UnsafeName(f"asset name {quoted(name)}: segment {quoted(segment)} contains '__', which joins "
+                                 "a prefixed key's segments in table names")
+    else:
+        _validate(name, _ASSET_SEGMENT_RE, "asset name")
+    if len(table_name_of(name)) > _MAX_TABLE_NAME:  # type: ignore[arg-type]
+        raise UnsafeName(f"asset name {quoted(name)} is too long: its table name {table_name_of(name)!r} "  # type: ignore[arg-type]
+                         f"must fit {_MAX_TABLE_NAME} characters")
+    return name  # type: ignore[return-value]
+
+
+def asset_segments(name: str) -> tuple[str, ...]:
+    """The segments of an asset's key ("berlin/daily_usage" → ("berlin", "daily_usage"))."""
+    return tuple(name.split(ASSET_KEY_SEPARATOR))
+
+
+def table_name_of(name: str) -> str:
+    """The name an asset's published tables and Dagster op take: its key's segments joined by "__"."""
+    return TABLE_NAME_SEPARATOR.join(asset_segments(name))
+
+
+def parameter_name_of(name: str) -> str:
+    """The parameter a transform, audit or hook takes an upstream asset's frame as: its key's last segment, as in
+    Dagster (a key prefix is not part of an input's name)."""
+    return asset_segments(name)[-1]
 
 
 _LOCATION_RE = re.compile(r"^[A-Za-z0-9_.:-]{0,200}\Z")
@@ -97,9 +136,10 @@ def make_version_id(asset: str, partition_key: str, run_id: str, attempt_no: int
 
 def parse_version_id(version_id: str) -> tuple[str, str, str, int]:
     parts = version_id.split("/") if isinstance(version_id, str) else []
-    if len(parts) != 4 or not (parts[3].isascii() and parts[3].isdigit()):
+    if len(parts) < 4 or not (parts[-1].isascii() and parts[-1].isdigit()):
         raise UnsafeName(f"version id {quoted(version_id)} is not <asset>/<partition>/<run_id>/<attempt>")
-    asset, key, run_id, attempt = parts
+    # The asset's key may itself hold "/" (a key prefix): the last three parts are always the version's own.
+    asset, key, run_id, attempt = "/".join(parts[:-3]), *parts[-3:]
     if make_version_id(asset, key, run_id, int(attempt)) != version_id:
         raise UnsafeName(f"version id {quoted(version_id)} is not canonical (attempt {int(attempt)})")
     return asset, key, run_id, int(attempt)

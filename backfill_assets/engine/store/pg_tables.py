@@ -34,6 +34,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, make_url
 
 from backfill_assets.engine.model.errors import BackfillError, CatalogBusy, quoted
+from backfill_assets.engine.model.identity import table_name_of
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.db import create_engine
 from backfill_assets.engine.store.storage import DAY_COLUMN
@@ -100,7 +101,7 @@ def same_database(url_a: str, url_b: str) -> bool:
 def version_table_name(version: Version) -> str:
     """``<asset>__v_<12 hex of sha256(version_id)>``, the asset cut so the name fits 63 bytes."""
     digest = hashlib.sha256(version.version_id.encode()).hexdigest()[:VERSION_DIGEST_CHARS]
-    return f"{version.asset[:ASSET_PREFIX_CHARS]}{VERSION_TABLE_INFIX}{digest}"
+    return f"{table_name_of(version.asset)[:ASSET_PREFIX_CHARS]}{VERSION_TABLE_INFIX}{digest}"
 
 
 def _q(name: str) -> str:
@@ -339,8 +340,8 @@ def switch_days(conn: Connection, schema: str, asset: str, switches: list[DaySwi
     first (ACCESS EXCLUSIVE, as DETACH needs): its readers see every day as it was or as it becomes, whole."""
     if not switches:
         return
-    parent = _qualified(schema, asset)
-    if _columns(conn, schema, asset) == {}:
+    parent = _qualified(schema, table_name_of(asset))
+    if _columns(conn, schema, table_name_of(asset)) == {}:
         first = _qualified(schema, switches[0].table_name)
         conn.exec_driver_sql(f"CREATE TABLE {parent} (LIKE {first}) PARTITION BY LIST ({_q(DAY_COLUMN)})")
     current = serving(conn, schema, asset)
@@ -352,7 +353,7 @@ def switch_days(conn: Connection, schema: str, asset: str, switches: list[DaySwi
 
 
 def _switch_day(conn: Connection, schema: str, asset: str, switch: DaySwitch, old: Served | None, by: str) -> None:
-    parent = _qualified(schema, asset)
+    parent = _qualified(schema, table_name_of(asset))
     _align_columns(conn, schema, asset, switch.table_name)
     if old is not None:
         conn.exec_driver_sql(f"ALTER TABLE {parent} DETACH PARTITION {_qualified(schema, old.table_name)}")
@@ -377,18 +378,19 @@ def _switch_day(conn: Connection, schema: str, asset: str, switch: DaySwitch, ol
 def _align_columns(conn: Connection, schema: str, asset: str, table_name: str) -> None:
     """Give the parent the version's new columns and the version's table the parent's other ones (NULL): ATTACH
     wants the same columns with the same types. A column whose type changed is refused."""
-    parent, part = _columns(conn, schema, asset), _columns(conn, schema, table_name)
+    parent, part = _columns(conn, schema, table_name_of(asset)), _columns(conn, schema, table_name)
     changed = {n: (parent[n], t) for n, t in part.items() if n in parent and parent[n] != t}
     if changed:
         name, (was, now) = next(iter(changed.items()))
         raise PgTableError(
-            f"{schema}.{asset}: column {quoted(name)} is {was} in the table but {now} in {table_name}; a column's "
+            f"{schema}.{table_name_of(asset)}: column {quoted(name)} is {was} in the table but {now} in {table_name}; "
+            "a column's "
             "type cannot change in a published table (name the new column differently, or drop the table to "
             "rebuild it)"
         )
     for name, typ in part.items():
         if name not in parent:
-            conn.exec_driver_sql(f"ALTER TABLE {_qualified(schema, asset)} ADD COLUMN {_q(name)} {typ}")
+            conn.exec_driver_sql(f"ALTER TABLE {_qualified(schema, table_name_of(asset))} ADD COLUMN {_q(name)} {typ}")
     for name, typ in parent.items():
         if name not in part:
             conn.exec_driver_sql(f"ALTER TABLE {_qualified(schema, table_name)} ADD COLUMN {_q(name)} {typ}")

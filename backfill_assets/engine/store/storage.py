@@ -30,7 +30,12 @@ import pyarrow.parquet as pq
 from upath import UPath
 
 from backfill_assets.engine.model.errors import IntegrityError, ManifestMismatch, StorageError, UnsafeName, quoted
-from backfill_assets.engine.model.identity import validate_asset_name, validate_partition_key, validate_run_id
+from backfill_assets.engine.model.identity import (
+    MAX_KEY_SEGMENTS,
+    validate_asset_name,
+    validate_partition_key,
+    validate_run_id,
+)
 from backfill_assets.engine.model.run_context import ENGINE_DIR  # an external engine's output (gc removes it too)
 from backfill_assets.engine.wap.faults import AFTER_DATA_FILE, AFTER_MANIFEST, fault_point
 
@@ -288,12 +293,21 @@ def first_stored_version(root: str) -> str | None:
     with storage_call(base, "listing", base):
         if not base.exists():
             return None
-        for asset in _dirs(base):
-            for partition in _dirs(asset):
-                for attempt in _dirs(partition / "_runs", depth=2):
-                    if (attempt / MANIFEST_FILE).exists():
-                        return _relative(base, attempt / MANIFEST_FILE)
+        for partition in _partition_dirs(base):
+            for attempt in _dirs(partition / "_runs", depth=2):
+                if (attempt / MANIFEST_FILE).exists():
+                    return _relative(base, attempt / MANIFEST_FILE)
     return None
+
+
+def _partition_dirs(path: UPath, depth: int = MAX_KEY_SEGMENTS) -> Iterator[UPath]:
+    """The ``date=<key>`` directories below ``path``: an asset's own directory sits one level down per segment of
+    its key ("berlin/daily_usage" → berlin/daily_usage/date=...)."""
+    for child in _dirs(path):
+        if child.name.startswith(f"{PARTITION_COLUMN}="):
+            yield child
+        elif depth > 1:
+            yield from _partition_dirs(child, depth - 1)
 
 
 def _dirs(path: UPath, depth: int = 1) -> Iterator[UPath]:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 
 from backfill_assets.engine.model.errors import BackfillError, quoted
+from backfill_assets.engine.model.identity import table_name_of
 from backfill_assets.engine.model.settings import TableSettings
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
@@ -97,7 +98,7 @@ class IcebergTables:
         return _catalog(s.iceberg_catalog_url, s.iceberg_catalog_name, tables_location(s.warehouse_root), s.iceberg_io)
 
     def identifier(self, asset: str) -> str:
-        return f"{self.namespace}.{asset}"
+        return f"{self.namespace}.{table_name_of(asset)}"
 
     def load(self, asset: str) -> Table | None:
         from pyiceberg.exceptions import NoSuchTableError
@@ -158,7 +159,7 @@ class IcebergTables:
         first = next(iter(changes.days.values()))
         schema = _file_schema(first)
         self._ensure_namespace()
-        location = f"{tables_location(self.settings.warehouse_root)}/{self.namespace}/{asset}"
+        location = f"{tables_location(self.settings.warehouse_root)}/{self.namespace}/{table_name_of(asset)}"
         try:
             with self.catalog.create_table_transaction(
                 self.identifier(asset), schema=schema, location=location, properties=TABLE_PROPERTIES

@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from backfill_assets.engine.model.identity import table_name_of
 from backfill_assets.engine.model.settings import TableSettings
 from backfill_assets.engine.store import pg_tables as pg
 from backfill_assets.engine.store.catalog import Catalog
@@ -62,7 +63,7 @@ class PostgresTables:
         return pg.tables_engine(self.url)
 
     def identifier(self, asset: str) -> str:
-        return f"{self.schema}.{asset}"
+        return f"{self.schema}.{table_name_of(asset)}"
 
     def _ready(self) -> None:
         if not self._schema_ready:

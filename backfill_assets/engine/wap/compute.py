@@ -10,6 +10,7 @@ import pandas as pd
 from backfill_assets.engine.model.asset_config import CONFIG_ARG
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import INTERVAL_ARG, PREVIOUS_ARG, RUN_ARG, AssetGraph, call_with
+from backfill_assets.engine.model.identity import parameter_name_of
 from backfill_assets.engine.wap.frames import as_pandas
 from backfill_assets.engine.wap.gate import Gate, NotPublished
 from backfill_assets.engine.wap.run_context import run_context_of
@@ -39,7 +40,7 @@ def compute(gate: Gate, graph: AssetGraph, resources: Mapping[str, Any], config:
     if spec.config is not None:
         available[CONFIG_ARG] = config
     for upstream in spec.upstream:
-        available[upstream] = gate.read_published(upstream, key)
+        available[parameter_name_of(upstream)] = gate.read_published(upstream, key)
     if spec.depends_on_past:
         previous_key = calendar.previous_key(key)
         previous = None if previous_key is None else gate.read_published(spec.name, previous_key, required=False)

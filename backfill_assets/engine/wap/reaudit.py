@@ -15,6 +15,7 @@ from typing import Any
 
 from backfill_assets.engine.model.errors import BackfillError, InvalidInput
 from backfill_assets.engine.model.graph import INTERVAL_ARG, PREVIOUS_ARG, AssetGraph, DeclaredAsset
+from backfill_assets.engine.model.identity import parameter_name_of
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.storage import Warehouse
@@ -70,7 +71,7 @@ def _inputs_read_by(
     recorded = version.input_versions or {}
     available: dict[str, Any] = {INTERVAL_ARG: graph.calendar.interval(key), **resources}
     for upstream in spec.upstream:
-        available[upstream] = _read_recorded(catalog, warehouse, recorded.get(f"{upstream}/{key}"))
+        available[parameter_name_of(upstream)] = _read_recorded(catalog, warehouse, recorded.get(f"{upstream}/{key}"))
     if spec.depends_on_past:
         previous_key = graph.calendar.previous_key(key)
         previous_id = recorded.get(f"{spec.name}/{previous_key}") if previous_key else None

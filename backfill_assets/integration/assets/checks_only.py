@@ -16,6 +16,7 @@ import dagster as dg
 
 from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
 from backfill_assets.engine.wap.reaudit import ReAudit, reaudit_serving
+from backfill_assets.integration.keys import asset_key
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.dagster_adapter.events import materialization_of_version
 
@@ -67,7 +68,7 @@ def evaluations(instance: dg.DagsterInstance, result: ReAudit) -> list[dg.AssetC
     target = materialization_of_version(instance, result.asset, result.partition_key, version.version_id)
     return [
         dg.AssetCheckEvaluation(
-            asset_key=dg.AssetKey(result.asset),
+            asset_key=asset_key(result.asset),
             check_name=check.name,
             passed=check.passed,
             partition=result.partition_key,

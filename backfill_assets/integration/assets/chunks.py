@@ -27,6 +27,7 @@ from backfill_assets.integration.assets.gated import gate_one
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
 from backfill_assets.integration.assets.table_sync import StepTableSync
 from backfill_assets.integration.assets.user_config import step_config, with_user_fields
+from backfill_assets.integration.keys import node_name
 from backfill_assets.integration.resources import BACKFILL_RESOURCE
 from backfill_assets.integration.runs.dagster_adapter import report_materialization_planned
 from backfill_assets.integration.runs.run_identity import computation_of, logical_run_for
@@ -36,7 +37,7 @@ VERDICT_OP = "chunk_verdict"
 
 
 def op_name(asset: str) -> str:
-    return f"chunk_{asset}"
+    return f"chunk_{node_name(asset)}"
 
 
 class ChunkAssetConfig(dg.Config):
@@ -125,7 +126,7 @@ def build_chunk_op(
 
     @dg.op(
         name=op_name(spec.name),
-        ins={f"after_{u}": dg.In(dg.Nothing) for u in upstream_in_chunk},
+        ins={f"after_{node_name(u)}": dg.In(dg.Nothing) for u in upstream_in_chunk},
         out=dg.Out(dg.Nothing),
         pool=pool_for(spec.pool, spec.upstream),
         retry_policy=dg.RetryPolicy(max_retries=2, delay=1),
@@ -227,7 +228,7 @@ def _gate_day(
 def build_verdict_op(graph: AssetGraph, config_classes: Mapping[str, type[dg.Config]]) -> dg.OpDefinition:
     @dg.op(
         name=VERDICT_OP,
-        ins={f"after_{a}": dg.In(dg.Nothing) for a in graph.chunk_assets},
+        ins={f"after_{node_name(a)}": dg.In(dg.Nothing) for a in graph.chunk_assets},
         description="Fails the run, naming them, when any planned day of the chunk was not published.",
         required_resource_keys={BACKFILL_RESOURCE},
     )
@@ -288,7 +289,7 @@ def build_chunk_job(
         done: dict[str, Any] = {}
         for asset in assets:  # the graph's order is topological
             upstream = [u for u in graph[asset].upstream if u in assets]
-            done[asset] = ops[asset](**{f"after_{u}": done[u] for u in upstream})
-        verdict(**{f"after_{a}": done[a] for a in assets})
+            done[asset] = ops[asset](**{f"after_{node_name(u)}": done[u] for u in upstream})
+        verdict(**{f"after_{node_name(a)}": done[a] for a in assets})
 
     return backfill_chunk

@@ -24,6 +24,7 @@ from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.catalog import Catalog, PointerMove, Version
 from backfill_assets.engine.wap.audit import CheckOutcome
 from backfill_assets.engine.wap.gate import GateOutcome
+from backfill_assets.integration.keys import asset_key
 from backfill_assets.integration.runs.dagster_adapter import materialization_of_version
 
 STATE_LABELS = {
@@ -125,7 +126,7 @@ def published_metadata(outcome: GateOutcome) -> dict[str, Any]:
 def materialization(asset: str, key: str, outcome: GateOutcome) -> dg.AssetMaterialization:
     """A published day's materialization, for steps that write several days (range step, chunk op)."""
     return dg.AssetMaterialization(
-        asset_key=asset, partition=key, description=published_description(outcome),
+        asset_key=asset_key(asset), partition=key, description=published_description(outcome),
         metadata=published_metadata(outcome),
     )
 
@@ -146,7 +147,7 @@ def rejection_observation(asset: str, key: str, outcome: GateOutcome) -> dg.Asse
     """The rejected version on the day's partition page (an observation: the day's materialization status stays
     what the failed run makes it, Failed, and its latest materialization the version still serving)."""
     return dg.AssetObservation(
-        asset_key=asset,
+        asset_key=asset_key(asset),
         partition=key,
         description=rejected_description(outcome),
         # Prefixed: the partition page shows the latest observation's entries beside the latest materialization's,
@@ -200,7 +201,7 @@ def check_evaluations(
     extra = {"run_id": run_id} if run_id else {}
     return [
         dg.AssetCheckEvaluation(
-            asset_key=dg.AssetKey(asset),
+            asset_key=asset_key(asset),
             check_name=check.name,
             passed=check.passed,
             partition=key,
@@ -245,10 +246,10 @@ def rollback_event(catalog: Catalog, move: PointerMove, reason: str) -> dg.Asset
     metadata = rollback_metadata(restored, move, reason)
     if VersionState(newest.state) in VERIFIED:
         return dg.AssetMaterialization(
-            asset_key=move.asset, partition=move.partition_key, description=description, metadata=metadata
+            asset_key=asset_key(move.asset), partition=move.partition_key, description=description, metadata=metadata
         )
     return dg.AssetObservation(
-        asset_key=move.asset,
+        asset_key=asset_key(move.asset),
         partition=move.partition_key,
         description=f"{description}; the newest attempt {newest.version_id} is {newest.state}, so the day stays "
         "Failed in Dagster",

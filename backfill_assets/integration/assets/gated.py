@@ -38,6 +38,7 @@ from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
 from backfill_assets.integration.assets.table_sync import publishing_catalog, sync_tables_after_step
 from backfill_assets.integration.assets.user_config import StepConfig, step_config, with_user_fields
+from backfill_assets.integration.keys import asset_key, node_name
 from backfill_assets.integration.lineage import lineage_observers
 from backfill_assets.integration.published_io import PUBLISHED_IO_MANAGER
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
@@ -60,7 +61,7 @@ def check_specs_for(spec: DeclaredAsset, partitions_def: dg.PartitionsDefinition
         warnings.simplefilter("ignore", dg.PreviewWarning)
         return [
             dg.AssetCheckSpec(
-                name, asset=spec.name, blocking=True, partitions_def=partitions_def,
+                name, asset=asset_key(spec.name), blocking=True, partitions_def=partitions_def,
                 description=f"{text} {CHECK_SPEC_NOTE}",
             )
             for name, text in check_names(spec)
@@ -76,7 +77,7 @@ def _check_results(outcome: GateOutcome) -> list[dg.AssetCheckResult]:
     """A published version's results: Dagster points each at the materialization the step has just recorded."""
     return [
         dg.AssetCheckResult(
-            asset_key=outcome.version.asset,
+            asset_key=asset_key(outcome.version.asset),
             check_name=c.name,
             passed=c.passed,
             description=check_description(outcome, c),
@@ -234,7 +235,9 @@ def _run_single(
     selected = {key.name for key in context.selected_asset_check_keys}
     if outcome.published:
         results = [r for r in _check_results(outcome) if r.check_name in selected]
-        yield dg.MaterializeResult(asset_key=spec.name, metadata=published_metadata(outcome), check_results=results)
+        yield dg.MaterializeResult(
+            asset_key=asset_key(spec.name), metadata=published_metadata(outcome), check_results=results
+        )
         fault_point(AFTER_EVENT)
         return
     # Evaluations rather than AssetCheckResults: Dagster would point those at the day's latest materialization,
@@ -322,12 +325,12 @@ def build_gated_asset(
     # A multi_asset only for can_subset: a batched (range) run deselects the checks, which the step then
     # reports per partition itself; @asset cannot be subset by checks.
     gated = dg.multi_asset(
-        name=spec.name,
+        name=node_name(spec.name),
         specs=[
             dg.AssetSpec(
-                spec.name,
+                asset_key(spec.name),
                 description=spec.description,
-                deps=[*spec.upstream, *(dg.AssetKey.from_user_string(k) for k in spec.external_upstream)],
+                deps=[*(asset_key(k) for k in (*spec.upstream, *spec.external_upstream))],
                 owners=list(spec.owners),
                 group_name=spec.group,
                 tags=asset_tags,

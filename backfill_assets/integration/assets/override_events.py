@@ -24,6 +24,7 @@ from backfill_assets.integration.assets.dashboard import (
     state_label,
     version_metadata,
 )
+from backfill_assets.integration.keys import asset_key
 
 
 def override_metadata(record: Override) -> dict[str, Any]:
@@ -40,7 +41,7 @@ def accept_event(catalog: Catalog, move: PointerMove, record: Override) -> dg.As
     checks = outcome_checks(accepted)
     failed = ", ".join(c.name for c in checks if not c.passed) or "none recorded"
     return dg.AssetMaterialization(
-        asset_key=move.asset,
+        asset_key=asset_key(move.asset),
         partition=move.partition_key,
         description=(
             f"{accepted.version_id} published by override: accepted by {record.decided_by} although checks failed "
@@ -63,7 +64,7 @@ def reject_event(catalog: Catalog, move: PointerMove, record: Override) -> dg.As
     restored = catalog.get(move.version_id)
     reason = f"rejected by {record.decided_by}: {record.reason}"
     return dg.AssetMaterialization(
-        asset_key=move.asset,
+        asset_key=asset_key(move.asset),
         partition=move.partition_key,
         description=f"{rollback_description(move, reason)} ({move.previous_version_id} is REJECTED by override)",
         metadata={

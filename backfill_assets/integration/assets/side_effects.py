@@ -10,6 +10,7 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.access import AccessPolicy
 from backfill_assets.engine.model.cells import Skip
 from backfill_assets.engine.model.graph import INTERVAL_ARG, AssetGraph, DeclaredAsset, call_with
+from backfill_assets.engine.model.identity import parameter_name_of
 from backfill_assets.engine.model.intervals import BusinessCalendar, utc_now
 from backfill_assets.engine.plan.admission import is_launched_from_dagster
 from backfill_assets.engine.plan.catchup import production_delivers
@@ -20,6 +21,7 @@ from backfill_assets.engine.store.outbox import idempotency_key, send_once
 from backfill_assets.integration.assets.gated import user_resources
 from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
+from backfill_assets.integration.keys import asset_key
 from backfill_assets.integration.resources import BACKFILL_RESOURCE
 from backfill_assets.integration.runs.run_identity import lane_from_tags, request_id_from_tags
 from backfill_assets.integration.runs.runs import RUN_KEY_TAG
@@ -82,10 +84,10 @@ def build_side_effect_asset(
     """``clock``: "now" for the production day (the code location's, as the production trigger's)."""
 
     @dg.asset(
-        name=spec.name,
+        key=asset_key(spec.name),
         description=spec.description,
         partitions_def=daily_partitions_for(graph.calendar),
-        deps=list(spec.upstream),
+        deps=[asset_key(u) for u in spec.upstream],
         owners=list(spec.owners),
         group_name=spec.group,
         tags={T.SIDE_EFFECT: "true"},
@@ -142,7 +144,7 @@ def _deliver(
         version = catalog.current(upstream, key)
         if version is None:
             raise dg.Failure(description=f"{spec.name} {key}: {upstream} {key} has no published version")
-        available[upstream] = backfill.warehouse().read_version(version)
+        available[parameter_name_of(upstream)] = backfill.warehouse().read_version(version)
         catalog.record_external_read(f"{spec.name}:{context.run.run_id}", version)
         sources.append(version.version_id)
     payload = dict(call_with(spec.transform, available, f"payload of {spec.name}"))

@@ -20,6 +20,7 @@ import pydantic
 from backfill_assets.engine.model.asset_config import AssetConfig
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.numbers import require_finite
+from backfill_assets.integration.keys import node_name
 
 _SCALARS = (str, int, float, bool)
 # Dagster's messages name the place as "path root:ops:<op>:config:<field>[:<nested>]"; the field is what we show.
@@ -99,11 +100,11 @@ def step_config(op_config: Mapping[str, Any] | None, user: type[dg.Config] | Non
 def _probe_job(asset: str, config_class: type[dg.Config]) -> dg.JobDefinition:
     """A one-op job whose op takes ``config_class``: Dagster validates a conf against it as it would the run's."""
 
-    @dg.op(name=asset)
+    @dg.op(name=node_name(asset))
     def _probe(config: config_class) -> None:  # type: ignore[valid-type]
         del config
 
-    @dg.job(name=f"{asset}_config_probe")
+    @dg.job(name=f"{node_name(asset)}_config_probe")
     def _probe_job_def() -> None:
         _probe()
 
@@ -120,7 +121,7 @@ def _normalizer(asset: str, config_class: type[dg.Config], probe: dg.JobDefiniti
             _refuse_loose_scalar(asset, key, value, annotations.get(key))
         require_finite(section, asset)
         try:
-            dg.validate_run_config(probe, {"ops": {asset: {"config": dict(section)}}})
+            dg.validate_run_config(probe, {"ops": {node_name(asset): {"config": dict(section)}}})
         except dg.DagsterInvalidConfigError as exc:
             raise InvalidInput(_describe(asset, exc.errors[0].message if exc.errors else str(exc))) from None
         try:

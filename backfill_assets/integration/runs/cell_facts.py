@@ -14,6 +14,7 @@ from backfill_assets.engine.plan.catchup import CellNow
 from backfill_assets.engine.plan.planning import CellFacts
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.integration.assets.partitions import daily_partitions_for
+from backfill_assets.integration.keys import asset_key
 from backfill_assets.integration.runs.runs import in_flight_cells
 
 # Bounded IN lists: SQLite limits bound parameters per statement.
@@ -36,7 +37,7 @@ def failed_partitions(
     failed: set[tuple[str, str]] = set()
     for asset, partitions in by_asset.items():
         statuses = instance.get_status_by_partition(
-            dg.AssetKey(asset), partitions, daily_partitions_for(graph.calendar)
+            asset_key(asset), partitions, daily_partitions_for(graph.calendar)
         ) or {}
         failed.update((asset, p) for p, status in statuses.items() if status == dg.AssetPartitionStatus.FAILED)
     return failed

@@ -10,6 +10,7 @@ import dagster as dg
 from backfill_assets.engine.model import tags as T
 from backfill_assets.integration.assets.chunks import CHUNK_JOB, chunk_run_config, chunk_tags
 from backfill_assets.integration.jobs import PRODUCTION_JOB
+from backfill_assets.integration.keys import asset_key
 
 # The step logs stay in the instance (and the UI); the console gets only errors.
 QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
@@ -46,7 +47,7 @@ def run_partitions(
     job = defs.resolve_job_def(PRODUCTION_JOB)
     run_tags = {T.LANE: T.LANE_PRODUCTION, T.DAGSTER_PRIORITY: str(T.PRIORITY_PRODUCTION), **(tags or {})}
     results = []
-    selection = {dg.AssetKey(a) for a in assets} if assets else None
+    selection = {asset_key(a) for a in assets} if assets else None
     for key in partition_keys:
         if isinstance(key, tuple):
             first, last = key

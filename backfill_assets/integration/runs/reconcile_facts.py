@@ -14,6 +14,7 @@ from backfill_assets.engine.plan.reconcile import GAP_NO_MATERIALIZATION, Report
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.storage import Warehouse
+from backfill_assets.integration.keys import asset_key
 from backfill_assets.integration.runs.cancel import forced_cancels
 from backfill_assets.integration.runs.runs import runs_of_request, status_name
 
@@ -37,7 +38,7 @@ def materialized_version_ids(instance: dg.DagsterInstance, cells: Iterable[tuple
         cursor = None
         while True:
             result = instance.fetch_materializations(
-                dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=sorted(partitions)),
+                dg.AssetRecordsFilter(asset_key=asset_key(asset), asset_partitions=sorted(partitions)),
                 limit=1000,
                 cursor=cursor,
             )
@@ -94,7 +95,7 @@ def repair(instance: dg.DagsterInstance, catalog: Catalog, report: Report) -> li
         if gap["gap"] == GAP_NO_MATERIALIZATION:
             instance.report_runless_asset_event(
                 dg.AssetMaterialization(
-                    asset_key=version.asset,
+                    asset_key=asset_key(version.asset),
                     partition=version.partition_key,
                     description="repaired by backfill-assets reconcile: published in the catalog, event was lost",
                     metadata={

@@ -26,6 +26,7 @@ from backfill_assets.engine.store.handoffs import Handoffs
 from backfill_assets.engine.store.ledger import Ledger, RequestRecord
 from backfill_assets.integration.assets.chunks import CHUNK_JOB, chunk_run_config, chunk_tags
 from backfill_assets.integration.jobs import BACKFILL_JOB
+from backfill_assets.integration.keys import asset_key, node_name
 from backfill_assets.integration.request_jobs import CLOSED_STAGE, report_run_request
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.cell_facts import cell_facts_source
@@ -62,7 +63,8 @@ def run_config_for(graph: AssetGraph, submission: Submission) -> dict:
     """The run's config: per asset, the asset's own config frozen in the request."""
     if submission.batched:
         return chunk_run_config(submission.days_by_asset(graph), submission.configs)
-    return {"ops": {asset: {"config": dict(config)} for asset, config in submission.configs.items() if config}}
+    configs = submission.configs.items()
+    return {"ops": {node_name(asset): {"config": dict(config)} for asset, config in configs if config}}
 
 
 def team_for(graph: AssetGraph, record: RequestRecord) -> str:
@@ -86,7 +88,7 @@ def run_request_for(graph: AssetGraph, record: RequestRecord, submission: Submis
         run_key=submission.run_key,
         job_name=BACKFILL_JOB,
         partition_key=submission.partition,
-        asset_selection=[dg.AssetKey(a) for a in submission.assets],
+        asset_selection=[asset_key(a) for a in submission.assets],
         tags=tags,
         run_config=run_config_for(graph, submission),
     )

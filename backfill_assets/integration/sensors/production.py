@@ -22,6 +22,7 @@ from backfill_assets.engine.plan.catchup import (
     plan_production,
 )
 from backfill_assets.integration.jobs import PRODUCTION_JOB
+from backfill_assets.integration.keys import asset_key
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.cell_facts import production_facts
 from backfill_assets.integration.sensors.evaluation import SensorResource, evaluation_instance
@@ -37,7 +38,7 @@ LOGGED_DECISIONS = 20
 
 def production_run_request(graph: AssetGraph, decision: IntervalDecision) -> dg.RunRequest:
     # The whole job when every asset runs (as the schedule did); otherwise just what is left to publish.
-    selection = None if set(decision.assets) == set(graph.names) else [dg.AssetKey(a) for a in decision.assets]
+    selection = None if set(decision.assets) == set(graph.names) else [asset_key(a) for a in decision.assets]
     return dg.RunRequest(
         run_key=PRODUCTION_RUN_KEY.format(decision.partition),
         job_name=PRODUCTION_JOB,

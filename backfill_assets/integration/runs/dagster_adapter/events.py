@@ -11,6 +11,8 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 )
 from dagster._core.events import AssetMaterializationPlannedData, DagsterEvent
 
+from backfill_assets.integration.keys import asset_key
+
 
 def materialization_of_version(
     instance: dg.DagsterInstance, asset: str, partition: str, version_id: str, look_back: int = 5
@@ -21,7 +23,7 @@ def materialization_of_version(
     ``AssetCheckResult`` computes it only in a single-partition step; this is the same record, built from the public
     ``fetch_materializations``, for the evaluations a multi-day step reports itself."""
     records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=look_back
+        dg.AssetRecordsFilter(asset_key=asset_key(asset), asset_partitions=[partition]), limit=look_back
     ).records
     for record in records:
         value = record.asset_materialization.metadata.get("version_id") if record.asset_materialization else None
@@ -40,6 +42,6 @@ def report_materialization_planned(
     Dagster derives a day's Failed status from a planned materialization whose run failed without materializing it
     (and In progress while the run goes on); an op job plans none, so a chunk run records one per day it gates."""
     event = DagsterEvent.build_asset_materialization_planned_event(
-        job_name, step_key, AssetMaterializationPlannedData(dg.AssetKey(asset), partition=partition)
+        job_name, step_key, AssetMaterializationPlannedData(asset_key(asset), partition=partition)
     )
     instance.report_dagster_event(event, run_id=run_id, log_level=logging.DEBUG)
