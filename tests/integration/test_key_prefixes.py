@@ -87,6 +87,16 @@ def test_a_request_of_a_prefixed_asset_is_driven_to_published(env):
     assert service.serving("berlin/daily_total", DAY) is not None
 
 
+def test_a_batched_request_of_prefixed_assets_publishes_every_day(env):
+    service = Backfills.for_instance(berlin.defs, env.instance)
+    days = ["2024-03-30", DAY, "2024-04-01"]
+    record = service.create(RequestInput(assets=[BERLIN, "berlin/daily_total"], from_day=days[0], to_day=days[-1],
+                                         partitions_per_run=3, reason="one chunk run"))
+    drive(env, record.request.request_id, defs=berlin.defs)
+    assert service.show(record.request.request_id).request.status == "completed"
+    assert [service.read("berlin/daily_total", d).frame["kwh"].tolist() for d in days] == [[2 * berlin.KWH]] * 3
+
+
 def test_the_launchpad_request_job_takes_a_prefixed_asset(env):
     run = berlin.defs.resolve_job_def(REQUEST_JOB).execute_in_process(
         run_config={"ops": {REQUEST_OP: {"config": {"assets": [BERLIN], "from_day": DAY, "to_day": DAY,

@@ -141,8 +141,9 @@ class AssetOwnedElsewhere(BackfillError):
         self.asset, self.owner, self.location = asset, owner, location
         super().__init__(
             f"{asset} belongs to code location {owner!r} on this catalog; {location!r} declares an asset of the same "
-            "name and would overwrite its days: rename the asset in one location, or give each location its own "
-            "catalog (BACKFILL_CATALOG_URL) and warehouse (docs/OPERATIONS.md, several code locations)"
+            "name and would overwrite its days: give the asset a key prefix in one location (gated_asset(key_prefix="
+            "...)) or rename it, or give each location its own catalog (BACKFILL_CATALOG_URL) and warehouse "
+            "(docs/OPERATIONS.md, several code locations)"
         )
 
     def __reduce__(self):  # picklable, as exceptions crossing processes must be

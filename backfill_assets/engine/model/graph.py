@@ -220,8 +220,14 @@ def _unknown_upstream(asset: str, upstream: str, known: list[str]) -> str:
     if close:
         return f"{asset} reads {upstream!r}, which is not an asset of this graph; did you mean {close[0]!r}?"
     return (f"{asset} reads {upstream!r}, which is not a gated asset of this code location; an ordinary Dagster asset "
-            f"goes in deps by its key or object (deps=[dg.AssetKey({upstream.split('/')!r})]): an ordering "
+            f"goes in deps by its key or object (deps=[dg.AssetKey({_key_literal(upstream)})]): an ordering "
             "dependency whose data the transform reads through a resource")
+
+
+def _key_literal(name: str) -> str:
+    """How the user writes the AssetKey of ``name``: a string for one segment, a list for a prefixed key."""
+    segments = name.split("/")
+    return repr(segments[0]) if len(segments) == 1 else repr(segments)
 
 
 def parameter_names(fn: Callable[..., Any] | None) -> tuple[str, ...]:
