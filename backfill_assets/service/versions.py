@@ -212,7 +212,8 @@ def gc(context: ServiceContext, older_than_days: int | None, dry_run: bool) -> l
     now = utc_now()
     referenced = _expire_table_snapshots(context, older_than_days, now, dry_run)
     with context.atomic():
-        purged = collect_garbage(context.catalog, older_than_days, now, dry_run, referenced)
+        purged = collect_garbage(context.catalog, older_than_days, now, dry_run, referenced,
+                                 assets=set(context.graph.data_assets))
         if purged and not dry_run:  # the sensor's hourly passes that find nothing leave no row in the trail
             context.record("gc", f"older than {older_than_days} day(s)", f"purged {len(purged)} version(s)")
     if not dry_run:

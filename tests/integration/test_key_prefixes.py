@@ -12,13 +12,16 @@ import pytest
 from click.testing import CliRunner
 from pyiceberg.catalog import load_catalog
 
-from backfill_assets import Backfills, BusinessCalendar, InvalidInput, RequestInput, gated_asset
+from backfill_assets import Backfills, BusinessCalendar, InvalidInput, RequestInput, gated_asset, graph_of
 from backfill_assets.cli import cli
 from backfill_assets.engine.model.errors import UnsafeName
 from backfill_assets.engine.model.identity import parse_version_id
 from backfill_assets.integration.api import backfill_definitions
 from backfill_assets.integration.jobs import BACKFILL_JOB
 from backfill_assets.integration.request_jobs import REQUEST_JOB, REQUEST_OP
+from backfill_assets.integration.resources import BackfillResource
+from backfill_assets.integration.sensors.driver import DRIVER_SENSOR
+from backfill_assets.integration.sensors.propagation import propagate_once
 from tests.integration.driver_harness import drive
 from tests.locations import prefixed_berlin as berlin
 from tests.locations import prefixed_new_york as new_york
@@ -151,3 +154,42 @@ def test_a_gated_asset_named_in_deps_by_its_asset_key_is_refused_with_the_form_t
 
     with pytest.raises(InvalidInput, match="name it by its object or as deps=\\['berlin/daily_usage'\\]"):
         backfill_definitions(assets=[berlin.daily_usage, other], location="berlin")
+
+
+# Two locations on one catalog share its ledger and its publish log: each location's sensors act on its own.
+
+
+def _driver(defs: dg.Definitions, instance: dg.DagsterInstance) -> list:
+    context = dg.build_sensor_context(instance=instance, resources={"backfill": BackfillResource()})
+    return list(defs.resolve_sensor_def(DRIVER_SENSOR)(context))
+
+
+def test_each_locations_driver_drives_only_its_own_requests(env):
+    service = Backfills.for_instance(berlin.defs, env.instance)
+    service.create(RequestInput(assets=[BERLIN], from_day=DAY, to_day=DAY, reason="Berlin's"))
+    assert _driver(new_york.defs, env.instance) == []  # neither a run of Berlin's asset nor an error
+    [run_request] = _driver(berlin.defs, env.instance)
+    assert run_request.asset_selection == [dg.AssetKey(["berlin", "daily_usage"])]
+
+
+def test_each_locations_propagation_reads_every_publish_and_cascades_its_own_lineage(env):
+    service = Backfills.for_instance(berlin.defs, env.instance)
+    created = service.create(RequestInput(assets=[BERLIN], from_day=DAY, to_day=DAY, downstream="cascade",
+                                          reason="cascade to the total"))
+    request_id = created.request.request_id
+    drive(env, request_id, defs=berlin.defs, propagate=False, max_ticks=3)
+    assert service.serving(BERLIN, DAY) is not None
+    # New York's sensor sees Berlin's publish first: it neither fails on it nor takes it from Berlin's sensor.
+    assert propagate_once(graph_of(new_york.defs), env.catalog)["cascaded"] == 0
+    assert propagate_once(graph_of(berlin.defs), env.catalog)["cascaded"] == 1
+    assert ("berlin/daily_total", DAY) in {c.key for c in service.show(request_id).cells}
+
+
+def test_a_locations_gc_leaves_another_locations_versions(env):
+    for _ in range(3):  # New York's first version of the day is superseded and no rollback's target
+        _publish(new_york.defs, env.instance)
+    Backfills.for_instance(berlin.defs, env.instance).gc(0)  # Berlin's retention, Berlin's tables
+    theirs = Backfills.for_instance(new_york.defs, env.instance)
+    assert [v.state for v in theirs.versions(NEW_YORK, DAY)] == ["SUPERSEDED", "SUPERSEDED", "PUBLISHED"]
+    theirs.gc(0)
+    assert [v.state for v in theirs.versions(NEW_YORK, DAY)] == ["PURGED", "SUPERSEDED", "PUBLISHED"]

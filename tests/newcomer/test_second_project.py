@@ -77,12 +77,16 @@ def project(tmp_path_factory):
     (root / "energy_co" / "berlin.py").write_text(project_files.BERLIN)
     (root / "energy_co" / "new_york.py").write_text(project_files.NEW_YORK)
     (root / "workspace.yaml").write_text(project_files.WORKSPACE)
+    # The project's own definitions module (what [tool.dg] and [tool.dagster] name) is Berlin's location.
+    (root / "energy_co" / "definitions.py").write_text("from energy_co.berlin import defs\n")
     return Project(root, venv)
 
 
 def test_the_team_project_loads_runs_its_own_assets_and_publishes_each_location_from_a_ui_backfill(project):
     validated = project.run("dagster", "definitions", "validate", "-w", "workspace.yaml")
     assert "energy_co.berlin" in validated.stdout + validated.stderr
+    checked = project.run("dg", "check", "defs")
+    assert "All definitions loaded successfully" in checked.stdout + checked.stderr
     port = free_port()
     processes = [project.start("backfill-assets-daemon", "run", "-w", "workspace.yaml", log="daemon.log"),
                  project.start("dagster-webserver", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port),

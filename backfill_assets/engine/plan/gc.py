@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,12 +21,14 @@ PURGEABLE = (
 
 
 def collect_garbage(
-    catalog: Catalog, older_than_days: int, now: datetime, dry_run: bool, referenced: frozenset[str] = frozenset()
+    catalog: Catalog, older_than_days: int, now: datetime, dry_run: bool, referenced: frozenset[str] = frozenset(),
+    assets: Collection[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Mark the versions past retention PURGED in the catalog (``dry_run``: only list them); their files go after
     the marks commit (``remove_purged_files``). Never a current version, never the version a rollback of the
     current pointer would restore, never one whose file a published table's kept snapshot still references
-    (``referenced``: a later pass purges it once that snapshot has expired)."""
+    (``referenced``: a later pass purges it once that snapshot has expired). ``assets``: only versions of these (a
+    code location's own: another location sharing the catalog has its own retention and its own tables)."""
     if not isinstance(older_than_days, int) or older_than_days < 0:
         raise InvalidField("{older_than_days} {value!r} must be a whole number of days >= 0", value=older_than_days)
     try:
@@ -33,6 +36,8 @@ def collect_garbage(
     except OverflowError:
         return []  # a retention longer than the calendar: no version is that old
     candidates = catalog.purgeable_versions([s.value for s in PURGEABLE], cutoff)
+    if assets is not None:
+        candidates = [v for v in candidates if v.asset in assets]
     protected: dict[tuple[str, str], set[str]] = {}
     purged = []
     for version in candidates:

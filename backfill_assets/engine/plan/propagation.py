@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -12,6 +13,19 @@ from backfill_assets.engine.plan.lineage import affected_downstream
 from backfill_assets.engine.store.ledger import RequestRecord
 
 PROPAGATION_CURSOR = "propagation"
+_CURSOR_NAME_LIMIT = 64  # the catalog's cursors.name
+
+
+def propagation_cursor(location: str) -> str:
+    """The publish-log cursor of one code location's propagation sensor. Locations sharing a catalog each read
+    every publish (each cascades along its own lineage), so each keeps its own place; an unnamed location keeps
+    the original cursor, which a named one starts from."""
+    if not location:
+        return PROPAGATION_CURSOR
+    name = f"{PROPAGATION_CURSOR}:{location}"
+    if len(name) > _CURSOR_NAME_LIMIT:
+        name = f"{PROPAGATION_CURSOR}:{hashlib.sha256(location.encode()).hexdigest()[:32]}"
+    return name
 
 
 @dataclass
@@ -38,6 +52,8 @@ def plan_propagation(
         # Production publishes follow the normal schedule; rollbacks and repairs are not new data.
         if row["action"] != "publish" or not row.get("request_id") or row.get("lane") == T.LANE_PRODUCTION:
             continue
+        if row["asset"] not in graph:
+            continue  # another code location's asset: its own sensor follows its lineage
         record = request_of(row["request_id"])
         # A closed request takes no new cells (nothing would run them): only an operator's `accept` publishes for
         # one after it closed, and `accept --cascade` makes a request of its own for the downstream.

@@ -10,9 +10,12 @@ from backfill_assets.engine.store.schema import cursors
 from backfill_assets.engine.store.transactions import begin, read
 
 
-def read_cursor(catalog: Catalog, name: str) -> int:
+def read_cursor(catalog: Catalog, name: str, missing: str | None = None) -> int:
+    """The cursor's value; 0 when it was never written, or ``missing``'s value (the cursor it takes over from)."""
     with read(catalog.reader, catalog.engine) as conn:
         value = conn.execute(sa.select(cursors.c.value).where(cursors.c.name == name)).scalar()
+        if value is None and missing is not None:
+            value = conn.execute(sa.select(cursors.c.value).where(cursors.c.name == missing)).scalar()
     return int(value or 0)
 
 

@@ -17,7 +17,7 @@ from backfill_assets.engine.plan.driver_tick import (
     Submission,
     tick,
 )
-from backfill_assets.engine.plan.propagation import PROPAGATION_CURSOR
+from backfill_assets.engine.plan.propagation import PROPAGATION_CURSOR, propagation_cursor
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.cursors import read_cursor
 from backfill_assets.engine.store.daemon_lease import DaemonLease
@@ -94,12 +94,13 @@ def run_request_for(graph: AssetGraph, record: RequestRecord, submission: Submis
     )
 
 
-def downstream_hold(catalog: Catalog, record: RequestRecord) -> str | None:
+def downstream_hold(catalog: Catalog, record: RequestRecord, location: str = "") -> str | None:
     """Why a request with a downstream policy must stay open although its cells are done, if it must."""
     if record.spec.downstream == M.DownstreamPolicy.NONE:
         return None
     last_seq = catalog.last_publish_seq(record.request_id)
-    if last_seq is not None and last_seq > read_cursor(catalog, PROPAGATION_CURSOR):
+    seen = read_cursor(catalog, propagation_cursor(location), missing=PROPAGATION_CURSOR)
+    if last_seq is not None and last_seq > seen:
         return "waiting for the propagation sensor to see its publishes"
     open_handoffs = Handoffs(catalog).list(record.request_id, status=HANDOFF_OPEN)
     if open_handoffs:
@@ -150,7 +151,7 @@ def drive_request(
         cell_facts_source(graph, catalog, instance, pending, window=FACTS_WINDOW),
         loaded_code_version,
         cascade_confirmed=record.confirmed_at is not None,
-        hold_open=downstream_hold(catalog, record),
+        hold_open=downstream_hold(catalog, record, graph.location),
         queue_ahead=enforces_one_run_per_tag_value(instance, T.SLOT),
         version_error_of=lambda a, p, run_id: errors.get((a, p, run_id)),
         rerequest_before=rerequest_before(catalog),
@@ -185,6 +186,8 @@ def build_driver_sensor(
         for record in ledger.list(statuses=M.ACTIVE_STATUSES):
             if record.source not in M.DRIVEN_SOURCES:
                 continue  # adopted backfills are driven by Dagster's own backfill daemon
+            if not set(record.spec.assets) <= set(graph.names):
+                continue  # another code location's request (locations sharing a catalog share its ledger)
             for submission in drive_request(graph, instance, catalog, record, loaded):
                 yield run_request_for(graph, record, submission)
             if record.source == M.RequestSource.LAUNCHPAD and ledger.get(record.request_id).status in M.CLOSED_STATUSES:

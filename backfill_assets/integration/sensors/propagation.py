@@ -8,7 +8,7 @@ from backfill_assets.engine.model.cells import CellOrigin
 from backfill_assets.engine.model.errors import NotFound
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.intervals import utc_now
-from backfill_assets.engine.plan.propagation import PROPAGATION_CURSOR, plan_propagation
+from backfill_assets.engine.plan.propagation import PROPAGATION_CURSOR, plan_propagation, propagation_cursor
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.cursors import read_cursor, write_cursor
 from backfill_assets.engine.store.handoffs import DEFAULT_WINDOW, UNOWNED, Handoffs
@@ -34,7 +34,8 @@ def propagate_once(graph: AssetGraph, catalog: Catalog) -> dict[str, int]:
     ledger = Ledger(catalog)
     handoffs = Handoffs(catalog)
     now = utc_now()
-    cursor = read_cursor(catalog, PROPAGATION_CURSOR)
+    cursor_name = propagation_cursor(graph.location)
+    cursor = read_cursor(catalog, cursor_name, missing=PROPAGATION_CURSOR)
     rows = catalog.log_after(cursor, BATCH)
     records: dict[str, object] = {}
 
@@ -55,7 +56,7 @@ def propagate_once(graph: AssetGraph, catalog: Catalog) -> dict[str, int]:
         handoffs.offer(request_id, asset, ", ".join(graph[asset].owners) or UNOWNED, partitions, now, window)
     expired = handoffs.expire(now)
     if plan.cursor != cursor:
-        write_cursor(catalog, PROPAGATION_CURSOR, plan.cursor)
+        write_cursor(catalog, cursor_name, plan.cursor)
     return {"rows": len(rows), "cascaded": added, "handoffs": len(plan.handoffs), "expired": len(expired)}
 
 
