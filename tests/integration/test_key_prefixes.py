@@ -12,7 +12,16 @@ import pytest
 from click.testing import CliRunner
 from pyiceberg.catalog import load_catalog
 
-from backfill_assets import Backfills, BusinessCalendar, InvalidInput, RequestInput, gated_asset, graph_of
+from backfill_assets import (
+    AccessPolicy,
+    Backfills,
+    BusinessCalendar,
+    InvalidInput,
+    RequestInput,
+    gated_asset,
+    graph_of,
+    side_effect_asset,
+)
 from backfill_assets.cli import cli
 from backfill_assets.engine.model.errors import UnsafeName
 from backfill_assets.engine.model.identity import parse_version_id
@@ -193,3 +202,22 @@ def test_a_locations_gc_leaves_another_locations_versions(env):
     assert [v.state for v in theirs.versions(NEW_YORK, DAY)] == ["SUPERSEDED", "SUPERSEDED", "PUBLISHED"]
     theirs.gc(0)
     assert [v.state for v in theirs.versions(NEW_YORK, DAY)] == ["PURGED", "SUPERSEDED", "PUBLISHED"]
+
+
+SENT: list[dict] = []
+
+
+def test_a_prefixed_side_effect_is_authorized_by_its_whole_name_and_delivers_once(env):
+    @side_effect_asset(calendar=berlin.CALENDAR, key_prefix="berlin", deps=[berlin.daily_usage],
+                       deliver=lambda payload: SENT.append(payload))
+    def usage_alert(interval, daily_usage: pd.DataFrame) -> dict:
+        return {"day": interval.key, "kwh": float(daily_usage["kwh"].sum())}
+
+    defs = backfill_definitions(assets=[berlin.daily_usage, usage_alert], location="berlin",
+                                access=AccessPolicy(approvers=["ops"]))
+    service = Backfills.for_instance(defs, env.instance)
+    created = service.create(RequestInput(assets=[BERLIN, "berlin/usage_alert"], from_day=DAY, to_day=DAY,
+                                          allow_side_effects=["berlin/usage_alert"], approved_by="ops", reason="alert"))
+    SENT.clear()
+    drive(env, created.request.request_id, defs=defs)
+    assert [(p["day"], p["kwh"]) for p in SENT] == [(DAY, 2 * berlin.KWH)]
