@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
+from backfill_assets.integration.request_jobs import runs_filter_url
 
 from .conftest import UI, BrowserE2E
 
@@ -161,3 +162,17 @@ def test_a_backfill_launched_from_the_dialog_keeps_its_reprocess_policy(e2e: Bro
         run_link = ui.page.get_by_role("link", name=f"run {cells[day]['dagster_run_id'][:8]}", exact=True)
         expect(run_link).to_be_visible()
     ui.screenshot("1-backfill-runs")
+
+    # The Runs page filtered by the request's tag: unticked, "Show runs within backfills" hides every run of the
+    # backfill, so the filter finds none; ticked (view=runs, as the request's runs link opens it) it lists them.
+    page = ui.page
+    ui.goto(runs_filter_url(request_id).replace("&view=runs", ""))
+    expect(page.get_by_label("Show runs within backfills")).not_to_be_checked()
+    expect(page.get_by_text("No matching runs", exact=True)).to_be_visible()
+    run_links = [page.get_by_role("link", name=f"run {cells[day]['dagster_run_id'][:8]}", exact=True) for day in DAYS]
+    for run_link in run_links:
+        expect(run_link).to_have_count(0)
+    page.get_by_text("Show runs within backfills", exact=True).click()
+    expect(page).to_have_url(re.compile(r"[?&]view=runs(&|$)"))
+    for run_link in run_links:
+        expect(run_link).to_be_visible()

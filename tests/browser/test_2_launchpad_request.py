@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
-from backfill_assets.integration.request_jobs import REPORT_JOB, REQUEST_JOB, REQUEST_OP
+from backfill_assets.integration.request_jobs import REPORT_JOB, REQUEST_JOB, REQUEST_OP, runs_filter_url
 from tests.e2e.conftest import report_outputs
 
 from .conftest import UI, BrowserE2E
@@ -91,10 +91,16 @@ def test_a_request_is_launched_watched_and_read_in_the_ui(e2e: BrowserE2E, ui: U
     ui.screenshot("2-request-created")
     e2e.wait(record.request_id)
 
-    # 3. Watch: the request's runs, by one tag filter (the link in the run's metadata).
-    ui.goto(f"/runs?q%5B0%5D=tag%3A{T.REQUEST_ID}%3D{record.request_id}")
-    for run in e2e.instance.get_runs(dg.RunsFilter(tags={T.REQUEST_ID: record.request_id})):
-        expect(page.get_by_role("link", name=f"run {run.run_id[:8]}", exact=True)).to_be_visible()
+    # 3. Watch: the request's runs, by one tag filter: the link in the run's metadata ("Show runs within
+    # backfills" ticked) and the same filter unticked both list them, the request belonging to no Dagster backfill.
+    runs = e2e.instance.get_runs(dg.RunsFilter(tags={T.REQUEST_ID: record.request_id}))
+    assert runs
+    for url, ticked in ((runs_filter_url(record.request_id).replace("&view=runs", ""), False),
+                        (runs_filter_url(record.request_id), True)):
+        ui.goto(url)
+        expect(page.get_by_label("Show runs within backfills")).to_be_checked(checked=ticked)
+        for run in runs:
+            expect(page.get_by_role("link", name=f"run {run.run_id[:8]}", exact=True)).to_be_visible()
     ui.screenshot("2-request-runs")
 
     # 4. Read: the report run the driver launched when the request closed.
