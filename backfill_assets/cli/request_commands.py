@@ -152,11 +152,18 @@ def _print_plan(plan: RequestPlan, heading: str | None = None, hint: str | None 
 
 
 @request.command("list")
+@click.option("--status", "statuses", multiple=True, metavar="STATUS",
+              help="Only requests in this status (repeatable): waiting, open, blocked, paused, completed, failed, "
+                   "cancelled, or active (not closed) / closed.")
 @json_option
 @click.pass_obj
-def list_requests(app: AppContext, as_json: bool) -> None:
-    """List requests, newest first, with their progress."""
-    summaries = app.service().list()
+def list_requests(app: AppContext, statuses: tuple[str, ...], as_json: bool) -> None:
+    """List requests, newest first, with their progress. A request closes completed when every day it planned is
+    published or deliberately skipped, failed when one was rejected, failed or left unpublished.
+
+    Example: backfill-assets request list --status failed --json
+    """
+    summaries = app.service().list(statuses)
 
     def human() -> None:
         table = Table()

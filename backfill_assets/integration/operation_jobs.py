@@ -95,7 +95,8 @@ class GcConfig(dg.Config):
 
 
 class ListConfig(dg.Config):
-    pass
+    status: list[str] = Field(default=[], description="Only requests in these statuses (waiting, open, blocked, "
+                              "paused, completed, failed, cancelled) or groups (active, closed); none: every request.")
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,7 @@ OPERATIONS = (
               "A downstream owner accepts or declines a handoff."),
     Operation("backfill_gc", GcConfig, lambda b, c, u: b.gc(c.older_than_days, c.dry_run),
               lambda r: f"{len(r)} version(s) past retention", "Purge old non-current versions' files."),
-    Operation("backfill_list", ListConfig, lambda b, c, u: b.list(),
+    Operation("backfill_list", ListConfig, lambda b, c, u: b.list(c.status),
               lambda r: f"{len(r)} request(s)", "List requests, newest first, with their progress."),
 )
 

@@ -142,9 +142,10 @@ class Backfills:
         backfill) as a request; ``create`` is the way for what a user asks."""
         return requests.freeze(self.context, spec, left_out, request_id, message)
 
-    def list(self) -> list[RequestSummary]:
-        """Every request, newest first, with its pause (if paused) and its cells' counts now."""
-        return requests.list_requests(self.context)
+    def list(self, statuses: Sequence[str] = ()) -> list[RequestSummary]:
+        """Every request (``statuses``: only those in these statuses, or groups ``active`` and ``closed``), newest
+        first, with its pause (if paused) and its cells' counts now."""
+        return requests.list_requests(self.context, statuses)
 
     def show(self, request_id: str) -> RequestDetail:
         """A request, its pauses, counts and every cell's decision now (a rolled-back publish shows so)."""

@@ -150,7 +150,8 @@ HEADLINE_COUNTS = ("planned", "published", "rejected", "failed", "rolled_back", 
 def headline_counts(counts: Mapping[str, int]) -> dict[str, int]:
     """The counts every door shows a person (``HEADLINE_COUNTS``): ``list``'s columns, ``show``'s and ``wait``'s
     summary line. A failed cell (its run broke) is never counted as rejected (its checks judged it)."""
-    named = {**counts, "in flight": counts.get(M.SUBMITTED, 0)}
+    # A following cell is in flight too: another run writes it now, and the cell takes its outcome.
+    named = {**counts, "in flight": counts.get(M.SUBMITTED, 0) + counts.get(M.FOLLOWING, 0)}
     return {name: named.get(name, 0) for name in HEADLINE_COUNTS}
 
 

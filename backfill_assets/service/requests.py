@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from backfill_assets.engine.model import request_model as M
@@ -72,7 +72,10 @@ def freeze(
     return created
 
 
-def list_requests(service: ServiceContext) -> list[RequestSummary]:
+def list_requests(service: ServiceContext, statuses: Sequence[str] = ()) -> list[RequestSummary]:
+    if isinstance(statuses, str):  # one status given bare: a str is a Sequence of its letters
+        statuses = [statuses]
+    chosen = M.statuses_named(statuses)
     ledger = Ledger(service.catalog)
     paused = Pauses(service.catalog).current()
     return [
@@ -82,7 +85,7 @@ def list_requests(service: ServiceContext) -> list[RequestSummary]:
                 service.catalog, record.request_id, ledger.cells(record.request_id)
             )),
         )
-        for record in ledger.list()
+        for record in ledger.list(statuses=chosen)
     ]
 
 

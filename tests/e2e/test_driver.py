@@ -8,7 +8,7 @@ import pytest
 from backfill_assets.engine.model import tags as T
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 
-from .conftest import CODE_VERSION, launch_held_run
+from .conftest import CODE_VERSION, launch_held_run, poll
 
 pytestmark = pytest.mark.daemon
 
@@ -125,20 +125,30 @@ def test_each_reprocess_policy_runs_exactly_the_expected_cells_as_its_dry_run_pr
         assert all(latest_state(e2e, ORDER_FACTS, d) == "PUBLISHED" for _, d in creates), policy
 
 
-def test_cell_with_a_queued_run_is_never_duplicated(e2e):
+def test_cell_with_a_queued_run_is_never_duplicated_and_follows_that_run(e2e):
+    """Another run (here held in the queue) has the day in flight: the request never duplicates it and is not
+    done while that run has not published: the cell follows it. The held run is then cancelled: nothing wrote the
+    day, so the cell is decided again, runs, publishes, and only then does the request complete."""
     held = launch_held_run(e2e, HELD_DAY)
     try:
-        args = ("--assets", ORDER_FACTS, "--from", HELD_DAY, "--to", HELD_DAY, "--reprocess", "completed")
-        [cell] = e2e.dry_run(*args)
-        assert (cell["action"], cell["reason"]) == ("skip", f"in flight (run {held.run_id[:8]})")
-
-        rid = e2e.create(*args)["request_id"]
-        e2e.wait(rid)
-        [shown] = e2e.show(rid)["cells"]
-        assert (shown["decision"], shown["reason"]) == ("skipped", cell["reason"])
-        assert e2e.run_records(rid) == []
-        # Still exactly one run for the day, and it is still the held, queued one.
-        runs = e2e.instance.get_runs(dg.RunsFilter(tags={T.DAGSTER_PARTITION: HELD_DAY}))
-        assert [(r.run_id, r.status) for r in runs] == [(held.run_id, dg.DagsterRunStatus.QUEUED)]
+        _follow_the_held_run(e2e, held)
     finally:
-        e2e.instance.report_run_canceled(e2e.instance.get_run_by_id(held.run_id))
+        if e2e.instance.get_run_by_id(held.run_id).status == dg.DagsterRunStatus.QUEUED:
+            e2e.instance.report_run_canceled(e2e.instance.get_run_by_id(held.run_id))
+
+
+def _follow_the_held_run(e2e, held: dg.DagsterRun) -> None:
+    args = ("--assets", f"{RAW_ORDERS},{ORDER_FACTS}", "--from", HELD_DAY, "--to", HELD_DAY, "--reprocess", "completed")
+    follows = f"in flight (run {held.run_id[:8]}): follows its outcome"
+    assert [(c["action"], c["reason"]) for c in e2e.dry_run(*args)] == [("follow", follows)] * 2
+    rid = e2e.create(*args)["request_id"]
+    poll(lambda: {c["decision"] for c in e2e.show(rid)["cells"]} == {"following"}, 60, "both cells follow the held run")
+    shown = e2e.show(rid)
+    assert shown["status"] == "open" and {c["dagster_run_id"] for c in shown["cells"]} == {held.run_id}, shown
+    e2e.wait(rid, expect_exit=3, timeout="3")  # still open while the followed run is queued: not done
+    assert e2e.run_records(rid) == []
+    runs = e2e.instance.get_runs(dg.RunsFilter(tags={T.DAGSTER_PARTITION: HELD_DAY}))
+    assert [(r.run_id, r.status) for r in runs] == [(held.run_id, dg.DagsterRunStatus.QUEUED)]
+    e2e.instance.report_run_canceled(e2e.instance.get_run_by_id(held.run_id))
+    e2e.wait(rid)  # the cells were decided again, ran and published: only now is the request done
+    assert {c["decision"] for c in e2e.show(rid)["cells"]} == {"published"} and len(e2e.run_records(rid)) == 1

@@ -93,7 +93,7 @@ def test_adoption_turns_left_alone_cells_into_skips_with_the_reason_and_so_their
     assert decided[DAILY_REVENUE][0] == M.SKIPPED and "upstream raw_orders" in decided[DAILY_REVENUE][1]
     # Left alone on purpose, not because something failed to publish: the kind says so, not the words.
     assert {u.values["skip_kind"] for u in updates} == {SkipKind.DECIDED}
-    assert status == (M.COMPLETED, "Dagster backfill finished")
+    assert status == (M.COMPLETED, "Dagster backfill finished: 3 skipped")
 
 
 def test_a_cell_written_by_its_run_is_not_called_left_alone():

@@ -80,7 +80,7 @@ def test_after_a_rejected_day_the_later_days_are_skipped_naming_their_previous_d
     assert [cells[d].decision for d in DAYS[:4]] == [M.PUBLISHED] * 3 + [M.REJECTED]
     for previous, day in zip(DAYS[3:-1], DAYS[4:], strict=True):
         assert (cells[day].decision, cells[day].reason) == (M.SKIPPED, PREVIOUS_NOT_PUBLISHED.format(previous))
-    assert ledger.get(rid).status == M.COMPLETED
+    assert ledger.get(rid).status == M.REQUEST_FAILED  # done means published
     assert _tick(ledger, rid, runs=_finished(run, "FAILURE"), states=states).submissions == []
 
 

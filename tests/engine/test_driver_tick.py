@@ -34,7 +34,8 @@ def _request(ledger: Ledger, assets: str = DAILY_REVENUE, **options) -> str:
     return record.request_id
 
 
-def _tick(ledger: Ledger, request_id: str, runs=None, states=None, facts=None, code=CODE, queue_ahead=False):
+def _tick(ledger: Ledger, request_id: str, runs=None, states=None, facts=None, code=CODE, queue_ahead=False,
+          followed=None):
     result = tick(
         GRAPH,
         ledger.get(request_id),
@@ -44,6 +45,7 @@ def _tick(ledger: Ledger, request_id: str, runs=None, states=None, facts=None, c
         lambda asset, partition: (facts or {}).get((asset, partition), CellFacts()),
         code,
         queue_ahead=queue_ahead,
+        followed_runs=followed,
     )
     ledger.update_cells(request_id, result.cell_updates)
     if result.status:
@@ -79,7 +81,53 @@ def test_a_cell_in_flight_elsewhere_is_never_duplicated_whatever_the_policy(ledg
     result = _tick(ledger, rid, facts=busy)
     assert _days(result) == DAYS[1:3]
     [first] = [c for c in ledger.cells(rid) if c.partition_key == DAYS[0]]
-    assert first.decision == M.SKIPPED and first.reason.startswith("in flight")
+    assert first.decision == M.FOLLOWING and first.reason.startswith("in flight (run other-ru): follows")
+    assert first.dagster_run_id == "other-run-0000"
+
+
+OTHER = "other-run-0000"
+
+
+@pytest.mark.parametrize(
+    "run_status, version_state, decision, request_status",
+    [
+        ("SUCCESS", "PUBLISHED", M.PUBLISHED, M.COMPLETED),
+        ("FAILURE", "REJECTED", M.REJECTED, M.REQUEST_FAILED),
+        ("FAILURE", None, M.FAILED, M.REQUEST_FAILED),
+    ],
+)
+def test_a_following_cell_takes_the_outcome_of_the_run_it_follows_and_the_request_waits_for_it(
+    ledger, run_status, version_state, decision, request_status
+):
+    rid = _request(ledger, max_active=5, reprocess="completed")
+    busy = {(DAILY_REVENUE, DAYS[0]): CellFacts("PUBLISHED", "v1", in_flight_run_id=OTHER)}
+    submitted = _tick(ledger, rid, facts=busy).submissions
+    runs = {s.run_key: RunView(f"run-{s.partition}", s.run_key, s.partition, "SUCCESS") for s in submitted}
+    states = {(DAILY_REVENUE, d): "PUBLISHED" for d in DAYS[1:]}
+    # Every run of its own has published; the followed run is still queued: the request stays open.
+    _tick(ledger, rid, runs=runs, states=states, followed={OTHER: RunView(OTHER, None, DAYS[0], "QUEUED")})
+    assert ledger.get(rid).status == M.OPEN
+    [first] = [c for c in ledger.cells(rid) if c.partition_key == DAYS[0]]
+    assert first.decision == M.FOLLOWING
+    states[(DAILY_REVENUE, DAYS[0])] = version_state
+    # version_state_of is keyed by cell in this harness: the followed run's version of the day.
+    done = _tick(ledger, rid, runs=runs, states=states, followed={OTHER: RunView(OTHER, None, DAYS[0], run_status)})
+    [first] = [c for c in ledger.cells(rid) if c.partition_key == DAYS[0]]
+    assert first.decision == decision and first.reason.startswith("followed run other-ru")
+    assert done.status[0] == request_status and ledger.get(rid).status == request_status
+
+
+@pytest.mark.parametrize("followed", [{OTHER: RunView(OTHER, None, DAYS[0], "CANCELED")}, {}])
+def test_a_following_cell_whose_run_was_cancelled_or_deleted_is_decided_again(ledger, followed):
+    rid = _request(ledger, max_active=5, reprocess="completed")
+    busy = {(DAILY_REVENUE, DAYS[0]): CellFacts("PUBLISHED", "v1", in_flight_run_id=OTHER)}
+    _tick(ledger, rid, facts=busy)
+    _tick(ledger, rid, followed=followed)
+    [first] = [c for c in ledger.cells(rid) if c.partition_key == DAYS[0]]
+    assert first.decision == M.PENDING and first.dagster_run_id is None
+    # Decided on the next tick (a tick writes a cell once): nothing in flight now, so it runs.
+    again = _tick(ledger, rid, facts={}, runs={})
+    assert DAYS[0] in _days(again)
 
 
 @pytest.mark.parametrize(
@@ -108,7 +156,8 @@ def test_finished_runs_settle_their_cells_and_the_request_completes(ledger):
     done = _tick(ledger, rid, runs=runs, states=states)
     decisions = [c.decision for c in ledger.cells(rid)]
     assert decisions == [M.PUBLISHED] * 4 + [M.REJECTED]
-    assert done.status[0] == M.COMPLETED and ledger.get(rid).status == M.COMPLETED
+    # Done means published: a request with a rejected cell closes failed, not completed.
+    assert done.status[0] == M.REQUEST_FAILED and ledger.get(rid).status == M.REQUEST_FAILED
 
 
 def test_a_run_that_failed_before_writing_is_resubmitted_under_a_new_round(ledger):

@@ -6,7 +6,7 @@ import pytest
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.errors import InvalidInput
-from backfill_assets.engine.plan.planning import CREATE, SKIP, CellFacts, decide
+from backfill_assets.engine.plan.planning import CREATE, FOLLOW, SKIP, CellFacts, decide
 from backfill_assets.examples.orders.domain import ORDER_FACTS, REVENUE_ALERT
 from tests.orders import GRAPH
 from tests.specs import spec_of
@@ -40,9 +40,9 @@ def _spec(reprocess: str, assets: str = ORDER_FACTS, **extra) -> M.RequestSpec:
         ("completed", FAILED_WITHOUT_VERSION, CREATE),
         ("completed", PUBLISHED, CREATE),
         ("completed", REJECTED, CREATE),
-        ("none", IN_FLIGHT, SKIP),
-        ("failed", IN_FLIGHT, SKIP),
-        ("completed", IN_FLIGHT, SKIP),
+        ("none", IN_FLIGHT, FOLLOW),
+        ("failed", IN_FLIGHT, FOLLOW),
+        ("completed", IN_FLIGHT, FOLLOW),
     ],
 )
 def test_reprocess_policy_decides_each_cell(reprocess, facts, action):
@@ -66,7 +66,8 @@ def test_a_side_effect_runs_only_when_authorized():
 
 def test_policies_statuses_and_decisions_are_enums_of_the_stored_strings():
     assert [p.value for p in M.ReprocessPolicy] == ["none", "failed", "completed"]
-    assert [s.value for s in M.RequestStatus] == ["waiting", "open", "blocked", "completed", "cancelled", "paused"]
+    assert [s.value for s in M.RequestStatus] == ["waiting", "open", "blocked", "completed", "failed", "cancelled",
+                                                  "paused"]
     assert M.CellDecision("published") is M.PUBLISHED and M.PUBLISHED == "published"
     assert {M.PUBLISHED: 1}["published"] == 1  # rows read back as plain strings find enum keys
 
@@ -74,7 +75,7 @@ def test_policies_statuses_and_decisions_are_enums_of_the_stored_strings():
 @pytest.mark.parametrize(
     "facts, action",
     [(NEVER_RUN, SKIP), (FAILED_WITHOUT_VERSION, CREATE), (PUBLISHED, SKIP), (REJECTED, CREATE),
-     (ABANDONED, CREATE), (CellFacts("WRITING", "v4"), CREATE), (IN_FLIGHT, SKIP)],
+     (ABANDONED, CREATE), (CellFacts("WRITING", "v4"), CREATE), (IN_FLIGHT, FOLLOW)],
 )
 def test_only_failed_creates_exactly_the_cells_whose_latest_attempt_failed(facts, action):
     assert decide(_spec("failed", only_failed=True), GRAPH[ORDER_FACTS], facts).action == action

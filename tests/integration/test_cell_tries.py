@@ -88,7 +88,7 @@ def tries_of(env) -> dict[str, str]:
             [run] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS], tags=tags, run_config_for=bogus)
             assert not run.success
             failed_runs.append(run.run_id)
-    assert len(failed_runs) == 3 and ledger.get(never_wrote).status == M.COMPLETED
+    assert len(failed_runs) == 3 and ledger.get(never_wrote).status == M.REQUEST_FAILED
     return {"production": production.run_id, "failed_production": failed_production.run_id,
             "other_asset": other_asset.run_id, "ranged": ranged.run_id, "chunked": chunked.run_id,
             "published": published, "rejected": rejected, "never_wrote": never_wrote, "failed_runs": failed_runs}

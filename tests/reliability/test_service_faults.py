@@ -232,7 +232,7 @@ def test_a_run_that_failed_before_writing_is_resubmitted_under_the_next_round_ke
             assert cell.decision == M.PENDING and "failed before writing" in cell.reason, cell
     [cell] = ledger.cells(request_id)
     assert cell.decision == M.FAILED and cell.dagster_run_id == f"run{MAX_RELAUNCHES + 1}", cell
-    assert ledger.get(request_id).status == M.COMPLETED and len(set(keys)) == MAX_RELAUNCHES + 1
+    assert ledger.get(request_id).status == M.REQUEST_FAILED and len(set(keys)) == MAX_RELAUNCHES + 1
 
 
 def test_a_run_that_wrote_a_version_before_failing_is_not_resubmitted(env):

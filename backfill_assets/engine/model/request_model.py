@@ -6,8 +6,9 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Iterable
 
+from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.engine.model.graph import AssetGraph
 
 
@@ -36,7 +37,10 @@ class RequestStatus(StrEnum):
     WAITING = "waiting"  # for another request's claim on overlapping partitions
     OPEN = "open"
     BLOCKED = "blocked"
+    # Closed with every cell published or deliberately skipped (already published, the policy, a person's mark).
     COMPLETED = "completed"
+    # Closed with a cell rejected, failed or left unpublished: automation must not carry on as if it were done.
+    FAILED = "failed"
     CANCELLED = "cancelled"
     # Submits nothing new until `request resume` (which restores the status it had); keeps its claims, settles
     # the runs already in flight, and never closes while paused (engine/store/pauses.py).
@@ -48,6 +52,9 @@ class CellDecision(StrEnum):
 
     PENDING = "pending"
     SUBMITTED = "submitted"
+    # Another run (a production run, another request's, a UI backfill's) had the day in flight when the cell was
+    # decided: never a duplicate, the cell waits for that run and takes its outcome.
+    FOLLOWING = "following"
     PUBLISHED = "published"
     REJECTED = "rejected"
     FAILED = "failed"
@@ -75,15 +82,36 @@ REPROCESS_POLICIES = tuple(ReprocessPolicy)
 DOWNSTREAM_POLICIES = tuple(DownstreamPolicy)
 ORDERS = tuple(Order)
 
-WAITING, OPEN, BLOCKED, COMPLETED, CANCELLED, PAUSED = RequestStatus
+WAITING, OPEN, BLOCKED = RequestStatus.WAITING, RequestStatus.OPEN, RequestStatus.BLOCKED
+COMPLETED, CANCELLED, PAUSED = RequestStatus.COMPLETED, RequestStatus.CANCELLED, RequestStatus.PAUSED
 # Not closed: the driver still visits them (a paused request's runs in flight are settled) and they hold claims.
 ACTIVE_STATUSES = (WAITING, OPEN, BLOCKED, PAUSED)
 # The statuses a pause may interrupt, and so the ones a resume restores.
 PAUSABLE_STATUSES = (WAITING, OPEN, BLOCKED)
-CLOSED_STATUSES = (COMPLETED, CANCELLED)
+REQUEST_FAILED = RequestStatus.FAILED  # not FAILED: that name is the cell decision's (same string)
+CLOSED_STATUSES = (COMPLETED, REQUEST_FAILED, CANCELLED)
+REQUEST_STATUSES = tuple(RequestStatus)
+# Names a status filter takes besides the statuses themselves (`request list --status active`).
+STATUS_GROUPS = {"active": ACTIVE_STATUSES, "closed": CLOSED_STATUSES}
+
+
+def statuses_named(names: Iterable[str]) -> tuple[RequestStatus, ...]:
+    """The statuses ``names`` stand for (each a status or a group: active, closed), or a refusal naming them."""
+    chosen: dict[RequestStatus, None] = {}
+    for name in names:
+        if name in STATUS_GROUPS:
+            chosen.update(dict.fromkeys(STATUS_GROUPS[name]))
+        elif name in REQUEST_STATUSES:
+            chosen[RequestStatus(name)] = None
+        else:
+            allowed = ", ".join([*REQUEST_STATUSES, *STATUS_GROUPS])
+            raise InvalidField("{status} {value!r} is not a request status; one of: {allowed}", value=name,
+                               allowed=allowed)
+    return tuple(chosen)
 
 PENDING = CellDecision.PENDING
 SUBMITTED = CellDecision.SUBMITTED
+FOLLOWING = CellDecision.FOLLOWING
 PUBLISHED = CellDecision.PUBLISHED
 REJECTED = CellDecision.REJECTED
 FAILED = CellDecision.FAILED
@@ -91,6 +119,7 @@ SKIPPED = CellDecision.SKIPPED
 CELL_CANCELLED = CellDecision.CANCELLED
 TERMINAL_CELLS = (PUBLISHED, REJECTED, FAILED, SKIPPED, CELL_CANCELLED)
 SUCCESS_CELLS = (PUBLISHED, SKIPPED)
+IN_PROGRESS_CELLS = (SUBMITTED, FOLLOWING)  # a run writes the cell now: what reads it waits
 
 CONF_KEYS = ("handoff_window_seconds",)
 MAX_CONF_BYTES = 64 * 1024

@@ -12,7 +12,7 @@ from backfill_assets.engine.model.day_order import DayOrder, declared_order, run
 from backfill_assets.engine.model.errors import InvalidInput, quoted
 from backfill_assets.engine.model.graph import DeclaredAsset
 from backfill_assets.engine.model.numbers import whole_number
-from backfill_assets.engine.plan.planning import SKIP, CellFacts, Decision, decide
+from backfill_assets.engine.plan.planning import FOLLOW, SKIP, CellFacts, Decision, decide
 
 # A backfill launched from Dagster without our tag recomputes what it selects: Dagster's own behaviour.
 DEFAULT_LAUNCH_REPROCESS = M.ReprocessPolicy.COMPLETED
@@ -81,6 +81,9 @@ def admit(run_tags: Mapping[str, str], asset: DeclaredAsset, facts: CellFacts) -
     if contradiction:
         raise InvalidInput(f"{contradiction}; nothing was computed")
     decision = decide(policy, asset, facts)
+    if decision.action == FOLLOW:
+        # A step cannot wait for another run: it leaves a cell in flight elsewhere alone, as one the policy skips.
+        return Decision(SKIP, f"in flight (run {facts.in_flight_run_id[:8]}) ({T.REPROCESS}={policy.reprocess})")
     if decision.action == SKIP:
         return Decision(SKIP, f"{decision.reason} ({T.REPROCESS}={policy.reprocess})")
     return decision

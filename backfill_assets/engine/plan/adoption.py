@@ -12,7 +12,7 @@ from backfill_assets.engine.model.day_order import DayOrder, declared_pace
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.plan.admission import launch_policy
-from backfill_assets.engine.plan.driver_tick import FINISHED_RUN_STATUSES, RunView, settle
+from backfill_assets.engine.plan.driver_tick import FINISHED_RUN_STATUSES, RunView, closing_status, settle
 
 # What an adopted request records as max_active on an instance whose run coordinator does not pace Dagster's
 # backfills (not ours): nothing limits them but the queue's own limits.
@@ -114,10 +114,13 @@ def track_adopted(
             updates.append(settled.of(cell))
         elif cell.decision != M.SUBMITTED:
             updates.append(cell.change(decision=M.SUBMITTED, dagster_run_id=run.view.run_id))
-    done_cells = {u.key for u in updates if u.decision in M.TERMINAL_CELLS}
-    all_terminal = all(c.decision in M.TERMINAL_CELLS or c.key in done_cells for c in cells)
-    status = (M.COMPLETED, "Dagster backfill finished") if backfill_done and all_terminal else None
-    return updates, status
+    # Each update has been applied to its cell (Cell.change): the cells are as the ledger will hold them.
+    if not backfill_done or not all(c.decision in M.TERMINAL_CELLS for c in cells):
+        return updates, None
+    if backfill_cancelled:
+        return updates, (M.CANCELLED, "Dagster backfill cancelled")
+    status, summary = closing_status(cells)
+    return updates, (status, f"Dagster backfill finished: {summary}")
 
 
 def _left_alone(

@@ -21,7 +21,7 @@ from backfill_assets.engine.plan.chunking import (
     contiguous_chunks,
     pending_groups,
 )
-from backfill_assets.engine.plan.planning import CREATE, CellFacts, decide, run_key
+from backfill_assets.engine.plan.planning import CREATE, FOLLOW, CellFacts, Decision, decide, run_key
 from backfill_assets.engine.plan.readiness import chain_readiness, readiness
 from backfill_assets.engine.store.ledger import RequestRecord
 
@@ -139,6 +139,7 @@ def tick(
     queue_ahead: bool = False,
     version_error_of: Callable[[str, str, str], str | None] | None = None,
     rerequest_before: str | None = None,
+    followed_runs: dict[str, RunView] | None = None,
 ) -> TickResult:
     """``cascade_confirmed`` False keeps cascaded cells waiting for ``request confirm``; ``hold_open`` names why
     the request may not close yet even if every cell is terminal (publishes not yet propagated, open handoffs).
@@ -151,13 +152,18 @@ def tick(
     failed cell (e.g. a step not delivered again after its workers died).
 
     ``rerequest_before``: a submitted cell whose run does not exist yet is requested again only if it was
-    submitted before this time (an ISO timestamp; None: whenever it was)."""
+    submitted before this time (an ISO timestamp; None: whenever it was).
+
+    ``followed_runs``: the runs, by id, that following cells wait for (runs of other requests or of production)."""
     result = TickResult()
     spec = record.spec
     cells = [replace(c) for c in cells]  # copies: the tick changes them as it decides
 
     # 1. Settle submitted cells whose runs have finished.
     relaunch = _settle_finished(graph, record, cells, runs_by_key, version_state_of, result, version_error_of)
+    # Cells set pending again are decided on the next tick: one tick writes a cell once (the ledger compares each
+    # write with what the tick read).
+    relaunch |= _settle_followed(graph, cells, followed_runs or {}, version_state_of, result, version_error_of)
 
     in_flight = {c.run_key for c in cells if c.decision == M.SUBMITTED}
     # Submitted cells whose run does not exist yet are re-requested under the same run key: Dagster launches
@@ -195,12 +201,62 @@ def tick(
         if hold_open:
             result.status = (M.OPEN, hold_open)
         else:
-            counts: dict[str, int] = {}
-            for c in cells:
-                counts[c.decision] = counts.get(c.decision, 0) + 1
-            summary = ", ".join(f"{n} {d}" for d, n in sorted(counts.items()))
-            result.status = (M.COMPLETED, summary)
+            result.status = closing_status(cells)
     return result
+
+
+def closing_status(cells: list[Cell]) -> tuple[M.RequestStatus, str]:
+    """How a request whose cells are all terminal closes: completed when every cell is published or deliberately
+    skipped (already published, the policy, a person's mark), failed otherwise — "done" means published."""
+    counts: dict[str, int] = {}
+    for c in cells:
+        counts[c.decision] = counts.get(c.decision, 0) + 1
+    summary = ", ".join(f"{n} {d}" for d, n in sorted(counts.items()))
+    done = all(c.decision == M.PUBLISHED or (c.decision == M.SKIPPED and not c.left_unpublished) for c in cells)
+    return (M.COMPLETED, summary) if done else (M.REQUEST_FAILED, summary)
+
+
+def _settle_followed(
+    graph: AssetGraph,
+    cells: list[Cell],
+    followed_runs: dict[str, RunView],
+    version_state_of: Callable[[str, str, str], str | None],
+    result: TickResult,
+    version_error_of: Callable[[str, str, str], str | None] | None = None,
+) -> set[tuple[str, str]]:
+    """Following cells whose run has finished take its outcome; one whose run was cancelled, or no longer exists
+    (deleted from Dagster), is decided again: nothing wrote it, the next tick may run it. Returns those cells."""
+    again: set[tuple[str, str]] = set()
+    for cell in cells:
+        if cell.decision != M.FOLLOWING or not cell.dagster_run_id:
+            continue
+        run = followed_runs.get(cell.dagster_run_id)
+        if run is None:
+            result.cell_updates.append(cell.change(
+                decision=M.PENDING, reason=f"run {cell.dagster_run_id[:8]} it followed no longer exists; decided "
+                "again", dagster_run_id=None))
+            again.add(cell.key)
+            continue
+        state = version_state_of(cell.asset, cell.partition_key, run.run_id) if run else None
+        error = version_error_of(cell.asset, cell.partition_key, run.run_id) if run and version_error_of else None
+        settled = settle(run, state, graph[cell.asset].side_effect, error)
+        if settled is None:
+            continue
+        if settled.decision == M.CELL_CANCELLED:
+            result.cell_updates.append(cell.change(
+                decision=M.PENDING, reason=f"run {run.run_id[:8]} it followed was cancelled; decided again",
+                dagster_run_id=None))
+            again.add(cell.key)
+            continue
+        followed = f"followed run {run.run_id[:8]}"
+        reason = f"{followed}: {settled.reason}" if settled.reason else followed
+        result.cell_updates.append(cell.change(decision=settled.decision, reason=reason))
+    return again
+
+
+def _follow(cell: Cell, decision: Decision, facts: CellFacts) -> CellUpdate:
+    """The cell waits for the run another requester has in flight for it, and will take that run's outcome."""
+    return cell.change(decision=M.FOLLOWING, reason=decision.reason, dagster_run_id=facts.in_flight_run_id)
 
 
 def _settle_finished(
@@ -337,9 +393,12 @@ def _decided(spec: M.RequestSpec, graph: AssetGraph, ready: list[Cell], facts_of
     """The ready cells the reprocess policy runs now; the others are skipped with its reason."""
     creates = []
     for cell in ready:
-        decision = decide(spec, graph[cell.asset], facts_of(cell.asset, cell.partition_key))
+        facts = facts_of(cell.asset, cell.partition_key)
+        decision = decide(spec, graph[cell.asset], facts)
         if decision.action == CREATE:
             creates.append(cell)
+        elif decision.action == FOLLOW:
+            result.cell_updates.append(_follow(cell, decision, facts))
         else:
             result.cell_updates.append(cell.skip(decision.reason, decision.skip_kind))
     return creates
@@ -368,11 +427,15 @@ def _submit_chain(
     for cell in ready:
         if len(chunk) >= batch_size:
             break
-        decision = decide(record.spec, graph[cell.asset], facts_of(cell.asset, cell.partition_key))
+        facts = facts_of(cell.asset, cell.partition_key)
+        decision = decide(record.spec, graph[cell.asset], facts)
         if decision.action == CREATE:
             chunk.append(cell)
         elif chunk:
             break
+        elif decision.action == FOLLOW:
+            result.cell_updates.append(_follow(cell, decision, facts))
+            break  # the asset's next day reads this one: it waits for the run that writes it
         else:
             result.cell_updates.append(cell.skip(decision.reason, decision.skip_kind))
     if chunk:

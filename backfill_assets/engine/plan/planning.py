@@ -15,6 +15,7 @@ from backfill_assets.engine.model.states import IN_PROGRESS, TERMINAL_FAILED, Ve
 
 CREATE = "create"
 SKIP = "skip"
+FOLLOW = "follow"  # another run has the interval in flight: wait for it and take its outcome
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,9 @@ def decide(spec: RequestSpec, asset: DeclaredAsset, facts: CellFacts) -> Decisio
     if asset.side_effect and not spec.side_effect_authorized(asset.name):
         return Decision(SKIP, "side effect not authorized")
     if facts.in_flight_run_id:
-        # Never a duplicate of a queued or running interval, whatever the policy.
-        return Decision(SKIP, f"in flight (run {facts.in_flight_run_id[:8]})")
+        # Never a duplicate of a queued or running interval, whatever the policy; and never "done" before that run
+        # has published it: the cell follows the run and takes its outcome.
+        return Decision(FOLLOW, f"in flight (run {facts.in_flight_run_id[:8]}): follows its outcome")
     state = VersionState(facts.latest_state) if facts.latest_state else None
     if asset.side_effect:
         return Decision(CREATE, "authorized side effect (outbox deduplicates)")

@@ -48,7 +48,7 @@ def readiness(
             blocked.append((cell, UPSTREAM_NOT_PUBLISHED))
             not_published.add((asset, partition))
             continue
-        if any(k in waiting or state(k) == M.SUBMITTED or (state(k) == M.PENDING and k not in in_group)
+        if any(k in waiting or state(k) in M.IN_PROGRESS_CELLS or (state(k) == M.PENDING and k not in in_group)
                for k in upstream):
             if not batch:
                 return [], blocked
@@ -56,7 +56,7 @@ def readiness(
             continue
         if graph[asset].depends_on_past:
             earlier = [c for c in cells if c.asset == asset and c.partition_key < partition]
-            if any(c.decision in (M.PENDING, M.SUBMITTED) for c in earlier):
+            if any(c.decision in (M.PENDING, *M.IN_PROGRESS_CELLS) for c in earlier):
                 return None, blocked
             failed = [c for c in earlier if c.decision not in M.SUCCESS_CELLS or left_unpublished(c)]
             if failed:
@@ -80,7 +80,7 @@ def chain_readiness(
     asset = group[0].asset
     in_group = {c.key for c in group}
     own = sorted((c for c in cells if c.asset == asset), key=lambda c: c.partition_key)
-    if any(c.decision == M.SUBMITTED for c in own):
+    if any(c.decision in M.IN_PROGRESS_CELLS for c in own):
         return [], []
     ready: list[Cell] = []
     blocked: list[tuple[Cell, str]] = []
@@ -116,6 +116,6 @@ def upstream_status(
     found = [u for u in upstream if u is not None]
     if any(u.decision in (M.REJECTED, M.FAILED) or left_unpublished(u) for u in found):
         return _NOT_PUBLISHED
-    if any(u.decision == M.SUBMITTED or (u.decision == M.PENDING and u.key not in in_group) for u in found):
+    if any(u.decision in M.IN_PROGRESS_CELLS or (u.decision == M.PENDING and u.key not in in_group) for u in found):
         return _WAITING
     return None

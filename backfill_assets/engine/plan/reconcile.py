@@ -221,7 +221,10 @@ def reconcile(
             retrying += 1
     run_ids = sorted({v.dagster_run_id for v in own} | {c.dagster_run_id for c in cells if c.dagster_run_id})
     totals = _totals(cells, cell_reports, len(run_ids), len(own), retrying, duplicates, len(gaps))
-    complete = bool(cell_reports) and all(c.decision in M.SUCCESS_CELLS for c in cell_reports)
+    # Done means published: a cell skipped because its upstream or previous day did not publish is not done.
+    complete = bool(cell_reports) and all(
+        r.decision in M.SUCCESS_CELLS and not cell.left_unpublished for r, cell in zip(cell_reports, cells, strict=True)
+    )
     stale, side_effects = affected_downstream_report(catalog, record.request_id, record.spec.downstream, graph)
     return Report(
         # While paused: who paused it, when, why (None otherwise).
@@ -299,7 +302,7 @@ def _totals(
         "marked_skipped": _decided_by(cell_reports, OverrideAction.SKIP),
         "cancelled": counts[M.CELL_CANCELLED],
         "pending": counts[M.PENDING],
-        "in_flight": counts[M.SUBMITTED],
+        "in_flight": counts[M.SUBMITTED] + counts[M.FOLLOWING],  # following: another run writes it now
         "still_retrying": retrying,
         "duplicate_publishes": duplicates,
         "gaps": gaps,
@@ -323,7 +326,7 @@ def decisions_now(catalog: Catalog, request_id: str, cells: list[Cell]) -> list[
 
 
 def count_decisions(decisions: Iterable[str]) -> dict[str, int]:
-    counts = {d: 0 for d in (M.PENDING, M.SUBMITTED, CELL_ROLLED_BACK, *M.TERMINAL_CELLS)}
+    counts = {d: 0 for d in (M.PENDING, *M.IN_PROGRESS_CELLS, CELL_ROLLED_BACK, *M.TERMINAL_CELLS)}
     total = 0
     for decision in decisions:
         counts[decision] = counts.get(decision, 0) + 1

@@ -181,7 +181,7 @@ class Ledger:
         return [Cell.from_row(r._mapping) for r in rows]
 
     def counts(self, request_id: str) -> dict[str, int]:
-        counts = {d: 0 for d in (M.PENDING, M.SUBMITTED, *M.TERMINAL_CELLS)}
+        counts = {d: 0 for d in (M.PENDING, *M.IN_PROGRESS_CELLS, *M.TERMINAL_CELLS)}
         for cell in self.cells(request_id):
             counts[cell.decision] = counts.get(cell.decision, 0) + 1
         counts["planned"] = sum(counts.values())
@@ -297,7 +297,8 @@ class Ledger:
             )
 
     def cancel(self, request_id: str) -> list[Cell]:
-        """Close the request: pending cells become cancelled; returns the submitted cells (their runs to stop)."""
+        """Close the request: pending and following cells become cancelled (a followed run is another requester's:
+        it goes on); returns the submitted cells (their runs to stop)."""
         record = self.get(request_id)
         if record.status in M.CLOSED_STATUSES:
             raise InvalidInput(f"request {request_id} is already {record.status}")
@@ -313,7 +314,8 @@ class Ledger:
                 raise InvalidInput(f"request {request_id} is already {self.get(request_id).status}")
             conn.execute(
                 request_items.update()
-                .where(request_items.c.request_id == request_id, request_items.c.decision == M.PENDING)
+                .where(request_items.c.request_id == request_id,
+                       request_items.c.decision.in_((M.PENDING, M.FOLLOWING)))
                 .values(decision=M.CELL_CANCELLED, reason="request cancelled", updated_at=now)
             )
             release(conn, request_id)

@@ -76,7 +76,24 @@ def _catalog(url: str, name: str | None, warehouse: str, io: tuple[tuple[str, st
         return load_catalog(name)  # pyiceberg's own configuration: a REST catalog, Glue, Hive, …
     # Cached for the process's life: a pooled connection the database dropped meanwhile (a restart, an outage) is
     # replaced before use, or the first sync after the catalog is back would fail on it.
-    return SqlCatalog(CATALOG_NAME, uri=url, warehouse=warehouse, pool_pre_ping="true", **dict(io))
+    properties = {"uri": url, "warehouse": warehouse, "pool_pre_ping": "true", **dict(io)}
+    try:
+        return SqlCatalog(CATALOG_NAME, **properties)
+    except Exception as exc:  # noqa: BLE001 — only the creation race below is handled; anything else is raised
+        if not _lost_table_creation_race(exc):
+            raise
+        # pyiceberg checks for its catalog tables, then creates them: several processes syncing a fresh catalog at
+        # once (workers of one request) can all see none, and all but one CREATE fails. The tables exist now.
+        return SqlCatalog(CATALOG_NAME, **properties)
+
+
+def _lost_table_creation_race(exc: BaseException) -> bool:
+    """The database refused a CREATE TABLE because another process had just created the table (SQLite and
+    PostgreSQL's "already exists", or PostgreSQL's duplicate row type of a concurrent CREATE)."""
+    # By name: SQL stays in the store's modules (pyiceberg raises SQLAlchemy's DatabaseError subclasses here).
+    database_error = any(cls.__name__ == "DatabaseError" for cls in type(exc).__mro__)
+    text = str(exc)
+    return database_error and ("already exists" in text or "pg_type_typname_nsp_index" in text)
 
 
 def tables_location(warehouse_root: str) -> str:

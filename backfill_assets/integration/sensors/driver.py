@@ -7,6 +7,7 @@ import dagster as dg
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.model.gates import team_of_request, upstream_first
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.intervals import iso, utc_now
@@ -14,6 +15,7 @@ from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.plan.driver_tick import (
     FINISHED_RUN_STATUSES,
     REREQUEST_GRACE_SECONDS,
+    RunView,
     Submission,
     tick,
 )
@@ -31,7 +33,7 @@ from backfill_assets.integration.request_jobs import CLOSED_STAGE, report_run_re
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.cell_facts import cell_facts_source
 from backfill_assets.integration.runs.dagster_adapter import enforces_one_run_per_tag_value
-from backfill_assets.integration.runs.runs import run_views_by_key, runs_of_request
+from backfill_assets.integration.runs.runs import run_view, run_views_by_key, runs_of_request
 from backfill_assets.integration.sensors import SENSOR_INTERVAL_SECONDS
 from backfill_assets.integration.sensors.evaluation import SensorResource, evaluation_instance
 
@@ -108,6 +110,15 @@ def downstream_hold(catalog: Catalog, record: RequestRecord, location: str = "")
     return None
 
 
+def followed_runs(instance: dg.DagsterInstance, cells: list[Cell]) -> dict[str, RunView]:
+    """The runs following cells wait for (another request's, production's, a UI backfill's), by id; a run deleted
+    from Dagster is absent."""
+    ids = sorted({c.dagster_run_id for c in cells if c.decision == M.FOLLOWING and c.dagster_run_id})
+    if not ids:
+        return {}
+    return {run.run_id: run_view(run) for run in instance.get_runs(filters=dg.RunsFilter(run_ids=ids))}
+
+
 def rerequest_before(catalog: Catalog) -> str:
     """Submitted cells recorded before this time whose run is missing are requested again: older than the grace
     (whoever recorded them has long created their runs, or died), or older than the daemon now holding the
@@ -131,9 +142,11 @@ def drive_request(
     snapshot = ledger.snapshot(record.request_id)
     record, cells = snapshot.record, snapshot.cells
     runs_by_key = run_views_by_key(runs_of_request(instance, record.request_id))
-    # The versions a tick reads are those of the runs it settles: finished runs of submitted cells.
+    followed = followed_runs(instance, cells)
+    # The versions a tick reads are those of the runs it settles: finished runs of submitted and following cells.
     submitted = {c.run_key for c in cells if c.decision == M.SUBMITTED}
     settling = [v.run_id for k, v in runs_by_key.items() if k in submitted and v.status in FINISHED_RUN_STATUSES]
+    settling += [v.run_id for v in followed.values() if v.status in FINISHED_RUN_STATUSES]
     by_run: dict[tuple[str, str, str], str] = {}
     errors: dict[tuple[str, str, str], str | None] = {}
     if settling:
@@ -155,6 +168,7 @@ def drive_request(
         queue_ahead=enforces_one_run_per_tag_value(instance, T.SLOT),
         version_error_of=lambda a, p, run_id: errors.get((a, p, run_id)),
         rerequest_before=rerequest_before(catalog),
+        followed_runs=followed,
     )
     # Record decisions before the run requests leave the sensor: a crash in between is healed by re-requesting
     # the same run keys next tick, never by submitting twice.
