@@ -231,6 +231,8 @@ def test_a_ui_backfill_runs_at_most_max_active_runs_newest_first(e2e, webserver)
         tags = record.dagster_run.tags
         assert (tags[T.SLOT], tags[T.LANE], tags[T.QUEUE_HOLD]) == (f"{request_id}/0", "backfill", "released")
         assert tags[T.TEAM] == "team:analytics"  # order_facts' owner: the run queue's per-team limit applies
+        # Every run says its request and the code version it computed under, as the driver's runs do.
+        assert (tags[T.REQUEST_ID], tags[T.CODE_VERSION]) == (request_id, shown["code_version"]), tags
     assert_reconciles_exactly(e2e, request_id, published=len(PACED_DAYS), skipped=0)
 
 

@@ -11,6 +11,7 @@ from backfill_assets.engine.model.cells import Skip
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
 from backfill_assets.engine.model.overrides import skip_mark_reason
+from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.plan.admission import admit, adopted_request_id, is_launched_from_dagster
 from backfill_assets.engine.plan.planning import SKIP, CellFacts
 from backfill_assets.engine.store.admissions import Admissions
@@ -66,3 +67,25 @@ def frozen_code_version(context: dg.AssetExecutionContext, catalog: Catalog) -> 
     ledger = Ledger(catalog)
     request_id = adopted_request_id(tags[T.DAGSTER_BACKFILL])
     return ledger.get(request_id).code_version if ledger.exists(request_id) else None
+
+
+def stamp_run_tags(context: dg.AssetExecutionContext, graph: AssetGraph, catalog: Catalog) -> dict[str, str]:
+    """Give the run the request and code version tags it lacks, at its first gated step, on any instance: a run of
+    a Dagster backfill (the UI's dialog, `dagster job backfill`) the request it is adopted as, and every run (those
+    too, production's, `dagster asset materialize`'s) the code version it computes under — the one its request
+    froze when there is one, so a later step still refuses another. Returns the tags added (none: it had them)."""
+    tags = context.run.tags
+    missing: dict[str, str] = {}
+    if not tags.get(T.REQUEST_ID) and is_launched_from_dagster(tags):
+        missing[T.REQUEST_ID] = adopted_request_id(tags[T.DAGSTER_BACKFILL])
+    if not tags.get(T.CODE_VERSION):
+        missing[T.CODE_VERSION] = frozen_code_version(context, catalog) or code_version(
+            location_files=graph.code_files()
+        )
+    if missing:
+        # Read again: another step of the run may have stamped it meanwhile (Celery workers start steps at once).
+        current = context.instance.get_run_by_id(context.run.run_id)
+        missing = {k: v for k, v in missing.items() if current is None or not current.tags.get(k)}
+    if missing:
+        context.instance.add_run_tags(context.run.run_id, missing)
+    return missing

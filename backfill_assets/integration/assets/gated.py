@@ -23,7 +23,7 @@ from backfill_assets.engine.wap.compute import compute
 from backfill_assets.engine.wap.faults import AFTER_EVENT, fault_point
 from backfill_assets.engine.wap.gate import Gate, GateOutcome, earlier_publish, serving_again
 from backfill_assets.engine.wap.target_lease import Lease, TargetQuota, write_slot
-from backfill_assets.integration.assets.admission import admission_skip, frozen_code_version
+from backfill_assets.integration.assets.admission import admission_skip, frozen_code_version, stamp_run_tags
 from backfill_assets.integration.assets.checks_only import is_checks_only, run_checks_only
 from backfill_assets.integration.assets.dashboard import (
     CHECK_SPEC_NOTE,
@@ -301,6 +301,7 @@ def build_gated_asset(
         if is_checks_only(context):  # the Checks tab's Execute: a read-only re-audit, never a new version
             yield from run_checks_only(context, graph, spec, backfill, user_resources(context, spec))
             return
+        stamp_run_tags(context, graph, backfill.catalog())  # every run says its request and code version
         user_config = step_config(context.op_execution_context.op_config, config_class)
         # A broker hands a dead worker's step to another worker: bounded, or a step that kills workers loops.
         refuse_after_lost_workers(context, backfill.catalog(), spec.name, context.partition_keys)

@@ -18,6 +18,7 @@ from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.outbox import idempotency_key, send_once
+from backfill_assets.integration.assets.admission import stamp_run_tags
 from backfill_assets.integration.assets.gated import user_resources
 from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
@@ -98,6 +99,7 @@ def build_side_effect_asset(
     )
     def _side_effect(context: dg.AssetExecutionContext):
         catalog = getattr(context.resources, BACKFILL_RESOURCE).catalog()
+        stamp_run_tags(context, graph, catalog)
         refuse_after_lost_workers(context, catalog, spec.name, [context.partition_key])
         result = _deliver(context, graph, spec, clock())
         if result is not None:
