@@ -142,11 +142,34 @@ class Webserver:
         pytest.fail(f"dagster-webserver did not answer within {WEBSERVER_READY_TIMEOUT} s:\n{tail(self.log)}")
 
     def graphql(self, query: str, variables: dict) -> dict:
-        body = json.dumps({"query": query, "variables": variables}).encode()
-        req = urllib.request.Request(
-            f"{self.base}/graphql", data=body, headers={"Content-Type": "application/json"}, method="POST"
-        )
-        with urllib.request.urlopen(req, timeout=60) as response:
-            payload = json.loads(response.read())
-        assert not payload.get("errors"), payload
-        return payload["data"]
+        return post_graphql(self.base, query, variables)
+
+
+def post_graphql(base: str, query: str, variables: dict) -> dict:
+    """The ``data`` of a GraphQL request to the webserver at ``base``, as the UI sends it; errors fail the test."""
+    body = json.dumps({"query": query, "variables": variables}).encode()
+    req = urllib.request.Request(f"{base}/graphql", data=body, headers={"Content-Type": "application/json"},
+                                 method="POST")
+    with urllib.request.urlopen(req, timeout=60) as response:
+        payload = json.loads(response.read())
+    assert not payload.get("errors"), payload
+    return payload["data"]
+
+
+# The UI's backfill dialog's mutation.
+LAUNCH_BACKFILL = """
+mutation Launch($params: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $params) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on PythonError { message }
+    ... on UnauthorizedError { message }
+    ... on InvalidSubsetError { message }
+    ... on PartitionSetNotFoundError { message }
+    ... on RunConflict { message }
+    ... on ConflictingExecutionParamsError { message }
+    ... on NoModeProvidedError { message }
+  }
+}
+"""
+

@@ -13,6 +13,7 @@ from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, R
 from tests.orders import DAILY_PARTITIONS as CALENDAR_PARTITIONS
 
 from .conftest import HELD, HOLD_TAG, Webserver, launch_held_run, poll, release_held_run, report_outputs, stop_process
+from .services import LAUNCH_BACKFILL as LAUNCH
 
 pytestmark = pytest.mark.daemon
 
@@ -21,21 +22,6 @@ ADOPTION_TIMEOUT = 60.0
 # A report run is requested by the adoption sensor's next tick (≥ 5 s), queued, started (a fresh process) and run.
 REPORT_TIMEOUT = 180.0
 
-LAUNCH = """
-mutation Launch($params: LaunchBackfillParams!) {
-  launchPartitionBackfill(backfillParams: $params) {
-    __typename
-    ... on LaunchBackfillSuccess { backfillId }
-    ... on PythonError { message }
-    ... on UnauthorizedError { message }
-    ... on InvalidSubsetError { message }
-    ... on PartitionSetNotFoundError { message }
-    ... on RunConflict { message }
-    ... on ConflictingExecutionParamsError { message }
-    ... on NoModeProvidedError { message }
-  }
-}
-"""
 CANCEL = """
 mutation Cancel($id: String!) { cancelPartitionBackfill(backfillId: $id) { __typename } }
 """

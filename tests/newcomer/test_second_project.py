@@ -17,23 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.services import free_port
+from tests.e2e.services import LAUNCH_BACKFILL, free_port, post_graphql
 from tests.newcomer import project_files
 from tests.newcomer.test_quick_start import _stop_session, build_wheel, newcomer_env, newcomer_python
 
 pytestmark = [pytest.mark.newcomer, pytest.mark.release, pytest.mark.timeout(900)]
 DAY = "2024-03-31"  # 23 hours in Berlin, 24 in New York
 PUBLISH_TIMEOUT_S = 240
-LAUNCH = """
-mutation Launch($params: LaunchBackfillParams!) {
-  launchPartitionBackfill(backfillParams: $params) {
-    __typename
-    ... on LaunchBackfillSuccess { backfillId }
-    ... on PythonError { message }
-    ... on InvalidSubsetError { message }
-  }
-}
-"""
 
 
 class Project:
@@ -94,7 +84,7 @@ def test_the_team_project_loads_runs_its_own_assets_and_publishes_each_location_
     try:
         _wait_for_webserver(port, processes[1])
         for location in ("berlin", "new_york"):
-            launched = _graphql(port, LAUNCH, {"params": {
+            launched = post_graphql(f"http://127.0.0.1:{port}", LAUNCH_BACKFILL, {"params": {
                 "assetSelection": [{"path": [location, "daily_usage"]}], "partitionNames": [DAY],
                 "title": f"{location} first load"}})["launchPartitionBackfill"]
             assert launched["__typename"] == "LaunchBackfillSuccess", launched
@@ -158,16 +148,6 @@ def _wait_for_webserver(port: int, proc: subprocess.Popen) -> None:
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             time.sleep(0.5)
     pytest.fail("dagster-webserver did not answer within 180 s")
-
-
-def _graphql(port: int, query: str, variables: dict) -> dict:
-    body = json.dumps({"query": query, "variables": variables}).encode()
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/graphql", data=body,
-                                     headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(request, timeout=60) as response:
-        payload = json.loads(response.read())
-    assert not payload.get("errors"), payload
-    return payload["data"]
 
 
 def _tail(project: Project) -> str:

@@ -58,9 +58,10 @@ def admission_skip(
 
 def frozen_code_version(context: dg.AssetExecutionContext, catalog: Catalog) -> str | None:
     """The code version the run's request froze: our driver tags its runs with it; a backfill launched from
-    Dagster froze the one its adoption recorded (None while the adoption sensor has not seen it yet)."""
+    Dagster froze the one its adoption recorded (None while the adoption sensor has not seen it yet). A run of no
+    request (production, a manual run) freezes nothing: its tag only says what it computed under."""
     tags = context.run.tags
-    if tags.get(T.CODE_VERSION):
+    if tags.get(T.CODE_VERSION) and (tags.get(T.REQUEST_ID) or is_launched_from_dagster(tags)):
         return tags[T.CODE_VERSION]
     if not is_launched_from_dagster(tags):
         return None
@@ -75,17 +76,18 @@ def stamp_run_tags(context: dg.AssetExecutionContext, graph: AssetGraph, catalog
     too, production's, `dagster asset materialize`'s) the code version it computes under — the one its request
     froze when there is one, so a later step still refuses another. Returns the tags added (none: it had them)."""
     tags = context.run.tags
+    of_request = bool(tags.get(T.REQUEST_ID)) or is_launched_from_dagster(tags)
     missing: dict[str, str] = {}
     if not tags.get(T.REQUEST_ID) and is_launched_from_dagster(tags):
         missing[T.REQUEST_ID] = adopted_request_id(tags[T.DAGSTER_BACKFILL])
-    if not tags.get(T.CODE_VERSION):
-        missing[T.CODE_VERSION] = frozen_code_version(context, catalog) or code_version(
-            location_files=graph.code_files()
-        )
+    loaded = None if of_request and tags.get(T.CODE_VERSION) else code_version(location_files=graph.code_files())
+    if not tags.get(T.CODE_VERSION) or (not of_request and tags[T.CODE_VERSION] != loaded):
+        # A run of no request says what it computes under; a re-execution copied its parent's tag, maybe stale.
+        missing[T.CODE_VERSION] = frozen_code_version(context, catalog) or loaded or ""
     if missing:
         # Read again: another step of the run may have stamped it meanwhile (Celery workers start steps at once).
         current = context.instance.get_run_by_id(context.run.run_id)
-        missing = {k: v for k, v in missing.items() if current is None or not current.tags.get(k)}
+        missing = {k: v for k, v in missing.items() if current is None or current.tags.get(k) != v}
     if missing:
         context.instance.add_run_tags(context.run.run_id, missing)
     return missing
