@@ -7,6 +7,7 @@ import dagster as dg
 from click.testing import CliRunner
 
 from backfill_assets.cli import cli
+from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.settings import ENV_CODE_VERSION
 from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.assets.chunks import CHUNK_JOB
@@ -90,6 +91,9 @@ def test_a_changed_code_version_is_a_new_run_even_where_the_root_already_publish
         (first.run_id, first.run_id, 1, "SUPERSEDED"), (again.run_id, again.run_id, 1, "PUBLISHED"),
     ]
     assert env.catalog.current(RAW_ORDERS, DAY1).code_version == "v2"
+    # Dagster copied the parent's tags: a run of no request is stamped again with the code it computed under
+    # (only a request's runs freeze theirs: tests/integration/test_run_tags.py).
+    assert [env.instance.get_run_by_id(r.run_id).tags[T.CODE_VERSION] for r in (first, again)] == ["v1", "v2"]
 
 
 def test_chunk_reexecution_keeps_unchanged_assets_in_the_root_run_and_starts_a_run_for_a_changed_one(env):

@@ -4,14 +4,10 @@ run lacks — a Dagster backfill's run its adopted request (``dg-<backfill id>``
 
 from __future__ import annotations
 
-import dagster as dg
-
 from backfill_assets.engine.model import tags as T
-from backfill_assets.engine.model.settings import ENV_CODE_VERSION, code_version
+from backfill_assets.engine.model.settings import code_version
 from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
-from backfill_assets.integration.runs.local_runs import QUIET
 from backfill_assets.integration.sensors.production import PRODUCTION_TAGS
-from tests.integration.test_logical_runs import production_job_def
 from tests.orders import GRAPH, run_partitions
 
 DAY = "2022-09-01"
@@ -47,19 +43,3 @@ def test_a_run_that_has_its_tags_keeps_them(env):
     [run] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS], tags=given)
     assert {k: _tags(env, run)[k] for k in given} == given
 
-
-def test_a_reexecution_under_new_code_says_its_own_code_version(env, monkeypatch):
-    """Dagster copies a run's tags to its re-execution: a production or manual run's re-execution under new code is
-    stamped with the code it computes under, and publishes (only a request's runs freeze their code version)."""
-    monkeypatch.setenv(ENV_CODE_VERSION, "v1")
-    [first] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS], tags=dict(PRODUCTION_TAGS))
-    assert _tags(env, first)[T.CODE_VERSION] == "v1"
-    monkeypatch.setenv(ENV_CODE_VERSION, "v2")
-    with dg.execute_job(
-        dg.reconstructable(production_job_def), instance=env.instance, run_config=QUIET,
-        tags=env.instance.get_run_by_id(first.run_id).tags,
-        reexecution_options=dg.ReexecutionOptions(parent_run_id=first.run_id),
-    ) as again:
-        assert again.success
-    assert _tags(env, again)[T.CODE_VERSION] == "v2"
-    assert env.catalog.current(RAW_ORDERS, DAY).code_version == "v2"
