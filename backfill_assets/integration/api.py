@@ -110,20 +110,18 @@ def gated_asset(
     ``config`` (with ``config=``: an instance of that Dagster ``Config`` class, every field with a default; a
     request sets it with ``--conf '{"<asset>": {...}}'``), ``run`` (the attempt's ``RunContext``: its identity,
     its isolated location and the labels an external engine takes; ``run_external`` hands the compute to one) and
-    any resource of the code location; it returns a DataFrame. ``fingerprint`` (same parameters) digests a
-    source-reading asset's source interval, so reconcile can tell whether a recomputation would read the same.
-
-    The transform returns a pandas DataFrame, a pyarrow Table or a polars DataFrame. ``partitions_def`` exists only
-    to be refused with the way forward: a gated asset's partitions are the days of ``calendar`` (docs/ASSETS.md).
+    any resource of the code location; it returns a pandas DataFrame, a pyarrow Table or a polars DataFrame.
+    ``fingerprint`` (same parameters) digests a source-reading asset's source interval, so reconcile can tell
+    whether a recomputation would read the same. ``partitions_def`` exists only to be refused with the way
+    forward: a gated asset's partitions are the days of ``calendar`` (docs/ASSETS.md).
 
     ``pool``: the Dagster pool the step waits in (its limit: ``dagster instance concurrency set POOL N``, or the
     instance's ``pools.default_limit``); without one a root asset waits in ``source_system`` and any other asset
     in none. ``target``: the write target (e.g. a warehouse) whose quota the step shares: at most
     ``BackfillResource(target_limits={target: N})`` steps write, audit and publish to it at once.
 
-    ``key_prefix`` (as Dagster's ``@asset``): the asset's key is the prefix's segments and its name, and the library
-    names it as Dagster prints it ("berlin/daily_usage") at every door; a downstream transform still takes it by its
-    name alone (``daily_usage``).
+    ``key_prefix`` (as Dagster's ``@asset``): every door names the asset as Dagster prints its key
+    ("berlin/daily_usage"); a downstream transform takes it by its last segment (docs/ASSETS.md, "Key prefixes").
     """
 
     def decorate(transform: Callable[..., Any]) -> BackfillAsset:

@@ -17,10 +17,6 @@ def asset_key(name: str) -> dg.AssetKey:
     return dg.AssetKey.from_user_string(name)
 
 
-def asset_name(key: dg.AssetKey) -> str:
-    return key.to_user_string()
-
-
 def node_name(name: str) -> str:
     """The op an asset's step runs as: its key's segments joined by "__", as Dagster names a prefixed asset's op."""
     return table_name_of(name)

@@ -125,19 +125,19 @@ def test_each_reprocess_policy_runs_exactly_the_expected_cells_as_its_dry_run_pr
         assert all(latest_state(e2e, ORDER_FACTS, d) == "PUBLISHED" for _, d in creates), policy
 
 
-def test_cell_with_a_queued_run_is_never_duplicated_and_follows_that_run(e2e):
+@pytest.fixture
+def held(e2e):
+    """A real queued run of the day that the run queue never starts; cancelled after the test if still queued."""
+    run = launch_held_run(e2e, HELD_DAY)
+    yield run
+    if e2e.instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.QUEUED:
+        e2e.instance.report_run_canceled(e2e.instance.get_run_by_id(run.run_id))
+
+
+def test_cell_with_a_queued_run_is_never_duplicated_and_follows_that_run(e2e, held):
     """Another run (here held in the queue) has the day in flight: the request never duplicates it and is not
     done while that run has not published: the cell follows it. The held run is then cancelled: nothing wrote the
     day, so the cell is decided again, runs, publishes, and only then does the request complete."""
-    held = launch_held_run(e2e, HELD_DAY)
-    try:
-        _follow_the_held_run(e2e, held)
-    finally:
-        if e2e.instance.get_run_by_id(held.run_id).status == dg.DagsterRunStatus.QUEUED:
-            e2e.instance.report_run_canceled(e2e.instance.get_run_by_id(held.run_id))
-
-
-def _follow_the_held_run(e2e, held: dg.DagsterRun) -> None:
     args = ("--assets", f"{RAW_ORDERS},{ORDER_FACTS}", "--from", HELD_DAY, "--to", HELD_DAY, "--reprocess", "completed")
     follows = f"in flight (run {held.run_id[:8]}): follows its outcome"
     assert [(c["action"], c["reason"]) for c in e2e.dry_run(*args)] == [("follow", follows)] * 2

@@ -14,9 +14,9 @@ from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.plan.admission import admit, is_launched_from_dagster, launch_policy
 from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_spec, track_adopted
-from backfill_assets.engine.plan.driver_tick import RunView
 from backfill_assets.engine.plan.pacing import declared_pacing, pacing_tags, released_partitions
 from backfill_assets.engine.plan.planning import CREATE, SKIP, CellFacts
+from backfill_assets.engine.plan.settling import RunView
 from backfill_assets.examples.orders.domain import (
     CUSTOMER_SNAPSHOT,
     DAILY_REVENUE,

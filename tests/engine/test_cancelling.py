@@ -7,7 +7,7 @@ import pytest
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.plan.cancelling import StoppedRuns, cancelled_cell
-from backfill_assets.engine.plan.driver_tick import RunView
+from backfill_assets.engine.plan.settling import RunView
 
 RUN = "run-1"
 

@@ -8,8 +8,9 @@ import pytest
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import PREVIOUS_NOT_PUBLISHED, UPSTREAM_NOT_PUBLISHED
 from backfill_assets.engine.model.intervals import utc_now
-from backfill_assets.engine.plan.driver_tick import RunView, tick
+from backfill_assets.engine.plan.driver_tick import tick
 from backfill_assets.engine.plan.planning import CellFacts
+from backfill_assets.engine.plan.settling import RunView
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, ORDER_FACTS

@@ -17,8 +17,9 @@ from datetime import timedelta
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import SkipKind
 from backfill_assets.engine.model.intervals import iso, utc_now
-from backfill_assets.engine.plan.driver_tick import REREQUEST_GRACE_SECONDS, RunView, Submission, tick
+from backfill_assets.engine.plan.driver_tick import REREQUEST_GRACE_SECONDS, Submission, tick
 from backfill_assets.engine.plan.planning import CellFacts
+from backfill_assets.engine.plan.settling import RunView
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import DAILY_REVENUE

@@ -9,8 +9,9 @@ import pytest
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.intervals import utc_now
-from backfill_assets.engine.plan.driver_tick import RunView, settle, tick
+from backfill_assets.engine.plan.driver_tick import tick
 from backfill_assets.engine.plan.planning import CellFacts
+from backfill_assets.engine.plan.settling import RunView, settle
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS

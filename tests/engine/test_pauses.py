@@ -9,8 +9,9 @@ import sqlalchemy as sa
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.errors import InvalidInput, NotFound
 from backfill_assets.engine.model.intervals import utc_now
-from backfill_assets.engine.plan.driver_tick import RunView, tick
+from backfill_assets.engine.plan.driver_tick import tick
 from backfill_assets.engine.plan.planning import CellFacts
+from backfill_assets.engine.plan.settling import RunView
 from backfill_assets.engine.store import schema
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger

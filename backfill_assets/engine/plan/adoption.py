@@ -12,7 +12,7 @@ from backfill_assets.engine.model.day_order import DayOrder, declared_pace
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.plan.admission import launch_policy
-from backfill_assets.engine.plan.driver_tick import FINISHED_RUN_STATUSES, RunView, closing_status, settle
+from backfill_assets.engine.plan.settling import FINISHED_RUN_STATUSES, RunView, closing_status, settle
 
 # What an adopted request records as max_active on an instance whose run coordinator does not pace Dagster's
 # backfills (not ours): nothing limits them but the queue's own limits.

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell, CellUpdate
-from backfill_assets.engine.plan.driver_tick import RunView, settle
+from backfill_assets.engine.plan.settling import RunView, settle
 
 
 @dataclass(frozen=True)

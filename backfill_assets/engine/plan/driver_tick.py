@@ -12,7 +12,6 @@ from typing import Any, Callable
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import PREVIOUS_NOT_PUBLISHED, Cell, CellOrigin, CellUpdate, SkipKind
 from backfill_assets.engine.model.graph import AssetGraph
-from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.plan.chunking import (
     BATCH,
     CHAIN,
@@ -23,11 +22,15 @@ from backfill_assets.engine.plan.chunking import (
 )
 from backfill_assets.engine.plan.planning import CREATE, FOLLOW, CellFacts, Decision, decide, run_key
 from backfill_assets.engine.plan.readiness import chain_readiness, readiness
+from backfill_assets.engine.plan.settling import (
+    RunView,
+    Settled,
+    closing_status,
+    followed_outcome,
+    settle,
+)
 from backfill_assets.engine.store.ledger import RequestRecord
 
-FINISHED_RUN_STATUSES = ("SUCCESS", "FAILURE", "CANCELED")
-# How much of its version's error a failed cell's reason carries (the whole error stays on the version).
-FAILED_REASON_CHARS = 500
 # A cell whose run failed before writing anything is resubmitted at most this many times (new run keys).
 MAX_RELAUNCHES = 2
 # With queue-ahead, runs waiting in the queue behind each running run of a request.
@@ -39,15 +42,6 @@ RELAUNCHING = (M.OPEN, M.PAUSED)
 # than the daemon now driving): until then the driver that recorded it may still be creating its run, and a second
 # driver asking for the same run key then would make a second run of it.
 REREQUEST_GRACE_SECONDS = 20.0
-
-
-@dataclass(frozen=True)
-class RunView:
-    run_id: str
-    run_key: str | None
-    partition: str | None
-    status: str
-    slot: int | None = None
 
 
 @dataclass(frozen=True)
@@ -87,43 +81,6 @@ class TickResult:
 def code_version_block(frozen: str, loaded: str) -> str:
     """Why a request whose code changed under it submits nothing more (its runs' versions would be refused)."""
     return f"blocked: code version changed (frozen {frozen}, loaded {loaded}) — cancel it and create a new request"
-
-
-@dataclass(frozen=True)
-class Settled:
-    """A submitted cell's terminal decision (or, to resubmit it, pending again) once its run has finished."""
-
-    decision: M.CellDecision
-    reason: str | None
-    dagster_run_id: str | None
-    skip_kind: SkipKind | None = None  # a skip's kind
-
-    def of(self, cell: Cell) -> CellUpdate:
-        kind = {"skip_kind": self.skip_kind} if self.skip_kind else {}
-        return cell.change(decision=self.decision, reason=self.reason, dagster_run_id=self.dagster_run_id, **kind)
-
-
-def settle(
-    run: RunView | None, version_state: str | None, side_effect: bool = False, version_error: str | None = None
-) -> Settled | None:
-    """The terminal decision of a submitted cell once its run has finished, or None while it has not.
-    ``side_effect``: the cell's asset is a side effect (no version: a successful run is its delivery);
-    ``version_error``: why its version ended as it did (a failed cell's reason says so)."""
-    if run is None or run.status not in FINISHED_RUN_STATUSES:
-        return None
-    state = VersionState(version_state) if version_state else None
-    if state in VERIFIED:
-        return Settled(M.PUBLISHED, None, run.run_id)
-    if state is VersionState.REJECTED:
-        return Settled(M.REJECTED, "blocking check failed or publish refused", run.run_id)
-    if run.status == "CANCELED":
-        return Settled(M.CELL_CANCELLED, "run cancelled", run.run_id)
-    if run.status == "SUCCESS" and side_effect:
-        return Settled(M.PUBLISHED, "side effect delivered", run.run_id)
-    reason = f"run {run.status.lower()}" + (f", version {state.value}" if state else ", no version written")
-    if state and version_error:
-        reason += f": {version_error[:FAILED_REASON_CHARS]}"
-    return Settled(M.FAILED, reason, run.run_id)
 
 
 def tick(
@@ -205,17 +162,6 @@ def tick(
     return result
 
 
-def closing_status(cells: list[Cell]) -> tuple[M.RequestStatus, str]:
-    """How a request whose cells are all terminal closes: completed when every cell is published or deliberately
-    skipped (already published, the policy, a person's mark), failed otherwise — "done" means published."""
-    counts: dict[str, int] = {}
-    for c in cells:
-        counts[c.decision] = counts.get(c.decision, 0) + 1
-    summary = ", ".join(f"{n} {d}" for d, n in sorted(counts.items()))
-    done = all(c.decision == M.PUBLISHED or (c.decision == M.SKIPPED and not c.left_unpublished) for c in cells)
-    return (M.COMPLETED, summary) if done else (M.REQUEST_FAILED, summary)
-
-
 def _settle_followed(
     graph: AssetGraph,
     cells: list[Cell],
@@ -224,33 +170,21 @@ def _settle_followed(
     result: TickResult,
     version_error_of: Callable[[str, str, str], str | None] | None = None,
 ) -> set[tuple[str, str]]:
-    """Following cells whose run has finished take its outcome; one whose run was cancelled, or no longer exists
-    (deleted from Dagster), is decided again: nothing wrote it, the next tick may run it. Returns those cells."""
+    """Settle the following cells whose run has ended (``settling.followed_outcome``); returns those set pending
+    again, to be decided on the next tick."""
     again: set[tuple[str, str]] = set()
     for cell in cells:
         if cell.decision != M.FOLLOWING or not cell.dagster_run_id:
             continue
         run = followed_runs.get(cell.dagster_run_id)
-        if run is None:
-            result.cell_updates.append(cell.change(
-                decision=M.PENDING, reason=f"run {cell.dagster_run_id[:8]} it followed no longer exists; decided "
-                "again", dagster_run_id=None))
-            again.add(cell.key)
-            continue
         state = version_state_of(cell.asset, cell.partition_key, run.run_id) if run else None
         error = version_error_of(cell.asset, cell.partition_key, run.run_id) if run and version_error_of else None
-        settled = settle(run, state, graph[cell.asset].side_effect, error)
+        settled = followed_outcome(run, cell.dagster_run_id, state, graph[cell.asset].side_effect, error)
         if settled is None:
             continue
-        if settled.decision == M.CELL_CANCELLED:
-            result.cell_updates.append(cell.change(
-                decision=M.PENDING, reason=f"run {run.run_id[:8]} it followed was cancelled; decided again",
-                dagster_run_id=None))
+        result.cell_updates.append(settled.of(cell))
+        if settled.decision == M.PENDING:
             again.add(cell.key)
-            continue
-        followed = f"followed run {run.run_id[:8]}"
-        reason = f"{followed}: {settled.reason}" if settled.reason else followed
-        result.cell_updates.append(cell.change(decision=settled.decision, reason=reason))
     return again
 
 

@@ -76,14 +76,19 @@ def stamp_run_tags(context: dg.AssetExecutionContext, graph: AssetGraph, catalog
     too, production's, `dagster asset materialize`'s) the code version it computes under — the one its request
     froze when there is one, so a later step still refuses another. Returns the tags added (none: it had them)."""
     tags = context.run.tags
-    of_request = bool(tags.get(T.REQUEST_ID)) or is_launched_from_dagster(tags)
     missing: dict[str, str] = {}
     if not tags.get(T.REQUEST_ID) and is_launched_from_dagster(tags):
         missing[T.REQUEST_ID] = adopted_request_id(tags[T.DAGSTER_BACKFILL])
-    loaded = None if of_request and tags.get(T.CODE_VERSION) else code_version(location_files=graph.code_files())
-    if not tags.get(T.CODE_VERSION) or (not of_request and tags[T.CODE_VERSION] != loaded):
+    if tags.get(T.REQUEST_ID) or is_launched_from_dagster(tags):
+        if not tags.get(T.CODE_VERSION):
+            missing[T.CODE_VERSION] = frozen_code_version(context, catalog) or code_version(
+                location_files=graph.code_files()
+            )
+    else:
         # A run of no request says what it computes under; a re-execution copied its parent's tag, maybe stale.
-        missing[T.CODE_VERSION] = frozen_code_version(context, catalog) or loaded or ""
+        loaded = code_version(location_files=graph.code_files())
+        if tags.get(T.CODE_VERSION) != loaded:
+            missing[T.CODE_VERSION] = loaded
     if missing:
         # Read again: another step of the run may have stamped it meanwhile (Celery workers start steps at once).
         current = context.instance.get_run_by_id(context.run.run_id)

@@ -12,7 +12,7 @@ from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.intervals import days_between
 from backfill_assets.engine.model.numbers import whole_number
 from backfill_assets.engine.model.request_model import MAX_ACTIVE_LIMIT
-from backfill_assets.engine.plan.driver_tick import RunView
+from backfill_assets.engine.plan.settling import RunView
 
 RUN_KEY_TAG = "dagster/run_key"
 
