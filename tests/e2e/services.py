@@ -150,8 +150,11 @@ def post_graphql(base: str, query: str, variables: dict) -> dict:
     body = json.dumps({"query": query, "variables": variables}).encode()
     req = urllib.request.Request(f"{base}/graphql", data=body, headers={"Content-Type": "application/json"},
                                  method="POST")
-    with urllib.request.urlopen(req, timeout=60) as response:
-        payload = json.loads(response.read())
+    try:
+        with urllib.request.urlopen(req, timeout=60) as response:
+            payload = json.loads(response.read())
+    except urllib.error.HTTPError as exc:  # the webserver's own words, not only its status code
+        pytest.fail(f"POST {base}/graphql: HTTP {exc.code}: {exc.read().decode(errors='replace')[:2000]}")
     assert not payload.get("errors"), payload
     return payload["data"]
 

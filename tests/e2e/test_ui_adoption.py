@@ -39,7 +39,7 @@ def launch_adopted(
                 "assetSelection": [{"path": [a]} for a in assets],
                 "partitionNames": days,
                 "tags": [{"key": k, "value": v} for k, v in tags.items()],
-                "title": f"ui backfill {tags}",
+                "title": f"ui backfill {tags}"[:100],  # Dagster refuses a longer title
             }
         },
     )["launchPartitionBackfill"]
@@ -268,3 +268,34 @@ def test_a_ui_backfill_never_computes_a_cell_another_run_has_in_flight(e2e, webs
         assert_reconciles_exactly(e2e, request_id, published=0, skipped=1)
     finally:
         e2e.instance.report_run_canceled(e2e.instance.get_run_by_id(held.run_id))
+
+
+CASCADE_DAY = "2022-09-24"
+
+
+def test_a_ui_backfill_cascades_downstream_once_confirmed_as_a_cli_request_does(e2e, webserver):
+    """`backfill/downstream=confirm` on a UI launch: the daily_revenue it selects publishes, the propagation sensor
+    adds the authorized side effect downstream, which waits for `request confirm`; then the driver delivers it
+    once, under the adopted request."""
+    e2e.prepare([CASCADE_DAY], [RAW_ORDERS, ORDER_FACTS])
+    tags = {T.DOWNSTREAM: "confirm", T.ALLOW_SIDE_EFFECTS: REVENUE_ALERT, T.APPROVED_BY: "e2e-approver"}
+    _, request_id = launch_adopted(e2e, webserver, [DAILY_REVENUE], [CASCADE_DAY], tags)
+
+    def cascaded() -> dict | None:
+        shown = e2e.show(request_id)
+        cells = {(c["asset"], c["origin"]): c["decision"] for c in shown["cells"]}
+        waiting = (REVENUE_ALERT, "cascade") in cells and "request confirm" in (shown["message"] or "")
+        return shown if waiting and cells[(DAILY_REVENUE, "planned")] == "published" else None
+
+    shown = poll(cascaded, ADOPTION_TIMEOUT, lambda: f"the cascaded cell of {request_id}: {e2e.show(request_id)}")
+    assert shown["status"] == "open" and shown["downstream"] == "cascade"
+    assert deliveries(e2e.catalog, CASCADE_DAY, asset=REVENUE_ALERT) == []
+
+    e2e.cli_json("request", "confirm", request_id)
+    assert e2e.wait(request_id)["complete"] is True
+    cells = {(c["asset"], c["origin"]): c["decision"] for c in e2e.show(request_id)["cells"]}
+    assert cells == {(DAILY_REVENUE, "planned"): "published", (REVENUE_ALERT, "cascade"): "published"}
+    assert len(deliveries(e2e.catalog, CASCADE_DAY, asset=REVENUE_ALERT)) == 1
+    # The driver's run is the request's: tagged with it, not with Dagster's backfill.
+    assert e2e.run_cells(request_id) >= {(REVENUE_ALERT, CASCADE_DAY)}
+    assert_reconciles_exactly(e2e, request_id, published=2, skipped=0)

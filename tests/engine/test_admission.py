@@ -13,7 +13,13 @@ from backfill_assets.engine.model.cells import Cell, CellOrigin, Skip, SkipKind
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.plan.admission import admit, is_launched_from_dagster, launch_policy
-from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_spec, track_adopted
+from backfill_assets.engine.plan.adoption import (
+    AdoptedRun,
+    adopted_spec,
+    awaiting_confirmation,
+    driven_cells,
+    track_adopted,
+)
 from backfill_assets.engine.plan.pacing import declared_pacing, pacing_tags, released_partitions
 from backfill_assets.engine.plan.planning import CREATE, SKIP, CellFacts
 from backfill_assets.engine.plan.settling import RunView
@@ -102,6 +108,62 @@ def test_a_cell_written_by_its_run_is_not_called_left_alone():
     run = AdoptedRun(RunView("run-1", None, day, "SUCCESS"), (ORDER_FACTS,))
     updates, _ = track_adopted(GRAPH, cells, [run], lambda a, p, r: "PUBLISHED", True, False, lambda a, p, r: None)
     assert updates[0].values["decision"] == M.PUBLISHED
+
+
+@pytest.mark.parametrize(
+    "value, policy, confirm",
+    [(None, "none", False), ("none", "none", False), ("cascade", "cascade", False), ("confirm", "cascade", True),
+     ("handoff", "handoff", False)],
+)
+def test_a_ui_backfill_keeps_its_downstream_policy(value, policy, confirm):
+    tags = UI if value is None else {**UI, T.DOWNSTREAM: value}
+    spec = adopted_spec(GRAPH, ((ORDER_FACTS, "2022-09-01"),), tags, "ui-user", default_max_active=2)
+    assert (spec.downstream, spec.confirm_cascade) == (policy, confirm)
+
+
+@pytest.mark.parametrize("value", ["CASCADE", "all", "cascade,handoff", "confirmed"])
+def test_an_unknown_downstream_policy_is_refused_naming_the_tag(value):
+    with pytest.raises(InvalidInput, match=f"tag {T.DOWNSTREAM}=.* is not one of none, cascade, handoff, confirm"):
+        launch_policy({**UI, T.DOWNSTREAM: value})
+
+
+def test_a_ui_backfill_may_authorize_a_side_effect_its_cascade_reaches():
+    tags = {**UI, T.DOWNSTREAM: "cascade", T.ALLOW_SIDE_EFFECTS: REVENUE_ALERT, T.APPROVED_BY: "lead"}
+    spec = adopted_spec(GRAPH, ((DAILY_REVENUE, "2022-09-01"),), tags, "ui-user", default_max_active=2)
+    assert spec.side_effect_authorized(REVENUE_ALERT)
+
+
+def test_an_adopted_backfill_closes_only_once_the_cells_its_policy_added_are_done():
+    """The driver runs the cascaded and handed-off cells (driven_cells); the backfill's own runs never settle
+    them, and the request stays open until they are terminal and nothing downstream is still to be decided."""
+    day = "2022-09-01"
+    cells = [_cell(ORDER_FACTS, day, 0), replace(_cell(DAILY_REVENUE, day, 1), origin=CellOrigin.CASCADE),
+             replace(_cell(CUSTOMER_SNAPSHOT, day, 2), origin=CellOrigin.HANDOFF)]
+    assert [c.asset for c in driven_cells(cells)] == [DAILY_REVENUE, CUSTOMER_SNAPSHOT]
+    run = AdoptedRun(RunView("run-1", None, day, "SUCCESS"), (ORDER_FACTS,))
+    updates, status = track_adopted(GRAPH, cells, [run], lambda a, p, r: "PUBLISHED", True, False)
+    assert [(u.asset, u.values["decision"]) for u in updates] == [(ORDER_FACTS, M.PUBLISHED)]
+    assert status == (M.OPEN, "Dagster backfill finished; 2 cell(s) its downstream policy added still to settle")
+    assert track_adopted(GRAPH, cells, [run], lambda a, p, r: "PUBLISHED", False, False)[1] is None
+    done = [replace(c, decision=M.PUBLISHED) for c in cells]
+    _, held = track_adopted(GRAPH, done, [run], lambda a, p, r: "PUBLISHED", True, False, hold_open="1 handoff(s) open")
+    assert held == (M.OPEN, "Dagster backfill finished; 1 handoff(s) open")
+    _, closed = track_adopted(GRAPH, done, [run], lambda a, p, r: "PUBLISHED", True, False)
+    assert closed == (M.COMPLETED, "Dagster backfill finished: 3 published")
+    # Cancelled: what the driver has not submitted is cancelled with the backfill.
+    cancelled, _ = track_adopted(GRAPH, cells, [run], lambda a, p, r: None, True, True)
+    assert {u.asset: u.values["decision"] for u in cancelled if u.asset != ORDER_FACTS} == {
+        DAILY_REVENUE: M.CELL_CANCELLED, CUSTOMER_SNAPSHOT: M.CELL_CANCELLED}
+
+
+def test_cascaded_cells_of_an_adopted_backfill_wait_for_confirmation_when_it_asks():
+    day = "2022-09-01"
+    cells = [replace(_cell(DAILY_REVENUE, day, 1), origin=CellOrigin.CASCADE)]
+    spec = adopted_spec(GRAPH, ((ORDER_FACTS, day),), {**UI, T.DOWNSTREAM: "confirm"}, "ui-user", 2)
+    assert awaiting_confirmation("dg-x", spec, False, cells) == (
+        M.OPEN, "1 cascaded cell(s) wait for `request confirm dg-x`"
+    )
+    assert awaiting_confirmation("dg-x", spec, True, cells) is None
 
 
 @pytest.mark.parametrize(

@@ -68,6 +68,10 @@ def test_without_the_tag_the_cell_is_recomputed_and_with_a_bad_value_nothing_is(
     assert run.success and len(env.catalog.versions_of(RAW_ORDERS, DAY)) == 2
     [bad] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS], tags={**UI_BACKFILL, T.REPROCESS: "all"})
     assert not bad.success and f"tag {T.REPROCESS}='all' is not one of none, failed, completed" in bad.failure
+    # A downstream policy is never ignored: one the library does not know computes nothing either.
+    [bad] = run_partitions(env.instance, [DAY], assets=[RAW_ORDERS], tags={**UI_BACKFILL, T.DOWNSTREAM: "all"})
+    assert not bad.success
+    assert f"tag {T.DOWNSTREAM}='all' is not one of none, cascade, handoff, confirm" in bad.failure
     assert len(env.catalog.versions_of(RAW_ORDERS, DAY)) == 2
 
 

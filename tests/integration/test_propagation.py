@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.store.handoffs import Handoffs as HandoffStore
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
@@ -144,3 +145,28 @@ def test_production_publishes_do_not_propagate_and_propagation_is_idempotent(env
     assert first["rows"] > 0 and first["cascaded"] == 0 and first["handoffs"] == 0
     assert propagate_once(GRAPH, env.catalog)["rows"] == 0, "the cursor moved past what was processed"
     assert SEED_FROM <= DAYS[0] and DAYS[-1] <= SEED_TO
+
+
+def test_a_ui_backfill_hands_off_and_the_driver_runs_what_the_owner_accepts(env):
+    """`backfill/downstream=handoff` on a UI launch: its publish offers the downstream to its owners, as for a
+    request made with the CLI; the accepted cells are the driver's to run (Dagster's backfill is over)."""
+    from backfill_assets.engine.model import tags as T
+    from backfill_assets.engine.plan.adoption import adopted_spec
+
+    _production(env)
+    day, launch = "2022-09-03", {T.DAGSTER_BACKFILL: "uihandof", T.LANE: "", T.DOWNSTREAM: "handoff"}
+    spec = adopted_spec(GRAPH, ((ORDER_FACTS, day),), launch, "ui-user", default_max_active=2)
+    rid = f"{T.ADOPTED_PREFIX}uihandof"
+    Ledger(env.catalog).create(rid, spec, code_version(), excluded={}, source=M.RequestSource.DAGSTER)
+    [run] = run_partitions(env.instance, [day], assets=[ORDER_FACTS], tags=launch)  # the backfill's run
+    assert run.success, run.failure
+    propagate_once(GRAPH, env.catalog)
+    offered = {h["asset"]: h for h in HandoffStore(env.catalog).list(rid)}
+    assert set(offered) == {DAILY_REVENUE, CUSTOMER_SNAPSHOT} and offered[DAILY_REVENUE]["partitions"] == [day]
+    accept = ["handoff", "accept", offered[DAILY_REVENUE]["handoff_id"], "--by", "team:finance"]
+    assert CliRunner().invoke(cli, accept).exit_code == 0
+    # The driver runs only the accepted cell: the backfill's own cell is Dagster's.
+    assert [(p, a) for p, a, _ in drive(env, rid, max_ticks=4)] == [(day, (DAILY_REVENUE,))]
+    cells = {(asset, origin): decision for asset, _, origin, decision in _cells(env, rid)}
+    assert cells[(DAILY_REVENUE, "handoff")] == M.PUBLISHED
+    assert env.catalog.current(DAILY_REVENUE, day).request_id == rid

@@ -19,6 +19,10 @@ DEFAULT_LAUNCH_REPROCESS = M.ReprocessPolicy.COMPLETED
 # Runs of one such backfill at once when neither its tag nor the run coordinator's config says otherwise
 # (the same default as ``request create --max-active``).
 DEFAULT_LAUNCH_MAX_ACTIVE = 2
+# `backfill/downstream` takes the request's policies and `confirm` (``request create --downstream cascade
+# --confirm-cascade``).
+CONFIRM_CASCADE = "confirm"
+LAUNCH_DOWNSTREAM_POLICIES = (*M.DOWNSTREAM_POLICIES, CONFIRM_CASCADE)
 
 
 def is_launched_from_dagster(run_tags: Mapping[str, str]) -> bool:
@@ -39,7 +43,10 @@ def launch_policy(run_tags: Mapping[str, str], default_max_active: int = DEFAULT
     """The request policy a Dagster backfill's tags ask for; an unknown value is an error naming the tag."""
     reprocess = run_tags.get(T.REPROCESS) or DEFAULT_LAUNCH_REPROCESS
     order = run_tags.get(T.ORDER) or M.Order.FORWARD
-    for tag, value, allowed in ((T.REPROCESS, reprocess, M.REPROCESS_POLICIES), (T.ORDER, order, M.ORDERS)):
+    downstream = run_tags.get(T.DOWNSTREAM) or M.DownstreamPolicy.NONE
+    checked = ((T.REPROCESS, reprocess, M.REPROCESS_POLICIES), (T.ORDER, order, M.ORDERS),
+               (T.DOWNSTREAM, downstream, LAUNCH_DOWNSTREAM_POLICIES))
+    for tag, value, allowed in checked:
         if value not in allowed:
             raise InvalidInput(f"tag {tag}={quoted(value)} is not one of {', '.join(allowed)}; nothing was computed")
     max_active = _max_active(run_tags.get(T.MAX_ACTIVE), default_max_active)
@@ -50,6 +57,9 @@ def launch_policy(run_tags: Mapping[str, str], default_max_active: int = DEFAULT
         reprocess=reprocess,
         max_active=max_active,
         order=order,
+        # A launch has no flag to add: `confirm` is a cascade that waits for `request confirm`.
+        downstream=M.DownstreamPolicy.CASCADE if downstream == CONFIRM_CASCADE else downstream,
+        confirm_cascade=downstream == CONFIRM_CASCADE,
         allow_side_effects=allowed,
         approved_by=run_tags.get(T.APPROVED_BY) or None,
     )

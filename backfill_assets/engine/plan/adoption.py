@@ -7,7 +7,7 @@ from typing import Callable
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
-from backfill_assets.engine.model.cells import Cell, CellUpdate, Skip, SkipKind
+from backfill_assets.engine.model.cells import Cell, CellOrigin, CellUpdate, Skip, SkipKind
 from backfill_assets.engine.model.day_order import DayOrder, declared_pace
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph
@@ -49,7 +49,8 @@ def adopted_spec(
     # refused by each step's admission check, naming the asset).
     pace = declared_pace(graph, assets, refuse_conflict=False)
     paced = default_max_active is not None
-    side_effects = tuple(a for a in assets if graph[a].side_effect and a in policy.allow_side_effects)
+    # A side effect named in the tags may be outside the selection: the cascade reaches it.
+    side_effects = tuple(a for a in policy.allow_side_effects if a in graph and graph[a].side_effect)
     return M.RequestSpec(
         assets=assets,
         partitions=partitions,
@@ -58,9 +59,10 @@ def adopted_spec(
         order=(policy.order if tags.get(T.ORDER) else (pace.order or DayOrder.FORWARD).value)
         if paced else M.Order.FORWARD,
         serial=bool(pace.serial) and paced,
-        # Dagster's daemon runs the backfill, not our driver: nothing would carry out cascaded or handed-off
-        # cells. Selecting the downstream assets in the backfill itself is how the UI recomputes them.
-        downstream=M.DownstreamPolicy.NONE,
+        # Dagster's daemon runs the backfill's own cells; cascaded and handed-off cells are the driver's
+        # (``driven_cells``), as in a request made with the CLI.
+        downstream=policy.downstream,
+        confirm_cascade=policy.confirm_cascade,
         allow_side_effects=side_effects,
         approved_by=policy.approved_by,
         reason=tags.get(T.REASON, "launched from Dagster"),
@@ -74,6 +76,22 @@ def _max_active(tags: dict[str, str], from_policy: int, serial: bool) -> int:
     return from_policy if tags.get(T.MAX_ACTIVE) or not serial else 1
 
 
+def driven_cells(cells: list[Cell]) -> list[Cell]:
+    """The cells of an adopted backfill that the driver runs: those its downstream policy added (cascaded, or
+    accepted in a handoff). Dagster's daemon runs the rest, the backfill's own selection."""
+    return [c for c in cells if c.origin != CellOrigin.PLANNED]
+
+
+def awaiting_confirmation(
+    request_id: str, spec: M.RequestSpec, confirmed: bool, cells: list[Cell]
+) -> tuple[str, str] | None:
+    """The open status saying cascaded cells wait for ``request confirm`` (``backfill/downstream=confirm``)."""
+    if not spec.confirm_cascade or confirmed:
+        return None
+    waiting = sum(1 for c in driven_cells(cells) if c.decision == M.PENDING)
+    return (M.OPEN, f"{waiting} cascaded cell(s) wait for `request confirm {request_id}`") if waiting else None
+
+
 def track_adopted(
     graph: AssetGraph,
     cells: list[Cell],
@@ -82,8 +100,10 @@ def track_adopted(
     backfill_done: bool,
     backfill_cancelled: bool,
     skip_of: Callable[[str, str, str], Skip | None] = lambda asset, partition, run_id: None,
+    hold_open: str | None = None,
 ) -> tuple[list[CellUpdate], tuple[str, str] | None]:
-    """Cell updates from the backfill's runs; the request closes once Dagster's backfill is done.
+    """Cell updates from the backfill's runs; the request closes once Dagster's backfill is done and so is every
+    cell its downstream policy added (the driver's), unless ``hold_open`` says why not yet.
 
     ``skip_of(asset, partition, dagster_run_id)``: why the step's admission check left the cell alone, if it did
     (``engine/plan/admission.py``). The cell is then ``skipped`` with that reason, and so is a cell of the same
@@ -96,6 +116,10 @@ def track_adopted(
     for cell in cells:
         if cell.decision in M.TERMINAL_CELLS:
             continue
+        if cell.origin != CellOrigin.PLANNED:
+            if backfill_cancelled and cell.decision == M.PENDING:
+                updates.append(cell.change(decision=M.CELL_CANCELLED, reason="backfill cancelled before it ran"))
+            continue  # the driver's (driven_cells)
         run = latest.get(cell.key)
         if run is None:
             if backfill_done:
@@ -115,10 +139,16 @@ def track_adopted(
         elif cell.decision != M.SUBMITTED:
             updates.append(cell.change(decision=M.SUBMITTED, dagster_run_id=run.view.run_id))
     # Each update has been applied to its cell (Cell.change): the cells are as the ledger will hold them.
-    if not backfill_done or not all(c.decision in M.TERMINAL_CELLS for c in cells):
+    unfinished = [c for c in cells if c.decision not in M.TERMINAL_CELLS]
+    if not backfill_done or any(c.origin == CellOrigin.PLANNED for c in unfinished):
         return updates, None
+    if unfinished:
+        return updates, (M.OPEN, f"Dagster backfill finished; {len(unfinished)} cell(s) its downstream policy added "
+                                 "still to settle")
     if backfill_cancelled:
         return updates, (M.CANCELLED, "Dagster backfill cancelled")
+    if hold_open:
+        return updates, (M.OPEN, f"Dagster backfill finished; {hold_open}")
     status, summary = closing_status(cells)
     return updates, (status, f"Dagster backfill finished: {summary}")
 

@@ -108,11 +108,15 @@ def status_name(run: dg.DagsterRun) -> str:
 
 
 def runs_of_request(instance: dg.DagsterInstance, request_id: str) -> list[dg.DagsterRun]:
-    if request_id.startswith(T.ADOPTED_PREFIX):  # an adopted Dagster backfill: its runs carry Dagster's tag
-        tags = {T.DAGSTER_BACKFILL: request_id.removeprefix(T.ADOPTED_PREFIX)}
-    else:
-        tags = {T.REQUEST_ID: request_id}
-    return list(instance.get_runs(filters=dg.RunsFilter(tags=tags)))
+    runs = list(instance.get_runs(filters=dg.RunsFilter(tags={T.REQUEST_ID: request_id})))
+    if not request_id.startswith(T.ADOPTED_PREFIX):
+        return runs
+    # An adopted Dagster backfill: its own runs carry Dagster's tag (ours only once the run coordinator or their
+    # first step stamps it); the driver's runs of the cells its downstream policy added carry ours.
+    backfill = instance.get_runs(
+        filters=dg.RunsFilter(tags={T.DAGSTER_BACKFILL: request_id.removeprefix(T.ADOPTED_PREFIX)})
+    )
+    return list({run.run_id: run for run in [*backfill, *runs]}.values())
 
 
 def _slot(run: dg.DagsterRun) -> int | None:

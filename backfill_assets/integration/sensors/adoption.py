@@ -10,7 +10,7 @@ from backfill_assets.engine.model.cells import Skip
 from backfill_assets.engine.model.errors import bounded
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.plan.admission import adopted_request_id, launch_tags_refusal
-from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_spec, track_adopted
+from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_spec, awaiting_confirmation, track_adopted
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.plan.driver_tick import code_version_block
 from backfill_assets.engine.store.admissions import Admissions
@@ -23,6 +23,7 @@ from backfill_assets.integration.runs.coordinator import paced_max_active, relea
 from backfill_assets.integration.runs.dagster_adapter import BackfillInfo, list_backfills, run_queue_limits
 from backfill_assets.integration.runs.runs import run_assets, run_view, runs_of_request
 from backfill_assets.integration.sensors import SENSOR_INTERVAL_SECONDS
+from backfill_assets.integration.sensors.driver import downstream_hold
 from backfill_assets.integration.sensors.evaluation import SensorResource, evaluation_instance
 from backfill_assets.service import Backfills
 
@@ -83,15 +84,18 @@ def _adopt_and_track_one(
         for v in catalog.versions_of_dagster_runs(ids):
             states[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
         skips = Admissions(catalog).skips_of_runs(ids)
+    cells = ledger.cells(request_id)
     updates, status = track_adopted(
         graph,
-        ledger.cells(request_id),
+        cells,
         runs,
         lambda a, p, run_id, states=states: states.get((a, p, run_id)),
         info.done,
         info.cancelled,
         lambda a, p, run_id, skips=skips: skips.get((a, p, run_id)),
+        hold_open=downstream_hold(catalog, record, graph.location),
     )
+    status = awaiting_confirmation(request_id, record.spec, record.confirmed_at is not None, cells) or status
     ledger.update_cells(request_id, updates)
     if record.code_version != loaded:
         # The backfill's remaining steps refuse to publish under the new code (the gate's frozen version):

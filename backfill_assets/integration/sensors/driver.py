@@ -12,6 +12,7 @@ from backfill_assets.engine.model.gates import team_of_request, upstream_first
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.settings import code_version
+from backfill_assets.engine.plan.adoption import driven_cells
 from backfill_assets.engine.plan.driver_tick import REREQUEST_GRACE_SECONDS, Submission, tick
 from backfill_assets.engine.plan.propagation import PROPAGATION_CURSOR, propagation_cursor
 from backfill_assets.engine.plan.settling import FINISHED_RUN_STATUSES, RunView
@@ -136,6 +137,12 @@ def drive_request(
     # The tick token first: another driver that records this request meanwhile makes this tick record nothing.
     snapshot = ledger.snapshot(record.request_id)
     record, cells = snapshot.record, snapshot.cells
+    adopted = record.source not in M.DRIVEN_SOURCES
+    if adopted:
+        # Dagster's daemon runs an adopted backfill's own cells; the driver runs what its downstream policy added.
+        cells = driven_cells(cells)
+        if not cells:
+            return []
     runs_by_key = run_views_by_key(runs_of_request(instance, record.request_id))
     followed = followed_runs(instance, cells)
     # The versions a tick reads are those of the runs it settles: finished runs of submitted and following cells.
@@ -171,7 +178,8 @@ def drive_request(
     # this request at once (two daemons on one instance) the second submits nothing.
     if not ledger.record_tick(snapshot, result.cell_updates):
         return []
-    if result.status and (result.status[0], result.status[1]) != (record.status, record.message):
+    # An adopted request's status is the adoption sensor's: it sees the backfill's cells too.
+    if not adopted and result.status and (result.status[0], result.status[1]) != (record.status, record.message):
         ledger.set_status(record.request_id, *result.status, expect_status=record.status)
     return result.submissions
 
@@ -193,8 +201,8 @@ def build_driver_sensor(
         loaded = code_version(location_files=graph.code_files())
         ledger = Ledger(catalog)
         for record in ledger.list(statuses=M.ACTIVE_STATUSES):
-            if record.source not in M.DRIVEN_SOURCES:
-                continue  # adopted backfills are driven by Dagster's own backfill daemon
+            if record.source not in M.DRIVEN_SOURCES and record.spec.downstream == M.DownstreamPolicy.NONE:
+                continue  # adopted backfills are run by Dagster's own backfill daemon
             if not set(record.spec.assets) <= set(graph.names):
                 continue  # another code location's request (locations sharing a catalog share its ledger)
             for submission in drive_request(graph, instance, catalog, record, loaded):
