@@ -34,6 +34,10 @@ DAY = "2022-09-01"
 PIPELINE = [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE]
 REGISTER_JOB = "backfill_register"
 RUN_ID = re.compile(r"^register-\d{8}T\d{6}-[0-9a-f]{8}$")
+# The record every door prints (the CLI's --json, the Launchpad's result, a Python caller's as_dict()).
+RECORD_KEYS = {"asset", "partition_key", "version_id", "state", "published", "serving", "taken_off", "seq", "rows",
+               "sha256", "source", "checks", "failed_checks", "error", "override", "consumers", "cascade_request_id",
+               "dagster_event", "tables"}
 
 
 def invoke(*args: str):
@@ -97,6 +101,7 @@ def test_a_good_file_publishes_as_a_version_of_its_own_and_every_reader_sees_it(
 
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
+    assert set(out) == RECORD_KEYS
     assert (out["published"], out["state"], out["taken_off"]) == (True, "PUBLISHED", served.version_id)
     assert out["failed_checks"] == [] and {c["name"] for c in out["checks"]} >= {"row_count", "file_integrity"}
     version = env.catalog.get(out["version_id"])
@@ -201,6 +206,7 @@ def test_python_registers_a_source_extract_whose_checks_open_the_code_locations_
 
     # raw_orders' row count and totals come from the source (the orders_source resource), opened for the checks.
     assert done.published and not done.failed_checks, done.error
+    assert set(done.as_dict()) == RECORD_KEYS
     assert env.catalog.current(RAW_ORDERS, DAY).version_id == done.version_id
     assert (done.override.action, done.override.decided_by) == ("register", "ana")
     assert Operations(env.catalog).all()[0].surface == "python"
@@ -224,7 +230,7 @@ def test_the_launchpad_job_registers_or_fails_naming_the_failed_checks(env, tmp_
     assert run.success, [e.message for e in run.all_events if e.is_failure]
     [output] = [e for e in run.events_for_node(op_name(REGISTER_JOB)) if e.is_successful_output]
     result = output.step_output_data.metadata["result"].value
-    assert result["published"] and result["taken_off"] == served
+    assert set(result) == RECORD_KEYS and result["published"] and result["taken_off"] == served
     assert result["override"]["by"] == "ana" and Operations(env.catalog).all()[0].surface == "launchpad"
     serving = result["version_id"]
 
