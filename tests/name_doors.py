@@ -16,6 +16,9 @@ def cli_name_doors(day: str, rejected_version: str, request_id: str, handoff_id:
           REVENUE_ALERT, "--approved-by", NAME], "--approved-by"),
         (["accept", rejected_version, "--approved-by", NAME, "--reason", "fine"], "--approved-by"),
         (["reject", DAILY_REVENUE, day, "--by", NAME, "--reason", "bad"], "--by"),
+        # The name is checked before the file is read: no file is needed to be refused.
+        (["register", DAILY_REVENUE, day, "--path", "fixed.parquet", "--approved-by", NAME, "--reason", "fixed"],
+         "--approved-by"),
         (["rollback", DAILY_REVENUE, day, "--by", NAME, "--reason", "bad"], "--by"),
         (["skip", ORDER_FACTS, day, "--by", NAME, "--reason", "not needed"], "--by"),
         (["request", "pause", request_id, "--by", NAME], "--by"),

@@ -56,6 +56,7 @@ class AppContext:
         """The service every command calls, as the CLI (requests it creates record source ``cli``)."""
         from backfill_assets.engine.model.request_model import RequestSource
         from backfill_assets.engine.plan.creation import QueueLimits
+        from backfill_assets.integration.location_resources import resources_opener
         from backfill_assets.integration.selection import selector_of
         from backfill_assets.service import home_service
 
@@ -64,7 +65,7 @@ class AppContext:
         limits = QueueLimits(*run_queue_limits(self.home), f"{self.home}/{INSTANCE_YAML}")
         location = self.code_location()
         return home_service(location.graph, self.home, limits, RequestSource.CLI, default_user(),
-                            selector_of(location.defs, location.graph))
+                            selector_of(location.defs, location.graph), resources_opener(location.defs))
 
 
 def ensure_home(home: Path) -> Path:

@@ -1,7 +1,10 @@
 """A person overrides what the checks decided, never silently: accept a rejected version, reject a published one,
-mark cells skipped (Airflow's "mark success / mark failed / skipped"). Each writes an ``overrides`` row."""
+mark cells skipped (Airflow's "mark success / mark failed / skipped"); or registers a file fixed by hand, which
+the checks still decide. Each writes an ``overrides`` row."""
 
 from __future__ import annotations
+
+import sys
 
 import click
 
@@ -45,6 +48,50 @@ def accept(app: AppContext, version_id: str, approved_by: str, reason: str, casc
         echo_tables(change.tables)
 
     emit(result, as_json, human)
+
+
+@cli.command()
+@click.argument("asset")
+@click.argument("partition")
+@click.option("--path", "path", required=True, help="The Parquet file fixed outside the platform (copied in).")
+@click.option("--approved-by", "approved_by", required=True, help="Who checked the file and answers for it.")
+@click.option("--reason", required=True, help="What was fixed and why; recorded with the registration.")
+@click.option("--cascade", is_flag=True, help="Create a request re-running every consumer of the version replaced.")
+@json_option
+@click.pass_obj
+def register(app: AppContext, asset: str, partition: str, path: str, approved_by: str, reason: str, cascade: bool,
+             as_json: bool) -> None:
+    """Register a day's data fixed outside the platform ("mark success", made safe): published only if the asset's
+    blocking checks pass.
+
+    The file (Parquet) is copied into a version of its own run (register-<time>-<id>, attempt 1, lane manual), in
+    its own place in the warehouse, audited by the asset's checks and file integrity, and published by the same
+    compare-and-swap as a computed version; versions, rollback, the published tables and Dagster see it as one.
+    When a check fails nothing is published, the previous version keeps serving, the version is REJECTED and the
+    command exits 1 naming the failed checks. --approved-by must be an approver, as for accept.
+
+    Example: backfill-assets register daily_revenue 2022-10-17 --path fixed.parquet --approved-by ana --reason
+    "refunds re-keyed by hand"
+    """
+    done = app.service().register(asset, partition, path, approved_by, reason, cascade)
+
+    def human() -> None:
+        click.echo(done.summary())
+        click.echo(f"file {done.source['file_name']} ({done.source['rows']} rows, sha256 {done.sha256[:12]}) "
+                   f"-> {done.version_id}")
+        for check in done.checks:
+            click.echo(f"  {'pass' if check.passed else 'FAIL'}  {check.name}: {check.description}")
+        click.echo(f"override: {done.override.summary}\nDagster: {done.dagster_event}")
+        if done.published:
+            echo_consumers([c.__dict__ for c in done.consumers], "the replaced version", cascade,
+                           done.cascade_request_id)
+            echo_tables(done.tables)
+        else:
+            click.echo(f"failed check(s): {', '.join(done.failed_checks) or '-'}; nothing published")
+
+    emit(done.as_dict(), as_json, human)
+    if not done.published:
+        sys.exit(1)
 
 
 @cli.command()

@@ -1,11 +1,14 @@
 """Every operation on a request or a version as a Launchpad job, so people who work in Dagster's UI, and scripts
 that drive Dagster through its GraphQL API (``dagster_graphql.DagsterGraphQLClient.submit_job_execution``), can do
-what the CLI does: cancel, pause, resume, confirm, rollback, accept, reject, skip, handoff decisions, gc, list.
+what the CLI does: cancel, pause, resume, confirm, rollback, accept, reject, register, skip, handoff decisions, gc,
+list.
 
 Each job is an adapter of the service (``backfill_assets.service.Backfills``), like its CLI command: its config keys
 are the service's field names, so a bad value fails the run with the service's own one-line message, and nothing
 is written. Who acts, when the config names nobody, is the UI's user (the run's ``dagster/user`` tag) or
 ``launchpad``. The result is the run's output metadata: ``result`` (JSON, as ``--json`` prints it) and a summary.
+An operation whose result is a refusal of the data (a registered file its checks rejected) fails the run with that
+summary, its result in the failure's metadata.
 
 No ``from __future__ import annotations`` here: Dagster reads each op's config class from its annotation.
 """
@@ -22,8 +25,9 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import BackfillError
 from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.wap.registration import audit_resources
 from backfill_assets.integration.launching_user import DAGSTER_USER_TAG, launching_user
-from backfill_assets.integration.resources import BackfillResource
+from backfill_assets.integration.resources import BACKFILL_RESOURCE
 from backfill_assets.service import Backfills
 
 LAUNCHPAD_USER = "launchpad"
@@ -68,6 +72,16 @@ class AcceptConfig(dg.Config):
     cascade: bool = Field(default=False, description="Create a request re-running the replaced version's readers.")
 
 
+class RegisterConfig(dg.Config):
+    asset: str = Field(description="The asset, e.g. daily_revenue.")
+    partition_key: str = Field(description="The day, YYYY-MM-DD.")
+    path: str = Field(description="The Parquet file fixed outside the platform, on the machine the run executes on; "
+                                   "it is copied into the warehouse, never referenced.")
+    approved_by: str = Field(description="Who checked the file and answers for it (an approver).")
+    reason: str = Field(description="What was fixed and why; recorded with the registration.")
+    cascade: bool = Field(default=False, description="Create a request re-running the replaced version's readers.")
+
+
 class RejectConfig(PointerMoveConfig):
     by: Optional[str] = Field(default=None, description="Who rejects (default: the UI's user).")
 
@@ -108,6 +122,15 @@ class Operation:
     call: Callable[[Backfills, Any, str], Any]
     summary: Callable[[Any], str]
     description: str
+    # The code location's resources the call needs (opened by Dagster for the run), from its asset graph.
+    resources: Callable[[AssetGraph], frozenset[str]] = lambda graph: frozenset()
+    # Why the result fails the run although the call returned (a file its checks rejected), or None.
+    failure: Callable[[Any], Optional[str]] = lambda result: None
+
+
+def _audit_resources(graph: AssetGraph) -> frozenset[str]:
+    """Every resource an audit of the code location asks for (a registered file is judged by its asset's)."""
+    return frozenset(r for spec in graph if spec.is_data_asset for r in audit_resources(spec))
 
 
 def _handoff(backfills: Backfills, c: HandoffConfig, user: str) -> Any:
@@ -138,6 +161,12 @@ OPERATIONS = (
               lambda b, c, u: b.accept(c.version_id, c.approved_by, c.reason, c.cascade),
               lambda r: f"accepted {r.serving}; replaced {r.taken_off or 'nothing'}",
               "Publish a REJECTED version on a person's word (mark success), recorded as an override."),
+    Operation("backfill_register", RegisterConfig,
+              lambda b, c, u: b.register(c.asset, c.partition_key, c.path, c.approved_by, c.reason, c.cascade),
+              lambda r: r.summary(),
+              "Register a day's data fixed outside the platform: published only if the asset's checks pass.",
+              resources=_audit_resources,
+              failure=lambda r: None if r.published else r.summary()),
     Operation("backfill_reject", RejectConfig,
               lambda b, c, u: b.reject(c.asset, c.partition_key, c.by or u, c.reason, c.cascade),
               lambda r: f"rejected {r.taken_off}; serving {r.serving}",
@@ -168,13 +197,16 @@ def _plain(result: Any) -> Any:
 
 def build_operation_job(graph: AssetGraph, operation: Operation) -> dg.JobDefinition:
     config_class = operation.config
+    user_resources = operation.resources(graph)
 
-    def run_operation(context: dg.OpExecutionContext, config: config_class, backfill: BackfillResource):
+    def run_operation(context: dg.OpExecutionContext, config: config_class):
+        backfill = getattr(context.resources, BACKFILL_RESOURCE)
         user = context.run.tags.get(DAGSTER_USER_TAG) or LAUNCHPAD_USER
         backfills = Backfills.for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD,
                                            user=user, warehouse=backfill.warehouse(),
                                            system_user=launching_user(context.run.tags),
-                                           tables=backfill.published_tables())
+                                           tables=backfill.published_tables(),
+                                           resources={n: getattr(context.resources, n) for n in user_resources})
         try:
             result = operation.call(backfills, config, user)
         except BackfillError as exc:  # the service's one-line message; nothing was written
@@ -183,17 +215,22 @@ def build_operation_job(graph: AssetGraph, operation: Operation) -> dg.JobDefini
         if request_id:
             context.instance.add_run_tags(context.run_id, {T.REPORT_OF: request_id})
         summary = operation.summary(result)
+        metadata = {"summary": summary, "result": dg.MetadataValue.json(_as_json(result))}
+        refused = operation.failure(result)
+        if refused:
+            raise dg.Failure(description=refused, metadata=metadata, allow_retries=False)
         context.log.info(summary)
-        yield dg.Output(None, metadata={"summary": summary, "result": dg.MetadataValue.json(_as_json(result))})
+        yield dg.Output(None, metadata=metadata)
 
     body = run_operation
     if not config_class.model_fields:
         # No config at all rather than an empty Config class: Dagster reads an empty one through pydantic's
         # deprecated ``__fields__``, a DeprecationWarning wherever the definitions load.
-        def body(context: dg.OpExecutionContext, backfill: BackfillResource):
-            yield from run_operation(context, config_class(), backfill)
+        def body(context: dg.OpExecutionContext):
+            yield from run_operation(context, config_class())
 
-    op = dg.op(name=op_name(operation.job), out=dg.Out(dg.Nothing), description=operation.description)(body)
+    op = dg.op(name=op_name(operation.job), out=dg.Out(dg.Nothing), description=operation.description,
+               required_resource_keys={BACKFILL_RESOURCE, *user_resources})(body)
     return dg.JobDefinition(
         name=operation.job,
         # One op that talks to the catalog: in the run's own process whatever executor the data steps use.

@@ -33,6 +33,7 @@ from .records import (
     RequestSummary,
     Resumed,
 )
+from .registering import Registration
 
 __all__ = [
     "Backfills",
@@ -50,6 +51,7 @@ __all__ = [
     "PlannedRun",
     "Progress",
     "RefusedField",
+    "Registration",
     "ReprocessPolicy",
     "Request",
     "RequestDetail",

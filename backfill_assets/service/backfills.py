@@ -8,6 +8,7 @@ calls it. A surface builds a ``Backfills`` for its code location, instance and c
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ from backfill_assets.engine.store.wakeup import wake_daemon
 from backfill_assets.engine.tables.published_tables import PublishedTables, SyncReport, published_tables_of
 from backfill_assets.engine.tables.records import TableLag
 
-from . import control, handoffs, reconciling, requests, tables, versions
+from . import control, handoffs, reconciling, registering, requests, tables, versions
 from .context import ServiceContext, os_user
 from .handoffs import Handoff, HandoffDecision
 from .reconciling import Reconciliation
@@ -44,6 +45,7 @@ from .records import (
     RequestSummary,
     Resumed,
 )
+from .registering import Registration
 from .versions import PointerChange, PublishedRead, SkipMarks, Traced
 
 if TYPE_CHECKING:
@@ -70,15 +72,18 @@ class Backfills:
         cls, definitions: Any, instance: dg.DagsterInstance, catalog: Catalog | None = None,
         source: M.RequestSource = M.RequestSource.PYTHON, user: str | None = None,
         warehouse: Warehouse | None = None, select_assets: Callable[[str], tuple[str, ...]] | None = None,
-        system_user: str = "", tables: PublishedTables | None = None,
+        system_user: str = "", tables: PublishedTables | None = None, resources: Mapping[str, Any] | None = None,
     ) -> Backfills:
         """The service for a code location (its ``dg.Definitions`` from ``backfill_definitions``, or its graph)
         on a Dagster instance; the catalog and warehouse are the ones the settings name (``BACKFILL_CATALOG_URL``,
         ``BACKFILL_WAREHOUSE``) unless given. ``user``: who acts when an operation names nobody (the OS user).
         ``select_assets``: how a clear's selection resolves (by default through ``definitions``, when they are
         Dagster's). ``system_user``: who the system saw act (stored beside stated names; by default ``user``).
-        ``tables``: the published tables (by default the ones the settings turn on)."""
+        ``tables``: the published tables (by default the ones the settings turn on). ``resources``: the code
+        location's resources, opened (a run's); by default ``definitions``' own, opened when an operation needs them
+        (``register``'s audits)."""
         from backfill_assets.integration.graphs import graph_of
+        from backfill_assets.integration.location_resources import given_resources, resources_opener
         from backfill_assets.integration.runs.dagster_adapter import run_queue_limits
         from backfill_assets.integration.selection import selector_of
 
@@ -86,6 +91,10 @@ class Backfills:
         if graph is None:
             raise InvalidField("{definitions} were not built with backfill_definitions")
         selector = select_assets or (None if isinstance(definitions, AssetGraph) else selector_of(definitions, graph))
+        if resources is not None:
+            opener = given_resources(resources)
+        else:
+            opener = None if isinstance(definitions, AssetGraph) else resources_opener(definitions)
         home = instance.root_directory
         return cls(ServiceContext(
             graph=graph,
@@ -99,6 +108,7 @@ class Backfills:
             select_assets=selector,
             system_user=system_user,
             tables_of=lambda: tables or published_tables_of(Settings.from_env()),
+            resources_of=opener,
         ))
 
     # ---- requests ----------------------------------------------------------------------------------------------
@@ -198,6 +208,16 @@ class Backfills:
         """Publish a REJECTED version on a person's word (Airflow's "mark success"), recorded as an override."""
         return versions.accept(self.context, version_id, approved_by, reason, cascade)
 
+    def register(
+        self, asset: str, partition_key: str, path: str, approved_by: str, reason: str, cascade: bool = False,
+    ) -> Registration:
+        """Publish a day's data fixed outside the platform (the Parquet file at ``path``) only through the asset's
+        blocking checks: a version of its own run, copied into the warehouse, audited and published by the same
+        compare-and-swap as a computed one — or REJECTED (``published`` False, ``failed_checks`` named), the previous
+        version serving on. ``approved_by`` must be an approver, as for ``accept``; ``cascade`` re-runs the readers
+        of the version it replaced."""
+        return registering.register(self.context, asset, partition_key, path, approved_by, reason, cascade)
+
     def reject(self, asset: str, partition_key: str, by: str, reason: str, cascade: bool = False) -> PointerChange:
         """Reject the current PUBLISHED version after the fact ("mark failed"): the previous verified one serves."""
         return versions.reject(self.context, asset, partition_key, by, reason, cascade)
@@ -273,6 +293,7 @@ class Backfills:
 def home_service(
     graph: AssetGraph, home: Path, queue_limits: QueueLimits, source: M.RequestSource, user: str,
     select_assets: Callable[[str], tuple[str, ...]] | None = None,
+    resources_of: Callable[[Sequence[str]], AbstractContextManager[Mapping[str, Any]]] | None = None,
 ) -> Backfills:
     """The service for a process that knows the instance by its home folder (the CLI): Dagster's instance is
     opened only by the operations that need it."""
@@ -286,5 +307,5 @@ def home_service(
         graph=graph, catalog=Catalog.of_settings(Settings.from_env()), instance_of=instance,
         queue_limits_of=lambda: queue_limits, wake=lambda: wake_daemon(home),
         warehouse_of=lambda: Warehouse(Settings.from_env().warehouse_root), source=source, user=user,
-        select_assets=select_assets,
+        select_assets=select_assets, resources_of=resources_of,
     ))

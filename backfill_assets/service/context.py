@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import getpass
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.model.errors import BackfillError, InvalidField
+from backfill_assets.engine.model.errors import BackfillError, InvalidField, InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import validate_person_name
 from backfill_assets.engine.model.settings import Settings, code_version
@@ -50,6 +50,9 @@ class ServiceContext:
     # The published tables every operation that moves a pointer brings in line after its commit (rollback, accept,
     # reject), that reconcile reports on and gc expires; by default the ones the environment's settings turn on.
     tables_of: Callable[[], PublishedTables] = field(default=lambda: published_tables_of(Settings.from_env()))
+    # Opens the code location's resources of these names, as a run would have them, for as long as the block lasts
+    # (``register``: the resources an asset's audits ask for); None: the surface has none to open.
+    resources_of: Callable[[Sequence[str]], AbstractContextManager[Mapping[str, Any]]] | None = None
 
     @property
     def seen_user(self) -> str:
@@ -79,6 +82,15 @@ class ServiceContext:
         except BackfillError as exc:  # bad table settings: named in the report, the committed move stands
             return SyncReport(failed=(("published tables", str(exc)),))
         return tables.sync(self.catalog, assets)
+
+    def open_resources(self, names: Sequence[str]) -> AbstractContextManager[Mapping[str, Any]]:
+        """The code location's resources ``names`` for the block (none asked: nothing opened)."""
+        if not names:
+            return nullcontext({})
+        if self.resources_of is None:
+            raise InvalidInput(f"the resources {', '.join(names)} are needed and this service has none: build it "
+                               "with Backfills.for_instance(defs, instance) from the code location's definitions")
+        return self.resources_of(names)
 
     def record(
         self, operation: str, target: str, outcome: str, request_id: str | None = None, reason: str | None = None,

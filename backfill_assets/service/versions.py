@@ -184,7 +184,7 @@ def _told(
     """After the commit: the published tables switched, Dagster told of the move, the daemon woken for a cascade
     request."""
     tables = context.sync_tables([move.asset])
-    event = _tell_dagster(context, report, move, change.action)
+    event = tell_dagster(context, report, move.version_id, change.action)
     if change.cascade_request_id:
         context.wake()
     return replace(change, dagster_event=event, tables=tables)
@@ -318,11 +318,12 @@ def _override_report(context: ServiceContext, move: PointerMove, record: Overrid
     return lambda instance: report_override(instance, context.catalog, move, record)
 
 
-def _tell_dagster(context: ServiceContext, report: Callable[[Any], str], move: PointerMove, what: str) -> str:
-    """Record a pointer move made without a run in the Dagster instance, so the day's partition page names the
-    version now serving. The catalog is the truth and has committed: a failure here is reported, not raised."""
+def tell_dagster(context: ServiceContext, report: Callable[[Any], str], version_id: str, what: str) -> str:
+    """Record a pointer move (or a registration) made without a run in the Dagster instance, so the day's partition
+    page names the version now serving. The catalog is the truth and has committed: a failure here is reported, not
+    raised."""
     try:
         kind = report(context.instance_of())
     except Exception as exc:  # noqa: BLE001 - the move stands whatever Dagster answers
         return f"not recorded ({type(exc).__name__}: {exc}); the catalog's {what} stands"
-    return f"recorded a runless {kind} of {move.version_id}"
+    return f"recorded a runless {kind} of {version_id}"

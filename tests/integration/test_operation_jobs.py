@@ -43,7 +43,8 @@ def test_every_operation_has_a_job_in_the_code_location():
     assert {o.job for o in OPERATIONS} <= {j.name for j in DEFS.resolve_all_job_defs()}
     assert {o.job for o in OPERATIONS} == {
         "backfill_cancel", "backfill_pause", "backfill_resume", "backfill_confirm", "backfill_rollback",
-        "backfill_accept", "backfill_reject", "backfill_skip", "backfill_handoff", "backfill_gc", "backfill_list",
+        "backfill_accept", "backfill_reject", "backfill_register", "backfill_skip", "backfill_handoff", "backfill_gc",
+        "backfill_list",
     }
 
 

@@ -1,5 +1,6 @@
 """An operator's override of what the checks decided (Airflow's "mark success / mark failed", and marking a cell
-skipped): the actions, who may be named as deciding, and how a skip mark reads in a cell's reason."""
+skipped), and a person's registration of a file fixed by hand (checked like any version): the actions, who may be
+named as deciding, and how a skip mark reads in a cell's reason."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ class OverrideAction(StrEnum):
     REJECT = "reject"  # a PUBLISHED version found bad after the fact: rolled back and marked REJECTED
     SKIP = "skip"  # a cell requests leave alone under --reprocess none|failed (no data, or not to be backfilled)
     UNSKIP = "unskip"  # the skip mark of a cell withdrawn (the mark's row stays: the audit trail keeps both)
+    # A file fixed outside the platform put through the asset's checks as a version of its own, on a person's
+    # approval: published when they pass, REJECTED when not (the row says who approved it and why either way).
+    REGISTER = "register"
 
 
 SKIP_MARKS = (OverrideAction.SKIP, OverrideAction.UNSKIP)
@@ -79,6 +83,7 @@ class Override:
             OverrideAction.REJECT: "rejected after publish",
             OverrideAction.SKIP: "marked skipped",
             OverrideAction.UNSKIP: "skip mark withdrawn",
+            OverrideAction.REGISTER: "registered",
         }[self.action]
         return f"{verb} by {self.decided_by} at {self.at}: {self.reason}"
 

@@ -86,6 +86,16 @@ class OverrideLog:
                           system_user)
         return move, record
 
+    def record_registration(
+        self, version_id: str, asset: str, partition_key: str, by: str, reason: str, publish_seq: int | None,
+        system_user: str | None = None,
+    ) -> Override:
+        """Who approved registering a file as ``version_id`` and why (``publish_seq``: its publish, None when its
+        checks rejected it); inside the service's transaction, with the publish or the rejection."""
+        with begin(self.engine) as conn:
+            return _add(conn, OverrideAction.REGISTER, asset, partition_key, version_id, by, reason, iso(utc_now()),
+                        publish_seq, system_user)
+
     # ---- skip marks -----------------------------------------------------------------------------------------------
 
     def mark_skipped(

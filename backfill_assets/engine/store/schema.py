@@ -236,7 +236,7 @@ overrides = sa.Table(
     "overrides",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("action", sa.String(16), nullable=False),  # accept | reject | skip | unskip
+    sa.Column("action", sa.String(16), nullable=False),  # accept | reject | skip | unskip | register
     sa.Column("asset", _asset, nullable=False),
     sa.Column("partition_key", _key, nullable=False),
     sa.Column("version_id", _vid),  # the version accepted or rejected; NULL for a cell's skip mark

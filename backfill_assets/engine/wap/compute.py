@@ -35,10 +35,28 @@ def compute(gate: Gate, graph: AssetGraph, resources: Mapping[str, Any], config:
     spec = gate.spec
     key = gate.identity.partition_key
     calendar = graph.calendar
-    available: dict[str, Any] = {INTERVAL_ARG: calendar.interval(key), **resources}
-    available[RUN_ARG] = run_context_of(gate)  # the attempt's identity, location and engine labels
+    available = published_inputs(gate, graph, resources)
     if spec.config is not None:
         available[CONFIG_ARG] = config
+    fingerprint = None
+    if spec.fingerprint is not None:
+        fingerprint = str(call_with(spec.fingerprint, available, f"fingerprint of {spec.name}"))
+    if spec.transform is None:
+        raise InvalidInput(f"{spec.name} has no transform")
+    returned = call_with(spec.transform, available, f"transform of {spec.name}")
+    frame = as_pandas(returned, f"{spec.name} {calendar.interval(key).label}")
+    return Computed(frame, available, fingerprint)
+
+
+def published_inputs(gate: Gate, graph: AssetGraph, resources: Mapping[str, Any]) -> dict[str, Any]:
+    """What a transform and its audits are given besides ``config``: the interval, the attempt's ``run``, each
+    upstream asset's published version of the interval and a depends-on-past asset's ``previous`` (each read
+    recorded as an input of the gate's version), and ``resources``. A registered file's audits get the same."""
+    spec = gate.spec
+    key = gate.identity.partition_key
+    calendar = graph.calendar
+    available: dict[str, Any] = {INTERVAL_ARG: calendar.interval(key), **resources}
+    available[RUN_ARG] = run_context_of(gate)  # the attempt's identity, location and engine labels
     for upstream in spec.upstream:
         available[parameter_name_of(upstream)] = gate.read_published(upstream, key)
     if spec.depends_on_past:
@@ -50,11 +68,4 @@ def compute(gate: Gate, graph: AssetGraph, resources: Mapping[str, Any], config:
                 "published version"
             )
         available[PREVIOUS_ARG] = previous
-    fingerprint = None
-    if spec.fingerprint is not None:
-        fingerprint = str(call_with(spec.fingerprint, available, f"fingerprint of {spec.name}"))
-    if spec.transform is None:
-        raise InvalidInput(f"{spec.name} has no transform")
-    returned = call_with(spec.transform, available, f"transform of {spec.name}")
-    frame = as_pandas(returned, f"{spec.name} {calendar.interval(key).label}")
-    return Computed(frame, available, fingerprint)
+    return available
