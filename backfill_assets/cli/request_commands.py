@@ -39,7 +39,8 @@ def request_options(command):
     offer and validate the same."""
     options = [
         click.option("--max-active", default=None, type=int,
-                     help="Runs of this request executing at once (the run queue may allow fewer: create says). "
+                     help="Runs of this request executing at once, up to the run queue's lane and team limits (create, "
+                          "the dry run and show name the one that binds). "
                           "Default: 1 when an asset runs its days one at a time (parallel_days=False or depends on "
                           "the past; more is refused), else 2."),
         click.option("--order", default=None, help=" | ".join(M.ORDERS) + ". Default: the order the assets "
@@ -211,6 +212,9 @@ def _print_detail(detail: RequestDetail) -> None:
         f"  code {r.code_version}"
     )
     click.echo(f"  partitions_per_run={spec.partitions_per_run} ({spec.partitions_per_run_mode})")
+    concurrency = detail.concurrency
+    if concurrency is not None and r.status not in M.CLOSED_STATUSES:
+        click.echo(f"  {concurrency.note or f'at most {concurrency.effective} run(s) at once'}")
     if spec.conf:
         click.echo(f"  conf {json.dumps(spec.conf, sort_keys=True)}")
     click.echo("  " + ", ".join(f"{k} {v}" for k, v in headline_counts(detail.counts).items()))

@@ -32,11 +32,13 @@ from backfill_assets.engine.model.graph import RESERVED_ARGS, RUN_ARG, AssetGrap
 from backfill_assets.engine.model.identity import parameter_name_of, validate_asset_name, validate_location
 from backfill_assets.engine.model.intervals import BusinessCalendar, utc_now
 from backfill_assets.engine.model.request_model import CONF_KEYS
+from backfill_assets.engine.model.retries import GATED_RETRIES, SIDE_EFFECT_RETRIES
 from backfill_assets.engine.plan.catchup import CatchupSettings
 from backfill_assets.engine.wap.audit import Audit
 from backfill_assets.engine.wap.frames import check_return_annotation
 from backfill_assets.integration.assets.chunks import build_chunk_job
 from backfill_assets.integration.assets.gated import build_gated_asset
+from backfill_assets.integration.assets.retries import declared_retries
 from backfill_assets.integration.assets.side_effects import KEY_ARG, PAYLOAD_ARG, build_side_effect_asset
 from backfill_assets.integration.assets.user_config import declare_config
 from backfill_assets.integration.graphs import register_graph
@@ -95,6 +97,7 @@ def gated_asset(
     parallel_days: bool = True,
     pool: str | None = None,
     target: str | None = None,
+    retry_policy: dg.RetryPolicy | None = None,
     partitions_def: object = None,
     key_prefix: str | Sequence[str] | None = None,
 ) -> Callable[[Callable[..., Any]], BackfillAsset]:
@@ -119,6 +122,10 @@ def gated_asset(
     instance's ``pools.default_limit``); without one a root asset waits in ``source_system`` and any other asset
     in none. ``target``: the write target (e.g. a warehouse) whose quota the step shares: at most
     ``BackfillResource(target_limits={target: N})`` steps write, audit and publish to it at once.
+
+    ``retry_policy`` (a ``dg.RetryPolicy``; default ``max_retries=2, delay=1``): how often a step that met a
+    technical fault (the transform raising, a lost connection, a killed worker) is tried again, each try a new
+    attempt of the same logical run; a rejection is never retried. A batched run's op of the asset takes it too.
 
     ``key_prefix`` (as Dagster's ``@asset``): every door names the asset as Dagster prints its key
     ("berlin/daily_usage"); a downstream transform takes it by its last segment (docs/ASSETS.md, "Key prefixes").
@@ -153,6 +160,7 @@ def gated_asset(
             pool=None if pool is None else validate_gate_name(pool, "pool", asset_name),
             target=None if target is None else validate_gate_name(target, "target", asset_name),
             external_upstream=external,
+            retries=declared_retries(asset_name, retry_policy, GATED_RETRIES),
         )
         return BackfillAsset(spec, calendar, config)
 
@@ -201,6 +209,7 @@ def side_effect_asset(
     description: str | None = None,
     owners: Sequence[str] = (),
     group_name: str = DEFAULT_GROUP,
+    retry_policy: dg.RetryPolicy | None = None,
     key_prefix: str | Sequence[str] | None = None,
 ) -> Callable[[Callable[..., Any]], BackfillAsset]:
     """An asset that acts on the outside world (a notification, an external API) from published upstream data.
@@ -209,6 +218,10 @@ def side_effect_asset(
     (taking ``payload``, ``idempotency_key`` and resources by name) sends it. A message is delivered at most once
     per idempotency key, by default the asset, interval and message content; backfills skip the asset unless the
     request authorizes it by name with an approver.
+
+    ``retry_policy`` (a ``dg.RetryPolicy``; default: none, the step is tried once): a retry after ``deliver``
+    raised delivers the message again under the same idempotency key, so declare one only when the receiver drops a
+    key it has already seen.
     """
 
     def decorate(payload: Callable[..., Any]) -> BackfillAsset:
@@ -233,6 +246,7 @@ def side_effect_asset(
             deliver=deliver,
             idempotency_key=idempotency_key,
             resources=_resources(asset_name, needs, upstream, extra_reserved=(PAYLOAD_ARG, KEY_ARG)),
+            retries=declared_retries(asset_name, retry_policy, SIDE_EFFECT_RETRIES),
         )
         return BackfillAsset(spec, calendar)
 

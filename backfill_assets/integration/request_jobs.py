@@ -46,8 +46,9 @@ class RequestOptionsConfig(dg.Config):
     """What a request made from the Launchpad takes besides its cells: pace, policies, conf, who and why."""
 
     max_active: Optional[int] = Field(
-        default=None, description="Runs of this request executing at once. Default: 1 when an asset runs its days "
-        "one at a time (parallel_days=False or depends on the past; more is refused), else 2.")
+        default=None, description="Runs of this request executing at once, up to the run queue's lane and team "
+        "limits (the result names the one that binds). Default: 1 when an asset runs its days one at a time "
+        "(parallel_days=False or depends on the past; more is refused), else 2.")
     order: Optional[str] = Field(
         default=None, description=" | ".join(M.ORDERS) + ". Default: the order the assets declare (a "
         "contradicting one is refused), else forward.")
@@ -180,6 +181,9 @@ def outcome_output(
         "partitions_per_run_mode": spec.partitions_per_run_mode,
         "planned_runs": len(plan.runs),
         "effective_concurrency": plan.concurrency.effective,
+        # The run queue limit that holds the request below its max_active, and where to raise it (empty: none).
+        "concurrency_bound_by": "; ".join(plan.concurrency.binding),
+        "concurrency_raise_in": plan.concurrency.raise_in or "",
         "plan": dg.MetadataValue.md(plan_markdown(title, plan, [*plan.notes(), message])),
     })
 

@@ -110,6 +110,7 @@ class RequestPlan:
             "partitions_per_run_mode": self.spec.partitions_per_run_mode,
             "runs": [{**asdict(r), "assets": list(r.assets)} for r in self.runs],
             "effective_concurrency": self.concurrency.effective, "concurrency_note": self.concurrency.note,
+            "concurrency": self.concurrency.as_dict(),
         }
 
 
@@ -122,7 +123,7 @@ class CreatedRequest:
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.request.as_dict(), "effective_concurrency": self.concurrency.effective,
-                "concurrency_note": self.concurrency.note}
+                "concurrency_note": self.concurrency.note, "concurrency": self.concurrency.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,8 @@ class RequestSummary:
 
 @dataclass(frozen=True)
 class RequestDetail:
-    """``show``: the request, its pause (if paused) and pause history, counts, and every cell's decision now."""
+    """``show``: the request, its pause (if paused) and pause history, counts, every cell's decision now, and how
+    many of its runs the run queue lets execute at once (the limit that binds, when one does)."""
 
     request: Request
     pause: Pause | None
@@ -178,12 +180,14 @@ class RequestDetail:
     cells: tuple[Cell, ...] = field(default=())
     # Every operation made on it through the service (create, pause, resume, confirm, cancel), oldest first.
     operations: tuple[Operation, ...] = field(default=())
+    concurrency: Concurrency | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.request.as_dict(), "pause": _plain_pause(self.pause),
                 "pauses": [p.as_dict() for p in self.pauses], "counts": dict(self.counts),
                 "cells": [c.as_dict() for c in self.cells],
-                "operations": [o.as_dict() for o in self.operations]}
+                "operations": [o.as_dict() for o in self.operations],
+                "concurrency": self.concurrency.as_dict() if self.concurrency is not None else None}
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,7 @@ def show(service: ServiceContext, request_id: str) -> RequestDetail:
     return RequestDetail(
         Request.of(record), pauses.current([request_id]).get(request_id), tuple(pauses.history(request_id)),
         count_decisions(c.decision for c in cells), cells, tuple(Operations(service.catalog).of_request(request_id)),
+        service.queue_limits_of().concurrency(record.spec),
     )
 
 

@@ -234,8 +234,9 @@ def test_a_ui_backfill_leaves_an_unapproved_side_effect_alone(e2e, webserver):
     )
     # As `request create` says it: the instance's queue (4 runs at once here) lets fewer runs execute.
     assert e2e.show(request_id)["message"] == (
-        "max_active 6, but at most 4 run(s) of this request execute at once: the instance's run queue "
-        "max_concurrent_runs 4, shared by every run of the instance"
+        "max_active 6, but at most 4 run(s) of this request execute at once: bound by max_concurrent_runs 4, shared "
+        "by every run of the instance; to run more at once, raise it under concurrency.runs.max_concurrent_runs in "
+        "the instance's dagster.yaml"
     )
     [held] = poll(lambda: e2e.instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill_id})), 60,
                   f"the run of backfill {backfill_id}")

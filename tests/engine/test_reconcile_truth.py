@@ -8,7 +8,9 @@ import pytest
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import CellUpdate
+from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import RunIdentity
+from backfill_assets.engine.model.retries import StepRetries
 from backfill_assets.engine.plan.reconcile import (
     CELL_ROLLED_BACK,
     NOT_REPRODUCIBLE,
@@ -152,6 +154,40 @@ def test_a_submitted_cell_whose_run_is_on_a_new_attempt_is_still_retrying(catalo
     report = _report(catalog)
     assert report.totals["still_retrying"] == 1 and report.totals["in_flight"] == 1
     assert [v.attempt_no for v in report.cells[0].versions] == [1, 2]
+
+
+@pytest.mark.parametrize("max_retries, failed, retrying", [
+    (0, 1, False),  # never retried: the run fails with its first attempt
+    (2, 2, True), (2, 3, False),  # the default
+    (4, 4, True), (4, 5, False),
+])
+def test_a_failed_attempt_is_still_retrying_while_the_asset_s_own_retries_last(catalog, max_retries, failed,
+                                                                                retrying):
+    graph = AssetGraph(GRAPH.calendar, [
+        replace(s, retries=StepRetries(max_retries)) if s.name == ORDER_FACTS else s for s in GRAPH
+    ])
+    ledger = _request(catalog, ORDER_FACTS)
+    ledger.update_cells(REQUEST_ID, [CellUpdate(ORDER_FACTS, KEY, {
+        "decision": M.SUBMITTED, "dagster_run_id": "run-1", "run_key": f"{REQUEST_ID}/{KEY}/1"})])
+    for _ in range(failed):  # each step retry is a new attempt of the same logical run, in the same Dagster run
+        catalog.abandon(catalog.begin_version(identity("run-1", request_id=REQUEST_ID)).version_id, "step died")
+
+    def totals(status: str) -> dict:
+        return reconcile(catalog, REQUEST_ID, graph, run_status_of=lambda run_id: status).totals
+
+    assert totals("STARTED")["still_retrying"] == int(retrying)
+    assert totals("FAILURE")["still_retrying"] == 0  # the run has ended: no try is coming
+    report = reconcile(catalog, REQUEST_ID, graph, run_status_of=lambda run_id: "STARTED")
+    assert [v.attempt_no for v in report.cells[0].versions] == list(range(1, failed + 1))
+
+
+def test_a_first_attempt_computing_is_in_flight_not_retrying(catalog):
+    ledger = _request(catalog, ORDER_FACTS)
+    ledger.update_cells(REQUEST_ID, [CellUpdate(ORDER_FACTS, KEY, {
+        "decision": M.SUBMITTED, "dagster_run_id": "run-1", "run_key": f"{REQUEST_ID}/{KEY}/1"})])
+    catalog.begin_version(identity("run-1", request_id=REQUEST_ID))
+    running = reconcile(catalog, REQUEST_ID, GRAPH, run_status_of=lambda run_id: "STARTED").totals
+    assert (running["in_flight"], running["still_retrying"]) == (1, 0)
 
 
 def test_a_cell_rolled_back_then_purged_before_it_settled_is_reported_rolled_back(catalog):

@@ -31,6 +31,8 @@ def surface() -> dict:
             "group": node.group_name,
             # The op config the Launchpad offers: the gate's own fields and an asset's declared config beside them.
             "config": _config_fields(assets_def.op.config_schema),
+            # How often a step is tried again after a technical fault (gated_asset(retry_policy=...)).
+            "retry_policy": _retry_policy(assets_def.op.retry_policy),
         }
     return {
         "assets": assets,
@@ -45,6 +47,13 @@ def surface() -> dict:
             for s in sorted(repo.schedule_defs, key=lambda s: s.name)
         },
     }
+
+
+def _retry_policy(policy) -> dict | None:
+    if policy is None:
+        return None
+    return {"max_retries": policy.max_retries, "delay": policy.delay,
+            "backoff": policy.backoff and policy.backoff.value, "jitter": policy.jitter and policy.jitter.value}
 
 
 def _config_fields(config_schema) -> list[str]:

@@ -7,12 +7,14 @@ from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
+import yaml
 from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.store import schema
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, REVENUE_ALERT
+from backfill_assets.integration import instance_template
 from tests.orders import CALENDAR as calendar
 
 FIRST, LAST = "2022-09-01", "2022-09-02"
@@ -204,6 +206,34 @@ def test_create_and_dry_run_state_the_concurrency_the_instance_really_allows(env
     created = json.loads(CliRunner().invoke(cli, create_args(**{"--from": "2022-09-03", "--to": "2022-09-03",
                                                                 "--max-active": "1"}) + ["--json"]).output)
     assert created["effective_concurrency"] == 1 and created["concurrency_note"] is None
+
+
+def test_max_active_3_on_the_shipped_instance_names_the_limit_that_binds_at_create_dry_run_and_show(env):
+    shipped = yaml.safe_load(instance_template.template_text())
+    (env.home / "dagster.yaml").write_text(yaml.safe_dump(shipped))
+    three = {"--max-active": "3"}
+    team = "tag limit backfill/team: 2 per distinct value (per team, shared by the team's every backfill)"
+    dry = json.loads(CliRunner().invoke(cli, create_args(**three) + ["--dry-run", "--json"]).output)
+    assert (dry["concurrency"]["effective"], dry["concurrency"]["bound_by"]) == (2, [team])
+    assert dry["concurrency"]["raise_in"].startswith("concurrency.runs.tag_concurrency_limits in ")
+    assert dry["concurrency"]["raise_in"].endswith("dagster.yaml")
+    human = CliRunner().invoke(cli, create_args(**three), catch_exceptions=False).output
+    assert f"at most 2 run(s) of this request execute at once: bound by {team}; to run more at once, raise it " \
+           "under concurrency.runs.tag_concurrency_limits in " in human
+    request_id = human.split()[1]
+    shown = json.loads(CliRunner().invoke(cli, ["request", "show", request_id, "--json"]).output)
+    assert shown["concurrency"] == dry["concurrency"]
+    shown_text = CliRunner().invoke(cli, ["request", "show", request_id], catch_exceptions=False).output
+    assert f"\n  max_active 3, but at most 2 run(s) of this request execute at once: bound by {team}" in shown_text
+
+    # The team's limit raised to the lane's: nothing else holds the request below its max_active.
+    for limit in shipped["concurrency"]["runs"]["tag_concurrency_limits"]:
+        limit["limit"] = 3 if limit["key"] == "backfill/team" else limit["limit"]
+    (env.home / "dagster.yaml").write_text(yaml.safe_dump(shipped))
+    created = json.loads(CliRunner().invoke(cli, create_args(**three, **{"--from": "2022-09-03", "--to": "2022-09-04"})
+                                            + ["--json"]).output)
+    assert created["concurrency"] == {"max_active": 3, "effective": 3, "bound_by": [], "raise_in": None,
+                                      "note": None}
 
 
 def test_wait_exits_3_when_the_request_is_still_open_at_the_timeout(env):

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import dagster as dg
 import pytest
+import yaml
 
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.request_input import parse_conf_text
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.integration import instance_template
 from backfill_assets.integration.request_jobs import (
     CLEAR_JOB,
     CLEAR_OP,
@@ -21,6 +23,7 @@ from backfill_assets.integration.request_jobs import (
     REQUEST_OP,
 )
 from backfill_assets.service import Backfills, ClearInput, RequestInput
+from tests.homes import shipped_storage
 from tests.orders import DEFS, run_partitions
 
 DAYS = ["2022-09-02", "2022-09-03"]
@@ -53,6 +56,24 @@ def test_a_dry_run_from_the_launchpad_shows_the_plan_and_writes_nothing(env):
     assert plan.startswith("### Dry run: nothing was written")
     assert f"| {DAYS[0]} | {ORDER_FACTS} | skip | latest attempt PUBLISHED |" in plan
     assert Ledger(env.catalog).list() == []
+
+
+def test_the_launchpad_names_the_run_queue_limit_that_holds_a_request_below_its_max_active(env, tmp_path):
+    shipped = yaml.safe_load(instance_template.template_text())
+    # A second Dagster instance with the shipped run queue, on the same catalog (DAGSTER_HOME stays env's).
+    with dg.instance_for_test(temp_dir=str(tmp_path), set_dagster_home=False,
+                              overrides={**shipped_storage(), "concurrency": shipped["concurrency"]}) as queued:
+        result = DEFS.resolve_job_def(REQUEST_JOB).execute_in_process(
+            run_config={"ops": {REQUEST_OP: {"config": {"assets": [ORDER_FACTS], "from_day": DAYS[0],
+                                                        "to_day": DAYS[1], "max_active": 3, "dry_run": True}}}},
+            instance=queued,
+        )
+    metadata = output_metadata(result, REQUEST_OP)
+    assert (metadata["max_active"], metadata["effective_concurrency"]) == (3, 2)
+    assert metadata["concurrency_bound_by"].startswith("tag limit backfill/team: 2 per distinct value")
+    assert metadata["concurrency_raise_in"] == ("concurrency.runs.tag_concurrency_limits in the instance's "
+                                                "dagster.yaml")
+    assert "> max_active 3, but at most 2 run(s) of this request execute at once: bound by" in metadata["plan"]
 
 
 def test_the_launchpad_defaults_to_the_declared_pace_and_refuses_a_contradiction_naming_the_asset(env):

@@ -80,15 +80,18 @@ def test_whole_request_completes_and_reconciles(prod):
     assert _max_overlap(_run_intervals(prod.instance, rid)) <= 2
 
 
-def test_source_pool_and_per_request_limit_hold_even_when_the_driver_over_submits(prod):
-    # --max-active 6: the driver submits six runs at once; the instance's per-request tag limit (2) and the
-    # source_system pool (1) must still hold.
-    rid = prod.create("--assets", RAW_ORDERS, "--from", "2022-09-04", "--to", "2022-09-09",
-                      "--reprocess", "completed", "--max-active", "6")
+def test_source_pool_and_the_stated_cap_hold_even_when_the_driver_over_submits(prod):
+    # --max-active 6: the driver submits six runs at once (six slots); the cap `request create` states — the
+    # team's tag limit (2), below the lane's (3) — and the source_system pool (1) must still hold.
+    created = prod.cli_json("request", "create", "--requested-by", "prod-test", "--assets", RAW_ORDERS,
+                            "--from", "2022-09-04", "--to", "2022-09-09", "--reprocess", "completed",
+                            "--max-active", "6")
+    rid, cap = created["request_id"], created["concurrency"]
+    assert cap["effective"] == TEAM_LIMIT and [b.split(":")[0] for b in cap["bound_by"]] == ["tag limit backfill/team"]
     assert prod.wait(rid)["complete"] is True
     runs = _run_intervals(prod.instance, rid)
     assert len(runs) == 6
-    assert _max_overlap(runs) <= 2, runs
+    assert _max_overlap(runs) <= cap["effective"], runs
     run_ids = [r.dagster_run.run_id for r in prod.instance.get_run_records(dg.RunsFilter(tags={T.REQUEST_ID: rid}))]
     steps = _step_intervals(prod.instance, run_ids, RAW_ORDERS)
     assert len(steps) == 6

@@ -50,21 +50,41 @@ def run_limits(tag_concurrency_limits: Iterable[Any] | None) -> list[RunLimit]:
     return limits
 
 
+# Where the instance's run queue limits are set (Dagster also reads the older ``run_queue`` block).
+MAX_RUNS_SETTING = "concurrency.runs.max_concurrent_runs"
+TAG_LIMITS_SETTING = "concurrency.runs.tag_concurrency_limits"
+
+
 @dataclass(frozen=True)
 class Concurrency:
+    """How many of a request's runs execute at once: ``requested`` (its max_active) or less. ``reasons``: every
+    run queue limit below it; ``binding``: the one(s) at ``effective``, what to raise to run more, set where
+    ``raise_in`` says."""
+
     requested: int
     effective: int
     reasons: tuple[str, ...]
+    binding: tuple[str, ...] = ()
+    raise_in: str | None = None
 
     @property
     def note(self) -> str | None:
         """One line for a person, or None when the request's own max_active is what runs."""
         if self.effective >= self.requested:
             return None
+        others = [r for r in self.reasons if r not in self.binding]
         return (
             f"max_active {self.requested}, but at most {self.effective} run(s) of this request execute at once: "
-            + "; ".join(self.reasons)
+            f"bound by {' and '.join(self.binding)}"
+            + (f" (also below max_active: {'; '.join(others)})" if others else "")
+            + (f"; to run more at once, raise {'them' if len(self.binding) > 1 else 'it'} under {self.raise_in}"
+               if self.raise_in else "")
         )
+
+    def as_dict(self) -> dict[str, Any]:
+        """What every door prints: the request's max_active, what runs, and the limit that binds (if one does)."""
+        return {"max_active": self.requested, "effective": self.effective, "bound_by": list(self.binding),
+                "raise_in": self.raise_in, "note": self.note}
 
 
 def effective_concurrency(
@@ -74,19 +94,25 @@ def effective_concurrency(
     limits: Iterable[RunLimit],
     source: str = "dagster.yaml",
 ) -> Concurrency:
-    """The number of the request's runs that can execute at once, and which limits make it lower.
+    """The number of the request's runs that can execute at once, which limits make it lower and which one binds.
 
     ``backfill/slot`` is the driver's own mechanism (one run per slot, max_active slots) and never lowers it.
+    ``source`` names where the limits were read (a dagster.yaml path, or the instance's run queue).
     """
-    effective = max_active
-    reasons: list[str] = []
-    if max_concurrent_runs is not None and 0 <= max_concurrent_runs < effective:
-        effective = max_concurrent_runs
-        reasons.append(f"{source} max_concurrent_runs {max_concurrent_runs}, shared by every run of the instance")
+    below: list[tuple[int, str, str]] = []  # (limit, description, the setting that holds it)
+    if max_concurrent_runs is not None and 0 <= max_concurrent_runs < max_active:
+        below.append((max_concurrent_runs, f"max_concurrent_runs {max_concurrent_runs}, shared by every run of the "
+                      "instance", MAX_RUNS_SETTING))
     for limit in limits:
         if limit.key == T.SLOT or not limit.applies_to(run_tags):
             continue
         if limit.limit < max_active:
-            effective = min(effective, limit.limit)
-            reasons.append(f"{source} {limit.describe()}")
-    return Concurrency(max_active, max(effective, 0), tuple(reasons))
+            below.append((limit.limit, limit.describe(), TAG_LIMITS_SETTING))
+    if not below:
+        return Concurrency(max_active, max_active, ())
+    effective = max(min(n for n, _, _ in below), 0)
+    binding = [(text, setting) for n, text, setting in below if max(n, 0) == effective]
+    settings = " and ".join(dict.fromkeys(setting for _, setting in binding))
+    where = source if source.endswith("dagster.yaml") else "the instance's dagster.yaml"
+    return Concurrency(max_active, effective, tuple(text for _, text, _ in below),
+                       tuple(text for text, _ in binding), f"{settings} in {where}")

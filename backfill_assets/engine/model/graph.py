@@ -18,6 +18,7 @@ from backfill_assets.engine.model.access import AccessPolicy, CleanupPolicy
 from backfill_assets.engine.model.asset_config import CONFIG_ARG, AssetConfig
 from backfill_assets.engine.model.errors import InvalidInput, quoted
 from backfill_assets.engine.model.intervals import BusinessCalendar
+from backfill_assets.engine.model.retries import GATED_RETRIES, StepRetries
 
 STRING, FLOAT, INT, TIMESTAMP, BOOL = "string", "float", "int", "timestamp", "bool"
 
@@ -67,6 +68,9 @@ class DeclaredAsset:
     # Ordinary (not gated) assets this one runs after, by key ("raw/events"): an ordering dependency whose data is
     # not versioned here; its versions' inputs record them as NOT_VERSIONED.
     external_upstream: tuple[str, ...] = ()
+    # How often Dagster tries its step again after a technical fault, each try a new attempt of the same logical
+    # run (engine/model/retries.py); a side effect declares its own (by default none).
+    retries: StepRetries = GATED_RETRIES
 
     @property
     def is_data_asset(self) -> bool:

@@ -214,10 +214,7 @@ def reconcile(
         cell_reports.append(report)
         gaps += cell_gaps
         duplicates += max(sum(1 for v in vs if v.published_at) - 1, 0)
-        latest = vs[-1] if vs else None
-        if cell.decision == M.SUBMITTED and latest is not None and (
-            VersionState(latest.state) in IN_PROGRESS or latest.dagster_run_id != cell.dagster_run_id
-        ):
+        if cell.decision == M.SUBMITTED and still_retrying(cell, vs, graph, run_status_of):
             retrying += 1
     run_ids = sorted({v.dagster_run_id for v in own} | {c.dagster_run_id for c in cells if c.dagster_run_id})
     totals = _totals(cells, cell_reports, len(run_ids), len(own), retrying, duplicates, len(gaps))
@@ -242,6 +239,27 @@ def reconcile(
         ],
         side_effects=side_effects,
     )
+
+
+def still_retrying(
+    cell: Cell, vs: list[Version], graph: AssetGraph, run_status_of: Callable[[str], str | None]
+) -> bool:
+    """Whether a submitted cell is being tried again: a later attempt of its logical run is computing (a step
+    retry, or a re-execution in another Dagster run), or its latest attempt failed in the cell's run, which goes on
+    and has tries left by the asset's own ``retry_policy`` (``max_retries`` 0: never). A first attempt computing is
+    in flight, not retrying."""
+    if not vs:
+        return False
+    latest = vs[-1]
+    if latest.dagster_run_id != cell.dagster_run_id:
+        return True
+    if VersionState(latest.state) in IN_PROGRESS:
+        return int(latest.attempt_no) > 1
+    if VersionState(latest.state) != VersionState.ABANDONED or run_status_of(cell.dagster_run_id) in FINISHED_RUNS:
+        return False
+    retries = graph[cell.asset].retries if cell.asset in graph else None
+    tried = sum(1 for v in vs if v.dagster_run_id == cell.dagster_run_id)
+    return retries is not None and retries.has_retries_left(tried)
 
 
 def _cell_report(

@@ -25,6 +25,7 @@ from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.integration.assets.dashboard import day_events
 from backfill_assets.integration.assets.gated import gate_one
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
+from backfill_assets.integration.assets.retries import retry_policy_of
 from backfill_assets.integration.assets.table_sync import StepTableSync
 from backfill_assets.integration.assets.user_config import step_config, with_user_fields
 from backfill_assets.integration.keys import node_name
@@ -129,7 +130,8 @@ def build_chunk_op(
         ins={f"after_{node_name(u)}": dg.In(dg.Nothing) for u in upstream_in_chunk},
         out=dg.Out(dg.Nothing),
         pool=pool_for(spec.pool, spec.upstream),
-        retry_policy=dg.RetryPolicy(max_retries=2, delay=1),
+        # The asset's own: each asset is its own op, so a batched run retries each as its one-day step would.
+        retry_policy=retry_policy_of(spec.retries),
         description=f"Write, audit and publish {spec.name}, {walk}, for the days of this chunk.",
         required_resource_keys={BACKFILL_RESOURCE, *spec.resources},
     )

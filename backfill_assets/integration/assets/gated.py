@@ -36,6 +36,7 @@ from backfill_assets.integration.assets.dashboard import (
 )
 from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
+from backfill_assets.integration.assets.retries import retry_policy_of
 from backfill_assets.integration.assets.table_sync import publishing_catalog, sync_tables_after_step
 from backfill_assets.integration.assets.user_config import StepConfig, step_config, with_user_fields
 from backfill_assets.integration.keys import asset_key, node_name
@@ -136,7 +137,7 @@ def gate_one(
         context.instance, context.run.run_id, Ledger(backfill.catalog()), context.run.tags.get(T.REQUEST_ID)
     )
     if first_of_step and (reason := stopped()):
-        # Dagster retries a step interrupted by a termination when it has a RetryPolicy (ours does): the new
+        # Dagster retries a step interrupted by a termination when it has a RetryPolicy (by default): the new
         # attempt of a cancelled run stops here instead of computing, and its run can end CANCELED.
         raise dg.Failure(description=f"{spec.name} {key}: {reason}", allow_retries=False)
     params: dict = {}
@@ -347,9 +348,9 @@ def build_gated_asset(
         can_subset=True,
         required_resource_keys={BACKFILL_RESOURCE, *spec.resources},
         pool=pool_for(spec.pool, spec.upstream),
-        # Technical faults (lost connection, killed worker) get a new attempt of the same logical run;
-        # rejections and planning errors raise Failure(allow_retries=False).
-        retry_policy=dg.RetryPolicy(max_retries=2, delay=1),
+        # Technical faults (lost connection, killed worker) get a new attempt of the same logical run, as often
+        # as the asset declares; rejections and planning errors raise Failure(allow_retries=False).
+        retry_policy=retry_policy_of(spec.retries),
     )
     return gated(_gated)
 

@@ -22,6 +22,7 @@ from backfill_assets.integration.assets.admission import stamp_run_tags
 from backfill_assets.integration.assets.gated import user_resources
 from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
+from backfill_assets.integration.assets.retries import retry_policy_of
 from backfill_assets.integration.keys import asset_key
 from backfill_assets.integration.resources import BACKFILL_RESOURCE
 from backfill_assets.integration.runs.run_identity import lane_from_tags, request_id_from_tags
@@ -96,6 +97,8 @@ def build_side_effect_asset(
         required_resource_keys={BACKFILL_RESOURCE, *spec.resources},
         # A backfill launched from Dagster without the approval tags leaves the cell alone: no output.
         output_required=False,
+        # None unless declared: a retry delivers again under the same idempotency key.
+        retry_policy=retry_policy_of(spec.retries),
     )
     def _side_effect(context: dg.AssetExecutionContext):
         catalog = getattr(context.resources, BACKFILL_RESOURCE).catalog()
