@@ -128,6 +128,15 @@ def test_a_distribution_named_otherwise_than_its_module_is_found(project):
     assert ("fakeyaml-lib", "6.0") in _sources().distributions
 
 
+def test_imports_are_read_from_the_source_at_any_depth(tmp_path):
+    module = _write(tmp_path / "m.py", "\n".join([
+        "import a.b as x, c", "from d.e import (f,", "    g)", "from . import relative", "from .h import i",
+        "def k():", "    import l  # inside a function", "    importlib.import_module('n.o')",
+        "try: import t", "except ImportError: t = None", "x = 1  # import s", "print('v: import w')",
+    ]))
+    assert code_inputs._imports(str(module)) == {"a", "c", "d", "l", "n", "t"}
+
+
 def test_caches_bytecode_hidden_folders_and_databases_are_not_read(project):
     root, _, _ = project
     for junk in ("__pycache__/transforms.cpython-311.pyc", ".ipynb_checkpoints/x.sql", ".env", "catalog.db",

@@ -11,16 +11,14 @@ driving it, the run computing it) finds the same inputs and the same version:
   own excepted: it orchestrates the computation, and a Dagster upgrade blocking every open request is noise;
 - what the code location names itself (``CodeInputs``), and minus what it leaves out.
 
-Imports are read from the source (``ast``), never from ``sys.modules``: what one process happened to import (a test
+Imports are read from the source, never from ``sys.modules``: what one process happened to import (a test
 module, a CLI helper) must not make its version differ from another's. What is read is bounded (``MAX_FILES``,
 ``MAX_BYTES``); past the bound the version is refused, loudly, rather than quietly covering less.
 """
 
 from __future__ import annotations
 
-import ast
 import fnmatch
-import gc
 import hashlib
 import importlib.metadata as metadata
 import importlib.util
@@ -43,6 +41,12 @@ MAX_BYTES = 64 * 1024 * 1024
 # Written at run time or by tools, never read as code: digesting them would give each process its own version.
 SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})
 SKIPPED_SUFFIXES = (".pyc", ".pyo", ".db", ".sqlite", ".sqlite3", ".db-journal", ".db-wal", ".db-shm", ".log")
+# ``from a.b import c`` / ``import a.b as x, c`` starting a line or after ``try:``, ``;`` (nothing quoted before it);
+# ``import_module("a.b")``, ``__import__("a")``.
+_IMPORT = re.compile(
+    r"^(?:[^\n#'\"]*?[:;])?[ \t]*(?:from[ \t]+([A-Za-z_][\w.]*)[ \t]+import\b|import[ \t]+([\w. \t,]+))", re.M
+)
+_DYNAMIC_IMPORT = re.compile(r"""\b(?:import_module|__import__)\(\s*["']([A-Za-z_][\w.]*)["']""")
 # The distributions of this family orchestrate; name one in ``CodeInputs.distributions`` to cover it anyway.
 ORCHESTRATION = re.compile(r"^dagster([-_.].*)?$")
 
@@ -176,28 +180,20 @@ def _listed(label: str, path: Path) -> list[tuple[str, Path]]:
 
 
 def _imports(path: str) -> set[str]:
-    """Top-level names of the absolute imports in a module's source (also inside functions, ``import_module("x")``
-    with a literal name); a file that does not parse imports nothing it can tell, and is still digested."""
+    """Top-level names of the absolute imports in a module's source, at any depth (an import inside a function
+    counts), and of ``import_module("x")`` with a literal name. A line scan, not ``ast``: parsing a few hundred
+    modules took seconds, and a false hit (an import in a docstring) only covers more, the same in every process."""
     try:
-        source = Path(path).read_bytes()
-        gc.disable()  # CPython 3.11: a collection mid-parse can run finalizers and fail the parse (test_layering.py)
-        try:
-            tree = ast.parse(source, filename=path)
-        finally:
-            gc.enable()
-    except (OSError, SyntaxError, ValueError):
+        source = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
         return set()
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
-            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-            if called in {"import_module", "__import__"} and isinstance(node.args[0].value, str):
-                names.add(node.args[0].value.split(".")[0])
-    return names
+    names = {m.group(1).split(".")[0] for m in _DYNAMIC_IMPORT.finditer(source)}
+    for match in _IMPORT.finditer(source):
+        if match.group(1):
+            names.add(match.group(1).split(".")[0])
+        else:
+            names.update(part.split()[0].split(".")[0] for part in match.group(2).split(",") if part.strip())
+    return {name for name in names if name.isidentifier()}
 
 
 def _locations(top: str) -> list[Path]:
