@@ -19,6 +19,9 @@ if TYPE_CHECKING:
         AccessPolicy,
         CleanupPolicy,
     )
+    from backfill_assets.engine.model.code_inputs import (
+        CodeInputs,
+    )
     from backfill_assets.engine.model.day_order import (
         DayOrder,
     )
@@ -135,6 +138,7 @@ _PUBLIC = {
     "sql_engine": "backfill_assets.engine.store.db",
     "retry_transient": "backfill_assets.engine.store.db",
     "DayOrder": "backfill_assets.engine.model.day_order",
+    "CodeInputs": "backfill_assets.engine.model.code_inputs",
     "STRING": "backfill_assets.engine.model.graph",
     "FLOAT": "backfill_assets.engine.model.graph",
     "INT": "backfill_assets.engine.model.graph",
@@ -184,6 +188,7 @@ __all__ = [
     "CatalogSchemaMismatch",
     "CleanupPolicy",
     "ClearInput",
+    "CodeInputs",
     "DayOrder",
     "DownstreamPolicy",
     "FLOAT",

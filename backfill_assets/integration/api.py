@@ -25,6 +25,7 @@ import dagster as dg
 
 from backfill_assets.engine.model.access import AccessPolicy, CleanupPolicy
 from backfill_assets.engine.model.asset_config import CONFIG_ARG, AssetConfig
+from backfill_assets.engine.model.code_inputs import CodeInputs
 from backfill_assets.engine.model.day_order import DayOrder, day_order
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.gates import validate_gate_name, validate_target_limits, validate_target_timing
@@ -265,6 +266,7 @@ def backfill_definitions(
     access: AccessPolicy | None = None,
     cleanup: CleanupPolicy | None = None,
     location: str | None = None,
+    code_inputs: CodeInputs | None = None,
 ) -> dg.Definitions:
     """The code location: gated assets and their blocking checks, the production and backfill jobs, the batched
     (chunk) job, the Launchpad's backfill_request and backfill_report jobs, the production trigger, and the
@@ -288,10 +290,14 @@ def backfill_definitions(
     ``location`` names the code location on a catalog several share (by default the top-level package of the module
     calling ``backfill_definitions``, e.g. ``my_meters``): the first version it writes of an asset claims the name,
     and another location declaring the same name is refused before it writes (``AssetOwnedElsewhere``).
+
+    ``code_inputs`` (``CodeInputs(paths=[...], distributions=[...], ignore_paths=[...], ignore_distributions=[...])``)
+    adds to, or leaves out of, what the code version covers besides what is found on its own (docs/ASSETS.md).
     """
     declared = list(assets)
     graph = asset_graph(declared, _policy(access, AccessPolicy, "access"), _policy(cleanup, CleanupPolicy, "cleanup"),
-                        location=validate_location(location if location is not None else _calling_module()))
+                        location=validate_location(location if location is not None else _calling_module()),
+                        code_inputs=_policy(code_inputs, CodeInputs, "code_inputs"))
     config_classes = {item.name: item.config_class for item in declared if item.config_class is not None}
     if clock is not None and not callable(clock):
         raise InvalidInput(f"clock must be a callable returning the current time, not {type(clock).__name__}")
@@ -383,7 +389,7 @@ def _calling_module() -> str:
 
 def asset_graph(
     assets: Iterable[BackfillAsset], access: AccessPolicy | None = None, cleanup: CleanupPolicy | None = None,
-    location: str = "",
+    location: str = "", code_inputs: CodeInputs | None = None,
 ) -> AssetGraph:
     declared = list(assets)
     if not declared:
@@ -404,7 +410,7 @@ def asset_graph(
             raise InvalidInput(f"{item.name}: deps names {key} by its AssetKey, but it is a gated asset of this code "
                                f"location; name it by its object or as deps=[{key!r}] so its published day is read "
                                "and recorded")
-    return AssetGraph(declared[0].calendar, [item.spec for item in declared], access, cleanup, location)
+    return AssetGraph(declared[0].calendar, [item.spec for item in declared], access, cleanup, location, code_inputs)
 
 
 def prefixed_name(name: str, key_prefix: str | Sequence[str] | None) -> str:

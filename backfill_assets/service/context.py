@@ -116,7 +116,7 @@ class ServiceContext:
 
     def code_version(self) -> str:
         """The code version a request created now freezes (the package and the code location's files)."""
-        return code_version(location_files=self.graph.code_files())
+        return code_version(sources=self.graph.code_sources)
 
 
 def os_user() -> str:

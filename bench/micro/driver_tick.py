@@ -205,7 +205,7 @@ def _launch(
 def _measure(base: Path, runs: int, closed: int, queued: int, profile: bool = False) -> dict:
     home = make_home(base / "home", 3)
     with _environment(home):
-        loaded = code_version(location_files=GRAPH.code_files())
+        loaded = code_version(sources=GRAPH.code_sources)
         instance = open_instance(home)
         catalog = Catalog(f"sqlite:///{home / 'catalog.db'}")
         try:

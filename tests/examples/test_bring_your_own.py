@@ -128,7 +128,7 @@ def test_the_readme_code_location_gets_every_promise(project):
 VERSION_OF = (
     "import importlib, sys; from backfill_assets import graph_of; "
     "from backfill_assets.engine.model.settings import code_version; "
-    "m = importlib.import_module(sys.argv[1]); print(code_version(location_files=graph_of(m.defs).code_files()))"
+    "m = importlib.import_module(sys.argv[1]); print(code_version(sources=graph_of(m.defs).code_sources()))"
 )
 
 

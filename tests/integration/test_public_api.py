@@ -20,7 +20,7 @@ PINNED = [
     "AccessPolicy", "AssetOwnedElsewhere",
     "Audit", "AuditResult", "BOOL", "BackfillAsset", "BackfillError", "BackfillResource", "Backfills",
     "BusinessCalendar", "CatalogBusy", "CatalogDamaged", "CatalogEmpty",
-    "CatalogSchemaMismatch", "CleanupPolicy", "ClearInput", "DayOrder", "DownstreamPolicy",
+    "CatalogSchemaMismatch", "CleanupPolicy", "ClearInput", "CodeInputs", "DayOrder", "DownstreamPolicy",
     "FLOAT", "INT",
     "IllegalTransition", "IntegrityError", "Interval", "InvalidField", "InvalidInput",
     "ManifestMismatch", "NotAuthorized", "NotFound",

@@ -18,7 +18,7 @@ def _tags(env, run) -> dict[str, str]:
 
 
 def loaded_code_version() -> str:
-    return code_version(location_files=GRAPH.code_files())
+    return code_version(sources=GRAPH.code_sources)
 
 
 def test_a_dagster_backfills_run_is_stamped_with_its_adopted_request_and_code_version(env):

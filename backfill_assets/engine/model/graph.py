@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import difflib
 import inspect
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from backfill_assets.engine.model.access import AccessPolicy, CleanupPolicy
 from backfill_assets.engine.model.asset_config import CONFIG_ARG, AssetConfig
+from backfill_assets.engine.model.code_inputs import CodeInputs, CodeSources, find_code_sources
 from backfill_assets.engine.model.errors import InvalidInput, quoted
 from backfill_assets.engine.model.intervals import BusinessCalendar
 from backfill_assets.engine.model.retries import GATED_RETRIES, StepRetries
@@ -83,13 +82,15 @@ class AssetGraph:
 
     def __init__(
         self, calendar: BusinessCalendar, specs: Iterable[DeclaredAsset], access: AccessPolicy | None = None,
-        cleanup: CleanupPolicy | None = None, location: str = "",
+        cleanup: CleanupPolicy | None = None, location: str = "", code_inputs: CodeInputs | None = None,
     ):
         self.calendar = calendar
         # The code location's name on a shared catalog (engine/store/asset_owners.py); empty: unnamed, claims none.
         self.location = location
         self.access = access or AccessPolicy()
         self.cleanup = cleanup or CleanupPolicy()
+        # What the code location adds to, or leaves out of, its code version (engine/model/code_inputs.py).
+        self.code_inputs = code_inputs or CodeInputs()
         given = list(specs)
         by_name: dict[str, DeclaredAsset] = {}
         for spec in given:
@@ -104,7 +105,7 @@ class AssetGraph:
                     raise InvalidInput(f"{spec.name} reads side-effect asset {upstream}, which has no data")
         self._specs = {name: by_name[name] for name in _topological_names(given)}
         self._index = {name: i for i, name in enumerate(self._specs)}
-        self._code_files: tuple[str, ...] | None = None
+        self._code_sources: CodeSources | None = None
 
     def __contains__(self, name: object) -> bool:
         return name in self._specs
@@ -155,18 +156,20 @@ class AssetGraph:
     def topological(self, assets: Iterable[str]) -> list[str]:
         return sorted(assets, key=self._index.__getitem__)
 
-    def code_files(self) -> tuple[str, ...]:
-        """The code location's source files, part of its code version: every module of the top-level package
-        its transforms and hooks come from (so a helper they import counts too), or the module itself when it is
-        not in a package. Listed once: the driver and every step ask, and the loaded code does not change."""
-        if self._code_files is None:
-            found: set[str] = set()
-            for spec in self._specs.values():
-                for fn in (spec.transform, spec.fingerprint, spec.deliver, spec.idempotency_key):
-                    if fn is not None:
-                        found.update(_project_files(fn))
-            self._code_files = tuple(sorted(found))
-        return self._code_files
+    def code_sources(self) -> CodeSources:
+        """What the code location's code version covers besides this library: the files of the top-level packages
+        its transforms and hooks come from (modules and data files), of the first-party packages they import, and
+        the installed distributions they import (engine/model/code_inputs.py). Found once: the driver and every
+        step ask, and the loaded code does not change."""
+        if self._code_sources is None:
+            modules = {
+                getattr(inspect.unwrap(fn), "__module__", None) or ""  # a decorated transform: its own module
+                for spec in self._specs.values()
+                for fn in (spec.transform, spec.fingerprint, spec.deliver, spec.idempotency_key)
+                if fn is not None
+            }
+            self._code_sources = find_code_sources(sorted(modules - {""}), self.code_inputs)
+        return self._code_sources
 
     def require(self, name: object, data_only: bool = True) -> DeclaredAsset:
         """The spec of a known asset, or a one-line error naming the known ones."""
@@ -174,15 +177,6 @@ class AssetGraph:
         if not isinstance(name, str) or name not in known:
             raise InvalidInput(f"unknown asset {quoted(name)}; known: {', '.join(known)}")
         return self._specs[name]
-
-
-def _project_files(fn: Callable[..., Any]) -> set[str]:
-    top = sys.modules.get((getattr(fn, "__module__", None) or "").split(".")[0])
-    package_dirs = list(getattr(top, "__path__", None) or [])
-    if package_dirs:
-        return {str(p) for d in package_dirs for p in Path(d).rglob("*.py")}
-    path = inspect.getsourcefile(inspect.unwrap(fn))  # a decorated transform's own file, not its decorator's
-    return {path} if path else set()
 
 
 def _topological_names(specs: list[DeclaredAsset]) -> list[str]:

@@ -9,8 +9,9 @@ import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Callable, Mapping
 
+from backfill_assets.engine.model.code_inputs import CodeSources
 from backfill_assets.engine.model.errors import InvalidInput, quoted
 
 ENV_DAGSTER_HOME = "DAGSTER_HOME"
@@ -172,39 +173,26 @@ def worker_label(environ: Mapping[str, str] | None = None) -> str:
     return named[:200] if named else f"{socket.gethostname()}:{os.getpid()}"
 
 
-def code_version(environ: Mapping[str, str] | None = None, location_files: Iterable[str] = ()) -> str:
+def code_version(
+    environ: Mapping[str, str] | None = None, sources: CodeSources | Callable[[], CodeSources] | None = None
+) -> str:
     """The version of the loaded code: ``BACKFILL_CODE_VERSION``, else the git commit of this package (+ a digest
-    when dirty), + a digest of the code location's own files that live outside the package (``location_files``:
-    the modules of its transforms and hooks), so that editing a team's transform is a new code version too."""
+    when dirty), + ``loc-`` a digest of the code location's files outside the package (its modules, the data files
+    beside them, the first-party packages they import) + ``deps-`` a digest of the names and versions of the
+    installed distributions they import (``sources``: ``AssetGraph.code_sources``, engine/model/code_inputs.py),
+    so that editing a team's transform, its SQL or upgrading pandas is a new code version too."""
     env = os.environ if environ is None else environ
     override = env.get(ENV_CODE_VERSION)
     if override:
         return override
-    outside = _outside_package(tuple(location_files))
-    if not outside:
-        return _code_version_from_tree()
-    return f"{_code_version_from_tree()}+loc-{_files_digest(outside)}"
-
-
-@lru_cache(maxsize=8)
-def _outside_package(files: tuple[str, ...]) -> tuple[str, ...]:
-    # Resolving every file is syscalls; the driver asks on every tick with the same files.
-    return tuple(sorted({str(Path(f).resolve()) for f in files} - _package_files()))
-
-
-@lru_cache(maxsize=8)
-def _files_digest(paths: tuple[str, ...]) -> str:
-    # Once per process, like the package's own version: the code this process loaded, not later edits on disk.
-    h = hashlib.sha256()
-    for name in paths:
-        h.update(Path(name).name.encode())
-        h.update(Path(name).read_bytes())
-    return h.hexdigest()[:8]
-
-
-@lru_cache(maxsize=1)
-def _package_files() -> frozenset[str]:
-    return frozenset(str(p.resolve()) for p in PACKAGE_DIR.rglob("*.py"))
+    # Found only when no override is set: the override is also the way out of a code location too big to read.
+    sources = sources() if callable(sources) else sources
+    parts = [_code_version_from_tree()]
+    if sources is not None and sources.files:
+        parts.append(f"loc-{sources.files_digest()}")
+    if sources is not None and sources.distributions:
+        parts.append(f"deps-{sources.distributions_digest()}")
+    return "+".join(parts)
 
 
 @lru_cache(maxsize=1)

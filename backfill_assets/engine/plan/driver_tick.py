@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import PREVIOUS_NOT_PUBLISHED, Cell, CellOrigin, CellUpdate, SkipKind
+from backfill_assets.engine.model.code_inputs import changed_parts
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.plan.chunking import (
     BATCH,
@@ -79,8 +80,12 @@ class TickResult:
 
 
 def code_version_block(frozen: str, loaded: str) -> str:
-    """Why a request whose code changed under it submits nothing more (its runs' versions would be refused)."""
-    return f"blocked: code version changed (frozen {frozen}, loaded {loaded}) — cancel it and create a new request"
+    """Why a request whose code changed under it submits nothing more (its runs' versions would be refused), with
+    which part changed when the versions say (engine/model/code_inputs.changed_parts)."""
+    parts = changed_parts(frozen, loaded)
+    what = f": {', '.join(parts)} changed" if parts else ""
+    return (f"blocked: code version changed (frozen {frozen}, loaded {loaded}){what} — cancel it and create a new "
+            "request")
 
 
 def tick(

@@ -81,12 +81,10 @@ def stamp_run_tags(context: dg.AssetExecutionContext, graph: AssetGraph, catalog
         missing[T.REQUEST_ID] = adopted_request_id(tags[T.DAGSTER_BACKFILL])
     if tags.get(T.REQUEST_ID) or is_launched_from_dagster(tags):
         if not tags.get(T.CODE_VERSION):
-            missing[T.CODE_VERSION] = frozen_code_version(context, catalog) or code_version(
-                location_files=graph.code_files()
-            )
+            missing[T.CODE_VERSION] = frozen_code_version(context, catalog) or code_version(sources=graph.code_sources)
     else:
         # A run of no request says what it computes under; a re-execution copied its parent's tag, maybe stale.
-        loaded = code_version(location_files=graph.code_files())
+        loaded = code_version(sources=graph.code_sources)
         if tags.get(T.CODE_VERSION) != loaded:
             missing[T.CODE_VERSION] = loaded
     if missing:

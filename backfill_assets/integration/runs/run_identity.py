@@ -68,7 +68,7 @@ _CHAIN_LIMIT = 100
 
 def computation_of(graph: AssetGraph, asset: str, params: Mapping[str, Any]) -> tuple[str, str]:
     """(code version, params digest) of computing ``asset`` with ``params`` in this process."""
-    return code_version(location_files=graph.code_files()), params_digest({"asset": asset, **dict(params)})
+    return code_version(sources=graph.code_sources), params_digest({"asset": asset, **dict(params)})
 
 
 def reexecuted_runs(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[str]:

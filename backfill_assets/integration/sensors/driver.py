@@ -198,7 +198,7 @@ def build_driver_sensor(
     )
     def backfill_driver(context: dg.SensorEvaluationContext) -> Iterator[dg.RunRequest]:
         catalog, instance = resource.get().catalog(), evaluation_instance(context)
-        loaded = code_version(location_files=graph.code_files())
+        loaded = code_version(sources=graph.code_sources)
         ledger = Ledger(catalog)
         for record in ledger.list(statuses=M.ACTIVE_STATUSES):
             if record.source not in M.DRIVEN_SOURCES and record.spec.downstream == M.DownstreamPolicy.NONE:
