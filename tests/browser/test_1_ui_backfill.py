@@ -15,6 +15,7 @@ import dagster as dg
 import pytest
 from playwright.sync_api import expect
 
+from backfill_assets.engine.model import tags as T
 from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.request_jobs import runs_filter_url
 
@@ -132,6 +133,11 @@ def test_a_backfill_launched_from_the_dialog_keeps_its_reprocess_policy(e2e: Bro
         assert cells[day]["decision"] == "published", cells[day]
         current = e2e.catalog.current(ORDER_FACTS, day)
         assert current is not None and current.dagster_run_id == cells[day]["dagster_run_id"], (day, current)
+
+    # Every run the dialog's backfill made carries the request and the code version frozen at its adoption.
+    for day in DAYS:
+        tags = e2e.instance.get_run_by_id(cells[day]["dagster_run_id"]).tags
+        assert (tags.get(T.REQUEST_ID), tags.get(T.CODE_VERSION)) == (request_id, shown["code_version"]), tags
 
     report = e2e.cli_json("reconcile", request_id)
     totals = report["totals"]
