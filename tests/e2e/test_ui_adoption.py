@@ -255,20 +255,34 @@ def test_a_ui_backfill_leaves_an_unapproved_side_effect_alone(e2e, webserver):
 IN_FLIGHT_DAY = "2022-10-09"
 
 
-def test_a_ui_backfill_never_computes_a_cell_another_run_has_in_flight(e2e, webserver):
+def test_a_ui_backfill_never_computes_a_cell_another_run_has_in_flight_and_follows_its_outcome(e2e, webserver):
+    """Done means published: the backfill's step leaves the day alone (another run is writing it), and the adopted
+    request stays open following that run until it has published the day."""
     e2e.prepare([IN_FLIGHT_DAY], [RAW_ORDERS])
     held = launch_held_run(e2e, IN_FLIGHT_DAY)  # a queued run that will write the day (the queue never starts it)
     try:
-        _, request_id = launch_adopted(e2e, webserver, [ORDER_FACTS], [IN_FLIGHT_DAY], {T.REPROCESS: "completed"})
+        backfill_id, request_id = launch_adopted(
+            e2e, webserver, [ORDER_FACTS], [IN_FLIGHT_DAY], {T.REPROCESS: "completed"}
+        )
+        following = poll(lambda: [c for c in e2e.show(request_id)["cells"] if c["decision"] == "following"],
+                         ADOPTION_TIMEOUT, lambda: f"{request_id} following: {e2e.show(request_id)}")
+        [cell] = following
+        assert (cell["dagster_run_id"], cell["reason"]) == (
+            held.run_id, f"in flight (run {held.run_id[:8]}) ({T.REPROCESS}=completed)"
+        )
+        assert e2e.instance.get_backfill(backfill_id).status.value.startswith("COMPLETED")
+        assert e2e.show(request_id)["status"] == "open"
+        assert e2e.catalog.versions_of(ORDER_FACTS, IN_FLIGHT_DAY) == []
+
+        release_held_run(e2e, held.run_id)
         e2e.wait(request_id)
         [cell] = e2e.show(request_id)["cells"]
-        assert (cell["decision"], cell["reason"]) == (
-            "skipped", f"in flight (run {held.run_id[:8]}) ({T.REPROCESS}=completed)"
-        )
-        assert e2e.catalog.versions_of(ORDER_FACTS, IN_FLIGHT_DAY) == []
-        assert_reconciles_exactly(e2e, request_id, published=0, skipped=1)
+        assert (cell["decision"], cell["dagster_run_id"]) == ("published", held.run_id), cell
+        assert e2e.catalog.current(ORDER_FACTS, IN_FLIGHT_DAY).dagster_run_id == held.run_id
     finally:
-        e2e.instance.report_run_canceled(e2e.instance.get_run_by_id(held.run_id))
+        run = e2e.instance.get_run_by_id(held.run_id)
+        if not run.is_finished and run.status == dg.DagsterRunStatus.QUEUED:
+            e2e.instance.report_run_canceled(run)
 
 
 CASCADE_DAY = "2022-09-24"

@@ -156,6 +156,39 @@ def test_an_adopted_backfill_closes_only_once_the_cells_its_policy_added_are_don
         DAILY_REVENUE: M.CELL_CANCELLED, CUSTOMER_SNAPSHOT: M.CELL_CANCELLED}
 
 
+def test_a_cell_another_run_had_in_flight_follows_that_run_and_takes_its_outcome():
+    """Done means published for a UI backfill too: the step left the cell alone because another run was writing it;
+    the adopted request waits for that run and takes its outcome, or says the day was not published."""
+    day, followed_id = "2022-09-01", "other-run-0123456789"
+    run = AdoptedRun(RunView("run-1", None, day, "SUCCESS"), (ORDER_FACTS, DAILY_REVENUE))
+    in_flight = Skip(f"in flight (run {followed_id[:8]}) (backfill/reprocess=completed)", followed_run_id=followed_id)
+
+    def skips(a, p, r):
+        return in_flight if (a, r) == (ORDER_FACTS, "run-1") else None
+
+    cells = [_cell(ORDER_FACTS, day, 0), _cell(DAILY_REVENUE, day, 1)]
+    updates, status = track_adopted(GRAPH, cells, [run], lambda a, p, r: None, True, False, skips)
+    decided = {u.asset: u.values for u in updates}
+    assert (decided[ORDER_FACTS]["decision"], decided[ORDER_FACTS]["dagster_run_id"]) == (M.FOLLOWING, followed_id)
+    # Its downstream step was skipped by Dagster: never computed from the followed day, so not done.
+    assert decided[DAILY_REVENUE]["skip_kind"] == SkipKind.LEFT_UNPUBLISHED and status is None
+
+    following = [cells[0]]
+    running = {followed_id: RunView(followed_id, None, day, "STARTED")}
+    assert track_adopted(GRAPH, following, [run], lambda a, p, r: None, True, False, skips,
+                         followed_runs=running) == ([], None)
+    ended = {followed_id: RunView(followed_id, None, day, "SUCCESS")}
+    [published], closed = track_adopted(
+        GRAPH, [replace(c) for c in following], [run], lambda a, p, r: "PUBLISHED" if r == followed_id else None,
+        True, False, skips, followed_runs=ended)
+    assert (published.values["decision"], published.values["reason"]) == (M.PUBLISHED, "followed run other-ru")
+    assert closed == (M.COMPLETED, "Dagster backfill finished: 1 published")
+    [gone], closed = track_adopted(GRAPH, [replace(c) for c in following], [run], lambda a, p, r: None, True, False,
+                                   skips, followed_runs={})
+    assert gone.values["decision"] == M.SKIPPED and gone.values["skip_kind"] == SkipKind.LEFT_UNPUBLISHED
+    assert closed[0] == M.FAILED
+
+
 def test_cascaded_cells_of_an_adopted_backfill_wait_for_confirmation_when_it_asks():
     day = "2022-09-01"
     cells = [replace(_cell(DAILY_REVENUE, day, 1), origin=CellOrigin.CASCADE)]

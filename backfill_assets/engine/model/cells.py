@@ -27,6 +27,8 @@ class Skip:
 
     reason: str
     kind: SkipKind = SkipKind.DECIDED
+    # Left alone because this run was writing the cell: the cell takes that run's outcome (settling.followed_outcome).
+    followed_run_id: str | None = None
 
 
 class CellOrigin(StrEnum):

@@ -92,8 +92,9 @@ def admit(run_tags: Mapping[str, str], asset: DeclaredAsset, facts: CellFacts) -
         raise InvalidInput(f"{contradiction}; nothing was computed")
     decision = decide(policy, asset, facts)
     if decision.action == FOLLOW:
-        # A step cannot wait for another run: it leaves a cell in flight elsewhere alone, as one the policy skips.
-        return Decision(SKIP, f"in flight (run {facts.in_flight_run_id[:8]}) ({T.REPROCESS}={policy.reprocess})")
+        # A step cannot wait for another run: it leaves the cell alone, and the adopted request follows that run.
+        return Decision(SKIP, f"in flight (run {facts.in_flight_run_id[:8]}) ({T.REPROCESS}={policy.reprocess})",
+                        followed_run_id=facts.in_flight_run_id)
     if decision.action == SKIP:
         return Decision(SKIP, f"{decision.reason} ({T.REPROCESS}={policy.reprocess})")
     return decision

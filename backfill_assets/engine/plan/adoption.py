@@ -12,7 +12,13 @@ from backfill_assets.engine.model.day_order import DayOrder, declared_pace
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.plan.admission import launch_policy
-from backfill_assets.engine.plan.settling import FINISHED_RUN_STATUSES, RunView, closing_status, settle
+from backfill_assets.engine.plan.settling import (
+    FINISHED_RUN_STATUSES,
+    RunView,
+    closing_status,
+    followed_outcome,
+    settle,
+)
 
 # What an adopted request records as max_active on an instance whose run coordinator does not pace Dagster's
 # backfills (not ours): nothing limits them but the queue's own limits.
@@ -101,56 +107,96 @@ def track_adopted(
     backfill_cancelled: bool,
     skip_of: Callable[[str, str, str], Skip | None] = lambda asset, partition, run_id: None,
     hold_open: str | None = None,
+    followed_runs: dict[str, RunView] | None = None,
 ) -> tuple[list[CellUpdate], tuple[str, str] | None]:
     """Cell updates from the backfill's runs; the request closes once Dagster's backfill is done and so is every
     cell its downstream policy added (the driver's), unless ``hold_open`` says why not yet.
 
     ``skip_of(asset, partition, dagster_run_id)``: why the step's admission check left the cell alone, if it did
     (``engine/plan/admission.py``). The cell is then ``skipped`` with that reason, and so is a cell of the same
-    run downstream of it, whose step Dagster skipped because its upstream output was not produced."""
-    updates: list[CellUpdate] = []
+    run downstream of it, whose step Dagster skipped because its upstream output was not produced. A cell left
+    alone because another run had it in flight **follows** that run instead, and takes its outcome once it ends
+    (``followed_runs``: those runs by id; one absent no longer exists)."""
     latest: dict[tuple[str, str], AdoptedRun] = {}
     for run in sorted(runs, key=lambda r: r.view.run_id):
         for asset in run.assets:
             latest[(asset, run.view.partition or "")] = run
-    for cell in cells:
-        if cell.decision in M.TERMINAL_CELLS:
-            continue
-        if cell.origin != CellOrigin.PLANNED:
-            if backfill_cancelled and cell.decision == M.PENDING:
-                updates.append(cell.change(decision=M.CELL_CANCELLED, reason="backfill cancelled before it ran"))
-            continue  # the driver's (driven_cells)
-        run = latest.get(cell.key)
-        if run is None:
-            if backfill_done:
-                if backfill_cancelled:
-                    updates.append(cell.change(decision=M.CELL_CANCELLED, reason="backfill cancelled before it ran"))
-                else:
-                    updates.append(cell.skip("not run by the backfill", SkipKind.DECIDED))
-            continue
-        state = version_state_of(cell.asset, cell.partition_key, run.view.run_id)
-        left_alone = _left_alone(graph, cell, run, state, skip_of)
-        if left_alone is not None:
-            updates.append(cell.skip(left_alone.reason, left_alone.kind, dagster_run_id=run.view.run_id))
-            continue
-        settled = settle(run.view, state, graph[cell.asset].side_effect)
-        if settled:
-            updates.append(settled.of(cell))
-        elif cell.decision != M.SUBMITTED:
-            updates.append(cell.change(decision=M.SUBMITTED, dagster_run_id=run.view.run_id))
+    tracking = _Tracking(graph, version_state_of, skip_of, followed_runs or {}, backfill_done, backfill_cancelled)
+    updates = [u for u in (tracking.update(cell, latest.get(cell.key)) for cell in cells) if u is not None]
     # Each update has been applied to its cell (Cell.change): the cells are as the ledger will hold them.
+    return updates, _adopted_status(cells, backfill_done, backfill_cancelled, hold_open)
+
+
+@dataclass(frozen=True)
+class _Tracking:
+    graph: AssetGraph
+    version_state_of: Callable[[str, str, str], str | None]
+    skip_of: Callable[[str, str, str], Skip | None]
+    followed_runs: dict[str, RunView]
+    backfill_done: bool
+    backfill_cancelled: bool
+
+    def update(self, cell: Cell, run: AdoptedRun | None) -> CellUpdate | None:
+        """The cell's update now (None: unchanged), from the backfill's latest run of it."""
+        if cell.decision in M.TERMINAL_CELLS:
+            return None
+        stopped = self.backfill_cancelled and cell.decision in (M.PENDING, M.FOLLOWING)
+        if stopped and (cell.origin != CellOrigin.PLANNED or cell.decision == M.FOLLOWING):
+            # A followed run is another requester's: it goes on, this request no longer waits for it.
+            return cell.change(decision=M.CELL_CANCELLED, reason="backfill cancelled before it ran")
+        if cell.origin != CellOrigin.PLANNED:
+            return None  # the driver's (driven_cells)
+        if cell.decision == M.FOLLOWING:
+            return self._followed(cell)
+        if run is None:
+            if not self.backfill_done:
+                return None
+            if self.backfill_cancelled:
+                return cell.change(decision=M.CELL_CANCELLED, reason="backfill cancelled before it ran")
+            return cell.skip("not run by the backfill", SkipKind.DECIDED)
+        state = self.version_state_of(cell.asset, cell.partition_key, run.view.run_id)
+        left_alone = _left_alone(self.graph, cell, run, state, self.skip_of)
+        if left_alone is not None and left_alone.followed_run_id:
+            return cell.change(decision=M.FOLLOWING, reason=left_alone.reason,
+                               dagster_run_id=left_alone.followed_run_id)
+        if left_alone is not None:
+            return cell.skip(left_alone.reason, left_alone.kind, dagster_run_id=run.view.run_id)
+        settled = settle(run.view, state, self.graph[cell.asset].side_effect)
+        if settled:
+            return settled.of(cell)
+        if cell.decision != M.SUBMITTED:
+            return cell.change(decision=M.SUBMITTED, dagster_run_id=run.view.run_id)
+        return None
+
+    def _followed(self, cell: Cell) -> CellUpdate | None:
+        followed_id = cell.dagster_run_id or ""
+        run = self.followed_runs.get(followed_id)
+        state = self.version_state_of(cell.asset, cell.partition_key, run.run_id) if run else None
+        settled = followed_outcome(run, followed_id, state, self.graph[cell.asset].side_effect)
+        if settled is None:
+            return None
+        if settled.decision == M.PENDING:
+            # Dagster's backfill is past this cell: nothing of this request will write the day.
+            return cell.skip(f"run {followed_id[:8]} it followed ended without writing the day (cancelled or "
+                             "deleted); not published", SkipKind.LEFT_UNPUBLISHED, dagster_run_id=followed_id)
+        return settled.of(cell)
+
+
+def _adopted_status(
+    cells: list[Cell], backfill_done: bool, backfill_cancelled: bool, hold_open: str | None
+) -> tuple[str, str] | None:
     unfinished = [c for c in cells if c.decision not in M.TERMINAL_CELLS]
     if not backfill_done or any(c.origin == CellOrigin.PLANNED for c in unfinished):
-        return updates, None
+        return None
     if unfinished:
-        return updates, (M.OPEN, f"Dagster backfill finished; {len(unfinished)} cell(s) its downstream policy added "
-                                 "still to settle")
+        return (M.OPEN, f"Dagster backfill finished; {len(unfinished)} cell(s) its downstream policy added still "
+                        "to settle")
     if backfill_cancelled:
-        return updates, (M.CANCELLED, "Dagster backfill cancelled")
+        return (M.CANCELLED, "Dagster backfill cancelled")
     if hold_open:
-        return updates, (M.OPEN, f"Dagster backfill finished; {hold_open}")
+        return (M.OPEN, f"Dagster backfill finished; {hold_open}")
     status, summary = closing_status(cells)
-    return updates, (status, f"Dagster backfill finished: {summary}")
+    return (status, f"Dagster backfill finished: {summary}")
 
 
 def _left_alone(
@@ -175,6 +221,10 @@ def _left_alone(
             continue
         seen.add(upstream)
         why = skip_of(upstream, cell.partition_key, run.view.run_id)
+        if why is not None and why.followed_run_id:
+            # The upstream day is another run's to write: this one was never computed from it.
+            return Skip(f"upstream {upstream} was in flight in run {why.followed_run_id[:8]}, so this run left "
+                        "it alone; not computed", SkipKind.LEFT_UNPUBLISHED)
         if why is not None:
             # Left alone by Dagster, which skipped the step: nothing of this request failed to publish.
             return Skip(f"upstream {upstream} was left alone in this run ({why.reason})")

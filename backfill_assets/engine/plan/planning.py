@@ -37,6 +37,8 @@ class Decision:
     action: str
     reason: str
     skip_kind: SkipKind = SkipKind.DECIDED  # what a SKIP is: the policy's, or a person's mark
+    # A step of a Dagster backfill that leaves a cell in flight elsewhere alone: the run whose outcome it takes.
+    followed_run_id: str | None = None
 
     @property
     def label(self) -> str:

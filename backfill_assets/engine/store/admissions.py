@@ -32,6 +32,7 @@ class Admissions:
                     admissions.insert().values(
                         dagster_run_id=dagster_run_id, asset=asset, partition_key=partition_key,
                         reason=skip.reason[:2000], at=iso(utc_now()), skip_kind=skip.kind.value,
+                        followed_run_id=skip.followed_run_id,
                     )
                 )
 
@@ -46,5 +47,5 @@ class Admissions:
                 ).all()
                 for r in rows:
                     kind = SkipKind(r.skip_kind) if r.skip_kind else SkipKind.DECIDED
-                    found[(r.asset, r.partition_key, r.dagster_run_id)] = Skip(r.reason, kind)
+                    found[(r.asset, r.partition_key, r.dagster_run_id)] = Skip(r.reason, kind, r.followed_run_id)
         return found

@@ -228,6 +228,8 @@ admissions = sa.Table(
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("at", _ts, nullable=False),
     sa.Column("skip_kind", sa.String(24)),  # SkipKind; rows that predate it were decided by the policy
+    # The run found writing the cell (left alone because in flight): the adopted request follows its outcome.
+    sa.Column("followed_run_id", sa.String(64)),
 )
 
 # An operator's overrides, never silent (backfill-assets accept / reject / skip): who decided what about which version

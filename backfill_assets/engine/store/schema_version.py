@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 VERSION_TABLE = "backfill_catalog_version"
-HEAD = "0007"
+HEAD = "0008"
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 UPGRADE_COMMAND = "backfill-assets catalog upgrade"
 # PostgreSQL: the advisory lock every creator and upgrader of a catalog takes first, so they run one at a time.

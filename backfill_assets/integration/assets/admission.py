@@ -51,7 +51,8 @@ def admission_skip(
         raise dg.Failure(description=f"{spec.name} {partition}: {exc}", allow_retries=False) from exc
     if decision.action != SKIP:
         return None
-    Admissions(catalog).record_skip(context.run.run_id, spec.name, partition, Skip(decision.reason, decision.skip_kind))
+    skip = Skip(decision.reason, decision.skip_kind, decision.followed_run_id)
+    Admissions(catalog).record_skip(context.run.run_id, spec.name, partition, skip)
     context.log.info(f"{spec.name} {partition}: not recomputed — {decision.reason}")
     return decision.reason
 

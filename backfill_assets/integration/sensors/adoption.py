@@ -23,7 +23,7 @@ from backfill_assets.integration.runs.coordinator import paced_max_active, relea
 from backfill_assets.integration.runs.dagster_adapter import BackfillInfo, list_backfills, run_queue_limits
 from backfill_assets.integration.runs.runs import run_assets, run_view, runs_of_request
 from backfill_assets.integration.sensors import SENSOR_INTERVAL_SECONDS
-from backfill_assets.integration.sensors.driver import downstream_hold
+from backfill_assets.integration.sensors.driver import downstream_hold, followed_runs
 from backfill_assets.integration.sensors.evaluation import SensorResource, evaluation_instance
 from backfill_assets.service import Backfills
 
@@ -77,14 +77,15 @@ def _adopt_and_track_one(
     release_stale_holds(instance, info.backfill_id, time.time())
     runs = [AdoptedRun(view=run_view(run), assets=tuple(run_assets(run, graph)))
             for run in runs_of_request(instance, request_id)]
+    cells = ledger.cells(request_id)
+    followed = followed_runs(instance, cells)
     states = {}
     skips: dict[tuple[str, str, str], Skip] = {}
     if runs:
         ids = [r.view.run_id for r in runs]
-        for v in catalog.versions_of_dagster_runs(ids):
+        for v in catalog.versions_of_dagster_runs([*ids, *followed]):
             states[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
         skips = Admissions(catalog).skips_of_runs(ids)
-    cells = ledger.cells(request_id)
     updates, status = track_adopted(
         graph,
         cells,
@@ -94,6 +95,7 @@ def _adopt_and_track_one(
         info.cancelled,
         lambda a, p, run_id, skips=skips: skips.get((a, p, run_id)),
         hold_open=downstream_hold(catalog, record, graph.location),
+        followed_runs=followed,
     )
     status = awaiting_confirmation(request_id, record.spec, record.confirmed_at is not None, cells) or status
     ledger.update_cells(request_id, updates)
