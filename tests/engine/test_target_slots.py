@@ -73,12 +73,18 @@ def test_a_waiter_that_stopped_polling_does_not_block_the_queue(catalog):
 def test_holders_racing_for_the_slots_never_exceed_the_limit(catalog):
     limit, inside, peak, lock = 2, [0], [0], threading.Lock()
     quota = TargetQuota(TARGET, limit, lease_seconds=30, wait_seconds=60)
+    # Holders stay until the slots have been full once: the peak reaches the limit however slowly threads start
+    # on a loaded machine (a fixed hold of 50 ms let one holder leave before the next came in).
+    full = threading.Event()
 
     def step(n: int) -> None:
         with write_slot(TargetSlots(catalog), quota, _who(f"step-{n}")):
             with lock:
                 inside[0] += 1
                 peak[0] = max(peak[0], inside[0])
+                if inside[0] == limit:
+                    full.set()
+            full.wait(timeout=20)
             threading.Event().wait(0.05)
             with lock:
                 inside[0] -= 1
