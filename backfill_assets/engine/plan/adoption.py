@@ -110,9 +110,9 @@ def track_adopted(
     run downstream of it, whose step Dagster skipped because its upstream output was not produced."""
     updates: list[CellUpdate] = []
     latest: dict[tuple[str, str], AdoptedRun] = {}
-    for run in sorted(runs, key=lambda r: r.view.run_id):
-        for asset in run.assets:
-            latest[(asset, run.view.partition or "")] = run
+    for adopted in sorted(runs, key=lambda r: r.view.run_id):
+        for asset in adopted.assets:
+            latest[(asset, adopted.view.partition or "")] = adopted
     for cell in cells:
         if cell.decision in M.TERMINAL_CELLS:
             continue
