@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CORE_STAMP := $(VENV)/.installed-core
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo demo-postgres demo-distributed test test-fast test-compat test-release screenshots lint dev bench bench-scale reliability clean
+.PHONY: demo demo-postgres demo-distributed test test-fast test-compat test-release screenshots lint typecheck dev bench bench-scale reliability clean
 
 $(CORE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,7 +51,7 @@ demo-distributed: $(STAMP)
 # (two workers kept the cores about 45 % busy and took 13.5-15 min); the PostgreSQL server restart runs alone, last.
 # --durations: the slowest tests are listed at the end, to watch the 10-minute budget. The tests marked `release`
 # (the package installed from its wheel as a user does, the benchmarks at tiny sizes) are test-release's.
-test: $(STAMP)
+test: $(STAMP) typecheck
 	$(BIN)/python -m pytest -q -n 3 --dist loadgroup -m "not server_restart and not release" --durations=15
 	$(BIN)/python -m pytest -q -m server_restart
 
@@ -85,7 +85,12 @@ test-compat: $(COMPAT_VENV)/.installed
 screenshots: $(STAMP)
 	BACKFILL_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/browser
 
-lint: $(STAMP)
+# mypy as pyproject.toml's [tool.mypy] says: strict on backfill_assets/engine, the default mode on the rest. Its
+# cache (.mypy_cache) makes a second run a few seconds; `make test` runs it first, so a type error fails fast.
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+lint: $(STAMP) typecheck
 	$(BIN)/ruff check backfill_assets tests
 
 # The UI and the product's daemon (dagster dev would start Dagster's own, which waits 5 s / 30 s between passes).

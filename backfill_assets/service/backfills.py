@@ -7,6 +7,7 @@ calls it. A surface builds a ``Backfills`` for its code location, instance and c
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -91,10 +92,10 @@ class Backfills:
         if graph is None:
             raise InvalidField("{definitions} were not built with backfill_definitions")
         selector = select_assets or (None if isinstance(definitions, AssetGraph) else selector_of(definitions, graph))
-        if resources is not None:
-            opener = given_resources(resources)
-        else:
-            opener = None if isinstance(definitions, AssetGraph) else resources_opener(definitions)
+        opener = (
+            given_resources(resources) if resources is not None
+            else None if isinstance(definitions, AssetGraph) else resources_opener(definitions)
+        )
         home = instance.root_directory
         return cls(ServiceContext(
             graph=graph,
@@ -138,11 +139,10 @@ class Backfills:
         assets = self.context.select_assets(asked.select)
         window = clear_window(self.graph.calendar, self.graph.calendar.newest_complete_key(utc_now()), asked)
         request = asked.request_input(assets, window)
-        described = {"select": asked.select, "assets": assets, "first": window.first, "last": window.last,
-                     "days_asked": window.asked}
-        if dry_run:
-            return Cleared(**described, plan=self.plan(request))
-        return Cleared(**described, created=self.create(request))
+        plan = self.plan(request) if dry_run else None
+        created = None if dry_run else self.create(request)
+        return Cleared(select=asked.select, assets=assets, first=window.first, last=window.last,
+                       days_asked=window.asked, plan=plan, created=created)
 
     def freeze(
         self, spec: M.RequestSpec, left_out: Mapping[tuple[str, str], str] | None = None,
@@ -161,7 +161,7 @@ class Backfills:
         """A request, its pauses, counts and every cell's decision now (a rolled-back publish shows so)."""
         return requests.show(self.context, request_id)
 
-    def operations(self, limit: int = 200) -> list[Operation]:
+    def operations(self, limit: int = 200) -> builtins.list[Operation]:
         """The newest operations made through the service on this catalog, from every surface, newest first."""
         return Operations(self.catalog).all(limit)
 
@@ -229,12 +229,12 @@ class Backfills:
         """Mark cells deliberately skipped (one day, or from_day..to_day), or withdraw the marks (``undo``)."""
         return versions.skip(self.context, asset, partition_key, from_day, to_day, by, reason, undo)
 
-    def gc(self, older_than_days: int | None = None, dry_run: bool = False) -> list[dict[str, Any]]:
+    def gc(self, older_than_days: int | None = None, dry_run: bool = False) -> builtins.list[dict[str, Any]]:
         """Purge the files of non-current versions past retention (never a current version or its rollback
         target): ``older_than_days``, by default the code location's ``CleanupPolicy``; ``dry_run`` lists them."""
         return versions.gc(self.context, older_than_days, dry_run)
 
-    def tables(self, assets: Sequence[str] | None = None) -> list[TableLag]:
+    def tables(self, assets: Sequence[str] | None = None) -> builtins.list[TableLag]:
         """Each published table (``BACKFILL_PUBLISHED_TABLES``) of ``assets`` (default: every gated asset): its
         position in the publish log and the days whose pointer moved after it (none: in line)."""
         return tables.status(self.context, assets)
@@ -256,12 +256,12 @@ class Backfills:
         ``reader`` (and ``run_id``) so ``rollback`` lists it among the consumers."""
         return versions.read(self.context, asset, partition_key, reader, version_id, run_id)
 
-    def versions(self, asset: str, partition_key: str) -> list[Version]:
+    def versions(self, asset: str, partition_key: str) -> builtins.list[Version]:
         """Every version of the day, oldest first: published, rejected, superseded, rolled back, in flight."""
         versions.require_cell(self.context, asset, partition_key)
         return self.catalog.versions_of(asset, partition_key)
 
-    def tries(self, asset: str, partition_key: str, request_id: str | None = None) -> list[dict[str, Any]]:
+    def tries(self, asset: str, partition_key: str, request_id: str | None = None) -> builtins.list[dict[str, Any]]:
         """Every try of the cell, oldest first (Airflow's task tries): each version written, and each Dagster run
         that was to write the cell and wrote nothing (a relaunched run, a production run that failed before
         writing), with the request that asked for it; ``request_id``'s tries marked ``this_request``."""
@@ -271,14 +271,14 @@ class Backfills:
         runs = runs_touching_cell(self.context.instance_of(), self.graph, asset, partition_key)
         return cell_tries(self.catalog, asset, partition_key, request_id=request_id, runs=runs)
 
-    def trace(self, ref: str) -> list[Traced]:
+    def trace(self, ref: str) -> builtins.list[Traced]:
         """The version(s) an external engine's id or label names (a pod name or application id it reported, its
         version label, a version id, a logical or Dagster run id), each with its engine ids; NotFound if none."""
         return versions.trace(self.context, ref)
 
     # ---- handoffs ----------------------------------------------------------------------------------------------
 
-    def handoffs(self, request_id: str | None = None, status: str | None = None) -> list[Handoff]:
+    def handoffs(self, request_id: str | None = None, status: str | None = None) -> builtins.list[Handoff]:
         return handoffs.list_handoffs(self.context, request_id, status)
 
     def accept_handoff(self, handoff_id: str, by: str) -> HandoffDecision:

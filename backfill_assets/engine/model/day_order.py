@@ -35,11 +35,11 @@ class DayOrder(StrEnum):
 def day_order(value: object, asset: str) -> DayOrder:
     """``gated_asset(order=...)`` checked: a DayOrder or its value."""
     try:
-        return DayOrder(value)
+        if isinstance(value, str):  # a member is one too
+            return DayOrder(value)
     except ValueError:
-        raise InvalidInput(
-            f"{asset}: order={value!r} is not one of {', '.join(DayOrder)}"
-        ) from None
+        pass
+    raise InvalidInput(f"{asset}: order={value!r} is not one of {', '.join(DayOrder)}") from None
 
 
 def declared_order(spec: DeclaredAsset) -> DayOrder:

@@ -116,7 +116,7 @@ class FieldMessage(BackfillError):
         values = {key: _Bounded(value) for key, value in self.values.items()}
         return self.template.format_map({**{f: name_of(f) for f in self.fields}, **values})
 
-    def __reduce__(self):  # picklable, as exceptions crossing processes must be
+    def __reduce__(self) -> tuple[Callable[..., FieldMessage], tuple[Any, ...]]:  # picklable across processes
         return (_rebuild, (type(self), self.template, self.values))
 
 
@@ -146,7 +146,7 @@ class AssetOwnedElsewhere(BackfillError):
             "(docs/OPERATIONS.md, several code locations)"
         )
 
-    def __reduce__(self):  # picklable, as exceptions crossing processes must be
+    def __reduce__(self) -> tuple[type[AssetOwnedElsewhere], tuple[str, str, str]]:  # picklable
         return (AssetOwnedElsewhere, (self.asset, self.owner, self.location))
 
 class IntegrityError(BackfillError):

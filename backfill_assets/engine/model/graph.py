@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from backfill_assets.engine.model.access import AccessPolicy, CleanupPolicy
 from backfill_assets.engine.model.asset_config import CONFIG_ARG, AssetConfig
@@ -113,7 +113,7 @@ class AssetGraph:
     def __getitem__(self, name: str) -> DeclaredAsset:
         return self._specs[name]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[DeclaredAsset]:
         return iter(self._specs.values())
 
     @property

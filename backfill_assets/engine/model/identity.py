@@ -42,11 +42,11 @@ def _describe_bad(value: object) -> str | None:
 
 def _validate(value: object, pattern: re.Pattern[str], what: str) -> str:
     problem = _describe_bad(value)
-    if problem is None and not pattern.fullmatch(value):  # type: ignore[arg-type]
+    if problem is None and isinstance(value, str):  # no problem: a string
+        if pattern.fullmatch(value):
+            return value
         problem = f"must match {pattern.pattern}"
-    if problem is not None:
-        raise UnsafeName(f"{what} {quoted(value)} {problem}")
-    return value  # type: ignore[return-value]
+    raise UnsafeName(f"{what} {quoted(value)} {problem}")
 
 
 _PERSON_NAME_RE = re.compile(r"^[\w .@:+-]{1,120}\Z")
@@ -84,11 +84,11 @@ def validate_asset_name(name: object) -> str:
                 raise UnsafeName(f"asset name {quoted(name)}: segment {quoted(segment)} contains '__', which joins "
                                  "a prefixed key's segments in table names")
     else:
-        _validate(name, _ASSET_SEGMENT_RE, "asset name")
-    if len(table_name_of(name)) > _MAX_TABLE_NAME:  # type: ignore[arg-type]
-        raise UnsafeName(f"asset name {quoted(name)} is too long: its table name {table_name_of(name)!r} "  # type: ignore[arg-type]
+        name = _validate(name, _ASSET_SEGMENT_RE, "asset name")
+    if len(table_name_of(name)) > _MAX_TABLE_NAME:
+        raise UnsafeName(f"asset name {quoted(name)} is too long: its table name {table_name_of(name)!r} "
                          f"must fit {_MAX_TABLE_NAME} characters")
-    return name  # type: ignore[return-value]
+    return name
 
 
 def asset_segments(name: str) -> tuple[str, ...]:

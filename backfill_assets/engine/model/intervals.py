@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
+from typing import overload
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from backfill_assets.engine.model.errors import InvalidField, InvalidInput, quoted
@@ -28,7 +29,7 @@ def load_timezone(name: str) -> ZoneInfo:
         raise InvalidInput(f"unknown timezone {quoted(name)}") from exc
 
 
-def parse_day(text: str, what: str = "date") -> date:
+def parse_day(text: object, what: str = "date") -> date:
     """Parse ``YYYY-MM-DD`` strictly (no times, no other formats). ``what`` is plain text ("partition key") or an
     input field's placeholder ("{from_day}", see ``InvalidField``)."""
     if not isinstance(text, str) or not _KEY_RE.fullmatch(text):
@@ -82,7 +83,7 @@ class Interval:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class BusinessCalendar:
     """Daily partitions in ``tz`` beginning at ``first_day`` (a date or ``YYYY-MM-DD``).
 
@@ -92,6 +93,11 @@ class BusinessCalendar:
 
     tz_name: str
     first_day: date
+
+    def __init__(self, tz_name: str, first_day: date | str) -> None:  # the text form too, as the docstring says
+        object.__setattr__(self, "tz_name", tz_name)
+        object.__setattr__(self, "first_day", first_day)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         load_timezone(self.tz_name)
@@ -167,6 +173,18 @@ def in_zone(stored: str | None, tz: ZoneInfo) -> str | None:
     if not stored:
         return None
     return datetime.fromisoformat(stored).astimezone(tz).isoformat(timespec="seconds")
+
+
+@overload
+def iso(ts: datetime) -> str: ...
+
+
+@overload
+def iso(ts: None) -> None: ...
+
+
+@overload
+def iso(ts: datetime | None) -> str | None: ...
 
 
 def iso(ts: datetime | None) -> str | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from backfill_assets.engine.model.errors import InvalidField, InvalidInput, quoted
@@ -27,6 +27,7 @@ def non_finite_at(value: Any, path: str = "") -> tuple[str, float] | None:
     None."""
     if isinstance(value, float):
         return None if math.isfinite(value) else (path, value)
+    items: Iterable[tuple[Any, Any]]
     if isinstance(value, Mapping):
         items = value.items()
     elif isinstance(value, list | tuple):

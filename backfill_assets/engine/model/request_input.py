@@ -150,18 +150,20 @@ def seed_days(
 def choice(kind: type[Choice], value: object, name: str) -> Choice:
     """``value`` as the enum ``kind`` (a member or its value), or an error listing the allowed values."""
     try:
-        return kind(value)
+        if isinstance(value, str):  # a member is one too
+            return kind(value)
     except ValueError:
-        raise InvalidField("{%s} {value!r} is not one of {allowed}" % name, value=value,
-                           allowed=", ".join(kind)) from None
+        pass
+    raise InvalidField("{%s} {value!r} is not one of {allowed}" % name, value=value,
+                       allowed=", ".join(kind)) from None
 
 
 def day_text(value: object, name: str) -> str:
     """A day given as a ``date`` or as ``YYYY-MM-DD`` text, checked, as its partition-key text."""
     if isinstance(value, date):
         return value.strftime(PARTITION_KEY_FORMAT)
-    parse_day(value, "{%s}" % name)  # type: ignore[arg-type]
-    return value  # type: ignore[return-value]
+    parse_day(value, "{%s}" % name)  # refuses anything but YYYY-MM-DD text
+    return str(value)
 
 
 def parse_assets(graph: AssetGraph, names: Sequence[str]) -> tuple[str, ...]:
@@ -300,9 +302,9 @@ def _side_effects(graph: AssetGraph, names: Sequence[str], approved_by: str | No
     for name in chosen:
         if name not in graph or not graph[name].side_effect:
             raise InvalidField("{allow_side_effects} {value!r} is not a side-effecting asset", value=name)
-    if chosen and not approved_by:
-        raise InvalidField("{allow_side_effects} needs {approved_by} (who approved the side effects)")
     if chosen:
+        if not approved_by:
+            raise InvalidField("{allow_side_effects} needs {approved_by} (who approved the side effects)")
         graph.access.require_approver(approved_by, f"side effects ({', '.join(chosen)})")
     return chosen
 

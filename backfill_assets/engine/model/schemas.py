@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pandas as pd
+from pandas.api.extensions import ExtensionDtype
 
 from backfill_assets.engine.model.graph import BOOL, FLOAT, INT, STRING, TIMESTAMP
 
 
-def logical_type(dtype: object) -> str:
+def logical_type(dtype: np.dtype[Any] | ExtensionDtype) -> str:
     if pd.api.types.is_datetime64_any_dtype(dtype):
         return TIMESTAMP
     if pd.api.types.is_bool_dtype(dtype):

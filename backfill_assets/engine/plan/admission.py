@@ -93,6 +93,7 @@ def admit(run_tags: Mapping[str, str], asset: DeclaredAsset, facts: CellFacts) -
     decision = decide(policy, asset, facts)
     if decision.action == FOLLOW:
         # A step cannot wait for another run: it leaves the cell alone, and the adopted request follows that run.
+        assert facts.in_flight_run_id is not None  # decide() follows only a run in flight
         return Decision(SKIP, f"in flight (run {facts.in_flight_run_id[:8]}) ({T.REPROCESS}={policy.reprocess})",
                         followed_run_id=facts.in_flight_run_id)
     if decision.action == SKIP:

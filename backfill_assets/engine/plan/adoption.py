@@ -118,9 +118,9 @@ def track_adopted(
     alone because another run had it in flight **follows** that run instead, and takes its outcome once it ends
     (``followed_runs``: those runs by id; one absent no longer exists)."""
     latest: dict[tuple[str, str], AdoptedRun] = {}
-    for run in sorted(runs, key=lambda r: r.view.run_id):
-        for asset in run.assets:
-            latest[(asset, run.view.partition or "")] = run
+    for adopted in sorted(runs, key=lambda r: r.view.run_id):
+        for asset in adopted.assets:
+            latest[(asset, adopted.view.partition or "")] = adopted
     tracking = _Tracking(graph, version_state_of, skip_of, followed_runs or {}, backfill_done, backfill_cancelled)
     updates = [u for u in (tracking.update(cell, latest.get(cell.key)) for cell in cells) if u is not None]
     # Each update has been applied to its cell (Cell.change): the cells are as the ledger will hold them.

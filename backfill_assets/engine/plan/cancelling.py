@@ -30,10 +30,12 @@ def cancelled_cell(
     then fails on the interruption, gets Dagster's job failure event after the fact (Dagster writes a cancellation
     only while the run is CANCELING). That failure is the cancel's doing, and the cell says cancelled.
     """
-    outcome = settle(run, version_state, side_effect) if run else None
+    if run is None:
+        reason = "request cancelled before its run was created"
+        return cell.change(decision=M.CELL_CANCELLED, reason=reason, dagster_run_id=None)
+    outcome = settle(run, version_state, side_effect)
     if outcome is None:
-        reason = "request cancelled before its run was created" if run is None else "run still stopping"
-        return cell.change(decision=M.CELL_CANCELLED, reason=reason, dagster_run_id=run.run_id if run else None)
+        return cell.change(decision=M.CELL_CANCELLED, reason="run still stopping", dagster_run_id=run.run_id)
     stopped_it = run.run_id in stopped.ids  # forced runs included
     if outcome.decision == M.CELL_CANCELLED or (outcome.decision == M.FAILED and stopped_it):
         why = stopped.forced.get(run.run_id)

@@ -47,12 +47,17 @@ class Action(str, Enum):
     WAIT = "wait"  # not handled yet: asked again on the next evaluation
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class CatchupSettings:
     """How production treats the intervals it missed. ``start``: a date or ``YYYY-MM-DD``, or None."""
 
     catchup: bool = True
     start: date | None = None
+
+    def __init__(self, catchup: bool = True, start: date | str | None = None) -> None:  # the text form too
+        object.__setattr__(self, "catchup", catchup)
+        object.__setattr__(self, "start", start)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if not isinstance(self.catchup, bool):

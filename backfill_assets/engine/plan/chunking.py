@@ -95,7 +95,7 @@ def by_partition(cells: list[Cell]) -> list[list[Cell]]:
 
 
 def contiguous_chunks(
-    cells: list[Cell], size: int, order: Callable[[Cell], object] = lambda c: c.ordinal
+    cells: list[Cell], size: int, order: Callable[[Cell], str | int] = lambda c: c.ordinal
 ) -> list[list[Cell]]:
     """Cut into runs of at most ``size`` consecutive days (in request order unless ``order`` says otherwise),
     each with all its cells."""

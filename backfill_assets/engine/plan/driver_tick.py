@@ -30,7 +30,7 @@ from backfill_assets.engine.plan.settling import (
     followed_outcome,
     settle,
 )
-from backfill_assets.engine.store.ledger import RequestRecord
+from backfill_assets.engine.store.request_record import RequestRecord
 
 # A cell whose run failed before writing anything is resubmitted at most this many times (new run keys).
 MAX_RELAUNCHES = 2
@@ -127,7 +127,9 @@ def tick(
     # write with what the tick read).
     relaunch |= _settle_followed(graph, cells, followed_runs or {}, version_state_of, result, version_error_of)
 
-    in_flight = {c.run_key for c in cells if c.decision == M.SUBMITTED}
+    # A cell the driver submitted has its run key (an adopted backfill's own cells, submitted without one, are
+    # Dagster's: adoption.driven_cells leaves them out).
+    in_flight = {c.run_key for c in cells if c.decision == M.SUBMITTED and c.run_key is not None}
     # Submitted cells whose run does not exist yet are re-requested under the same run key: Dagster launches
     # a run key once per sensor, so a tick that died after recording them cannot lose or duplicate them.
     # A paused request launches nothing, these included: they are re-requested after its resume.
@@ -135,7 +137,7 @@ def tick(
     if record.status != M.PAUSED:
         for cell in cells:
             missing = cell.decision == M.SUBMITTED and cell.run_key not in runs_by_key
-            if missing and _may_rerequest(cell, rerequest_before):
+            if missing and cell.run_key is not None and _may_rerequest(cell, rerequest_before):
                 resubmit.setdefault(cell.run_key, []).append(cell)
     for key, group in resubmit.items():
         result.submissions.append(_submission(spec, group, key))
@@ -217,7 +219,7 @@ def _settle_finished(
     cut_short: set[tuple[str | None, str]] = set()  # (run key, asset) of chains a day did not publish in
     submitted = sorted((c for c in cells if c.decision == M.SUBMITTED), key=lambda c: (c.asset, c.partition_key))
     for cell in submitted:
-        run = runs_by_key.get(cell.run_key)
+        run = runs_by_key.get(cell.run_key) if cell.run_key is not None else None
         if run is not None and not cell.dagster_run_id:
             result.cell_updates.append(cell.change(dagster_run_id=run.run_id))
         state = version_state_of(cell.asset, cell.partition_key, run.run_id) if run else None
@@ -225,19 +227,20 @@ def _settle_finished(
         error = version_error_of(cell.asset, cell.partition_key, run.run_id) if run and version_error_of else None
         settled = settle(run, state, side_effect, error)
         chain = (cell.run_key, cell.asset)
-        if settled and chain in cut_short and state is None and run.status == "FAILURE":
+        if settled is None or run is None:  # settle() settles only a finished run
+            continue
+        if chain in cut_short and state is None and run.status == "FAILURE":
             previous = graph.calendar.previous_key(cell.partition_key)
             settled = Settled(M.SKIPPED, PREVIOUS_NOT_PUBLISHED.format(previous), run.run_id, SkipKind.LEFT_UNPUBLISHED)
-        elif settled and record.status in RELAUNCHING and not side_effect and _failed_before_writing(cell, run, state):
+        elif record.status in RELAUNCHING and not side_effect and _failed_before_writing(cell, run, state):
             # Nothing of this cell was written (e.g. Dagster could not launch the run while its storage was
             # restarting): resubmit it under the next round's run key, decided afresh on the next tick (for a
             # paused request, the first tick after its resume).
             settled = Settled(M.PENDING, f"run {run.run_id[:8]} failed before writing; resubmitting", None)
             relaunch.add(cell.key)
-        if settled and graph[cell.asset].depends_on_past and settled.decision not in M.SUCCESS_CELLS + (M.PENDING,):
+        if graph[cell.asset].depends_on_past and settled.decision not in M.SUCCESS_CELLS + (M.PENDING,):
             cut_short.add(chain)
-        if settled:
-            result.cell_updates.append(settled.of(cell))
+        result.cell_updates.append(settled.of(cell))
     return relaunch
 
 
@@ -273,9 +276,10 @@ class _Slots:
         for cell in chunk:
             result.cell_updates.append(cell.change(decision=M.SUBMITTED, run_key=key, reason=None))
         submission = _submission(record.spec, chunk, key)
-        if self.occupancy is not None:
-            slot = min(range(self.max_active), key=lambda n: (self.occupancy[n], n))
-            self.occupancy[slot] += 1
+        occupancy = self.occupancy
+        if occupancy is not None:
+            slot = min(range(self.max_active), key=lambda n: (occupancy[n], n))
+            occupancy[slot] += 1
             submission = replace(submission, slot=slot)
         result.submissions.append(submission)
         self.free -= 1

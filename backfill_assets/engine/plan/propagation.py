@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.plan.lineage import affected_downstream
-from backfill_assets.engine.store.ledger import RequestRecord
+from backfill_assets.engine.store.request_record import RequestRecord
 
 PROPAGATION_CURSOR = "propagation"
 _CURSOR_NAME_LIMIT = 64  # the catalog's cursors.name
@@ -37,7 +37,7 @@ class PropagationPlan:
 
 
 def plan_propagation(
-    log_rows: list[dict],
+    log_rows: list[dict[str, Any]],
     request_of: Callable[[str], RequestRecord | None],
     graph: AssetGraph,
     newest_of: Callable[[str], str | None],

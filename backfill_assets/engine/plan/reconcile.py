@@ -57,7 +57,7 @@ class VersionReport:
     rows: int | None
     sha256: str | None
     input_versions: dict[str, str] | None
-    checks: list[dict] | None
+    checks: list[dict[str, Any]] | None
     error: str | None
     replaced_version_id: str | None
     change: dict[str, Any] | None
@@ -65,7 +65,8 @@ class VersionReport:
     source_fingerprint: str | None = None
     gap: str | None = None
     worker: str | None = None  # the process that wrote the attempt: which worker ran which day
-    overrides: list[dict] = field(default_factory=list)  # a person's accept / reject of this version, oldest first
+    # A person's accept / reject of this version, oldest first.
+    overrides: list[dict[str, Any]] = field(default_factory=list)
     # What params_digest digests: the injected defect and, for an asset with a config, that config (defaults
     # included); None for a version written before the catalog kept them.
     params: dict[str, Any] | None = None
@@ -82,7 +83,7 @@ class CellReport:
     versions: list[VersionReport]
     submitted_at: str | None = None  # when the driver created the cell's (latest) run
     # The person's override that decides the cell now: an accept or reject of its version, or its skip mark.
-    override: dict | None = None
+    override: dict[str, Any] | None = None
     run_status: str | None = None  # Dagster's status of the cell's (latest) run
     # FORCED_CANCEL when that run was marked cancelled without its worker's confirmation, whatever Dagster shows
     run_reads_as: str | None = None
@@ -344,7 +345,7 @@ def decisions_now(catalog: Catalog, request_id: str, cells: list[Cell]) -> list[
 
 
 def count_decisions(decisions: Iterable[str]) -> dict[str, int]:
-    counts = {d: 0 for d in (M.PENDING, *M.IN_PROGRESS_CELLS, CELL_ROLLED_BACK, *M.TERMINAL_CELLS)}
+    counts: dict[str, int] = {d: 0 for d in (M.PENDING, *M.IN_PROGRESS_CELLS, CELL_ROLLED_BACK, *M.TERMINAL_CELLS)}
     total = 0
     for decision in decisions:
         counts[decision] = counts.get(decision, 0) + 1
@@ -385,9 +386,9 @@ def _decision_now(
         return cell.decision, cell.reason, None
     if state is VersionState.ROLLED_BACK and (cell.decision == M.PUBLISHED or accepted):
         return CELL_ROLLED_BACK, f"its version {latest.version_id} was rolled back", None
-    if rejected and state is VersionState.REJECTED:
+    if last is not None and rejected and state is VersionState.REJECTED:
         return M.REJECTED, f"its version {latest.version_id} was {last.summary}", last
-    if accepted and cell.decision == M.REJECTED:
+    if last is not None and accepted and cell.decision == M.REJECTED:
         # Published on a person's word: the request's output for the cell serves (or served until superseded).
         return M.PUBLISHED, f"its rejected version {latest.version_id} was {last.summary}", last
     return cell.decision, cell.reason, None

@@ -10,12 +10,13 @@ from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.request_model import DownstreamPolicy
 from backfill_assets.engine.plan.lineage import affected_downstream
 from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.outbox import deliveries
 
 
 def affected_downstream_report(
     catalog: Catalog, request_id: str, policy: str, graph: AssetGraph
-) -> tuple[list[dict], list[dict]]:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Policy none: the downstream data cells whose current version did not read the version this request
     published (stale), and the affected side-effect cells with their outbox deliveries. A side-effect asset has
     no versions, so it is never called stale: what it sent, and for which upstream version, is reported instead.
@@ -33,16 +34,16 @@ def affected_downstream_report(
     return _stale(catalog, data_cells), _side_effect_state(catalog, side_effect_cells)
 
 
-def _stale(catalog: Catalog, affected: dict[tuple[str, str], Any]) -> list[dict]:
+def _stale(catalog: Catalog, affected: dict[tuple[str, str], Any]) -> list[dict[str, Any]]:
     # One query per downstream asset instead of one per cell.
     by_asset: dict[str, list[str]] = {}
     for asset, partition in affected:
         by_asset.setdefault(asset, []).append(partition)
-    current = {}
+    current: dict[tuple[str, str], Version] = {}
     for asset, partitions in by_asset.items():
         for start in range(0, len(partitions), 500):
-            for key, version in catalog.current_many(asset, partitions[start : start + 500]).items():
-                current[(asset, key)] = version
+            for key, serving in catalog.current_many(asset, partitions[start : start + 500]).items():
+                current[(asset, key)] = serving
     stale = []
     for (asset, partition), row in affected.items():
         version = current.get((asset, partition))
@@ -59,8 +60,8 @@ def _stale(catalog: Catalog, affected: dict[tuple[str, str], Any]) -> list[dict]
     return stale
 
 
-def _side_effect_state(catalog: Catalog, affected: dict[tuple[str, str], Any]) -> list[dict]:
-    sent_by_cell: dict[tuple[str, str], list[dict]] = {}
+def _side_effect_state(catalog: Catalog, affected: dict[tuple[str, str], Any]) -> list[dict[str, Any]]:
+    sent_by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for asset in {a for a, _ in affected}:
         for d in deliveries(catalog, asset=asset):
             sent_by_cell.setdefault((d["asset"], d["partition_key"]), []).append(d)

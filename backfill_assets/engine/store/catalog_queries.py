@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -71,7 +71,7 @@ class CatalogQueries:
         """Every pointer move of one partition, oldest first: publishes, rollbacks (a restore) and repairs."""
         return [dict(r._mapping) for r in self._cell_rows(publish_log, asset, partition_key, publish_log.c.seq)]
 
-    def _cell_rows(self, table: sa.Table, asset: str, partition_key: str, *order_by: Any) -> list[Any]:
+    def _cell_rows(self, table: sa.Table, asset: str, partition_key: str, *order_by: Any) -> Sequence[sa.Row[Any]]:
         """One partition's rows of ``table`` (validated names first: they may come from a user)."""
         validate_asset_name(asset)
         validate_partition_key(partition_key)
@@ -154,7 +154,7 @@ class CatalogQueries:
             ).all()
         return {asset: newest for asset, newest in rows}
 
-    def publishes_of_request(self, request_id: str) -> list[Any]:
+    def publishes_of_request(self, request_id: str) -> Sequence[sa.Row[Any]]:
         """The request's publish_log rows (not rollbacks or repairs), in publish order."""
         with self._reading() as conn:
             return conn.execute(

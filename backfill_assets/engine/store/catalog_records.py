@@ -4,31 +4,32 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, Mapping
 
 import sqlalchemy as sa
 
 _JSON_COLUMNS = ("stats_json", "checks_json", "input_versions_json", "params_json")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Version:
     """One row of ``versions`` with its JSON columns decoded; the column ``run_id`` is ``logical_run_id`` here
-    (the run a retry belongs to; ``dagster_run_id`` is the attempt's Dagster run)."""
+    (the run a retry belongs to; ``dagster_run_id`` is the attempt's Dagster run). The columns the table declares
+    NOT NULL are required (keyword-only: a version is only ever built from a row); times are ISO-8601 strings."""
 
     version_id: str
     asset: str
     partition_key: str
-    interval_start: Any = None
-    interval_end: Any = None
-    logical_run_id: str | None = None
-    dagster_run_id: str | None = None
-    attempt_no: int | None = None
+    interval_start: str
+    interval_end: str
+    logical_run_id: str
+    dagster_run_id: str
+    attempt_no: int
     request_id: str | None = None
     lane: str | None = None
-    code_version: str | None = None
-    params_digest: str | None = None
-    state: str | None = None
+    code_version: str
+    params_digest: str
+    state: str
     path: str | None = None
     rows: int | None = None
     sha256: str | None = None
@@ -38,21 +39,21 @@ class Version:
     source_fingerprint: str | None = None
     expected_previous_version_id: str | None = None
     error: str | None = None
-    requested_at: Any = None
-    started_at: Any = None
-    ended_at: Any = None
-    published_at: Any = None
-    created_at: Any = None
+    requested_at: str | None = None
+    started_at: str
+    ended_at: str | None = None
+    published_at: str | None = None
+    created_at: str
     worker: str | None = None  # the process that wrote the attempt (RunIdentity.worker)
     params: dict[str, Any] | None = None  # what params_digest digests
     manifest_sha256: str | None = None  # sha256 of its _manifest.json as written (None: written before it was kept)
 
     @classmethod
-    def from_row(cls, row: sa.Row) -> "Version":
-        return cls.from_mapping(row._mapping)
+    def from_row(cls, row: sa.Row[Any]) -> "Version":
+        return cls.from_mapping(row._asdict())
 
     @classmethod
-    def from_mapping(cls, mapping: Any) -> "Version":
+    def from_mapping(cls, mapping: Mapping[str, Any]) -> "Version":
         data = dict(mapping)
         if "run_id" in data:
             data["logical_run_id"] = data.pop("run_id")

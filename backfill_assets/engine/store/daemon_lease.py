@@ -18,6 +18,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -164,7 +165,7 @@ class DaemonLease:
             )
 
 
-def _lease_row(row) -> LeaseRow:  # noqa: ANN001 - a SQLAlchemy row
+def _lease_row(row: sa.Row[Any]) -> LeaseRow:
     who = LeaseHolder(row.holder, row.host, int(row.pid), row.pid_scope, row.instance)
     return LeaseRow(who, row.acquired_at, row.renewed_at, row.expires_at)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -112,7 +112,7 @@ def _make_sqlite_transactional(engine: Engine) -> None:
     # concurrent publishers. Take the write lock at BEGIN instead (BEGIN IMMEDIATE), and use WAL so readers
     # are never blocked by a publish.
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection, _record):  # noqa: ANN001
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:  # sqlite3's connection (DB-API: no types)
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
@@ -121,7 +121,7 @@ def _make_sqlite_transactional(engine: Engine) -> None:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _on_begin(conn):  # noqa: ANN001
+    def _on_begin(conn: sa.Connection) -> None:
         # Readers (reader_for) take no write lock: in WAL mode they see a consistent snapshot without one.
         conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(READ_ONLY) else "BEGIN IMMEDIATE")
 

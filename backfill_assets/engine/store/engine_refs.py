@@ -91,6 +91,7 @@ def versions_with_label(catalog: Catalog, label: str) -> list[Version]:
         return []
     asset, dot, rest = head.partition(".")
     day, dot_after_day, run_start = rest.partition(".")
+    criteria: list[sa.ColumnElement[bool]]
     if not dot:  # the asset name alone filled the head
         criteria = [versions.c.asset.like(_escaped(asset) + "%", escape="\\")]
     elif not dot_after_day:

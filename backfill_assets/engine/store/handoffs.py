@@ -60,7 +60,8 @@ class Handoffs:
                     .where(handoffs.c.handoff_id == row.handoff_id)
                     .values(partitions_json=json.dumps(merged))
                 )
-                return row.handoff_id
+                handoff_id: str = row.handoff_id
+                return handoff_id
             handoff_id = f"ho-{secrets.token_hex(4)}"
             conn.execute(
                 handoffs.insert().values(
@@ -142,7 +143,7 @@ def owners_of(owner_field: str) -> tuple[str, ...]:
     return tuple(o.strip() for o in owner_field.split(",") if o.strip() and o.strip() != UNOWNED)
 
 
-def _as_dict(row: sa.Row) -> dict[str, Any]:
+def _as_dict(row: sa.Row[Any]) -> dict[str, Any]:
     data = dict(row._mapping)
     data["partitions"] = json.loads(data.pop("partitions_json"))
     return data

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 from typing import Any, Iterable
 
@@ -13,7 +14,9 @@ from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanErro
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.claims import claim, claimable_cells, claimed_by, overlap_message, release
-from backfill_assets.engine.store.request_record import RequestRecord
+from backfill_assets.engine.store.request_record import (
+    RequestRecord as RequestRecord,  # re-exported: service, integration
+)
 from backfill_assets.engine.store.schema import request_items, requests
 from backfill_assets.engine.store.tick_tokens import StaleTick, TickSnapshot, advance_token, read_token
 from backfill_assets.engine.store.transactions import begin, read
@@ -30,6 +33,8 @@ def validate_request_id(request_id: object) -> str:
 
 
 class Ledger:
+    # The method ``list`` shadows the builtin in this class's annotations: they say ``builtins.list``.
+
     def __init__(self, catalog: Catalog):
         self.catalog = catalog
         self.engine = catalog.engine
@@ -171,17 +176,17 @@ class Ledger:
         with read(self.reader, self.engine) as conn:
             return [RequestRecord(dict(r._mapping)) for r in conn.execute(query).all()]
 
-    def cells(self, request_id: str) -> list[Cell]:
+    def cells(self, request_id: str) -> builtins.list[Cell]:
         with read(self.reader, self.engine) as conn:
             rows = conn.execute(
                 sa.select(request_items)
                 .where(request_items.c.request_id == request_id)
                 .order_by(request_items.c.ordinal)
             ).all()
-        return [Cell.from_row(r._mapping) for r in rows]
+        return [Cell.from_row(r._asdict()) for r in rows]
 
     def counts(self, request_id: str) -> dict[str, int]:
-        counts = {d: 0 for d in (M.PENDING, *M.IN_PROGRESS_CELLS, *M.TERMINAL_CELLS)}
+        counts: dict[str, int] = {d: 0 for d in (M.PENDING, *M.IN_PROGRESS_CELLS, *M.TERMINAL_CELLS)}
         for cell in self.cells(request_id):
             counts[cell.decision] = counts.get(cell.decision, 0) + 1
         counts["planned"] = sum(counts.values())
@@ -195,7 +200,7 @@ class Ledger:
 
     # ---- write ------------------------------------------------------------------------------------------------
 
-    def record_tick(self, snapshot: TickSnapshot, updates: list[CellUpdate]) -> bool:
+    def record_tick(self, snapshot: TickSnapshot, updates: builtins.list[CellUpdate]) -> bool:
         """Record a driver tick's decisions, all or nothing, only if nothing it read changed: the request still has
         the status it read (a cancel or pause that committed meanwhile wins), no other tick recorded since it read
         the token (compare-and-set of the token), and each cell it changes still has the decision and run key it
@@ -216,7 +221,9 @@ class Ledger:
             return False
         return True
 
-    def update_cells(self, request_id: str, updates: list[CellUpdate], expect_status: str | None = None) -> bool:
+    def update_cells(
+        self, request_id: str, updates: builtins.list[CellUpdate], expect_status: str | None = None
+    ) -> bool:
         """Write cell updates. With ``expect_status``, only while the request still has that status (checked and
         locked in the same transaction, so a concurrent cancel is never overwritten); returns whether written."""
         if not updates and expect_status is None:
@@ -230,7 +237,7 @@ class Ledger:
         return True
 
     def add_cells(
-        self, request_id: str, cells: list[tuple[str, str]], origin: str, reopen: bool = False
+        self, request_id: str, cells: builtins.list[tuple[str, str]], origin: str, reopen: bool = False
     ) -> int:
         """Append cells (cascade, handoff) the request does not have yet; with ``reopen``, a finished cell is
         set pending again because its upstream was republished after it ran. Returns cells added or reopened."""
@@ -296,7 +303,7 @@ class Ledger:
                 requests.update().where(requests.c.request_id == request_id).values(confirmed_at=iso(utc_now()))
             )
 
-    def cancel(self, request_id: str) -> list[Cell]:
+    def cancel(self, request_id: str) -> builtins.list[Cell]:
         """Close the request: pending and following cells become cancelled (a followed run is another requester's:
         it goes on); returns the submitted cells (their runs to stop)."""
         record = self.get(request_id)

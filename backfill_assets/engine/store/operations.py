@@ -66,7 +66,7 @@ class Operations:
         return [_operation(r) for r in rows]
 
 
-def _operation(row: sa.Row) -> Operation:
+def _operation(row: sa.Row[Any]) -> Operation:
     data = dict(row._mapping)
     data.pop("id")
     return Operation(**data)

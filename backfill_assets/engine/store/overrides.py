@@ -9,7 +9,7 @@ happen.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -19,7 +19,7 @@ from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.overrides import SKIP_MARKS, Override, OverrideAction
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.catalog_queries import ACTION_PUBLISH
-from backfill_assets.engine.store.catalog_records import PointerMove
+from backfill_assets.engine.store.catalog_records import PointerMove, Version
 from backfill_assets.engine.store.schema import overrides
 from backfill_assets.engine.store.transactions import begin, read
 
@@ -34,6 +34,36 @@ class OverrideLog:
     engine: Engine
     reader: Engine
 
+    if TYPE_CHECKING:  # what it uses of Catalog and its other mixins, for the checker
+        @staticmethod
+        def _get_with_pointer(conn: Connection, version_id: str) -> tuple[Version, str | None]: ...
+
+        def _cas_publish(
+            self,
+            conn: Connection,
+            version: Version,
+            current: str | None,
+            now: str,
+            *,
+            override: bool = False,
+            reason: str | None = None,
+            **values: Any,
+        ) -> int: ...
+
+        def _roll_back(
+            self,
+            conn: Connection,
+            asset: str,
+            partition_key: str,
+            reason: str,
+            to_version_id: str | None,
+            *,
+            bad_version_id: str | None = None,
+            bad_state: VersionState = VersionState.ROLLED_BACK,
+            now: str | None = None,
+            **bad_values: Any,
+        ) -> PointerMove: ...
+
     # ---- accept / reject ------------------------------------------------------------------------------------------
 
     def accept_version(
@@ -43,7 +73,7 @@ class OverrideLog:
         when its attempt began. Refused (PublishConflict, nothing written) when the pointer has moved since: a newer
         version was published (or restored) after it was judged, and accepting would silently replace that."""
         with begin(self.engine) as conn:
-            version, current = self._get_with_pointer(conn, version_id)  # type: ignore[attr-defined]
+            version, current = self._get_with_pointer(conn, version_id)
             expected = version.expected_previous_version_id
             if current != expected:
                 raise PublishConflict(
@@ -53,7 +83,7 @@ class OverrideLog:
                     current,
                 )
             now = iso(utc_now())
-            seq = self._cas_publish(  # type: ignore[attr-defined]
+            seq = self._cas_publish(
                 conn, version, current, now, override=True, reason=f"accepted by {by}: {reason}"
             )
             record = _add(conn, OverrideAction.ACCEPT, version.asset, version.partition_key, version_id, by, reason,
@@ -71,7 +101,7 @@ class OverrideLog:
         with the reason, so no rollback ever restores it again."""
         with begin(self.engine) as conn:
             now = iso(utc_now())
-            move = self._roll_back(  # type: ignore[attr-defined]
+            move = self._roll_back(
                 conn,
                 asset,
                 partition_key,
@@ -176,7 +206,7 @@ def _of_cells(
         ).all()
         for r in rows:
             if (r.asset, r.partition_key) in wanted:
-                found.setdefault((r.asset, r.partition_key), []).append(Override.from_row(r._mapping))
+                found.setdefault((r.asset, r.partition_key), []).append(Override.from_row(r._asdict()))
     return found
 
 

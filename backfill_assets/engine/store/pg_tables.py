@@ -25,7 +25,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Iterator
+from typing import Any, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -131,7 +131,8 @@ def _advisory_lock(conn: Connection, key: str) -> None:
 def has_written(conn: Connection) -> bool:
     """Whether the transaction already wrote (or row-locked) anything: it may then hold catalog row locks, so it
     must not wait for a lock a reader of a published table can hold."""
-    return conn.execute(sa.text("SELECT txid_current_if_assigned() IS NOT NULL")).scalar_one()
+    written: bool = conn.execute(sa.text("SELECT txid_current_if_assigned() IS NOT NULL")).scalar_one()
+    return written
 
 
 @contextmanager
@@ -219,7 +220,7 @@ def loaded_table(conn: Connection, schema: str, version_id: str) -> str | None:
 # ---- loading a version ---------------------------------------------------------------------------------------------
 
 
-def pg_type(field: pa.Field) -> str | None:
+def pg_type(field: pa.Field[Any]) -> str | None:
     """The PostgreSQL type of an Arrow column, spelled as ``format_type`` spells it (None: a column of nulls
     only, whose type no version has said yet; it is left out)."""
     t = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
@@ -306,11 +307,14 @@ def load_version(engine: Engine, schema: str, version: Version, table: pa.Table,
 def _copy(conn: Connection, target: str, table: pa.Table, names: list[str]) -> int:
     """COPY the table's columns ``names`` as CSV through psycopg2; returns the rows the server says it copied."""
     payload = io.BytesIO()
-    selected = pa.table({n: _csv_ready(table.column(n)) for n in names})
+    # pyarrow-stubs type pa.table's mapping as arrays only; pyarrow takes chunked arrays there too.
+    selected = pa.table({n: _csv_ready(table.column(n)) for n in names})  # type: ignore[misc]
     pacsv.write_csv(selected, payload, pacsv.WriteOptions(include_header=False))
     payload.seek(0)
     column_list = ", ".join(_q(n) for n in names)
-    cursor = conn.connection.driver_connection.cursor()
+    driver = conn.connection.driver_connection
+    assert driver is not None  # None only for a connection SQLAlchemy invalidated, never one in a transaction
+    cursor = driver.cursor()
     try:
         cursor.copy_expert(f"COPY {target} ({column_list}) FROM STDIN WITH (FORMAT csv, ENCODING 'UTF8')", payload)
         return int(cursor.rowcount)
@@ -318,7 +322,7 @@ def _copy(conn: Connection, target: str, table: pa.Table, names: list[str]) -> i
         cursor.close()
 
 
-def _csv_ready(column: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+def _csv_ready(column: pa.ChunkedArray[Any]) -> pa.ChunkedArray[Any] | pa.Array[Any]:
     """A column as Arrow's CSV writer renders it for COPY: categories as their values, half floats widened, bytes
     as PostgreSQL's hex ``\\x…``."""
     if pa.types.is_dictionary(column.type):

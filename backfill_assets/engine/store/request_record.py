@@ -14,38 +14,46 @@ from backfill_assets.engine.model import request_model as M
 class RequestRecord:
     row: dict[str, Any]
 
+    def _text(self, column: str) -> str:
+        value: str = self.row[column]  # a NOT NULL text column
+        return value
+
+    def _optional_text(self, column: str) -> str | None:
+        value: str | None = self.row.get(column)
+        return value
+
     @property
     def request_id(self) -> str:
-        return self.row["request_id"]
+        return self._text("request_id")
 
     @property
     def status(self) -> str:
-        return self.row["status"]
+        return self._text("status")
 
     @property
     def source(self) -> str:
-        return self.row["source"]
+        return self._text("source")
 
     @property
     def code_version(self) -> str:
         """The code version frozen at creation: a run of other code may not publish for the request."""
-        return self.row["code_version"]
+        return self._text("code_version")
 
     @property
     def message(self) -> str | None:
-        return self.row.get("message")
+        return self._optional_text("message")
 
     @property
     def requested_at(self) -> str:
-        return self.row["requested_at"]
+        return self._text("requested_at")
 
     @property
     def confirmed_at(self) -> str | None:
-        return self.row.get("confirmed_at")
+        return self._optional_text("confirmed_at")
 
     @property
     def closed_at(self) -> str | None:
-        return self.row.get("closed_at")
+        return self._optional_text("closed_at")
 
     @cached_property
     def spec(self) -> M.RequestSpec:

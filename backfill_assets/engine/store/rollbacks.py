@@ -5,7 +5,7 @@ Mixed into ``Catalog``, whose transaction helpers (``_swap_pointer``, ``_transit
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection, Engine
 
@@ -14,7 +14,7 @@ from backfill_assets.engine.model.identity import validate_asset_name, validate_
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.catalog_queries import ACTION_ROLLBACK
-from backfill_assets.engine.store.catalog_records import PointerMove, Version
+from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
 from backfill_assets.engine.store.transactions import begin, read
 
 
@@ -23,6 +23,49 @@ class Rollbacks:
 
     engine: Engine
     reader: Engine
+
+    if TYPE_CHECKING:  # what it uses of Catalog (its writes) and of CatalogQueries (its reads), for the checker
+        def _switch_in_transaction(self, conn: Connection, version: Version, action: str) -> None: ...
+
+        @staticmethod
+        def _swap_pointer(
+            conn: Connection, asset: str, key: str, expected: str | None, new: str, now: str | None
+        ) -> None: ...
+
+        def _transition(
+            self,
+            conn: Connection,
+            version_id: str,
+            target: VersionState,
+            from_state: VersionState | str | None = None,
+            override: bool = False,
+            **values: Any,
+        ) -> None: ...
+
+        @staticmethod
+        def _next_seq(conn: Connection) -> int: ...
+
+        @staticmethod
+        def _log(
+            conn: Connection,
+            seq: int,
+            version: Version,
+            previous: str | None,
+            action: str,
+            now: str | None,
+            request_id: str | None,
+            lane: str | None,
+            reason: str | None = None,
+        ) -> None: ...
+
+        @staticmethod
+        def _pointer(conn: Connection, asset: str, partition_key: str) -> dict[str, Any] | None: ...
+
+        def _rollback_target(
+            self, conn: Connection, asset: str, key: str, bad: str, to_version_id: str | None
+        ) -> Version: ...
+
+        def _consumers(self, conn: Connection, version_id: str) -> list[Consumer]: ...
 
     def rollback(
         self, asset: str, partition_key: str, reason: str, to_version_id: str | None = None
@@ -60,7 +103,7 @@ class Rollbacks:
                                   bad)
         target = self._rollback_target(conn, asset, partition_key, bad, to_version_id)
         # Before the pointer row's lock (pointer_switches): the published table switches with this move.
-        self._switch_in_transaction(conn, target, ACTION_ROLLBACK)  # type: ignore[attr-defined]
+        self._switch_in_transaction(conn, target, ACTION_ROLLBACK)
         now = now or iso(utc_now())
         self._swap_pointer(conn, asset, partition_key, bad, target.version_id, now)
         override = bad_state is not VersionState.ROLLED_BACK

@@ -137,4 +137,5 @@ def schema_differences(conn: sa.Connection) -> list[Any]:
     from alembic.migration import MigrationContext
 
     context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE, "compare_type": True})
-    return compare_metadata(context, metadata)
+    differences: list[Any] = compare_metadata(context, metadata)
+    return differences

@@ -229,7 +229,8 @@ class Warehouse:
             raise IntegrityError(f"manifest {manifest_path} is missing") from exc
 
     def read_manifest(self, data_path: str) -> dict[str, Any]:
-        return json.loads(self.read_manifest_bytes(data_path))
+        manifest: dict[str, Any] = json.loads(self.read_manifest_bytes(data_path))
+        return manifest
 
     def remove_version(self, data_path: str) -> None:
         """Delete one version's files (an external engine's output among them) and its now-empty attempt folder
@@ -247,7 +248,7 @@ class Warehouse:
                     target.unlink()
         try:
             directory.rmdir()
-        except (OSError, *_backend_errors()):
+        except _storage_failures():
             pass  # something else lives there (or the storage went away after the objects did); leave it
 
     @staticmethod
@@ -361,13 +362,18 @@ def storage_call(root: UPath, action: str, target: UPath) -> Iterator[None]:
         yield
     except (StorageError, *FILE_ANSWERS):
         raise
-    except (OSError, *_backend_errors()) as exc:
+    except _storage_failures() as exc:
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:REASON_MAX_CHARS]
         where = _relative(root, target)
         raise StorageError(f"warehouse storage {root} failed while {action} {where}: {reason}") from exc
 
 
 @cache
+def _storage_failures() -> tuple[type[BaseException], ...]:
+    """OSError and the backend's own errors (a call: botocore is imported only when something failed)."""
+    return (OSError, *_backend_errors())
+
+
 def _backend_errors() -> tuple[type[BaseException], ...]:
     """The errors an installed backend raises untranslated when its storage fails. s3fs turns S3's error responses
     into OSError, but passes botocore's own through: a refused or reset connection, a timeout, no credentials."""

@@ -100,7 +100,7 @@ def cell_tries(
     return tries
 
 
-def _version_try(row: sa.Row) -> dict[str, Any]:
+def _version_try(row: sa.Row[Any]) -> dict[str, Any]:
     version = Version.from_row(row)
     out = {name: getattr(version, name) for name in VERSION_FIELDS}
     out.update(
@@ -114,7 +114,7 @@ def _version_try(row: sa.Row) -> dict[str, Any]:
     return out
 
 
-def _run_without_version(row: sa.Row) -> dict[str, Any]:
+def _run_without_version(row: sa.Row[Any]) -> dict[str, Any]:
     out: dict[str, Any] = dict.fromkeys(VERSION_FIELDS)
     out.update(
         dagster_run_id=row.run_id,
@@ -137,7 +137,7 @@ def _dagster_only_tries(catalog: Catalog, known: set[str], runs: Iterable[RunTou
     failed before writing), with the request that asked for each."""
     unknown = {r.run_id: r for r in runs if r.run_id not in known}
     request_ids = sorted({r.request_id for r in unknown.values() if r.request_id})
-    asked: dict[str, sa.Row] = {}
+    asked: dict[str, sa.Row[Any]] = {}
     if request_ids:
         with read(catalog.reader, catalog.engine) as conn:
             asked = {row.request_id: row for row in conn.execute(

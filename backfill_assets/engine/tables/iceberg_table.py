@@ -269,7 +269,9 @@ def _commit(table: Table, changes: PointerChanges, lost_commits: int) -> None:
     days = [date.fromisoformat(key) for key in changes.days]
     with table.transaction() as tx:
         _evolve_schema(tx, changes)
-        old_files = [task.file for task in table.scan(row_filter=In(DAY_COLUMN, days)).plan_files()] \
+        # pyiceberg's In takes (term, values) positionally; mypy sees only the __init__ pydantic makes of its fields.
+        in_days = In(DAY_COLUMN, days)  # type: ignore[call-arg, arg-type]
+        old_files = [task.file for task in table.scan(row_filter=in_days).plan_files()] \
             if table.current_snapshot() is not None else []
         with tx.update_snapshot(snapshot_properties=_summary(changes, lost_commits)).overwrite() as overwrite:
             for data_file in old_files:

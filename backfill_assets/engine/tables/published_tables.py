@@ -30,22 +30,6 @@ class TableKind(Protocol):
 
     def sync(self, catalog: Catalog, asset: str) -> SyncResult: ...
 
-    def join_publishes(self, catalog: Catalog) -> None:
-        """Let each kind that can switch a day in the pointer move's own transaction (a PostgreSQL table on the
-        catalog's database) join ``catalog``'s publishes and rollbacks; the others converge by sync."""
-        for kind in self.kinds:
-            join = getattr(kind, "join_publishes", None)
-            if join is not None:
-                try:
-                    join(catalog)
-                except Exception as exc:  # noqa: BLE001 - the table's database away: syncs converge it later
-                    log.warning("published table %s cannot join publishes: %s", kind.kind, exc)
-
-    def preparers(self) -> list[Callable[[Version], Any]]:
-        """What the gate calls with a version whose checks passed, before its publish: each kind that copies rows
-        (PostgreSQL) loads them then, so the publish's switch only attaches."""
-        return [kind.prepare for kind in self.kinds if callable(getattr(kind, "prepare", None))]  # type: ignore[attr-defined]
-
     def referenced_files(self, asset: str, kept_after: datetime | None = None) -> set[str]: ...
 
     def expire(self, asset: str, older_than: datetime) -> int: ...
@@ -114,7 +98,8 @@ class PublishedTables:
     def preparers(self) -> list[Callable[[Version], Any]]:
         """What the gate calls with a version whose checks passed, before its publish: each kind that copies rows
         (PostgreSQL) loads them then, so the publish's switch only attaches."""
-        return [kind.prepare for kind in self.kinds if callable(getattr(kind, "prepare", None))]  # type: ignore[attr-defined]
+        preparing = (getattr(kind, "prepare", None) for kind in self.kinds)  # not every kind has one
+        return [prepare for prepare in preparing if callable(prepare)]
 
     def referenced_files(self, asset: str, kept_after: datetime | None = None) -> set[str]:
         files: set[str] = set()

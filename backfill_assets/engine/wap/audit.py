@@ -12,7 +12,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, overload
 
 import numpy as np
 import pandas as pd
@@ -65,7 +65,19 @@ class Audit:
     needs: tuple[str, ...] = ()  # parameter names of the user functions inside (resources among them)
 
 
-def audit(fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None):
+@overload
+def audit(fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> Audit: ...
+
+
+@overload
+def audit(
+    fn: None = None, *, name: str | None = None, description: str | None = None
+) -> Callable[[Callable[..., Any]], Audit]: ...
+
+
+def audit(
+    fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None
+) -> Audit | Callable[[Callable[..., Any]], Audit]:
     """Turn a plain function into a blocking audit. It takes ``frame`` plus any of ``interval``, the upstream
     assets, ``previous`` and resources, by name, and returns a bool, ``(bool, metadata)`` or ``AuditResult``.
     Usable bare (``@audit``) or with a name and description."""

@@ -34,7 +34,8 @@ def as_pandas(frame: Any, what: str) -> pd.DataFrame:
         return frame
     kind = _kind(type(frame))
     if kind in _ARROW_FRAMES:
-        return frame.to_pandas()
+        converted: pd.DataFrame = frame.to_pandas()
+        return converted
     named = f"{kind[0]}.{kind[1]}" if kind[0] != "builtins" else kind[1]
     hint = f" ({_LAZY[kind]})" if kind in _LAZY else ""
     raise InvalidInput(f"{what}: the transform returned a {named}{hint}; it must return {ACCEPTED}")

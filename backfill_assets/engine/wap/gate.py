@@ -84,6 +84,13 @@ class Gate:
         return self.version.version_id
 
     @property
+    def started(self) -> Version:
+        """The attempt's version as the gate last read it."""
+        if self.version is None:
+            raise BackfillError("gate not started")
+        return self.version
+
+    @property
     def attempt_no(self) -> int:
         return int(self.version.attempt_no) if self.version else 0
 
@@ -191,9 +198,10 @@ class Gate:
         return GateOutcome(self.version, False, checks, serving_id, error=error)
 
     def _prepare_publish(self) -> None:
+        version = self.started
         for prepare in self.before_publish:
             try:
-                prepare(self.version)
+                prepare(version)
             except Exception as exc:  # noqa: BLE001 - a preparation never decides whether a version publishes
                 why = " ".join(f"{type(exc).__name__}: {exc}".split())[:600]
                 log.warning("%s: preparing its publish failed (%s); it publishes all the same", self.version_id, why)

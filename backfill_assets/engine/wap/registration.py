@@ -95,7 +95,7 @@ def _checked_path(path: object) -> Path:
     return Path(path)
 
 
-def _without_day(frame: pd.DataFrame, path: str, day: str) -> pd.DataFrame:
+def _without_day(frame: pd.DataFrame, path: object, day: str) -> pd.DataFrame:
     if DAY_COLUMN not in frame.columns:
         return frame
     days = {str(pd.Timestamp(d).date()) for d in frame[DAY_COLUMN].dropna().unique()}

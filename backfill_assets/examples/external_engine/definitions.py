@@ -58,7 +58,8 @@ def meter_readings(run, config: MeterJob, pipes_subprocess_client: dg.PipesSubpr
 @gated_asset(calendar=calendar, deps=[meter_readings], audits=[unique_key("meter_id"), not_empty()])
 def daily_usage(meter_readings: pd.DataFrame) -> pd.DataFrame:
     """kWh per meter and business day, from the published readings."""
-    return meter_readings.groupby("meter_id", as_index=False)["kwh"].sum()
+    # as_index=False: a DataFrame (pandas-stubs type every groupby column's sum as a Series).
+    return meter_readings.groupby("meter_id", as_index=False)["kwh"].sum()  # type: ignore[return-value]
 
 
 defs = backfill_definitions(

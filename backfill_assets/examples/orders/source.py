@@ -6,6 +6,7 @@ import hashlib
 import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pandas as pd
 import sqlalchemy as sa
@@ -98,7 +99,7 @@ def _synthetic_orders(interval: Interval, n: int):
     compact = interval.key.replace("-", "")
     for i in range(n):
         created = start + timedelta(seconds=rng.randrange(seconds))
-        base = {
+        base: dict[str, Any] = {
             "order_id": f"o-{compact}-{i:06d}",
             "customer_id": f"c-{rng.randrange(CUSTOMERS):05d}",
             "region": rng.choice(REGIONS),

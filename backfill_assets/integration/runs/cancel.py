@@ -60,7 +60,7 @@ class CancelOutcome:
     forced: list[str]  # marked cancelled by us: no answer from their code server (or no confirmation)
 
 
-def close_request(ledger: Ledger, request_id: str) -> tuple[list[dict], bool]:
+def close_request(ledger: Ledger, request_id: str) -> tuple[list[Cell], bool]:
     """Stop submission: close the request. Returns its cells still ``submitted`` (their runs to stop) and whether
     it had already been cancelled — a second cancel, or one after a cancel that died half-way, which must still
     finish the job rather than fail. A request that completed stays an error (``InvalidInput``)."""
