@@ -20,7 +20,8 @@ code span that starts with ``backfill-assets``. Each is checked against click's 
 ``dagster`` and ``dg`` command lines in fenced blocks that name a sensor (``sensor start NAME``) or a job (``-j NAME``,
 ``--job NAME``) are checked against the orders code location's definitions, the one ``workspace.yaml`` loads.
 docs/CLI_REFERENCE.md is left out: it is rendered from ``--help`` and tests/integration/test_cli_reference.py
-keeps it so.
+keeps it so. Every repository path the docs name (``tests/engine/test_states.py``, ``engine/wap/gate.Gate``: a module
+and a name it defines) exists, but for the files a reader is told to write in a project of their own.
 """
 
 from __future__ import annotations
@@ -364,6 +365,50 @@ def _named_definitions(words: list[str]) -> Iterator[tuple[str, str]]:
             yield "job", words[i + 1]
 
 
+# ---- the files and names the docs point to ---------------------------------------------------------------------
+
+PATH = re.compile(
+    r"(?<![\w/.-])((?:backfill_assets|tests|bench|deploy|scripts|docs|engine|integration|service|cli|lineage|scaffold"
+    r"|examples)/[\w./*+-]*[\w*])"
+)
+SAVE_AS = re.compile(r"<!-- save-as: (\S+) -->")
+_DEFINITION = r"^\s*(?:def|class|async def)\s+{name}\b|^\s*{name}\s*[:=]"
+
+
+def named_paths() -> list[tuple[str, str]]:
+    """(path:line, the path) of every repository path a doc names (``engine/...`` is under backfill_assets/)."""
+    found = []
+    for path in DOCS:
+        text = (ROOT / path).read_text(encoding="utf-8")
+        users_files = set(SAVE_AS.findall(text))  # files the reader writes in a project of their own
+        for number, line in enumerate(text.splitlines(), 1):
+            found += [(f"{path}:{number}", p.rstrip(".")) for p in PATH.findall(line) if p not in users_files]
+    return found
+
+
+def _exists(named: str) -> bool:
+    for base in (ROOT, ROOT / "backfill_assets"):
+        if any(ch in named for ch in "*<") and list(base.glob(named)):
+            return True
+        if (base / named).exists() or (base / f"{named}.py").exists():
+            return True
+        # engine/store/catalog.Catalog.publish: a module and a name defined in it
+        module, _, names = named.partition(".")
+        source = base / f"{module}.py"
+        if names and source.exists():
+            defined = source.read_text(encoding="utf-8")
+            if all(re.search(_DEFINITION.format(name=re.escape(n)), defined, re.M) for n in names.split(".")):
+                return True
+    return False
+
+
+def test_every_path_a_doc_names_exists():
+    named = named_paths()
+    assert len(named) > 100
+    missing = [f"{where}: {path}" for where, path in named if not _exists(path)]
+    assert missing == [], "\n".join(missing)
+
+
 # ---- the checker itself ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(
@@ -405,3 +450,9 @@ def test_the_reader_joins_continuations_and_drops_comments():
     call = _program_call(lines[0][1], PROGRAM)
     assert call is not None and call.split() == "backfill-assets request create --assets a --from D --to D".split()
     assert lines[1][1] == "echo '#not a comment'"
+
+
+def test_the_path_check_resolves_modules_and_their_names():
+    assert _exists("engine/wap/gate.Gate") and _exists("backfill_assets/engine/store/catalog.Catalog.publish")
+    assert _exists("tests/engine/test_catalog*.py") and _exists("docs/ARCHITECTURE.md")
+    assert not _exists("engine/wap/gate.NoSuchName") and not _exists("engine/store/no_such_module.py")
