@@ -3,7 +3,8 @@
 README.md, CONTRIBUTING.md and docs/*.md are read for command lines: in fenced shell blocks (``bash``, ``sh``,
 ``shell``, ``console`` and untagged ones) every line that runs ``backfill-assets`` (a ``$`` prompt, ``VAR=value``
 prefixes and a ``.venv/bin/`` path allowed; ``\\`` continuations joined; ``#`` comments dropped), and every inline
-code span that starts with ``backfill-assets``. Each is checked against click's own command tree
+code span that starts with ``backfill-assets`` or with one of its commands and shows an option
+(``reconcile --repair``). Each is checked against click's own command tree
 (``backfill_assets.cli.cli``), in-process, so a renamed command or flag fails here:
 
 - the subcommand path exists (``request create``, ``tables sync``; a synopsis ``request list | show ID`` is each
@@ -15,10 +16,11 @@ code span that starts with ``backfill-assets``. Each is checked against click's 
 - in a synopsis (a fenced line with ``[...]``): an option outside brackets and parentheses is one click requires,
   one inside brackets is not, and no required option is left out; in a fenced example (no brackets) no required
   option is left out. Inline spans are often fragments (``backfill-assets request create --dry-run``), so only
-  the first three checks apply to them.
+  the first four checks apply to them.
 
-``dagster`` and ``dg`` command lines in fenced blocks that name a sensor (``sensor start NAME``) or a job (``-j NAME``,
-``--job NAME``) are checked against the orders code location's definitions, the one ``workspace.yaml`` loads.
+``dagster`` and ``dg`` command lines (fenced or inline) are checked the same way against Dagster's own click trees
+(its ``create_dagster_cli()`` and ``dagster_dg_cli``'s, read and never invoked), and a sensor or job one names
+(``sensor start NAME``, ``-j NAME``) must be one of the orders code location's, the one ``workspace.yaml`` loads.
 docs/CLI_REFERENCE.md is left out: it is rendered from ``--help`` and tests/integration/test_cli_reference.py
 keeps it so. Every repository path the docs name (``tests/engine/test_states.py``, ``engine/wap/gate.Gate``: a module
 and a name it defines) exists, but for the files a reader is told to write in a project of their own.
@@ -47,11 +49,14 @@ DOCS = sorted(
 SHELL_LANGUAGES = {"", "bash", "sh", "shell", "console"}
 FENCE = re.compile(r"^\s*```(\S*)\s*$")
 INLINE = re.compile(r"`(backfill-assets [^`]+)`")
+SUBCOMMAND_SPAN = re.compile(r"`([a-z][a-z-]* [^`]*--[^`]*)`")
+DAGSTER_SPAN = re.compile(r"`((?:dagster|dg) [^`]+)`")
 PROGRAM = "backfill-assets"
 # What may stand before the program on a line: a prompt, environment assignments, a path to the virtualenv's bin.
 LEAD = re.compile(r"^(?:\$\s+)?(?:[A-Za-z_][A-Za-z0-9_]*=\S+\s+)*(?:\S*/)?")
 ANGLE = re.compile(r"<[^<>]*>")  # <run id>, <host:pid from the step's log>: one placeholder word
 ELIDED = {"…", "...", "…]"}
+SHELL_OPERATORS = {"&", "&&", ";", "||"}  # the command ends there (a background job, a second command)
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,10 @@ class Shown:
     where: str  # path:line
     text: str  # from the program's name on, comments and continuations resolved
     fenced: bool
+
+    @property
+    def program(self) -> str:
+        return self.text.split(maxsplit=1)[0]
 
     @property
     def synopsis(self) -> bool:
@@ -144,17 +153,26 @@ def shown_commands() -> list[Shown]:
         for number, line in enumerate((ROOT / path).read_text(encoding="utf-8").splitlines(), 1):
             for span in INLINE.findall(line):
                 shown.append(Shown(f"{path}:{number}", span.replace("\\|", "|"), fenced=False))
+            # `request create --wait`, `reconcile --repair`: a command of ours named without the program
+            for span in SUBCOMMAND_SPAN.findall(line):
+                if span.split()[0] in cli.commands:
+                    shown.append(Shown(f"{path}:{number}", f"{PROGRAM} {span.replace(chr(92) + '|', '|')}",
+                                       fenced=False))
     return shown
 
 
-def shown_dagster_commands() -> list[tuple[str, list[str]]]:
+def shown_dagster_commands() -> list[Shown]:
+    """Every ``dagster`` or ``dg`` command line, fenced or an inline code span."""
     found = []
     for path in DOCS:
-        for number, line in _fenced_lines(path):
+        lines = [(number, line, True) for number, line in _fenced_lines(path)]
+        for number, line in enumerate((ROOT / path).read_text(encoding="utf-8").splitlines(), 1):
+            lines += [(number, span, False) for span in DAGSTER_SPAN.findall(line)]
+        for number, line, fenced in lines:
             for program in ("dagster", "dg"):
                 call = _program_call(line, program)
                 if call:
-                    found.append((f"{path}:{number}", _words(call)))
+                    found.append(Shown(f"{path}:{number}", call, fenced))
     return found
 
 
@@ -192,7 +210,7 @@ def _marked(words: list[str]) -> list[Word]:
     return marked
 
 
-def _alternatives(words: list[str]) -> list[list[str]]:
+def _alternatives(words: list[str], root: click.Command) -> list[list[str]]:
     """A synopsis ``request list [--status S] | show ID | cancel ID`` as its alternatives: the first keeps the
     words before the last group name it reaches; each later one is that prefix plus its own words. A ``|`` inside
     brackets or parentheses belongs to them."""
@@ -206,20 +224,20 @@ def _alternatives(words: list[str]) -> list[list[str]]:
         parts[-1].append(word)
     if len(parts) == 1:
         return parts
-    prefix = _group_prefix(parts[0])
+    prefix = _group_prefix(parts[0], root)
     return [parts[0], *([*prefix, *part] for part in parts[1:])]
 
 
-def _group_prefix(words: list[str]) -> list[str]:
+def _group_prefix(words: list[str], root: click.Command) -> list[str]:
     """The words of ``words`` up to (and with) the deepest group they name: ``['request']`` for ``request list``."""
-    command: click.Command = cli
+    command: click.Command = root
     prefix: list[str] = []
     taken: list[str] = []
     for word in words:
         text = word.strip("[]()")
-        if isinstance(command, click.Group) and text in command.commands:
+        if _subcommand(command, text) is not None:
             prefix = list(taken)
-            command = command.commands[text]
+            command = _subcommand(command, text)
             if isinstance(command, click.Group):
                 prefix = [*taken, word]
         taken.append(word)
@@ -227,6 +245,13 @@ def _group_prefix(words: list[str]) -> list[str]:
 
 
 # ---- checking one command line ---------------------------------------------------------------------------------
+
+def _subcommand(command: click.Command, name: str) -> click.Command | None:
+    """A group's subcommand by name, through click's API (dg's groups list theirs lazily)."""
+    if not isinstance(command, click.Group):
+        return None
+    return command.get_command(click.Context(command), name)
+
 
 def _options(command: click.Command) -> dict[str, click.Option]:
     names = {}
@@ -245,16 +270,32 @@ def _is_placeholder(text: str) -> bool:
     return text.isupper() or "PLACEHOLDER" in text or text in ELIDED or text.endswith("…")
 
 
+def root_command(program: str) -> click.Command:
+    """The click command a program's name runs: ours, or Dagster's own ``dagster`` and ``dg``."""
+    if program == PROGRAM:
+        return cli
+    if program == "dagster":
+        from dagster._cli import create_dagster_cli  # Dagster's CLI tree, read and never invoked
+
+        return create_dagster_cli()
+    from dagster_dg_cli.cli import create_dg_cli
+
+    return create_dg_cli()
+
+
 def problems(shown: Shown) -> list[str]:
+    root = root_command(shown.program)
     found = []
-    for words in _alternatives(_words(shown.text)[1:]):
-        found += _problems_of(shown, _marked(words))
+    words = _words(shown.text)[1:]
+    ends = [i for i, w in enumerate(words) if w in SHELL_OPERATORS or w.startswith((">", "2>"))]
+    for alternative in _alternatives(words[: ends[0]] if ends else words, root):
+        found += _problems_of(shown, _marked(alternative), root)
     return [f"{shown.where}: `{shown.text}`: {p}" for p in found]
 
 
-def _problems_of(shown: Shown, words: list[Word]) -> list[str]:
-    command: click.Command = cli
-    path: list[str] = [PROGRAM]
+def _problems_of(shown: Shown, words: list[Word], root: click.Command) -> list[str]:
+    command: click.Command = root
+    path: list[str] = [shown.program]
     used: dict[str, Word] = {}
     positionals = 0
     found: list[str] = []
@@ -280,9 +321,10 @@ def _problems_of(shown: Shown, words: list[Word]) -> list[str]:
             found += _choice_problems(path, name, option, inline_value)
             i += 1
             continue
-        if isinstance(command, click.Group) and text in command.commands:
+        sub = _subcommand(command, text)
+        if sub is not None:
             found += _required_problems(shown, path, command, used)
-            command, path, used, positionals = command.commands[text], [*path, text], {}, 0
+            command, path, used, positionals = sub, [*path, text], {}, 0
             i += 1
             continue
         if isinstance(command, click.Group) and not _is_placeholder(text):
@@ -341,6 +383,16 @@ def test_every_command_a_doc_shows_exists_with_its_options(path):
     assert found == [], "\n".join(found)
 
 
+DAGSTER_SHOWN = shown_dagster_commands()
+
+
+def test_every_dagster_and_dg_command_the_docs_show_exists_with_its_options():
+    """Dagster's ``dagster`` and ``dg`` commands, checked as ours are, against their own click trees."""
+    assert {s.program for s in DAGSTER_SHOWN} == {"dagster", "dg"}
+    found = [p for shown in DAGSTER_SHOWN for p in problems(shown)]
+    assert found == [], "\n".join(found)
+
+
 def test_every_dagster_command_names_a_sensor_or_job_of_the_code_location():
     from backfill_assets.examples.orders.definitions import defs
 
@@ -348,12 +400,12 @@ def test_every_dagster_command_names_a_sensor_or_job_of_the_code_location():
     sensors = {s.name for s in repository.sensor_defs}
     jobs = {j.name for j in repository.get_all_jobs()}
     named, found = 0, []
-    for where, words in shown_dagster_commands():
-        for kind, name in _named_definitions(words):
+    for shown in DAGSTER_SHOWN:
+        for kind, name in _named_definitions(_words(shown.text)):
             named += 1
             if name not in (sensors if kind == "sensor" else jobs) and not _is_placeholder(name):
-                found.append(f"{where}: {' '.join(words)}: no {kind} {name} in the orders code location")
-    assert named >= 1
+                found.append(f"{shown.where}: {shown.text}: no {kind} {name} in the orders code location")
+    assert named >= 3
     assert found == [], "\n".join(found)
 
 
@@ -427,6 +479,10 @@ def test_every_path_a_doc_names_exists():
         ("backfill-assets accept daily_revenue/2022-10-17/<run id>/1 --approved-by ana --reason 'a # b'", []),
         ("backfill-assets skip ASSET (PARTITION | --from D --to D) --reason TEXT [--by NAME]", []),
         ("backfill-assets -m MODULE …", []),
+        ("backfill-assets request wait req-… > wait.log 2>&1 &", []),
+        ("dagster asset materialize -m M --selekt raw_orders", ["has no option --selekt", "requires --select"]),
+        ("dg launch --assets a,b --partition 2024-04-02", []),
+        ("dg lunch --assets a", ["`dg` has no subcommand lunch"]),
     ],
 )
 def test_the_checker_flags_what_the_code_contradicts(text, expected):
