@@ -10,7 +10,8 @@ code span that starts with ``backfill-assets`` or with one of its commands and s
 - the subcommand path exists (``request create``, ``tables sync``; a synopsis ``request list | show ID`` is each
   alternative under the same group);
 - every long option (``--foo``, ``--foo=x``) is one of that command's (or, before the subcommand, the group's);
-- a value given to a ``click.Choice`` option is one of its choices (``--format csv|json`` lists them);
+- a value given to an option with choices is one of them (a ``click.Choice``, or the ``a | b | c`` its help
+  lists; ``--format csv|json`` shows several);
 - no more positional words than the command takes (placeholders such as ``ID``, ``ASSET``, ``DAY``, ``<run id>``
   and ``req-…`` count as one word each; ``…`` on its own stands for "and the rest", so checking stops there);
 - in a synopsis (a fenced line with ``[...]``): an option outside brackets and parentheses is one click requires,
@@ -22,7 +23,7 @@ code span that starts with ``backfill-assets`` or with one of its commands and s
 (its ``create_dagster_cli()`` and ``dagster_dg_cli``'s, read and never invoked), and a sensor or job one names
 (``sensor start NAME``, ``-j NAME``) must be one of the orders code location's, the one ``workspace.yaml`` loads.
 docs/CLI_REFERENCE.md is left out: it is rendered from ``--help`` and tests/integration/test_cli_reference.py
-keeps it so. Every repository path the docs name (``tests/engine/test_states.py``, ``engine/wap/gate.Gate``: a module
+keeps it so, but every command of ours must be shown somewhere else too. Every repository path the docs name (``tests/engine/test_states.py``, ``engine/wap/gate.Gate``: a module
 and a name it defines) exists, but for the files a reader is told to write in a project of their own.
 """
 
@@ -341,11 +342,24 @@ def _problems_of(shown: Shown, words: list[Word], root: click.Command) -> list[s
     return found
 
 
+HELP_CHOICES = re.compile(r"\b([a-z_]+(?: \| [a-z_]+)+)\b")  # "none | failed | completed" in an option's help
+
+
+def _choices(option: click.Option) -> list[str] | None:
+    """The values an option takes: a ``click.Choice``'s, or the ``a | b | c`` its help lists (the service checks
+    those words; the help is what ``--help`` promises)."""
+    if isinstance(option.type, click.Choice):
+        return [str(c) for c in option.type.choices]
+    listed = HELP_CHOICES.search(option.help or "")
+    return listed.group(1).split(" | ") if listed else None
+
+
 def _choice_problems(path: list[str], name: str, option: click.Option, value: str | None) -> list[str]:
-    if not value or not isinstance(option.type, click.Choice) or _is_placeholder(value):
+    choices = _choices(option)
+    if not value or choices is None or _is_placeholder(value):
         return []
-    wrong = [v for v in value.split("|") if v and v not in option.type.choices and not _is_placeholder(v)]
-    return [f"`{' '.join(path)} {name}` takes one of {list(option.type.choices)}, shown with {v}" for v in wrong]
+    wrong = [v for v in value.split("|") if v and v not in choices and not _is_placeholder(v)]
+    return [f"`{' '.join(path)} {name}` takes one of {choices}, shown with {v}" for v in wrong]
 
 
 def _required_problems(shown: Shown, path: list[str], command: click.Command, used: dict[str, Word]) -> list[str]:
@@ -381,6 +395,33 @@ def test_the_docs_show_commands_to_check():
 def test_every_command_a_doc_shows_exists_with_its_options(path):
     found = [p for shown in SHOWN if shown.where.startswith(path + ":") for p in problems(shown)]
     assert found == [], "\n".join(found)
+
+
+def _leaf_paths(command: click.Command, path: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
+    """Every command a user can run: a leaf, or a group that runs on its own (``tables``)."""
+    if not isinstance(command, click.Group) or command.invoke_without_command:
+        yield path
+    if isinstance(command, click.Group):
+        for name in command.list_commands(click.Context(command)):
+            yield from _leaf_paths(_subcommand(command, name), (*path, name))  # type: ignore[arg-type]
+
+
+def _shown_path(words: list[Word], root: click.Command) -> tuple[str, ...]:
+    command, path = root, []
+    for word in words:
+        sub = _subcommand(command, word.text)
+        if sub is not None:
+            command, path = sub, [*path, word.text]
+    return tuple(path)
+
+
+def test_every_command_of_ours_is_shown_in_the_docs():
+    """A new command is documented beside the others, not only in the generated reference."""
+    shown = {_shown_path(_marked(alternative), cli)
+             for s in SHOWN for alternative in _alternatives(_words(s.text)[1:], cli)}
+    commands = set(_leaf_paths(cli, ()))
+    assert len(commands) >= 25
+    assert sorted(" ".join(c) for c in commands - shown) == []
 
 
 DAGSTER_SHOWN = shown_dagster_commands()
@@ -473,6 +514,7 @@ def test_every_path_a_doc_names_exists():
         ("backfill-assets gc --older-than DAYS [--dry-run]", ["--older-than is optional, shown required"]),
         ("backfill-assets rollback ASSET PARTITION [--reason TEXT]", ["requires --reason, shown optional"]),
         ("backfill-assets read ASSET PARTITION [--format csv|parquet]", ["shown with parquet"]),
+        ("backfill-assets request create --assets a --from D --to D --reprocess all", ["shown with all"]),
         ("backfill-assets versions ASSET PARTITION EXTRA", ["takes 2 argument(s), shown with 3"]),
         ("backfill-assets request list [--status S] | show ID | cancel ID [--timeout S]",
          ["`backfill-assets request cancel` has no option --timeout"]),
