@@ -23,8 +23,9 @@ code span that starts with ``backfill-assets`` or with one of its commands and s
 (its ``create_dagster_cli()`` and ``dagster_dg_cli``'s, read and never invoked), and a sensor or job one names
 (``sensor start NAME``, ``-j NAME``) must be one of the orders code location's, the one ``workspace.yaml`` loads.
 docs/CLI_REFERENCE.md is left out: it is rendered from ``--help`` and tests/integration/test_cli_reference.py
-keeps it so, but every command of ours must be shown somewhere else too. Every repository path the docs name (``tests/engine/test_states.py``, ``engine/wap/gate.Gate``: a module
-and a name it defines) exists, but for the files a reader is told to write in a project of their own.
+keeps it so, but every command of ours must be shown somewhere else too. Every repository path the docs name
+(``tests/engine/test_states.py``, ``engine/wap/gate.Gate``: a module and a name it defines) exists, but for the
+files a reader is told to write in a project of their own.
 """
 
 from __future__ import annotations
