@@ -1,4 +1,4 @@
-"""``backfill-assets demo``: the October story of docs/DESIGN.md §11, end to end on the embedded default."""
+"""``backfill-assets demo``: the October story (README.md#what-the-demo-does), end to end on the embedded default."""
 
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ list.
 Each job is an adapter of the service (``backfill_assets.service.Backfills``), like its CLI command: its config keys
 are the service's field names, so a bad value fails the run with the service's own one-line message, and nothing
 is written. Who acts, when the config names nobody, is the UI's user (the run's ``dagster/user`` tag) or
-``launchpad``. The result is the run's output metadata: ``result`` (JSON, as ``--json`` prints it) and a summary.
+``launchpad``. The result is the run's output metadata: ``result`` (the service's record as JSON) and a summary;
+docs/SERVICE.md says where the CLI's ``--json`` differs.
 An operation whose result is a refusal of the data (a registered file its checks rejected) fails the run with that
 summary, its result in the failure's metadata.
 
@@ -186,7 +187,7 @@ OPERATIONS = (
 
 
 def _as_json(result: Any) -> Any:
-    """The result as ``--json`` prints it (times as text)."""
+    """The service record as JSON (times as text); the CLI's ``--json`` differs for some: docs/SERVICE.md."""
     plain = [_plain(item) for item in result] if isinstance(result, list) else _plain(result)
     return json.loads(json.dumps(plain, default=str))
 

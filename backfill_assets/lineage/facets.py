@@ -66,7 +66,7 @@ class BackfillIdentityRunFacet(RunFacet):
 
 @attr.define
 class BackfillTimesRunFacet(RunFacet):
-    """The four times of a version (docs/DESIGN.md §2), UTC ISO-8601; the later ones stay null until they happen."""
+    """The four times of a version (docs/ARCHITECTURE.md#identity), UTC ISO-8601; later ones null until they happen."""
 
     intervalStart: str  # noqa: N815
     intervalEnd: str  # noqa: N815

@@ -1,4 +1,4 @@
-"""The version life cycle (docs/DESIGN.md §3): exactly the transitions in ``ALLOWED`` are legal."""
+"""The version life cycle (docs/ARCHITECTURE.md#life-cycle): exactly the transitions in ``ALLOWED`` are legal."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ def test_every_state_has_an_entry_in_the_table():
     assert set(ALLOWED) == set(VersionState)
 
 
-# The life cycle as docs/DESIGN.md §3 draws it, written out independently of ALLOWED so that an accidental edit of the
-# table (an extra edge or a missing one) fails here.
+# The life cycle as docs/ARCHITECTURE.md#life-cycle draws it, written out independently of ALLOWED so that an
+# accidental edit of the table (an extra edge or a missing one) fails here.
 DESIGN_EDGES = {
     (S.WRITING, S.VERIFYING),
     (S.WRITING, S.ABANDONED),

@@ -5,7 +5,7 @@
     │   ├── InvalidField        ... in named input fields, which each surface words its own way (--to, to_day)
     │   ├── UnsafeName          a name or partition key that could escape the warehouse root
     │   └── NotAuthorized       a stated name not on the code location's lists (approvers, owners, admins)
-    ├── IllegalTransition       a version state change the life cycle (docs/DESIGN.md §3) does not allow
+    ├── IllegalTransition       a state change the life cycle (docs/ARCHITECTURE.md#life-cycle) does not allow
     ├── PublishConflict         compare-and-swap on the current pointer lost (another version won)
     ├── AssetOwnedElsewhere     another code location on the same catalog owns the asset name: nothing written
     ├── IntegrityError          a file on disk does not match its manifest / catalog row

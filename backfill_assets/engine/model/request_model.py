@@ -1,4 +1,4 @@
-"""Backfill requests as data: the validated spec a user asks for, statuses, cell decisions (docs/DESIGN.md §7)."""
+"""Backfill requests as data: the spec a user asks for, statuses, cell decisions (docs/ARCHITECTURE.md#requests)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The version life cycle of docs/DESIGN.md §3, as data: states and the transitions allowed between them."""
+"""The version life cycle (docs/ARCHITECTURE.md#life-cycle) as data: states and the transitions allowed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run tag names (docs/DESIGN.md §6). Plain strings so the engine and the Dagster integration share them."""
+"""Run tag names (docs/ARCHITECTURE.md#run-tags). Plain strings so the engine and the Dagster integration share them."""
 
 REQUEST_ID = "backfill/request_id"
 CODE_VERSION = "backfill/code_version"

@@ -1,4 +1,4 @@
-"""Downstream follows published versions (docs/DESIGN.md §8): what each request's publishes set in motion."""
+"""Downstream follows published versions (docs/ARCHITECTURE.md#propagation): what a request's publishes start."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Request-level reconciliation (docs/DESIGN.md §9): planned vs created vs published vs everything else, per cell.
+"""Request-level reconciliation (docs/ARCHITECTURE.md#reconcile-rollback-gc): planned, created, published, the rest.
 
 Pure over the catalog plus facts the caller gathers from Dagster (run statuses, which versions have a
 materialization), so the same report is produced by the CLI, tests and the HTML page.

@@ -1,4 +1,4 @@
-"""Partition claims: a cell is held by at most one open request at a time (docs/DESIGN.md §7, overlap)."""
+"""Partition claims: a cell is held by at most one open request at a time (docs/ARCHITECTURE.md#requests)."""
 
 from __future__ import annotations
 

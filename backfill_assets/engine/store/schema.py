@@ -1,4 +1,4 @@
-"""Catalog tables (names are the contract of docs/DESIGN.md §5). SQLAlchemy Core; one DDL on SQLite and PostgreSQL."""
+"""Catalog tables (their names are a contract: docs/ARCHITECTURE.md#storage). SQLAlchemy Core; SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Write–audit–publish for one (asset, partition) attempt, in plain Python (docs/DESIGN.md §4).
+"""Write–audit–publish for one (asset, partition) attempt, in plain Python (docs/ARCHITECTURE.md#gate).
 
 The Dagster step drives it: ``begin`` → ``read_published`` (upstream, recorded) → ``write_and_audit`` →
 ``conclude`` (publish by CAS when every check passed and the code version is the frozen one, else reject).

@@ -1,4 +1,4 @@
-"""Factory for gated data assets: the step writes, audits and publishes (docs/DESIGN.md §4)."""
+"""Factory for gated data assets: the step writes, audits and publishes (docs/ARCHITECTURE.md#gate)."""
 
 
 import json

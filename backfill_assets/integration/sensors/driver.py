@@ -1,4 +1,4 @@
-"""The backfill driver sensor: submits runs for open requests (docs/DESIGN.md §7). Runs in dagster-daemon."""
+"""The backfill driver sensor: submits runs for open requests (docs/ARCHITECTURE.md#requests); runs in the daemon."""
 
 from datetime import timedelta
 from typing import Iterator
