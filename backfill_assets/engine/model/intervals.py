@@ -147,7 +147,7 @@ class BusinessCalendar:
         """Inclusive range of partition keys, validated."""
         a, b = self.day_of_key(first), self.day_of_key(last)
         if b < a:
-            raise InvalidInput(f"--to {last} is before --from {first}")
+            raise InvalidField("{to_day} {last} is before {from_day} {first}", last=last, first=first)
         return [(a + timedelta(days=i)).isoformat() for i in range((b - a).days + 1)]
 
     def previous_key(self, key: str) -> str | None:

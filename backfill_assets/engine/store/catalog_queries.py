@@ -8,7 +8,7 @@ from typing import Any, Iterable, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from backfill_assets.engine.model.errors import InvalidInput, NotFound, quoted
+from backfill_assets.engine.model.errors import InvalidField, InvalidInput, NotFound, quoted
 from backfill_assets.engine.model.identity import parse_version_id, validate_asset_name, validate_partition_key
 from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.catalog_records import Consumer, Version
@@ -241,11 +241,13 @@ class CatalogQueries:
             parse_version_id(to_version_id)
             target = self._get(conn, to_version_id)
             if (target.asset, target.partition_key) != (asset, key):
-                raise InvalidInput(f"--to {to_version_id} is not a version of {asset} {key}")
+                raise InvalidField("{to_version} {given} is not a version of {asset} {key}", given=to_version_id,
+                                   asset=asset, key=key)
             if target.version_id == bad:
-                raise InvalidInput(f"--to {to_version_id} is already the current version")
+                raise InvalidField("{to_version} {given} is already the current version", given=to_version_id)
             if VersionState(target.state) not in VERIFIED:
-                raise InvalidInput(f"--to {to_version_id} is {target.state}, not a verified version")
+                raise InvalidField("{to_version} {given} is {state}, not a verified version", given=to_version_id,
+                                   state=target.state)
             return target
         # The previous verified version is the superseded one that was current most recently: the newest
         # publish_log row that made it current (a publish, or the restore of an earlier rollback), not its
