@@ -107,7 +107,7 @@ class ServiceContext:
             return nullcontext({})
         if self.resources_of is None:
             raise InvalidInput(f"the resources {', '.join(names)} are needed and this service has none: build it "
-                               "with Backfills.for_instance(defs, instance) from the code location's definitions")
+                               "with backfills_for_instance(defs, instance) from the code location's definitions")
         return self.resources_of(names)
 
     def record(
