@@ -92,3 +92,12 @@ def test_the_service_asks_dagster_through_its_port_and_returns_the_ports_answers
     assert (cancelled.terminated_runs, cancelled.forced_runs) == (("run-1",), ())
     assert dagster.calls == [f"cell_facts {len(DAYS)}", "wake", f"request_run_facts {request_id}",
                              f"stop {request_id} 0.5"]
+
+
+def test_the_instance_port_answers_every_question_the_service_declares():
+    """``InstancePort`` subclasses the Protocol, so a question it forgot would answer None: each is its own."""
+    from backfill_assets.integration.dagster_port import InstancePort
+
+    declared = {name for name, value in vars(DagsterPort).items() if callable(value) and not name.startswith("_")}
+    assert len(declared) == 11
+    assert declared - set(vars(InstancePort)) == set()
