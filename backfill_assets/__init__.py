@@ -5,6 +5,7 @@ type checkers and editors read the explicit imports below::
 
     from backfill_assets import BusinessCalendar, gated_asset, backfill_definitions, unique_key, not_empty
     from backfill_assets import Backfills, RequestInput  # the service: every operation, typed
+    from backfill_assets import backfills_for_instance  # the service on a Dagster instance
 """
 
 from __future__ import annotations
@@ -99,6 +100,9 @@ if TYPE_CHECKING:
     from backfill_assets.integration.resources import (
         BackfillResource,
     )
+    from backfill_assets.integration.service_wiring import (
+        backfills_for_instance,
+    )
     from backfill_assets.service import (
         Backfills,
         ClearInput,
@@ -162,6 +166,7 @@ _PUBLIC = {
     "PublishedDataIOManager": "backfill_assets.integration.published_io",
     "run_external": "backfill_assets.integration.external",
     "BackfillResource": "backfill_assets.integration.resources",
+    "backfills_for_instance": "backfill_assets.integration.service_wiring",
     "Backfills": "backfill_assets.service",
     "RequestInput": "backfill_assets.service",
     "ClearInput": "backfill_assets.service",
@@ -219,6 +224,7 @@ __all__ = [
     "UnsafeName",
     "audit",
     "backfill_definitions",
+    "backfills_for_instance",
     "daily_partitions_for",
     "gated_asset",
     "graph_of",

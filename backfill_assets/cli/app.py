@@ -58,14 +58,14 @@ class AppContext:
         from backfill_assets.engine.plan.creation import QueueLimits
         from backfill_assets.integration.location_resources import resources_opener
         from backfill_assets.integration.selection import selector_of
-        from backfill_assets.service import home_service
+        from backfill_assets.integration.service_wiring import backfills_for_home
 
         from .instance_config import run_queue_limits
 
         limits = QueueLimits(*run_queue_limits(self.home), f"{self.home}/{INSTANCE_YAML}")
         location = self.code_location()
-        return home_service(location.graph, self.home, limits, RequestSource.CLI, default_user(),
-                            selector_of(location.defs, location.graph), resources_opener(location.defs))
+        return backfills_for_home(location.graph, self.home, limits, RequestSource.CLI, default_user(),
+                                  selector_of(location.defs, location.graph), resources_opener(location.defs))
 
 
 def ensure_home(home: Path) -> Path:

@@ -29,6 +29,7 @@ from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.wap.registration import audit_resources
 from backfill_assets.integration.launching_user import DAGSTER_USER_TAG, launching_user
 from backfill_assets.integration.resources import BACKFILL_RESOURCE
+from backfill_assets.integration.service_wiring import backfills_for_instance
 from backfill_assets.service import Backfills
 
 LAUNCHPAD_USER = "launchpad"
@@ -203,7 +204,7 @@ def build_operation_job(graph: AssetGraph, operation: Operation) -> dg.JobDefini
     def run_operation(context: dg.OpExecutionContext, config: config_class):
         backfill = getattr(context.resources, BACKFILL_RESOURCE)
         user = context.run.tags.get(DAGSTER_USER_TAG) or LAUNCHPAD_USER
-        backfills = Backfills.for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD,
+        backfills = backfills_for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD,
                                            user=user, warehouse=backfill.warehouse(),
                                            system_user=launching_user(context.run.tags),
                                            tables=backfill.published_tables(),

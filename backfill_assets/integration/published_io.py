@@ -41,14 +41,14 @@ class PublishedDataIOManager(dg.IOManager):
         """Nothing to store: a gated asset's data is its published version."""
 
     def load_input(self, context: dg.InputContext) -> pd.DataFrame:
-        from backfill_assets.service import Backfills
+        from backfill_assets.integration.service_wiring import backfills_for_instance
 
         asset = context.asset_key.to_user_string()
         days = list(context.asset_partition_keys) if context.has_asset_partitions else []
         if not days:
             raise dg.Failure(f"{asset} is read one business day at a time; {_consumer(context)} maps to none of its "
                              "days (give it a partitions definition or a partition mapping)")
-        service = Backfills.for_instance(
+        service = backfills_for_instance(
             self._graph, context.instance, catalog=self._backfill.catalog(), warehouse=self._backfill.warehouse()
         )
         _require_published(service, asset, days, _consumer(context))

@@ -27,8 +27,9 @@ from backfill_assets.engine.plan.clearing import ClearInput
 from backfill_assets.integration.launching_user import DAGSTER_USER_TAG, launching_user
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.selection import select_assets
+from backfill_assets.integration.service_wiring import backfills_for_instance
 from backfill_assets.integration.ui_markdown import plan_markdown, report_markdown
-from backfill_assets.service import Backfills, CreatedRequest, RequestPlan
+from backfill_assets.service import CreatedRequest, RequestPlan
 
 REQUEST_JOB = "backfill_request"
 REPORT_JOB = "backfill_report"
@@ -107,7 +108,7 @@ def build_request_job(graph: AssetGraph) -> dg.JobDefinition:
     def create_backfill_request(
         context: dg.OpExecutionContext, config: BackfillRequestConfig, backfill: BackfillResource
     ):
-        backfills = Backfills.for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD,
+        backfills = backfills_for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD,
                                            system_user=launching_user(context.run.tags))
         with refused_as_failure():
             asked = request_input(config, context.run.tags.get(DAGSTER_USER_TAG))
@@ -129,7 +130,7 @@ def build_clear_job(graph: AssetGraph, assets: Sequence[dg.AssetsDefinition]) ->
 
     @dg.op(name=CLEAR_OP, out=dg.Out(dg.Nothing), description="Re-run the selected assets' cells over the days.")
     def clear_backfill_cells(context: dg.OpExecutionContext, config: BackfillClearConfig, backfill: BackfillResource):
-        backfills = Backfills.for_instance(
+        backfills = backfills_for_instance(
             graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD, select_assets=selector,
             system_user=launching_user(context.run.tags),
         )
@@ -212,7 +213,7 @@ def build_report_job(graph: AssetGraph) -> dg.JobDefinition:
     def report_backfill_request(
         context: dg.OpExecutionContext, config: BackfillReportConfig, backfill: BackfillResource
     ):
-        backfills = Backfills.for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD,
+        backfills = backfills_for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD,
                                            tables=backfill.published_tables())
         try:
             reconciled = backfills.reconcile(config.request_id)

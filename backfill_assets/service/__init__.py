@@ -1,8 +1,9 @@
 """The service layer: one typed API for every operation on backfill requests, under every door.
 
-    from backfill_assets.service import Backfills, RequestInput
+    from backfill_assets import backfills_for_instance
+    from backfill_assets.service import RequestInput
 
-    backfills = Backfills.for_instance(defs, dg.DagsterInstance.get())
+    backfills = backfills_for_instance(defs, dg.DagsterInstance.get())
     plan = backfills.plan(RequestInput(assets=["daily_revenue"], from_day="2022-10-01", to_day="2022-10-31"))
     created = backfills.create(RequestInput(..., reason="FX fix", requested_by="ana"))
     cleared = backfills.clear(ClearInput(select="+daily_revenue", partition_key="2022-10-17", future=True))
@@ -10,6 +11,9 @@
 Inputs are lists, enums, dates and parsed conf; outputs are frozen records (``records.py``); errors are the
 library's exceptions, ``InvalidField`` naming the input's fields (``to_day``) so each surface can word them its
 own way (``--to`` on the CLI).
+
+The service imports neither Dagster nor the integration: it declares what it asks of Dagster (``ports.DagsterPort``)
+and whoever builds it hands that in (``backfills_for_instance`` in ``integration/service_wiring.py``).
 """
 
 from backfill_assets.engine.model.errors import FieldMessage, InvalidField, RefusedField
@@ -18,7 +22,7 @@ from backfill_assets.engine.model.request_model import DownstreamPolicy, Order, 
 from backfill_assets.engine.plan.clearing import ClearInput
 from backfill_assets.engine.store.pauses import Pause
 
-from .backfills import Backfills, home_service
+from .backfills import Backfills
 from .records import (
     Cancelled,
     Cleared,
@@ -60,5 +64,4 @@ __all__ = [
     "RequestSource",
     "RequestSummary",
     "Resumed",
-    "home_service",
 ]

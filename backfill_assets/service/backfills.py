@@ -8,30 +8,24 @@ calls it. A surface builds a ``Backfills`` for its code location, instance and c
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.request_input import RequestInput, build_spec
-from backfill_assets.engine.model.settings import Settings
 from backfill_assets.engine.plan.clearing import ClearInput, clear_window
-from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.operations import Operation, Operations
-from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.store.tries import cell_tries
-from backfill_assets.engine.store.wakeup import wake_daemon
-from backfill_assets.engine.tables.published_tables import PublishedTables, SyncReport, published_tables_of
+from backfill_assets.engine.tables.published_tables import SyncReport
 from backfill_assets.engine.tables.records import TableLag
 
 from . import control, handoffs, reconciling, registering, requests, tables, versions
-from .context import ServiceContext, os_user
+from .context import ServiceContext
 from .handoffs import Handoff, HandoffDecision
 from .reconciling import Reconciliation
 from .records import (
@@ -49,13 +43,12 @@ from .records import (
 from .registering import Registration
 from .versions import PointerChange, PublishedRead, SkipMarks, Traced
 
-if TYPE_CHECKING:
-    import dagster as dg
-
 
 class Backfills:
     """The service: backfill requests and their life cycle on one code location, instance and catalog (see
-    ``ServiceContext``; ``for_instance`` builds one for a Dagster instance)."""
+    ``ServiceContext``). ``backfill_assets.backfills_for_instance(defs, instance)`` builds one for a Dagster
+    instance; ``Backfills(ServiceContext(graph, catalog))`` one on the catalog alone, whose operations that must
+    ask Dagster (the dry run, cancel, reconcile, a cell's tries) refuse, naming what they needed."""
 
     def __init__(self, context: ServiceContext):
         self.context = context
@@ -67,50 +60,6 @@ class Backfills:
     @property
     def catalog(self) -> Catalog:
         return self.context.catalog
-
-    @classmethod
-    def for_instance(
-        cls, definitions: Any, instance: dg.DagsterInstance, catalog: Catalog | None = None,
-        source: M.RequestSource = M.RequestSource.PYTHON, user: str | None = None,
-        warehouse: Warehouse | None = None, select_assets: Callable[[str], tuple[str, ...]] | None = None,
-        system_user: str = "", tables: PublishedTables | None = None, resources: Mapping[str, Any] | None = None,
-    ) -> Backfills:
-        """The service for a code location (its ``dg.Definitions`` from ``backfill_definitions``, or its graph)
-        on a Dagster instance; the catalog and warehouse are the ones the settings name (``BACKFILL_CATALOG_URL``,
-        ``BACKFILL_WAREHOUSE``) unless given. ``user``: who acts when an operation names nobody (the OS user).
-        ``select_assets``: how a clear's selection resolves (by default through ``definitions``, when they are
-        Dagster's). ``system_user``: who the system saw act (stored beside stated names; by default ``user``).
-        ``tables``: the published tables (by default the ones the settings turn on). ``resources``: the code
-        location's resources, opened (a run's); by default ``definitions``' own, opened when an operation needs them
-        (``register``'s audits)."""
-        from backfill_assets.integration.graphs import graph_of
-        from backfill_assets.integration.location_resources import given_resources, resources_opener
-        from backfill_assets.integration.runs.dagster_adapter import run_queue_limits
-        from backfill_assets.integration.selection import selector_of
-
-        graph = definitions if isinstance(definitions, AssetGraph) else graph_of(definitions)
-        if graph is None:
-            raise InvalidField("{definitions} were not built with backfill_definitions")
-        selector = select_assets or (None if isinstance(definitions, AssetGraph) else selector_of(definitions, graph))
-        opener = (
-            given_resources(resources) if resources is not None
-            else None if isinstance(definitions, AssetGraph) else resources_opener(definitions)
-        )
-        home = instance.root_directory
-        return cls(ServiceContext(
-            graph=graph,
-            catalog=catalog or Catalog.of_settings(Settings.from_env()),
-            instance_of=lambda: instance,
-            queue_limits_of=lambda: QueueLimits(*run_queue_limits(instance), "the instance's run queue"),
-            wake=lambda: wake_daemon(home),
-            warehouse_of=lambda: warehouse or Warehouse(Settings.from_env().warehouse_root),
-            source=source,
-            user=user or os_user(),
-            select_assets=selector,
-            system_user=system_user,
-            tables_of=lambda: tables or published_tables_of(Settings.from_env()),
-            resources_of=opener,
-        ))
 
     # ---- requests ----------------------------------------------------------------------------------------------
 
@@ -135,7 +84,7 @@ class Backfills:
         each cell's decision, nothing written)."""
         if self.context.select_assets is None:
             raise InvalidField("{select} needs the code location's Dagster definitions to resolve; build the "
-                               "service with Backfills.for_instance(defs, instance)")
+                               "service with backfills_for_instance(defs, instance)")
         assets = self.context.select_assets(asked.select)
         window = clear_window(self.graph.calendar, self.graph.calendar.newest_complete_key(utc_now()), asked)
         request = asked.request_input(assets, window)
@@ -152,7 +101,7 @@ class Backfills:
         backfill) as a request; ``create`` is the way for what a user asks."""
         return requests.freeze(self.context, spec, left_out, request_id, message)
 
-    def list(self, statuses: Sequence[str] = ()) -> list[RequestSummary]:
+    def list(self, statuses: Sequence[str] = ()) -> builtins.list[RequestSummary]:
         """Every request (``statuses``: only those in these statuses, or groups ``active`` and ``closed``), newest
         first, with its pause (if paused) and its cells' counts now."""
         return requests.list_requests(self.context, statuses)
@@ -265,10 +214,9 @@ class Backfills:
         """Every try of the cell, oldest first (Airflow's task tries): each version written, and each Dagster run
         that was to write the cell and wrote nothing (a relaunched run, a production run that failed before
         writing), with the request that asked for it; ``request_id``'s tries marked ``this_request``."""
-        from backfill_assets.integration.runs.cell_runs import runs_touching_cell
-
         versions.require_cell(self.context, asset, partition_key)
-        runs = runs_touching_cell(self.context.instance_of(), self.graph, asset, partition_key)
+        dagster = self.context.require_dagster("a cell's tries (the Dagster runs that were to write it)")
+        runs = dagster.cell_runs(self.graph, asset, partition_key)
         return cell_tries(self.catalog, asset, partition_key, request_id=request_id, runs=runs)
 
     def trace(self, ref: str) -> builtins.list[Traced]:
@@ -289,23 +237,3 @@ class Backfills:
         """The downstream owner declines: nothing is re-run for the asset; reconcile shows the decision."""
         return handoffs.decide(self.context, handoff_id, handoffs.DECLINED, by)
 
-
-def home_service(
-    graph: AssetGraph, home: Path, queue_limits: QueueLimits, source: M.RequestSource, user: str,
-    select_assets: Callable[[str], tuple[str, ...]] | None = None,
-    resources_of: Callable[[Sequence[str]], AbstractContextManager[Mapping[str, Any]]] | None = None,
-) -> Backfills:
-    """The service for a process that knows the instance by its home folder (the CLI): Dagster's instance is
-    opened only by the operations that need it."""
-
-    def instance() -> dg.DagsterInstance:
-        import dagster as dg
-
-        return dg.DagsterInstance.get()
-
-    return Backfills(ServiceContext(
-        graph=graph, catalog=Catalog.of_settings(Settings.from_env()), instance_of=instance,
-        queue_limits_of=lambda: queue_limits, wake=lambda: wake_daemon(home),
-        warehouse_of=lambda: Warehouse(Settings.from_env().warehouse_root), source=source, user=user,
-        select_assets=select_assets, resources_of=resources_of,
-    ))

@@ -1,5 +1,5 @@
-"""What every operation of the service works with: the code location's graph, the catalog, the Dagster instance
-(opened on first use), the run queue's limits, the daemon's wake-up, and the surface calling."""
+"""What every operation of the service works with: the code location's graph, the catalog, Dagster (through the
+``DagsterPort`` the builder hands in, or none), the warehouse, the published tables, and the surface calling."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import getpass
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.errors import BackfillError, InvalidField, InvalidInput
@@ -21,25 +21,26 @@ from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.store.transactions import atomic
 from backfill_assets.engine.tables.published_tables import PublishedTables, SyncReport, published_tables_of
 
-if TYPE_CHECKING:
-    import dagster as dg
+from .ports import DagsterPort
+
+# The queue a request is measured against when no Dagster instance is known: nothing lowers its max_active.
+NO_RUN_QUEUE = QueueLimits(None, [], "no Dagster instance")
 
 
 @dataclass(frozen=True)
 class ServiceContext:
     """``source``: the surface calling (``python``, ``cli``, ``launchpad``); every request it creates records it.
-    ``instance_of`` opens Dagster's instance (only dry runs and cancels talk to Dagster); ``queue_limits_of``
-    says what the run queue lets a request execute at once; ``wake`` hints the daemon that there is new work;
-    ``warehouse_of`` opens the warehouse (only the operations that read or purge files use it); ``select_assets``
-    resolves a clear's asset selection with Dagster (the asset names, upstream first), when the surface has the
-    code location's Dagster definitions."""
+    ``dagster``: the Dagster instance as the service asks of it (``ports.DagsterPort``: run facts, stopping runs,
+    the run queue's limits, the daemon's wake-up, events recorded outside runs); None: the catalog alone, and an
+    operation that must ask Dagster says so. ``warehouse_of`` opens the warehouse (only the operations that read
+    or purge files use it; by default the settings' own); ``select_assets`` resolves a clear's asset selection
+    with Dagster (the asset names, upstream first), when the surface has the code location's Dagster
+    definitions."""
 
     graph: AssetGraph
     catalog: Catalog
-    instance_of: Callable[[], dg.DagsterInstance]
-    queue_limits_of: Callable[[], QueueLimits]
-    wake: Callable[[], None]
-    warehouse_of: Callable[[], Warehouse]
+    dagster: DagsterPort | None = None
+    warehouse_of: Callable[[], Warehouse] = field(default=lambda: Warehouse(Settings.from_env().warehouse_root))
     source: M.RequestSource = M.RequestSource.PYTHON
     # Who acts when an operation names nobody (the requester of a consumer cascade): the OS user, the UI's user.
     user: str = "unknown"
@@ -57,6 +58,23 @@ class ServiceContext:
     @property
     def seen_user(self) -> str:
         return self.system_user or self.user
+
+    def require_dagster(self, needed_for: str) -> DagsterPort:
+        """The Dagster port, for an operation that cannot be done without it (``needed_for`` says which)."""
+        if self.dagster is None:
+            raise InvalidInput(f"{needed_for} needs Dagster's instance and this service has none: build it with "
+                               "backfills_for_instance(defs, instance), or hand ServiceContext a DagsterPort")
+        return self.dagster
+
+    def queue_limits(self) -> QueueLimits:
+        """What the run queue lets a request execute at once; without Dagster nothing lowers a request's own."""
+        return NO_RUN_QUEUE if self.dagster is None else self.dagster.queue_limits()
+
+    def wake(self) -> None:
+        """Hint the daemon that there is new work. Without Dagster there is no daemon of ours to hint: a hint only
+        saves a timer period, the ledger already holds the work."""
+        if self.dagster is not None:
+            self.dagster.wake_daemon()
 
     @property
     def warehouse(self) -> Warehouse:
@@ -89,7 +107,7 @@ class ServiceContext:
             return nullcontext({})
         if self.resources_of is None:
             raise InvalidInput(f"the resources {', '.join(names)} are needed and this service has none: build it "
-                               "with Backfills.for_instance(defs, instance) from the code location's definitions")
+                               "with backfills_for_instance(defs, instance) from the code location's definitions")
         return self.resources_of(names)
 
     def record(

@@ -7,11 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from backfill_assets.engine.plan.reconcile import Report
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.states import IN_PROGRESS, VersionState
+from backfill_assets.engine.plan.reconcile import GAP_NO_MATERIALIZATION, Report
+from backfill_assets.engine.plan.reconcile import reconcile as reconcile_request
+from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
+from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.tables.records import TableLag
 
 from .context import ServiceContext
+from .ports import DagsterPort, RequestRunFacts
 
 # What a repair did to a published table that lagged (beside "recorded materialization" and the like).
 TABLE_SYNCED, TABLE_NOT_SYNCED = "table synced", "table not synced"
@@ -39,26 +45,54 @@ class Reconciliation:
 
 
 def reconcile(context: ServiceContext, request_id: str, verify_files: bool, repair: bool) -> Reconciliation:
-    from backfill_assets.integration.runs.reconcile_facts import repair as repair_gaps
-    from backfill_assets.integration.runs.reconcile_facts import request_report
-
     Ledger(context.catalog).get(validate_request_id(request_id))
-    instance = context.instance_of()
+    dagster = context.require_dagster("reconcile (Dagster's runs and materializations)")
     warehouse = context.warehouse if verify_files else None
-    report = request_report(instance, context.catalog, context.graph, request_id, warehouse)
+
+    def report_now() -> Report:
+        facts = dagster.request_run_facts(context.catalog, request_id)
+        return report_of(context.catalog, context.graph, request_id, facts, warehouse)
+
+    report = report_now()
     assets = _request_assets(report, context)
     lags = tuple(context.tables.lag(context.catalog, assets))
     lagging = [t for t in lags if not t.in_line]
     if not (repair and (report.gaps or lagging)):
         return Reconciliation(report, tables=lags)
-    repaired = list(repair_gaps(instance, context.catalog, report)) if report.gaps else []
+    repaired = _repair_gaps(dagster, context.catalog, report) if report.gaps else []
     if lagging:
         synced = context.tables.sync(context.catalog, sorted({t.asset for t in lagging}))
         repaired += [{"action": TABLE_SYNCED, **r.as_dict()} for r in synced.synced if r.days]
         repaired += [{"action": TABLE_NOT_SYNCED, "table": table, "error": why} for table, why in synced.failed]
         lags = tuple(context.tables.lag(context.catalog, assets))
-    report = request_report(instance, context.catalog, context.graph, request_id, warehouse)
-    return Reconciliation(report, tuple(repaired), lags)
+    return Reconciliation(report_now(), tuple(repaired), lags)
+
+
+def report_of(
+    catalog: Catalog, graph: AssetGraph, request_id: str, facts: RequestRunFacts, warehouse: Warehouse | None = None,
+) -> Report:
+    """The request's reconcile report from the catalog and Dagster's facts; ``warehouse`` re-hashes its published
+    files. Reconcile's and the ``backfill_report`` job's alike."""
+    return reconcile_request(
+        catalog, request_id, graph, run_status_of=facts.run_statuses.get,
+        materialized_version_ids=set(facts.materialized_version_ids), warehouse=warehouse,
+        forced_cancels=facts.forced_cancels,
+    )
+
+
+def _repair_gaps(dagster: DagsterPort, catalog: Catalog, report: Report) -> list[dict[str, Any]]:
+    """Record the missing materialization of a published version, or abandon a version stuck mid-write."""
+    actions: list[dict[str, Any]] = []
+    for gap in report.gaps:
+        version = catalog.get(gap["version_id"])
+        if gap["gap"] == GAP_NO_MATERIALIZATION:
+            dagster.record_materialization(version)
+            catalog.record_repair(version.version_id, "materialization recorded by reconcile --repair")
+            actions.append({"version_id": version.version_id, "action": "recorded materialization"})
+        elif VersionState(version.state) in IN_PROGRESS:
+            catalog.abandon(version.version_id, f"abandoned by reconcile --repair: {gap['gap']}")
+            actions.append({"version_id": version.version_id, "action": "abandoned"})
+    return actions
 
 
 def _request_assets(report: Report, context: ServiceContext) -> list[str]:

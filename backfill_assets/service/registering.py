@@ -166,10 +166,8 @@ def _outcome_line(done: Registration) -> str:
 def _told(context: ServiceContext, done: Registration, outcome: GateOutcome) -> Registration:
     """After the commit: the published tables switched (a publish), Dagster told of the version (a runless
     materialization with its checks, or the rejected version's observation), the daemon woken for a cascade."""
-    from backfill_assets.integration.assets.registration_events import report_registration
-
     tables = context.sync_tables([done.asset]) if done.published else SyncReport()
-    event = tell_dagster(context, lambda instance: report_registration(instance, outcome, done.override),
+    event = tell_dagster(context, lambda dagster: dagster.record_registration(outcome, done.override),
                          done.version_id, "register")
     if done.cascade_request_id:
         context.wake()

@@ -9,7 +9,7 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.plan.chunking import planned_runs
-from backfill_assets.engine.plan.planning import CREATE
+from backfill_assets.engine.plan.planning import CREATE, decide
 from backfill_assets.engine.plan.reconcile import count_decisions, decisions_now
 from backfill_assets.engine.store.asset_owners import refuse_foreign
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
@@ -30,21 +30,30 @@ from .records import (
 
 
 def plan(service: ServiceContext, spec: M.RequestSpec) -> RequestPlan:
-    from backfill_assets.integration.request_planning import dry_run  # Dagster's view of the runs in flight
-
-    cells = tuple(PlannedCell(**row) for row in dry_run(service.graph, service.catalog, service.instance_of(), spec))
+    cells = _dry_run(service, spec)
     creates = [(c.asset, c.partition_key) for c in cells if c.action == CREATE]
     runs = tuple(
         PlannedRun(run.partitions[0], run.partitions[-1], len(run.partitions), tuple(run.assets))
         for run in planned_runs(service.graph, spec, creates)
     )
-    return RequestPlan(spec, service.code_version(), service.queue_limits_of().concurrency(spec), cells, runs)
+    return RequestPlan(spec, service.code_version(), service.queue_limits().concurrency(spec), cells, runs)
+
+
+def _dry_run(service: ServiceContext, spec: M.RequestSpec) -> tuple[PlannedCell, ...]:
+    """Each cell's decision as the driver would take it now, in submission order; writes nothing. The facts are
+    the catalog's and Dagster's runs in flight, read for every cell at once."""
+    cells = [(a, p) for p in spec.ordered_partitions() for a in spec.assets]
+    facts_of = service.require_dagster("the dry run (Dagster's runs in flight)").cell_facts(
+        service.graph, service.catalog, cells)
+    decided = ((asset, partition, decide(spec, service.graph[asset], facts_of(asset, partition)))
+               for asset, partition in cells)
+    return tuple(PlannedCell(asset, partition, d.action, d.reason) for asset, partition, d in decided)
 
 
 def create(service: ServiceContext, spec: M.RequestSpec) -> CreatedRequest:
     # Refused here, not by each run: a request for another location's asset would only fail day after day.
     refuse_foreign(service.catalog.engine, spec.assets, service.graph.location)
-    concurrency = service.queue_limits_of().concurrency(spec)
+    concurrency = service.queue_limits().concurrency(spec)
     return CreatedRequest(freeze(service, spec), concurrency)
 
 
@@ -97,7 +106,7 @@ def show(service: ServiceContext, request_id: str) -> RequestDetail:
     return RequestDetail(
         Request.of(record), pauses.current([request_id]).get(request_id), tuple(pauses.history(request_id)),
         count_decisions(c.decision for c in cells), cells, tuple(Operations(service.catalog).of_request(request_id)),
-        service.queue_limits_of().concurrency(record.spec),
+        service.queue_limits().concurrency(record.spec),
     )
 
 

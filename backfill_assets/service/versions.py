@@ -25,7 +25,11 @@ from backfill_assets.engine.store.engine_refs import EngineRef, EngineRefs, vali
 from backfill_assets.engine.tables.published_tables import SyncReport
 
 from .context import ServiceContext
+from .ports import DagsterPort
 from .requests import freeze
+
+# Tells Dagster of a change made without a run; returns the kind of event recorded.
+DagsterReport = Callable[[DagsterPort], str]
 
 
 @dataclass(frozen=True)
@@ -133,8 +137,6 @@ def rollback(
     """Gated as ``reject`` is: ``by`` (default: the context's user) must be an approver of the code location's
     ``AccessPolicy``, and the version restored must verify. The move, the cascade request and the trail rows commit
     in one transaction; Dagster is told after."""
-    from backfill_assets.integration.assets.dashboard import report_rollback
-
     require_cell(context, asset, partition_key)
     by = context.person(by, "by")
     context.join_tables()
@@ -145,7 +147,7 @@ def rollback(
                                       "the rolled-back version") if cascade else None
         change = _recorded(context, _change("rollback", move, move.consumers_of_previous, None, cascade_id, ""),
                            reason, by)
-    return _told(context, change, move, lambda i: report_rollback(i, context.catalog, move, reason))
+    return _told(context, change, move, lambda dagster: dagster.record_rollback(context.catalog, move, reason))
 
 
 def accept(context: ServiceContext, version_id: str, approved_by: str, reason: str, cascade: bool) -> PointerChange:
@@ -178,9 +180,7 @@ def reject(
     return _told(context, change, move, _override_report(context, move, record))
 
 
-def _told(
-    context: ServiceContext, change: PointerChange, move: PointerMove, report: Callable[[Any], str]
-) -> PointerChange:
+def _told(context: ServiceContext, change: PointerChange, move: PointerMove, report: DagsterReport) -> PointerChange:
     """After the commit: the published tables switched, Dagster told of the move, the daemon woken for a cascade
     request."""
     tables = context.sync_tables([move.asset])
@@ -312,18 +312,16 @@ def _change(action: str, move: PointerMove, consumers, record: Override | None, 
                          move.seq, tuple(consumers), record, cascade_id, event)
 
 
-def _override_report(context: ServiceContext, move: PointerMove, record: Override) -> Callable[[Any], str]:
-    from backfill_assets.integration.assets.override_events import report_override
-
-    return lambda instance: report_override(instance, context.catalog, move, record)
+def _override_report(context: ServiceContext, move: PointerMove, record: Override) -> DagsterReport:
+    return lambda dagster: dagster.record_override(context.catalog, move, record)
 
 
-def tell_dagster(context: ServiceContext, report: Callable[[Any], str], version_id: str, what: str) -> str:
+def tell_dagster(context: ServiceContext, report: DagsterReport, version_id: str, what: str) -> str:
     """Record a pointer move (or a registration) made without a run in the Dagster instance, so the day's partition
-    page names the version now serving. The catalog is the truth and has committed: a failure here is reported, not
-    raised."""
+    page names the version now serving. The catalog is the truth and has committed: a failure here (no Dagster
+    given included) is reported, not raised."""
     try:
-        kind = report(context.instance_of())
+        kind = report(context.require_dagster(f"recording the {what} in Dagster"))
     except Exception as exc:  # noqa: BLE001 - the move stands whatever Dagster answers
         return f"not recorded ({type(exc).__name__}: {exc}); the catalog's {what} stands"
     return f"recorded a runless {kind} of {version_id}"

@@ -8,10 +8,11 @@ import dagster as dg
 import pytest
 from playwright.sync_api import expect
 
+from backfill_assets import backfills_for_instance
 from backfill_assets.engine.store.pauses import Pauses
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.operation_jobs import op_name
-from backfill_assets.service import Backfills, RequestInput
+from backfill_assets.service import RequestInput
 from tests.orders import DEFS
 
 from .conftest import UI, BrowserE2E
@@ -33,7 +34,7 @@ def launch_operation(ui: UI, e2e: BrowserE2E, job: str, config: dict[str, str], 
 
 def test_a_request_is_paused_and_resumed_from_the_launchpad(e2e: BrowserE2E, ui: UI):
     e2e.prepare([DAY], [RAW_ORDERS])
-    backfills = Backfills.for_instance(DEFS, e2e.instance, e2e.catalog)
+    backfills = backfills_for_instance(DEFS, e2e.instance, e2e.catalog)
     holder = backfills.create(RequestInput(assets=[ORDER_FACTS], from_day=DAY, to_day=DAY, requested_by="ana"))
     # Paused at once, it keeps its claim on the day: the request below waits for it, and nothing else moves it.
     backfills.pause(holder.request.request_id, by="ana", reason="hold the day")

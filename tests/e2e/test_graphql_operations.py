@@ -15,6 +15,7 @@ import pytest
 import yaml
 from dagster_graphql import DagsterGraphQLClient
 
+from backfill_assets import backfills_for_instance
 from backfill_assets.engine.store import db
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.outbox import deliveries
@@ -82,7 +83,7 @@ def served(tmp_path_factory) -> Iterable[Served]:
         try:
             server.wait_ready()
             client = DagsterGraphQLClient("127.0.0.1", port_number=server.port)
-            yield Served(home, instance, client, Backfills.for_instance(DEFS, instance))
+            yield Served(home, instance, client, backfills_for_instance(DEFS, instance))
         finally:
             stop_process(server.proc)
             instance.dispose()

@@ -254,3 +254,79 @@ def test_no_sql_outside_the_store():
         if sql:
             offenders[relative] = sql
     assert offenders == {}
+
+
+# The service declares what it needs from Dagster (service/ports.py) and is handed it: it never imports a layer
+# above it, nor Dagster, lazily or not (an import inside a function or under TYPE_CHECKING counts).
+SERVICE_DIR = ENGINE_DIR.parent / "service"
+ABOVE_THE_SERVICE = ("backfill_assets.integration", "backfill_assets.cli")
+
+
+def _absolute_imports(source: str, path: Path) -> set[str]:
+    """Every module the ``source`` of the package module at ``path`` imports, anywhere in it: relative imports
+    resolved, ``from package import name`` read as the submodule too, and the public package's lazy names
+    (``backfill_assets._PUBLIC``) as the module they load."""
+    import backfill_assets
+
+    parts = list(path.relative_to(ENGINE_DIR.parent.parent).with_suffix("").parts)
+    package = parts[:-1]  # an __init__'s package is its folder, as a module's is
+    names = set(_imported_modules(source))
+    for node in ast.walk(_parse(source)):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+        else:
+            base = node.module or ""
+        names.add(base)
+        for alias in node.names:
+            names.add(f"{base}.{alias.name}")
+            if base == "backfill_assets" and alias.name in backfill_assets._PUBLIC:
+                names.add(backfill_assets._PUBLIC[alias.name])
+    return names
+
+
+def _forbidden_in_the_service(module: str) -> bool:
+    return _is_dagster(module) or any(module == top or module.startswith(top + ".") for top in ABOVE_THE_SERVICE)
+
+
+def test_the_service_scanner_sees_lazy_relative_and_public_imports():
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import dagster as dg\n"
+              "def f():\n    from ..integration.runs import cancel\n    from backfill_assets import graph_of\n"
+              "    from backfill_assets import cli\n    from .context import ServiceContext\n")
+    found = _absolute_imports(source, SERVICE_DIR / "control.py")
+    assert {m for m in found if _forbidden_in_the_service(m)} == {
+        "dagster", "backfill_assets.integration.runs", "backfill_assets.integration.runs.cancel",
+        "backfill_assets.integration.graphs", "backfill_assets.cli"}
+    assert "backfill_assets.service.context" in found
+
+
+def test_no_service_module_imports_dagster_the_integration_or_the_cli():
+    modules = sorted(SERVICE_DIR.rglob("*.py"))
+    assert {p.stem for p in modules} >= {"backfills", "context", "control", "ports", "reconciling", "versions"}
+    offenders = {
+        str(path.relative_to(SERVICE_DIR)): sorted(
+            m for m in _absolute_imports(path.read_text(), path) if _forbidden_in_the_service(m))
+        for path in modules
+    }
+    assert {path: mods for path, mods in offenders.items() if mods} == {}
+
+
+def test_importing_all_of_the_service_in_a_fresh_interpreter_loads_neither_dagster_nor_the_integration():
+    code = (
+        "import importlib, json, pkgutil, sys\n"
+        "import backfill_assets.service as service\n"
+        "names = sorted(m.name for m in pkgutil.walk_packages(service.__path__, 'backfill_assets.service.'))\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'dagster' or m.startswith('dagster_')\n"
+        "                or m.startswith(('backfill_assets.integration', 'backfill_assets.cli')))\n"
+        "print(json.dumps({'imported': names, 'above': loaded}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ENGINE_DIR.parent.parent
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert "backfill_assets.service.ports" in report["imported"]
+    assert report["above"] == []

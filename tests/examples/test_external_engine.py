@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from backfill_assets import Backfills
+from backfill_assets import Backfills, backfills_for_instance
 from backfill_assets.cli import cli
 from backfill_assets.engine.model.errors import NotFound
 from backfill_assets.engine.model.run_context import version_label
@@ -56,7 +56,7 @@ def ran(tmp_path_factory) -> Iterator[Ran]:
         with dg.instance_for_test(temp_dir=str(home), overrides=shipped_storage()) as instance:
             good = _materialize(instance, partition_key=DST_DAY)
             bad = _materialize(instance, partition_key=DST_DAY, run_config=BAD_OUTPUT)
-            yield Ran(instance, Backfills.for_instance(defs, instance), good, bad)
+            yield Ran(instance, backfills_for_instance(defs, instance), good, bad)
         dispose_all()
 
 

@@ -16,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
+from backfill_assets import backfills_for_instance
 from backfill_assets.cli import cli
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.intervals import utc_now
@@ -33,7 +34,6 @@ from backfill_assets.integration.operation_jobs import op_name
 from backfill_assets.integration.request_jobs import REQUEST_JOB, REQUEST_OP
 from backfill_assets.integration.runs import local_runs
 from backfill_assets.integration.sensors.cleanup import GC_ACTOR, GC_SENSOR
-from backfill_assets.service import Backfills
 from backfill_assets.service.context import os_user
 from tests.access_location import ADMIN, APPROVER, STRANGER
 from tests.access_location import defs as ACCESS_DEFS
@@ -218,7 +218,7 @@ def test_a_launched_backfill_run_approved_by_a_stranger_fails_without_acting(env
 def test_the_gc_sensor_reclaims_rejected_and_superseded_versions_past_retention(env):
     runs = [r.run_id for r in run(env, [RAW_ORDERS]) + run(env, [RAW_ORDERS]) + run(env, [RAW_ORDERS])
             + run(env, [RAW_ORDERS])]
-    service = Backfills.for_instance(ACCESS_DEFS, env.instance, env.catalog, user=APPROVER)
+    service = backfills_for_instance(ACCESS_DEFS, env.instance, env.catalog, user=APPROVER)
     service.reject(RAW_ORDERS, DAY, APPROVER, "wrong source extract")
     versions = {v.dagster_run_id: v for v in env.catalog.versions_of(RAW_ORDERS, DAY)}
     assert [versions[r].state for r in runs] == ["SUPERSEDED", "SUPERSEDED", "PUBLISHED", "REJECTED"]

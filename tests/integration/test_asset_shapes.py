@@ -10,7 +10,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from backfill_assets import Backfills, BusinessCalendar, backfill_definitions, gated_asset, not_empty
+from backfill_assets import BusinessCalendar, backfill_definitions, backfills_for_instance, gated_asset, not_empty
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.integration.jobs import BACKFILL_JOB
 
@@ -89,7 +89,7 @@ def test_pandas_pyarrow_and_polars_frames_publish_the_same_rows(kind, tmp_path, 
     with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
         assert defs.resolve_job_def(BACKFILL_JOB).execute_in_process(
             partition_key="2024-03-31", instance=instance).success
-        service = Backfills.for_instance(defs, instance)
+        service = backfills_for_instance(defs, instance)
         assert service.serving("usage", "2024-03-31").state == "PUBLISHED"
         read = pd.read_parquet(service.serving("usage", "2024-03-31").path)
         assert read[["sensor_id", "kwh"]].to_dict("list") == ROWS
@@ -130,7 +130,7 @@ def test_a_gated_asset_runs_after_an_ordinary_asset_and_records_its_input_as_not
     with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
         assert defs.resolve_job_def(BACKFILL_JOB).execute_in_process(
             partition_key="2024-03-31", instance=instance).success
-        serving = Backfills.for_instance(defs, instance).serving("usage", "2024-03-31")
+        serving = backfills_for_instance(defs, instance).serving("usage", "2024-03-31")
         assert serving.input_versions == {"raw/events/2024-03-31": "not versioned"}
 
 

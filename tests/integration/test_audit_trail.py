@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
+from backfill_assets import backfills_for_instance
 from backfill_assets.cli import cli
 from backfill_assets.engine.model.errors import BackfillError
 from backfill_assets.engine.model.intervals import utc_now
@@ -74,7 +75,7 @@ def failure_of(result: dg.ExecuteInProcessResult) -> str:
 def _with_a_request_and_a_handoff(env) -> tuple[str, str, Backfills, str, str]:
     """Two published versions of DAY, an open request and a handoff offered on it: something for every door."""
     first, serving = published_twice(env)
-    service = Backfills.for_instance(DEFS, env.instance, env.catalog)
+    service = backfills_for_instance(DEFS, env.instance, env.catalog)
     request_id = service.create(RequestInput(assets=[ORDER_FACTS], from_day="2022-09-05", to_day="2022-09-05",
                                              requested_by="tester")).request.request_id
     handoff_id = Handoffs(env.catalog).offer(request_id, DAILY_REVENUE, "team:finance", ["2022-09-05"], utc_now(),
@@ -148,7 +149,7 @@ def test_a_state_change_whose_trail_row_cannot_be_written_is_rolled_back_whole(e
 
 def test_every_state_change_leaves_exactly_its_trail_row(env):
     first, serving = published_twice(env)
-    service = Backfills.for_instance(DEFS, env.instance, env.catalog)
+    service = backfills_for_instance(DEFS, env.instance, env.catalog)
     service.rollback(DAILY_REVENUE, DAY, "bad fx", by="ana")
     service.skip(ORDER_FACTS, "ana", "left alone", partition_key=DAY)
     trail = [(o.operation, o.actor, o.target) for o in Operations(env.catalog).all()]
@@ -200,7 +201,7 @@ def test_rollback_refuses_a_version_whose_file_does_not_verify_and_nothing_moves
     assert f"the version it would restore, {first}, does not verify" in line
     for to in ([], ["--to", first]):
         with pytest.raises(BackfillError, match=f"{first}, does not verify"):
-            Backfills.for_instance(DEFS, env.instance, env.catalog).rollback(
+            backfills_for_instance(DEFS, env.instance, env.catalog).rollback(
                 DAILY_REVENUE, DAY, "bad fx", to_version=(to[1] if to else None))
     assert catalog_rows(env) == before
     assert env.catalog.current(DAILY_REVENUE, DAY).version_id == serving
@@ -209,5 +210,5 @@ def test_rollback_refuses_a_version_whose_file_does_not_verify_and_nothing_moves
 def test_a_verified_rollback_target_is_restored(env):
     published_twice(env)
     run_partitions(env.instance, [DAY], assets=PIPELINE)
-    change = Backfills.for_instance(DEFS, env.instance, env.catalog).rollback(DAILY_REVENUE, DAY, "bad fx")
+    change = backfills_for_instance(DEFS, env.instance, env.catalog).rollback(DAILY_REVENUE, DAY, "bad fx")
     assert change.serving != change.taken_off and env.catalog.current(DAILY_REVENUE, DAY).version_id == change.serving

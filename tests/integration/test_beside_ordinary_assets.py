@@ -56,13 +56,13 @@ def test_ordinary_assets_materialize_as_before(tmp_path, monkeypatch):
 
 
 def test_gated_assets_publish_beside_them(tmp_path, monkeypatch):
-    from backfill_assets import Backfills
+    from backfill_assets import backfills_for_instance
 
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
         job = defs.resolve_job_def(BACKFILL_JOB)
         assert job.execute_in_process(partition_key="2024-03-31", instance=instance).success
-        serving = Backfills.for_instance(defs, instance).serving("daily_usage", "2024-03-31")
+        serving = backfills_for_instance(defs, instance).serving("daily_usage", "2024-03-31")
         assert (serving.state, serving.rows) == ("PUBLISHED", 3)
 
 

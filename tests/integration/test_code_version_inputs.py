@@ -14,7 +14,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from backfill_assets import Backfills, graph_of
+from backfill_assets import backfills_for_instance, graph_of
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.settings import Settings
 from backfill_assets.engine.store.db import dispose_all
@@ -116,7 +116,7 @@ def test_a_changed_template_or_dependency_blocks_an_open_request_as_a_changed_mo
                                   "--reason", "recompute")
     frozen, request_id = created["code_version"], created["request_id"]
     # Control: another process (this test's, with pytest's modules loaded) finds the same inputs, the same version.
-    assert Backfills.for_instance(defs, env.instance, env.catalog).code_version() == frozen
+    assert backfills_for_instance(defs, env.instance, env.catalog).code_version() == frozen
 
     _edit(what, folder, site)
     loaded = _cli_in_new_process(folder, "request", "create", "--assets", "daily_usage", "--from", DAY, "--to", DAY,

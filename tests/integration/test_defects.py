@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from backfill_assets import (
-    Backfills,
     BusinessCalendar,
     InvalidInput,
     RequestInput,
     backfill_definitions,
+    backfills_for_instance,
     gated_asset,
     row_count,
     side_effect_asset,
@@ -83,7 +83,7 @@ def test_a_config_field_named_like_a_defect_field_is_refused_when_wrapped():
 
 
 def test_a_spoilt_day_is_rejected_by_its_check_and_the_previous_version_keeps_serving(instance):
-    backfills = Backfills.for_instance(DEFS, instance)
+    backfills = backfills_for_instance(DEFS, instance)
     assert _materialize(instance, DAY)
     first = backfills.serving("numbers", DAY)
 
@@ -104,7 +104,7 @@ def test_a_spoilt_day_is_rejected_by_its_check_and_the_previous_version_keeps_se
     ({"defect": "corrupt_file"}, "numbers.defect"),
 ])
 def test_a_bad_defect_in_a_requests_conf_is_refused_naming_the_field_and_writes_nothing(instance, section, message):
-    backfills = Backfills.for_instance(DEFS, instance)
+    backfills = backfills_for_instance(DEFS, instance)
     asked = RequestInput(assets=["numbers"], from_day=DAY, to_day=DAY, conf={"numbers": section})
     with pytest.raises(InvalidInput, match=r"numbers\.") as refused:
         backfills.create(asked)
@@ -113,7 +113,7 @@ def test_a_bad_defect_in_a_requests_conf_is_refused_naming_the_field_and_writes_
 
 
 def test_defect_conf_is_a_wrapped_assets_section_of_a_requests_conf(instance):
-    backfills = Backfills.for_instance(DEFS, instance)
+    backfills = backfills_for_instance(DEFS, instance)
     conf = {"numbers": defect_conf({DAY: "drop_rows"})}
     spec = backfills.spec(RequestInput(assets=["numbers"], from_day=DAY, to_day=DAY, conf=conf))
     assert spec.conf == {"numbers": {"defect": None, "defect_days": {DAY: "drop_rows"}}}

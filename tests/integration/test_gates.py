@@ -12,7 +12,14 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from backfill_assets import BackfillResource, BusinessCalendar, InvalidInput, backfill_definitions, gated_asset
+from backfill_assets import (
+    BackfillResource,
+    BusinessCalendar,
+    InvalidInput,
+    backfill_definitions,
+    backfills_for_instance,
+    gated_asset,
+)
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.gates import DEFAULT_SOURCE_POOL, UNOWNED_TEAM, team_of_request
 from backfill_assets.engine.store.catalog import Catalog
@@ -20,7 +27,6 @@ from backfill_assets.engine.store.schema import target_slot_waiters
 from backfill_assets.engine.store.target_slots import TargetSlots
 from backfill_assets.integration.assets.chunks import CHUNK_JOB, op_name
 from backfill_assets.integration.runs.local_runs import run_partitions
-from backfill_assets.service import Backfills
 from tests.homes import shipped_storage
 
 CALENDAR = BusinessCalendar("UTC", "2024-01-01")
@@ -207,7 +213,7 @@ def test_a_write_target_admits_its_limit_of_steps_and_the_next_waits_for_a_slot(
         STEPS.release.set()
         first.join(WAIT)
         second.join(WAIT)
-        served = {day: Backfills.for_instance(defs, instance).serving("loaded", day) for day in DAYS[:2]}
+        served = {day: backfills_for_instance(defs, instance).serving("loaded", day) for day in DAYS[:2]}
     assert all(results[day].success for day in DAYS[:2]), results
     assert all(v is not None for v in served.values())
     # The second day's write and audit began only after the first day's ended: never two in the target at once.

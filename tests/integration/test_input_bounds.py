@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
+from backfill_assets import backfills_for_instance
 from backfill_assets.cli import cli
 from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import tags as T
@@ -24,7 +25,7 @@ from backfill_assets.integration.jobs import PRODUCTION_JOB
 from backfill_assets.integration.request_jobs import REQUEST_JOB, REQUEST_OP
 from backfill_assets.integration.runs.dagster_adapter import list_backfills
 from backfill_assets.integration.sensors.adoption import adopt_and_track
-from backfill_assets.service import Backfills, RequestInput
+from backfill_assets.service import RequestInput
 from tests.orders import DEFS, GRAPH, run_partitions
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 
@@ -64,7 +65,7 @@ def test_a_non_finite_conf_number_is_refused_by_the_cli_the_launchpad_and_python
     message = launchpad_refusal(refusal_env, conf=conf)
     assert message.startswith(f"conf {ORDER_FACTS}.usd_to_cny: ") and "not a finite number" in message, message
     with pytest.raises(InvalidInput, match="not a finite number"):
-        Backfills.for_instance(DEFS, refusal_env.instance, refusal_env.catalog).create(
+        backfills_for_instance(DEFS, refusal_env.instance, refusal_env.catalog).create(
             RequestInput(assets=[ORDER_FACTS], from_day=DAY, to_day=DAY,
                          conf={ORDER_FACTS: {"usd_to_cny": json.loads(number)}}))
     assert Ledger(refusal_env.catalog).list() == []

@@ -14,10 +14,10 @@ from pyiceberg.catalog import load_catalog
 
 from backfill_assets import (
     AccessPolicy,
-    Backfills,
     BusinessCalendar,
     InvalidInput,
     RequestInput,
+    backfills_for_instance,
     gated_asset,
     graph_of,
     side_effect_asset,
@@ -52,8 +52,8 @@ def _cli(*args: str) -> str:
 def test_two_locations_publish_the_same_name_and_day_under_their_prefixes_and_each_reads_its_own(env):
     _publish(berlin.defs, env.instance)
     _publish(new_york.defs, env.instance)
-    mine = Backfills.for_instance(berlin.defs, env.instance)
-    theirs = Backfills.for_instance(new_york.defs, env.instance)
+    mine = backfills_for_instance(berlin.defs, env.instance)
+    theirs = backfills_for_instance(new_york.defs, env.instance)
     assert mine.read(BERLIN, DAY).frame["kwh"].tolist() == [berlin.KWH, berlin.KWH]
     assert theirs.read(NEW_YORK, DAY).frame["kwh"].tolist() == [new_york.KWH, new_york.KWH]
     # The downstream transform took its prefixed upstream by its name alone, and recorded it by its whole key.
@@ -91,7 +91,7 @@ def test_the_cli_takes_prefixed_names_for_versions_read_and_a_cell(env):
 
 
 def test_a_request_of_a_prefixed_asset_is_driven_to_published(env):
-    service = Backfills.for_instance(berlin.defs, env.instance)
+    service = backfills_for_instance(berlin.defs, env.instance)
     record = service.create(RequestInput(assets=[BERLIN, "berlin/daily_total"], from_day=DAY, to_day=DAY,
                                          reason="prefixed request"))
     drive(env, record.request.request_id, defs=berlin.defs)
@@ -100,7 +100,7 @@ def test_a_request_of_a_prefixed_asset_is_driven_to_published(env):
 
 
 def test_a_batched_request_of_prefixed_assets_publishes_every_day(env):
-    service = Backfills.for_instance(berlin.defs, env.instance)
+    service = backfills_for_instance(berlin.defs, env.instance)
     days = ["2024-03-30", DAY, "2024-04-01"]
     record = service.create(RequestInput(assets=[BERLIN, "berlin/daily_total"], from_day=days[0], to_day=days[-1],
                                          partitions_per_run=3, reason="one chunk run"))
@@ -116,7 +116,7 @@ def test_the_launchpad_request_job_takes_a_prefixed_asset(env):
         instance=env.instance, tags={"dagster/user": "ana@example.com"},
     )
     assert run.success
-    [summary] = Backfills.for_instance(berlin.defs, env.instance).list()
+    [summary] = backfills_for_instance(berlin.defs, env.instance).list()
     shown = summary.as_dict()
     assert shown["assets"] == [BERLIN] and shown["requested_by"] == "ana@example.com"
 
@@ -174,7 +174,7 @@ def _driver(defs: dg.Definitions, instance: dg.DagsterInstance) -> list:
 
 
 def test_each_locations_driver_drives_only_its_own_requests(env):
-    service = Backfills.for_instance(berlin.defs, env.instance)
+    service = backfills_for_instance(berlin.defs, env.instance)
     service.create(RequestInput(assets=[BERLIN], from_day=DAY, to_day=DAY, reason="Berlin's"))
     assert _driver(new_york.defs, env.instance) == []  # neither a run of Berlin's asset nor an error
     [run_request] = _driver(berlin.defs, env.instance)
@@ -182,7 +182,7 @@ def test_each_locations_driver_drives_only_its_own_requests(env):
 
 
 def test_each_locations_propagation_reads_every_publish_and_cascades_its_own_lineage(env):
-    service = Backfills.for_instance(berlin.defs, env.instance)
+    service = backfills_for_instance(berlin.defs, env.instance)
     created = service.create(RequestInput(assets=[BERLIN], from_day=DAY, to_day=DAY, downstream="cascade",
                                           reason="cascade to the total"))
     request_id = created.request.request_id
@@ -197,8 +197,8 @@ def test_each_locations_propagation_reads_every_publish_and_cascades_its_own_lin
 def test_a_locations_gc_leaves_another_locations_versions(env):
     for _ in range(3):  # New York's first version of the day is superseded and no rollback's target
         _publish(new_york.defs, env.instance)
-    Backfills.for_instance(berlin.defs, env.instance).gc(0)  # Berlin's retention, Berlin's tables
-    theirs = Backfills.for_instance(new_york.defs, env.instance)
+    backfills_for_instance(berlin.defs, env.instance).gc(0)  # Berlin's retention, Berlin's tables
+    theirs = backfills_for_instance(new_york.defs, env.instance)
     assert [v.state for v in theirs.versions(NEW_YORK, DAY)] == ["SUPERSEDED", "SUPERSEDED", "PUBLISHED"]
     theirs.gc(0)
     assert [v.state for v in theirs.versions(NEW_YORK, DAY)] == ["PURGED", "SUPERSEDED", "PUBLISHED"]
@@ -215,7 +215,7 @@ def test_a_prefixed_side_effect_is_authorized_by_its_whole_name_and_delivers_onc
 
     defs = backfill_definitions(assets=[berlin.daily_usage, usage_alert], location="berlin",
                                 access=AccessPolicy(approvers=["ops"]))
-    service = Backfills.for_instance(defs, env.instance)
+    service = backfills_for_instance(defs, env.instance)
     created = service.create(RequestInput(assets=[BERLIN, "berlin/usage_alert"], from_day=DAY, to_day=DAY,
                                           allow_side_effects=["berlin/usage_alert"], approved_by="ops", reason="alert"))
     SENT.clear()

@@ -8,10 +8,11 @@ import dagster as dg
 import pytest
 import sqlalchemy as sa
 
+from backfill_assets import backfills_for_instance
 from backfill_assets.engine.store import schema
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.operation_jobs import OPERATIONS, op_name
-from backfill_assets.service import Backfills, RequestInput
+from backfill_assets.service import RequestInput
 from tests.orders import DEFS, run_partitions
 
 DAY = "2022-09-02"
@@ -69,7 +70,7 @@ def test_rollback_reject_skip_gc_and_list_run_from_the_launchpad(env):
 
     _, purgeable = result_of(launch(env, "backfill_gc", {"older_than_days": 0}), "backfill_gc")
     assert isinstance(purgeable, list)  # dry run by default: nothing removed
-    Backfills.for_instance(DEFS, env.instance, env.catalog).create(
+    backfills_for_instance(DEFS, env.instance, env.catalog).create(
         RequestInput(assets=[RAW_ORDERS], from_day="2022-09-05", to_day="2022-09-05", requested_by="ana"))
     _, listed = result_of(launch(env, "backfill_list", {}), "backfill_list")
     assert [r["source"] for r in listed] == ["python"]

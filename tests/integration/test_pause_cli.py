@@ -211,7 +211,8 @@ def test_bad_pause_or_resume_is_one_line_exit_2_and_writes_nothing(env, requests
 def test_a_queued_runs_cancel_is_not_held_to_the_code_servers_deadline(env):
     """Cancelling a QUEUED run is a write to Dagster's storage, with no code server to wait for: even with no
     time at all for code servers to answer, the queued run is terminated, not misreported as forced."""
-    from backfill_assets.integration.runs.cancel import close_request, terminate_request_runs
+    from backfill_assets.integration.runs.cancel import terminate_request_runs
+    from backfill_assets.service.control import close_request
 
     rid = _create(DAYS[0], DAYS[0])
     record, [only] = _first_tick(env, rid)

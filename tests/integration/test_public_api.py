@@ -27,7 +27,7 @@ PINNED = [
     "Order", "PUBLISHED_IO_MANAGER", "PlanError", "PublishConflict", "PublishedDataIOManager",
     "RefusedField", "ReprocessPolicy", "RequestInput", "RequestSource",
     "RunContext", "STRING", "Settings", "StorageError", "TIMESTAMP", "TargetBusy", "UnsafeName", "audit",
-    "backfill_definitions", "daily_partitions_for",
+    "backfill_definitions", "backfills_for_instance", "daily_partitions_for",
     "gated_asset", "graph_of", "matches_schema", "not_empty", "retry_transient", "row_count",
     "run_external", "side_effect_asset", "sql_engine", "totals_match", "unique_key",
 ]
@@ -75,5 +75,5 @@ def test_the_definitions_merge_with_a_users_own_and_keep_their_graph(env):
     assert backfill_assets.graph_of(merged) is backfill_assets.graph_of(DEFS)
     assert merged.resolve_job_def("backfill_request") is not None
     assert dg.AssetKey("team_dashboard") in {spec.key for spec in merged.resolve_all_asset_specs()}
-    backfills = backfill_assets.Backfills.for_instance(merged, env.instance, env.catalog)
+    backfills = backfill_assets.backfills_for_instance(merged, env.instance, env.catalog)
     assert backfills.graph is backfill_assets.graph_of(DEFS)

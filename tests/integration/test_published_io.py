@@ -7,7 +7,7 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from backfill_assets import Backfills
+from backfill_assets import backfills_for_instance
 from backfill_assets.integration.jobs import BACKFILL_JOB
 from tests.mixed_project import defs
 
@@ -38,7 +38,7 @@ def test_an_ordinary_asset_reads_the_published_day_and_the_read_is_recorded(inst
     assert result.success
     # Three meters, 23 hours of 0.5 kWh on the day Berlin moves its clocks forward.
     assert result.output_for_node("usage_report") == pytest.approx(3 * 23 * 0.5)
-    service = Backfills.for_instance(defs, instance)
+    service = backfills_for_instance(defs, instance)
     serving = service.serving("daily_usage", DAY)
     [read] = [c for c in service.catalog.consumers_of(serving.version_id) if c.consumer == CONSUMER]
     assert read.consumer_run_id == result.run_id
@@ -58,7 +58,7 @@ def test_rollback_lists_the_ordinary_asset_among_the_readers_of_the_version_it_t
     _publish(instance, DAY)  # a second version of the day, published over the first
     report = _report(instance, DAY)
     assert report.success
-    service = Backfills.for_instance(defs, instance)
+    service = backfills_for_instance(defs, instance)
     bad = service.serving("daily_usage", DAY).version_id
     change = service.rollback("daily_usage", DAY, reason="the second load was wrong")
     assert change.taken_off == bad and change.serving != bad

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 from pyiceberg.catalog import load_catalog
 
+from backfill_assets import backfills_for_instance
 from backfill_assets.cli import cli
 from backfill_assets.engine.model.errors import NotAuthorized
 from backfill_assets.engine.store import schema
@@ -25,7 +26,6 @@ from backfill_assets.engine.store.operations import Operations
 from backfill_assets.engine.store.storage import DAY_COLUMN
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from backfill_assets.integration.operation_jobs import op_name
-from backfill_assets.service import Backfills
 from tests.access_location import APPROVER, STRANGER
 from tests.access_location import defs as ACCESS_DEFS
 from tests.orders import DEFS, run_partitions
@@ -200,7 +200,7 @@ def test_a_file_failing_a_check_is_rejected_and_the_previous_version_still_serve
 def test_python_registers_a_source_extract_whose_checks_open_the_code_locations_resources(env, tmp_path):
     run_partitions(env.instance, [DAY], assets=[RAW_ORDERS])
     path = fixed_file(env, tmp_path, asset=RAW_ORDERS)
-    service = Backfills.for_instance(DEFS, env.instance, env.catalog)
+    service = backfills_for_instance(DEFS, env.instance, env.catalog)
 
     done = service.register(RAW_ORDERS, DAY, str(path), "ana", "source re-exported by the vendor")
 
@@ -254,7 +254,7 @@ def test_the_launchpad_job_registers_or_fails_naming_the_failed_checks(env, tmp_
 def test_only_a_listed_approver_may_register(env, tmp_path):
     run_partitions(env.instance, [DAY], assets=PIPELINE)
     path = fixed_file(env, tmp_path)
-    service = Backfills.for_instance(ACCESS_DEFS, env.instance, env.catalog)
+    service = backfills_for_instance(ACCESS_DEFS, env.instance, env.catalog)
     before = catalog_rows(env)
     with pytest.raises(NotAuthorized, match="may not approve registering"):
         service.register(DAILY_REVENUE, DAY, str(path), STRANGER, "fixed by hand")

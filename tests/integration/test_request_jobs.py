@@ -8,6 +8,7 @@ import dagster as dg
 import pytest
 import yaml
 
+from backfill_assets import backfills_for_instance
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.request_input import parse_conf_text
@@ -22,7 +23,7 @@ from backfill_assets.integration.request_jobs import (
     REQUEST_JOB,
     REQUEST_OP,
 )
-from backfill_assets.service import Backfills, ClearInput, RequestInput
+from backfill_assets.service import ClearInput, RequestInput
 from tests.homes import shipped_storage
 from tests.orders import DEFS, run_partitions
 
@@ -134,7 +135,7 @@ def test_bad_input_fails_the_run_with_the_services_message_and_writes_nothing(en
     fields = {"assets": [ORDER_FACTS], "from_day": DAYS[0], "to_day": DAYS[1], **config}
     with pytest.raises(InvalidInput) as service_error:
         conf = parse_conf_text(fields.pop("conf", None))
-        Backfills.for_instance(DEFS, env.instance, env.catalog).spec(RequestInput(**fields, conf=conf))
+        backfills_for_instance(DEFS, env.instance, env.catalog).spec(RequestInput(**fields, conf=conf))
 
     result = request(env, **config)
     assert not result.success
@@ -188,12 +189,12 @@ def test_a_clear_from_the_launchpad_is_a_dry_run_until_asked_and_then_the_same_r
     assert (record.source, record.spec.reason, record.spec.requested_by, record.spec.reprocess) == (
         "launchpad", "FX fix", "ana", "completed")
     # The Python caller's clear of the same input freezes the same cells.
-    python = Backfills.for_instance(DEFS, env.instance, env.catalog).clear(
+    python = backfills_for_instance(DEFS, env.instance, env.catalog).clear(
         ClearInput(select=f"+{ORDER_FACTS}", partition_key=DAYS[1], past=True, reason="FX fix", requested_by="ana"),
         dry_run=True,
     )
     assert [(c.partition_key, c.asset) for c in python.plan.cells] == [
-        (c.partition_key, c.asset) for c in Backfills.for_instance(DEFS, env.instance, env.catalog).show(
+        (c.partition_key, c.asset) for c in backfills_for_instance(DEFS, env.instance, env.catalog).show(
             record.request_id).cells]
 
 
@@ -215,6 +216,6 @@ def test_a_bad_clear_fails_its_run_with_the_services_words_and_writes_nothing(en
     message = failure.step_failure_data.user_failure_data.description
     assert words in message, message
     with pytest.raises(InvalidInput) as python:  # the Python caller gets the same message
-        Backfills.for_instance(DEFS, env.instance, env.catalog).clear(ClearInput(**config))
+        backfills_for_instance(DEFS, env.instance, env.catalog).clear(ClearInput(**config))
     assert str(python.value) == message
     assert Ledger(env.catalog).list() == []

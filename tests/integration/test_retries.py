@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from backfill_assets import (
-    Backfills,
     BusinessCalendar,
     InvalidInput,
     backfill_definitions,
+    backfills_for_instance,
     gated_asset,
     side_effect_asset,
 )
@@ -57,7 +57,7 @@ def retrying(tmp_path, monkeypatch):
 
 
 def _attempts(defs: dg.Definitions, instance: dg.DagsterInstance, asset: str) -> list[tuple[int, str]]:
-    return [(v.attempt_no, v.state) for v in Backfills.for_instance(defs, instance).versions(asset, DAY)]
+    return [(v.attempt_no, v.state) for v in backfills_for_instance(defs, instance).versions(asset, DAY)]
 
 
 def _retries_asked(result: dg.ExecuteInProcessResult) -> int:
@@ -79,7 +79,7 @@ def test_an_asset_with_max_retries_3_publishes_its_third_attempt_after_two_failu
     result = dg.materialize([defs.resolve_assets_def("tried_four_times")], partition_key=DAY, instance=instance)
     assert result.success and _retries_asked(result) == 2
     assert _attempts(defs, instance, "tried_four_times") == [(1, "ABANDONED"), (2, "ABANDONED"), (3, "PUBLISHED")]
-    backfills = Backfills.for_instance(defs, instance)
+    backfills = backfills_for_instance(defs, instance)
     serving = backfills.serving("tried_four_times", DAY)
     assert serving.attempt_no == 3 and serving.dagster_run_id == result.run_id
     tries = backfills.tries("tried_four_times", DAY)

@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 from backfill_assets import (
-    Backfills,
     BusinessCalendar,
     InvalidInput,
     RunContext,
     audit,
     backfill_definitions,
+    backfills_for_instance,
     gated_asset,
     side_effect_asset,
 )
@@ -50,8 +50,8 @@ def test_the_transform_and_its_audits_get_the_attempt_s_identity(tmp_path, monke
     with dg.instance_for_test(temp_dir=str(tmp_path), overrides=shipped_storage()) as instance:
         result = dg.materialize([defs.resolve_assets_def("labelled")], partition_key="2024-03-31", instance=instance)
         assert result.success
-        version = Backfills.for_instance(defs, instance).serving("labelled", "2024-03-31")
-        refs = EngineRefs(Backfills.for_instance(defs, instance).catalog).with_id("application_1_0001")
+        version = backfills_for_instance(defs, instance).serving("labelled", "2024-03-31")
+        refs = EngineRefs(backfills_for_instance(defs, instance).catalog).with_id("application_1_0001")
     dispose_all()
     run = SEEN["transform"]
     assert SEEN["audit"] == run and run.version_id == version.version_id and run.attempt_no == 1

@@ -10,6 +10,7 @@ from datetime import date
 import pytest
 from click.testing import CliRunner
 
+from backfill_assets import backfills_for_instance
 from backfill_assets.cli import cli
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
@@ -31,7 +32,7 @@ DAYS = ["2022-09-01", "2022-09-02", "2022-09-03"]
 
 @pytest.fixture
 def backfills(env) -> Backfills:
-    return Backfills.for_instance(DEFS, env.instance, env.catalog)
+    return backfills_for_instance(DEFS, env.instance, env.catalog)
 
 
 def asked(**fields) -> RequestInput:

@@ -9,7 +9,7 @@ from datetime import datetime
 
 import pytest
 
-from backfill_assets import backfill_definitions
+from backfill_assets import backfill_definitions, backfills_for_instance
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.store.outbox import deliveries
 from backfill_assets.examples.orders.definitions import daily_revenue, order_facts, raw_orders, revenue_alert
@@ -18,7 +18,7 @@ from backfill_assets.examples.orders.resources import AlertSink, OrdersSource
 from backfill_assets.integration.runs import local_runs
 from backfill_assets.integration.runs.runs import RUN_KEY_TAG
 from backfill_assets.integration.sensors.production import PRODUCTION_RUN_KEY, PRODUCTION_SENSOR
-from backfill_assets.service import Backfills, RequestInput
+from backfill_assets.service import RequestInput
 from tests.orders import CALENDAR, GRAPH, run_partitions
 
 DAY = "2022-09-01"
@@ -89,7 +89,7 @@ def test_forged_request_tags_are_checked_against_the_request_in_the_catalog(env)
     [run] = run_partitions(env.instance, [DAY], assets=[REVENUE_ALERT], tags=forged)
     assert not run.success and "req-20221101-deadbeef (not in the catalog)" in run.failure
     # A real request without approval, its run's tags edited to claim one: the catalog's record decides.
-    service = Backfills.for_instance(GRAPH, env.instance, env.catalog)
+    service = backfills_for_instance(GRAPH, env.instance, env.catalog)
     request_id = service.create(RequestInput(assets=[DAILY_REVENUE], from_day=DAY, to_day=DAY)).request.request_id
     [run] = run_partitions(env.instance, [DAY], assets=[REVENUE_ALERT], tags={**forged, T.REQUEST_ID: request_id})
     assert not run.success and f"request {request_id} names no approver" in run.failure

@@ -11,7 +11,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from backfill_assets import AssetOwnedElsewhere, Backfills, RequestInput
+from backfill_assets import AssetOwnedElsewhere, RequestInput, backfills_for_instance
 from backfill_assets.integration.jobs import BACKFILL_JOB
 from tests.locations import berlin, new_york
 
@@ -40,7 +40,7 @@ def test_a_second_location_declaring_the_same_asset_is_refused_and_the_first_kee
         assert not refused.success
         failure = next(e for e in refused.all_events if e.is_step_failure)
         assert REFUSAL in failure.step_failure_data.error.message
-        service = Backfills.for_instance(berlin.defs, instance)
+        service = backfills_for_instance(berlin.defs, instance)
         [version] = service.versions("daily_usage", DAY)  # New York wrote nothing
         assert version.state == "PUBLISHED"
         assert service.read("daily_usage", DAY).frame["kwh"].tolist() == [berlin.KWH, berlin.KWH]
@@ -49,7 +49,7 @@ def test_a_second_location_declaring_the_same_asset_is_refused_and_the_first_kee
 def test_a_request_of_the_second_location_is_refused_before_it_is_created(home):
     with dg.instance_for_test(temp_dir=str(home)) as instance:
         assert _run(berlin.defs, instance).success
-        york = Backfills.for_instance(new_york.defs, instance)
+        york = backfills_for_instance(new_york.defs, instance)
         with pytest.raises(AssetOwnedElsewhere, match="belongs to code location 'berlin'"):
             york.create(RequestInput(assets=["daily_usage"], from_day=DAY, to_day=DAY, reason="mine"))
         assert york.list() == []

@@ -12,6 +12,7 @@ from collections import defaultdict
 import dagster as dg
 import pytest
 
+from backfill_assets import backfills_for_instance
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.wakeup import wake_daemon, wakeup_stamp
@@ -20,7 +21,7 @@ from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.runs.dagster_adapter import sensors_pending_since
 from backfill_assets.integration.runs.waker import Waker
 from backfill_assets.integration.sensors.driver import DRIVER_SENSOR
-from backfill_assets.service import Backfills, RequestInput
+from backfill_assets.service import RequestInput
 from tests.orders import DEFS, MODULE, run_partitions
 
 # A wait's timeout: a loop that was not woken waits this long, which no wake-up below may take.
@@ -136,7 +137,7 @@ def test_the_backstop_replaces_the_sensor_and_backfill_timers_but_not_the_queue_
 def test_a_request_created_while_driver_ticks_race_submits_each_cell_once(env):
     """Four requests made one after another while the driver sensor is evaluated back to back in another thread:
     every cell is requested under one run key, and every cell of every request gets one."""
-    backfills = Backfills.for_instance(DEFS, env.instance, env.catalog)
+    backfills = backfills_for_instance(DEFS, env.instance, env.catalog)
     sensor = DEFS.resolve_sensor_def(DRIVER_SENSOR)
     keys_by_cell: dict[tuple[str, str], set[str]] = defaultdict(set)
     done = threading.Event()

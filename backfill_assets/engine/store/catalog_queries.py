@@ -8,7 +8,7 @@ from typing import Any, Iterable, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from backfill_assets.engine.model.errors import InvalidField, InvalidInput, NotFound, quoted
+from backfill_assets.engine.model.errors import InvalidField, NotFound, quoted
 from backfill_assets.engine.model.identity import parse_version_id, validate_asset_name, validate_partition_key
 from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.catalog_records import Consumer, Version

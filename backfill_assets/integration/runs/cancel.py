@@ -16,9 +16,7 @@ from typing import Iterable
 
 import dagster as dg
 
-from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell
-from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.plan.cancelling import StoppedRuns, cancelled_cell
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
@@ -58,20 +56,6 @@ DAGSTER_FORCED_MESSAGE = "forcibly marked as canceled"
 class CancelOutcome:
     terminated: list[str]  # stopped by the queue or by their launcher (code server, warm launcher), which confirmed
     forced: list[str]  # marked cancelled by us: no answer from their code server (or no confirmation)
-
-
-def close_request(ledger: Ledger, request_id: str) -> tuple[list[Cell], bool]:
-    """Stop submission: close the request. Returns its cells still ``submitted`` (their runs to stop) and whether
-    it had already been cancelled — a second cancel, or one after a cancel that died half-way, which must still
-    finish the job rather than fail. A request that completed stays an error (``InvalidInput``)."""
-    if ledger.get(request_id).status != M.CANCELLED:
-        try:
-            return ledger.cancel(request_id), False
-        except InvalidInput:
-            if ledger.get(request_id).status != M.CANCELLED:  # completed in between: nothing to cancel
-                raise
-            # Another cancel closed it in between: carry on, like a second cancel.
-    return [c for c in ledger.cells(request_id) if c.decision == M.SUBMITTED], True
 
 
 def terminate_request_runs(

@@ -1,4 +1,4 @@
-"""What reconcile needs from Dagster (run statuses, materialized versions) and the repair of crash gaps."""
+"""What reconcile needs from Dagster: run statuses, the versions its materializations carry, forced cancels."""
 
 from __future__ import annotations
 
@@ -9,23 +9,26 @@ import dagster as dg
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.model.graph import AssetGraph
-from backfill_assets.engine.model.states import IN_PROGRESS, VersionState
-from backfill_assets.engine.plan.reconcile import GAP_NO_MATERIALIZATION, Report, reconcile
+from backfill_assets.engine.plan.reconcile import Report
 from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.integration.keys import asset_key
 from backfill_assets.integration.runs.cancel import forced_cancels
 from backfill_assets.integration.runs.runs import runs_of_request, status_name
+from backfill_assets.service.ports import RequestRunFacts
+from backfill_assets.service.reconciling import report_of
 
 
-def run_status_lookup(instance: dg.DagsterInstance, run_ids: Iterable[str]):
+def run_statuses(instance: dg.DagsterInstance, run_ids: Iterable[str]) -> dict[str, str]:
+    """Each run's status name, for the runs Dagster has (200 ids per query)."""
     ids = sorted(set(run_ids))
     statuses: dict[str, str] = {}
     for start in range(0, len(ids), 200):
         for run in instance.get_runs(filters=dg.RunsFilter(run_ids=ids[start : start + 200])):
             statuses[run.run_id] = status_name(run)
-    return statuses.get
+    return statuses
 
 
 def materialized_version_ids(instance: dg.DagsterInstance, cells: Iterable[tuple[str, str]]) -> set[str]:
@@ -53,6 +56,19 @@ def materialized_version_ids(instance: dg.DagsterInstance, cells: Iterable[tuple
     return found
 
 
+def request_run_facts(instance: dg.DagsterInstance, catalog: Catalog, request_id: str) -> RequestRunFacts:
+    """Dagster's facts about a request for reconcile: its runs' and its versions' runs' statuses, the version ids
+    its cells' materializations carry, and the runs whose cancellation was forced."""
+    cells = Ledger(catalog).cells(request_id)
+    runs = runs_of_request(instance, request_id)
+    version_runs = [v.dagster_run_id for v in catalog.versions_of_request(request_id)]
+    return RequestRunFacts(
+        run_statuses=run_statuses(instance, [r.run_id for r in runs] + version_runs),
+        materialized_version_ids=frozenset(materialized_version_ids(instance, [c.key for c in cells])),
+        forced_cancels=forced_cancels(instance, _maybe_forced(runs, cells)),
+    )
+
+
 def request_report(
     instance: dg.DagsterInstance,
     catalog: Catalog,
@@ -61,19 +77,8 @@ def request_report(
     warehouse: Warehouse | None = None,
 ) -> Report:
     """The request's reconcile report with Dagster's facts (run statuses, materializations); ``warehouse``
-    re-hashes its published files. For ``reconcile`` and the ``backfill_report`` job alike."""
-    cells = Ledger(catalog).cells(request_id)
-    runs = runs_of_request(instance, request_id)
-    version_runs = [v.dagster_run_id for v in catalog.versions_of_request(request_id)]
-    return reconcile(
-        catalog,
-        request_id,
-        graph,
-        run_status_of=run_status_lookup(instance, [r.run_id for r in runs] + version_runs),
-        materialized_version_ids=materialized_version_ids(instance, [c.key for c in cells]),
-        warehouse=warehouse,
-        forced_cancels=forced_cancels(instance, _maybe_forced(runs, cells)),
-    )
+    re-hashes its published files. The service's ``report_of``, for a caller holding an instance."""
+    return report_of(catalog, graph, request_id, request_run_facts(instance, catalog, request_id), warehouse)
 
 
 def _maybe_forced(runs: list[dg.DagsterRun], cells: list[Cell]) -> list[dg.DagsterRun]:
@@ -87,32 +92,23 @@ def _maybe_forced(runs: list[dg.DagsterRun], cells: list[Cell]) -> list[dg.Dagst
     ]
 
 
-def repair(instance: dg.DagsterInstance, catalog: Catalog, report: Report) -> list[dict[str, str]]:
-    """Record the missing materialization of a published version, or abandon a version stuck mid-write."""
-    actions = []
-    for gap in report.gaps:
-        version = catalog.get(gap["version_id"])
-        if gap["gap"] == GAP_NO_MATERIALIZATION:
-            instance.report_runless_asset_event(
-                dg.AssetMaterialization(
-                    asset_key=asset_key(version.asset),
-                    partition=version.partition_key,
-                    description="repaired by backfill-assets reconcile: published in the catalog, event was lost",
-                    metadata={
-                        "version_id": version.version_id,
-                        "path": dg.MetadataValue.path(version.path),
-                        "rows": int(version.rows or 0),
-                        "sha256": version.sha256 or "",
-                        "logical_run_id": version.logical_run_id,
-                        "request_id": version.request_id or "",
-                        "published_at": version.published_at or "",
-                        "repaired": True,
-                    },
-                )
-            )
-            catalog.record_repair(version.version_id, "materialization recorded by reconcile --repair")
-            actions.append({"version_id": version.version_id, "action": "recorded materialization"})
-        elif VersionState(version.state) in IN_PROGRESS:
-            catalog.abandon(version.version_id, f"abandoned by reconcile --repair: {gap['gap']}")
-            actions.append({"version_id": version.version_id, "action": "abandoned"})
-    return actions
+def record_lost_materialization(instance: dg.DagsterInstance, version: Version) -> None:
+    """Record the materialization of a version the catalog published and Dagster never heard of (the run died
+    between the publish and its event): reconcile's repair of that gap."""
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization(
+            asset_key=asset_key(version.asset),
+            partition=version.partition_key,
+            description="repaired by backfill-assets reconcile: published in the catalog, event was lost",
+            metadata={
+                "version_id": version.version_id,
+                "path": dg.MetadataValue.path(version.path),
+                "rows": int(version.rows or 0),
+                "sha256": version.sha256 or "",
+                "logical_run_id": version.logical_run_id,
+                "request_id": version.request_id or "",
+                "published_at": version.published_at or "",
+                "repaired": True,
+            },
+        )
+    )

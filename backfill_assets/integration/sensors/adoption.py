@@ -25,6 +25,7 @@ from backfill_assets.integration.runs.runs import run_assets, run_view, runs_of_
 from backfill_assets.integration.sensors import SENSOR_INTERVAL_SECONDS
 from backfill_assets.integration.sensors.driver import downstream_hold, followed_runs
 from backfill_assets.integration.sensors.evaluation import SensorResource, evaluation_instance
+from backfill_assets.integration.service_wiring import backfills_for_instance
 from backfill_assets.service import Backfills
 
 ADOPTION_SENSOR = "backfill_adoption"
@@ -35,7 +36,7 @@ def adopt_and_track(
 ) -> tuple[list[str], list[str], list[str]]:
     """Register new Dagster backfills and update the cells of adopted ones; returns the ids newly adopted, newly
     closed, and one line per backfill that could not be handled this tick (the others are handled regardless)."""
-    adopting = Backfills.for_instance(graph, instance, catalog, M.RequestSource.DAGSTER)
+    adopting = backfills_for_instance(graph, instance, catalog, M.RequestSource.DAGSTER)
     loaded = adopting.code_version()
     adopted: list[str] = []
     closed: list[str] = []

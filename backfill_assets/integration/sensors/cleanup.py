@@ -32,10 +32,10 @@ def build_gc_sensor(graph: AssetGraph, backfill: BackfillResource | None = None)
                      "(never a current version or its rollback target). Stopped until you start it."),
     )
     def backfill_cleanup(context: dg.SensorEvaluationContext):
-        from backfill_assets.service import Backfills
+        from backfill_assets.integration.service_wiring import backfills_for_instance
 
         configured = resource.get()
-        service = Backfills.for_instance(graph, evaluation_instance(context), configured.catalog(),
+        service = backfills_for_instance(graph, evaluation_instance(context), configured.catalog(),
                                          M.RequestSource.DAGSTER, user=GC_ACTOR, warehouse=configured.warehouse(),
                                          tables=configured.published_tables())
         purged = service.gc(None)

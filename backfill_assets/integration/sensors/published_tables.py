@@ -28,10 +28,10 @@ def build_tables_sensor(graph: AssetGraph, backfill: BackfillResource | None = N
                     "in line with the catalog's pointers; a table that cannot be synced is named here.",
     )
     def backfill_published_tables(context: dg.SensorEvaluationContext):
-        from backfill_assets.service import Backfills
+        from backfill_assets.integration.service_wiring import backfills_for_instance
 
         configured = resource.get()
-        service = Backfills.for_instance(graph, evaluation_instance(context), configured.catalog(),
+        service = backfills_for_instance(graph, evaluation_instance(context), configured.catalog(),
                                          M.RequestSource.DAGSTER, user=TABLES_ACTOR, warehouse=configured.warehouse(),
                                          tables=configured.published_tables())
         report = service.sync_tables()

@@ -1,0 +1,78 @@
+"""Building the service (``Backfills``) for a Dagster surface: its graph, catalog and warehouse, Dagster as a
+``DagsterPort`` (``dagster_port.InstancePort``), the code location's asset selection and resources. The service
+declares what it needs and never imports this; every door that has Dagster builds it here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from backfill_assets.engine.model import request_model as M
+from backfill_assets.engine.model.errors import InvalidField
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.settings import Settings
+from backfill_assets.engine.plan.creation import QueueLimits
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.storage import Warehouse
+from backfill_assets.engine.tables.published_tables import PublishedTables, published_tables_of
+from backfill_assets.integration.dagster_port import InstancePort
+from backfill_assets.integration.graphs import graph_of
+from backfill_assets.integration.location_resources import Opener, given_resources, resources_opener
+from backfill_assets.integration.selection import selector_of
+from backfill_assets.service import Backfills
+from backfill_assets.service.context import ServiceContext, os_user
+
+
+def backfills_for_instance(
+    definitions: Any, instance: dg.DagsterInstance, catalog: Catalog | None = None,
+    source: M.RequestSource = M.RequestSource.PYTHON, user: str | None = None,
+    warehouse: Warehouse | None = None, select_assets: Callable[[str], tuple[str, ...]] | None = None,
+    system_user: str = "", tables: PublishedTables | None = None, resources: Mapping[str, Any] | None = None,
+) -> Backfills:
+    """The service for a code location (its ``dg.Definitions`` from ``backfill_definitions``, or its graph)
+    on a Dagster instance; the catalog and warehouse are the ones the settings name (``BACKFILL_CATALOG_URL``,
+    ``BACKFILL_WAREHOUSE``) unless given. ``user``: who acts when an operation names nobody (the OS user).
+    ``select_assets``: how a clear's selection resolves (by default through ``definitions``, when they are
+    Dagster's). ``system_user``: who the system saw act (stored beside stated names; by default ``user``).
+    ``tables``: the published tables (by default the ones the settings turn on). ``resources``: the code
+    location's resources, opened (a run's); by default ``definitions``' own, opened when an operation needs them
+    (``register``'s audits)."""
+    graph = definitions if isinstance(definitions, AssetGraph) else graph_of(definitions)
+    if graph is None:
+        raise InvalidField("{definitions} were not built with backfill_definitions")
+    selector = select_assets or (None if isinstance(definitions, AssetGraph) else selector_of(definitions, graph))
+    opener: Opener | None
+    if resources is not None:
+        opener = given_resources(resources)
+    else:
+        opener = None if isinstance(definitions, AssetGraph) else resources_opener(definitions)
+    return Backfills(ServiceContext(
+        graph=graph,
+        catalog=catalog or Catalog.of_settings(Settings.from_env()),
+        dagster=InstancePort.of(instance),
+        warehouse_of=lambda: warehouse or Warehouse(Settings.from_env().warehouse_root),
+        source=source,
+        user=user or os_user(),
+        select_assets=selector,
+        system_user=system_user,
+        tables_of=lambda: tables or published_tables_of(Settings.from_env()),
+        resources_of=opener,
+    ))
+
+
+def backfills_for_home(
+    graph: AssetGraph, home: Path, queue_limits: QueueLimits, source: M.RequestSource, user: str,
+    select_assets: Callable[[str], tuple[str, ...]] | None = None, resources_of: Opener | None = None,
+) -> Backfills:
+    """The service for a process that knows the instance by its home folder (the CLI): Dagster's instance is
+    opened only by the operations that ask it something; the run queue's limits are the ones the caller read
+    (the home's dagster.yaml)."""
+    return Backfills(ServiceContext(
+        graph=graph, catalog=Catalog.of_settings(Settings.from_env()),
+        dagster=InstancePort(dg.DagsterInstance.get, home, queue_limits),
+        warehouse_of=lambda: Warehouse(Settings.from_env().warehouse_root), source=source, user=user,
+        select_assets=select_assets, resources_of=resources_of,
+    ))
