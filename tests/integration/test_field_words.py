@@ -12,7 +12,7 @@ from backfill_assets.cli import cli
 from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.operation_jobs import op_name
-from backfill_assets.integration.request_jobs import REQUEST_JOB
+from backfill_assets.integration.request_jobs import REQUEST_JOB, REQUEST_OP
 from backfill_assets import backfills_for_instance
 from backfill_assets.service import RequestInput
 from tests.orders import DEFS, run_partitions
@@ -58,7 +58,7 @@ def test_a_range_that_ends_before_it_starts_is_worded_by_each_door(env):
     cli_words = _cli_error(["request", "create", "--assets", ORDER_FACTS, "--from", "2022-09-05", "--to",
                             "2022-09-01", "--reason", "x"])
     assert f"error: --to {refusal.format('--from')}" in cli_words
-    launchpad = _launchpad_failure(env, REQUEST_JOB, REQUEST_JOB, {
+    launchpad = _launchpad_failure(env, REQUEST_JOB, REQUEST_OP, {
         "assets": [ORDER_FACTS], "from_day": "2022-09-05", "to_day": "2022-09-01", "reason": "x"})
     assert f"to_day {refusal.format('from_day')}" in launchpad
     with pytest.raises(InvalidField, match=f"^to_day {refusal.format('from_day')}$"):
