@@ -71,7 +71,7 @@ def gc(app: AppContext, older_than: int | None, dry_run: bool, as_json: bool) ->
     Example: backfill-assets gc --older-than 30 --dry-run
     """
     purged = app.service().gc(older_than, dry_run)
-    emit({"dry_run": dry_run, "versions": purged}, as_json,
+    emit(purged, as_json,
          f"{'would purge' if dry_run else 'purged'} {len(purged)} version(s)" +
          "".join(f"\n  {p['version_id']} ({p['state']})" for p in purged))
 
@@ -118,23 +118,12 @@ def rollback(
     Example: backfill-assets rollback daily_revenue 2022-10-17 --reason "wrong FX rates" --by ana
     """
     change = app.service().rollback(asset, partition, reason, to_version, cascade, by)
-    consumers = [c.__dict__ for c in change.consumers]
-    result = {
-        "asset": asset,
-        "partition_key": partition,
-        "rolled_back": change.taken_off,
-        "restored": change.serving,
-        "seq": change.seq,
-        "consumers": consumers,
-        "cascade_request_id": change.cascade_request_id,
-        "dagster_event": change.dagster_event,
-        "tables": change.tables.as_dict(),
-    }
 
     def human() -> None:
         click.echo(f"rolled back {change.taken_off}\nrestored    {change.serving}")
         click.echo(f"Dagster: {change.dagster_event}")
         echo_tables(change.tables)
-        echo_consumers(consumers, "the rolled-back version", cascade, change.cascade_request_id)
+        echo_consumers([c.__dict__ for c in change.consumers], "the rolled-back version", cascade,
+                       change.cascade_request_id)
 
-    emit(result, as_json, human)
+    emit(change.as_dict(), as_json, human)

@@ -30,24 +30,15 @@ def accept(app: AppContext, version_id: str, approved_by: str, reason: str, casc
     Example: backfill-assets accept daily_revenue/2022-10-17/<run id>/1 --approved-by ana --reason "holiday sales"
     """
     change = app.service().accept(version_id, approved_by, reason, cascade)
-    result = {
-        "accepted": version_id,
-        "replaced": change.taken_off,
-        "seq": change.seq,
-        "override": change.override.as_dict(),
-        "consumers_of_replaced": [c.__dict__ for c in change.consumers],
-        "cascade_request_id": change.cascade_request_id,
-        "dagster_event": change.dagster_event,
-        "tables": change.tables.as_dict(),
-    }
 
     def human() -> None:
         click.echo(f"accepted {version_id}\nreplaced {change.taken_off or 'nothing'} (publish #{change.seq})")
-        click.echo(f"override: {change.override.summary}\nDagster: {change.dagster_event}")
-        echo_consumers(result["consumers_of_replaced"], "the replaced version", cascade, change.cascade_request_id)
+        click.echo(f"override: {change.override.summary if change.override else '-'}\nDagster: {change.dagster_event}")
+        echo_consumers([c.__dict__ for c in change.consumers], "the replaced version", cascade,
+                       change.cascade_request_id)
         echo_tables(change.tables)
 
-    emit(result, as_json, human)
+    emit(change.as_dict(), as_json, human)
 
 
 @cli.command()
@@ -112,27 +103,15 @@ def reject(app: AppContext, asset: str, partition: str, reason: str, by: str | N
     Example: backfill-assets reject daily_revenue 2022-10-17 --reason "FX table was stale" --cascade
     """
     change = app.service().reject(asset, partition, by or default_user(), reason, cascade)
-    consumers = [c.__dict__ for c in change.consumers]
-    result = {
-        "asset": asset,
-        "partition_key": partition,
-        "rejected": change.taken_off,
-        "restored": change.serving,
-        "seq": change.seq,
-        "override": change.override.as_dict(),
-        "consumers": consumers,
-        "cascade_request_id": change.cascade_request_id,
-        "dagster_event": change.dagster_event,
-        "tables": change.tables.as_dict(),
-    }
 
     def human() -> None:
-        click.echo(f"rejected {change.taken_off}\nrestored {change.serving}\noverride: {change.override.summary}")
-        click.echo(f"Dagster: {change.dagster_event}")
-        echo_consumers(consumers, "the rejected version", cascade, change.cascade_request_id)
+        click.echo(f"rejected {change.taken_off}\nrestored {change.serving}")
+        click.echo(f"override: {change.override.summary if change.override else '-'}\nDagster: {change.dagster_event}")
+        echo_consumers([c.__dict__ for c in change.consumers], "the rejected version", cascade,
+                       change.cascade_request_id)
         echo_tables(change.tables)
 
-    emit(result, as_json, human)
+    emit(change.as_dict(), as_json, human)
 
 
 @cli.command()

@@ -257,8 +257,8 @@ def cancel(app: AppContext, request_id: str, terminate_timeout: float | None, as
 @click.pass_obj
 def confirm(app: AppContext, request_id: str, as_json: bool) -> None:
     """Confirm a request created with --confirm-cascade, so its downstream cascade may launch."""
-    app.service().confirm(request_id)
-    emit({"request_id": request_id, "confirmed": True}, as_json, f"confirmed {request_id}")
+    confirmed = app.service().confirm(request_id)
+    emit(confirmed.as_dict(), as_json, f"confirmed {request_id}")
 
 
 @request.command("wait")

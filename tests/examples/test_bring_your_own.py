@@ -121,7 +121,7 @@ def test_the_readme_code_location_gets_every_promise(project):
     assert report["complete"]
 
     rolled = _cli("rollback", "daily_usage", DAYS[2], "--reason", "back to the first load")
-    assert rolled["restored"] == first_versions[DAYS[2]].version_id
+    assert rolled["serving"] == first_versions[DAYS[2]].version_id
     assert catalog.current("daily_usage", DAYS[2]).version_id == first_versions[DAYS[2]].version_id
 
 

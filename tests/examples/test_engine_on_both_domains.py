@@ -78,7 +78,7 @@ def test_rollback_restores_the_previous_verified_version(denv):
     assert first.success and second.success
     before = denv.catalog.versions_of(asset, day)
     rolled = denv.cli("rollback", asset, day, "--reason", "test")
-    assert rolled["restored"] == before[0].version_id
+    assert rolled["serving"] == before[0].version_id
     assert denv.catalog.current(asset, day).version_id == before[0].version_id
 
 

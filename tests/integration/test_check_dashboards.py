@@ -157,7 +157,7 @@ def test_single_partition_runs_the_rejected_version_is_shown_as_rejected_and_the
     # Rollback moves the pointer without a run: the day's latest materialization names the version now serving.
     [older, newer] = (v.version_id for v in env.catalog.versions_of(DAILY_REVENUE, PUBLISHED))
     rolled = _rollback(PUBLISHED)
-    assert rolled["restored"] == older and rolled["dagster_event"] == f"recorded a runless materialization of {older}"
+    assert rolled["serving"] == older and rolled["dagster_event"] == f"recorded a runless materialization of {older}"
     [latest, *_] = _materializations(env.instance, DAILY_REVENUE, PUBLISHED)
     latest_meta = _meta(latest.asset_materialization.metadata)
     assert (latest_meta["version_id"], latest_meta["state"], latest_meta["rolled_back_from"]) == (

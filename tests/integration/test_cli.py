@@ -112,8 +112,8 @@ def test_rollback_restores_previous_version_and_lists_consumers(env):
     result = invoke("rollback", ORDER_FACTS, DAY, "--reason", "bad fx table", "--json")
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
-    assert out["rolled_back"] == f"{ORDER_FACTS}/{DAY}/{second.run_id}/1"
-    assert out["restored"] == f"{ORDER_FACTS}/{DAY}/{first.run_id}/1"
+    assert out["taken_off"] == f"{ORDER_FACTS}/{DAY}/{second.run_id}/1"
+    assert out["serving"] == f"{ORDER_FACTS}/{DAY}/{first.run_id}/1"
     consumers = {c["consumer"] for c in out["consumers"]}
     # The downstream daily_revenue version of the second run read it, and so did the notebook.
     assert f"{DAILY_REVENUE}/{DAY}/{second.run_id}/1" in consumers and "external:notebook" in consumers

@@ -86,7 +86,7 @@ def test_accept_publishes_the_rejected_version_and_then_reprocess_none_or_failed
 
     out = ok("accept", rejected, "--approved-by", "ana", "--reason", "rows dropped on purpose: test orders")
 
-    assert (out["accepted"], out["replaced"]) == (rejected, served)
+    assert (out["action"], out["serving"], out["taken_off"]) == ("accept", rejected, served)
     current = env.catalog.current(DAILY_REVENUE, DAY)
     assert (current.version_id, current.state) == (rejected, "PUBLISHED")
     assert env.catalog.get(served).state == "SUPERSEDED"
@@ -159,8 +159,8 @@ def test_accept_of_a_closed_requests_version_cascades_through_a_request_of_its_o
 
     propagate_once(GRAPH, env.catalog)
     assert Ledger(env.catalog).cells(rid) == cells_before, "a closed request takes no new cells"
-    readers = {c["consumer_version_id"].split("/")[0] for c in out["consumers_of_replaced"]}
-    assert readers == {DAILY_REVENUE, CUSTOMER_SNAPSHOT} and out["replaced"] == replaced
+    readers = {c["consumer_version_id"].split("/")[0] for c in out["consumers"]}
+    assert readers == {DAILY_REVENUE, CUSTOMER_SNAPSHOT} and out["taken_off"] == replaced
     cascade = out["cascade_request_id"]
     assert Ledger(env.catalog).get(cascade).spec.reason.startswith(f"accept cascade: {rejected}")
     drive(env, cascade)
@@ -217,7 +217,7 @@ def test_reject_rolls_back_lists_who_read_it_and_cascade_reruns_them_on_the_rest
 
     out = ok("reject", ORDER_FACTS, DAY, "--reason", "FX table was stale", "--by", "ben", "--cascade")
 
-    assert (out["rejected"], out["restored"]) == (bad, good)
+    assert (out["action"], out["taken_off"], out["serving"]) == ("reject", bad, good)
     assert (out["override"]["action"], out["override"]["by"]) == ("reject", "ben")
     consumers = {c["consumer"] for c in out["consumers"]}
     assert f"{DAILY_REVENUE}/{DAY}/{second.run_id}/1" in consumers and "external:notebook" in consumers

@@ -178,11 +178,11 @@ def test_gc_purges_old_versions_but_never_current_or_rollback_target(env):
     assert (v1.state, v2.state, v3.state, rejected.state) == ("SUPERSEDED", "SUPERSEDED", "PUBLISHED", "REJECTED")
 
     dry = json.loads(invoke("gc", "--older-than", "0", "--dry-run", "--json").output)
-    assert {v["version_id"] for v in dry["versions"]} == {v1.version_id, rejected.version_id}
+    assert {v["version_id"] for v in dry} == {v1.version_id, rejected.version_id}
     assert env.catalog.get(v1.version_id).state == "SUPERSEDED" and Path(v1.path).exists()
 
     done = json.loads(invoke("gc", "--older-than", "0", "--json").output)
-    assert {v["version_id"] for v in done["versions"]} == {v1.version_id, rejected.version_id}
+    assert {v["version_id"] for v in done} == {v1.version_id, rejected.version_id}
     assert env.catalog.get(v1.version_id).state == "PURGED" and not Path(v1.path).exists()
     assert Path(v2.path).exists() and Path(v3.path).exists(), "rollback target and current survive"
-    assert json.loads(invoke("gc", "--older-than", "30", "--json").output)["versions"] == []
+    assert json.loads(invoke("gc", "--older-than", "30", "--json").output) == []

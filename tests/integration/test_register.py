@@ -162,7 +162,7 @@ def test_a_registered_version_rolls_back_and_its_readers_are_listed(env, tmp_pat
 
     assert rolled.exit_code == 0, rolled.output
     out = json.loads(rolled.output)
-    assert (out["rolled_back"], out["restored"]) == (registered, served)
+    assert (out["taken_off"], out["serving"]) == (registered, served)
     assert [c["consumer"] for c in out["consumers"]] == ["external:finance-dashboard"]
     assert env.catalog.current(DAILY_REVENUE, DAY).version_id == served
     assert env.catalog.get(registered).state == "ROLLED_BACK"
