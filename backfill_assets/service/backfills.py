@@ -29,9 +29,12 @@ from backfill_assets.engine.store.wakeup import wake_daemon
 from backfill_assets.engine.tables.published_tables import PublishedTables, SyncReport, published_tables_of
 from backfill_assets.engine.tables.records import TableLag
 
-from . import control, handoffs, reconciling, registering, requests, tables, versions
+from . import cell_history, control, handoffs, reading, reconciling, registering, requests, tables, versions
+from .cell_history import CellTries, CellVersions, Delivery
 from .context import ServiceContext, os_user
 from .handoffs import Handoff, HandoffDecision
+from .queue_limits import instance_queue_limits
+from .reading import PublishedRead
 from .reconciling import Reconciliation
 from .records import (
     Cancelled,
@@ -46,7 +49,7 @@ from .records import (
     Resumed,
 )
 from .registering import Registration
-from .versions import PointerChange, PublishedRead, SkipMarks, Traced
+from .versions import PointerChange, SkipMarks, Traced
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -254,7 +257,7 @@ class Backfills:
     ) -> PublishedRead:
         """The day's published data (or the verified ``version_id``'s), its files checked, the read recorded under
         ``reader`` (and ``run_id``) so ``rollback`` lists it among the consumers."""
-        return versions.read(self.context, asset, partition_key, reader, version_id, run_id)
+        return reading.read(self.context, asset, partition_key, reader, version_id, run_id)
 
     def versions(self, asset: str, partition_key: str) -> list[Version]:
         """Every version of the day, oldest first: published, rejected, superseded, rolled back, in flight."""
@@ -276,6 +279,38 @@ class Backfills:
         version label, a version id, a logical or Dagster run id), each with its engine ids; NotFound if none."""
         return versions.trace(self.context, ref)
 
+    # ---- a cell's history: the views the doors print (read-only) ----------------------------------------------
+
+    def cell_versions(self, asset: str, partition_key: str) -> CellVersions:
+        """The ``versions`` view of a cell: every version oldest first with its request (who, why), overrides,
+        engine ids, run note, business-time interval and pointer moves, and the cell's skip mark; a side-effect
+        asset's deliveries instead. ``versions`` is the plain list of ``Version`` records."""
+        return cell_history.cell_versions(self.context, asset, partition_key)
+
+    def deliveries(self, asset: str, partition_key: str) -> list[Delivery]:
+        """A side-effect asset's outbox deliveries for the day (its whole state: it has no versions), oldest
+        first."""
+        return cell_history.deliveries(self.context, asset, partition_key)
+
+    def cell_tries(self, request_id: str, asset: str, partition_key: str) -> CellTries:
+        """``tries`` seen from one request: every try of the cell, the request's marked, and ``in_request``
+        (whether the cell is one of its). An unknown request is NotFound."""
+        return cell_history.request_cell_tries(self.context, request_id, asset, partition_key,
+                                               lambda: self.tries(asset, partition_key, request_id))
+
+    def request_versions(self, request_id: str) -> list[Version]:
+        """Every version a request's runs wrote (any asset, any attempt), oldest first."""
+        return cell_history.request_versions(self.context, request_id)
+
+    def rollback_target(self, asset: str, partition_key: str) -> Version | None:
+        """The version ``rollback`` would restore for the day now (None: nothing to go back to)."""
+        return cell_history.rollback_target(self.context, asset, partition_key)
+
+    def served(self, asset: str, first_day: str, last_day: str) -> list[PublishedRead]:
+        """What the pointers serve over the days, each version's files verified, oldest first; recorded as no
+        one's read (an operator's look, such as the demo comparing readers), unlike ``read``."""
+        return reading.served(self.context, asset, first_day, last_day)
+
     # ---- handoffs ----------------------------------------------------------------------------------------------
 
     def handoffs(self, request_id: str | None = None, status: str | None = None) -> list[Handoff]:
@@ -291,21 +326,27 @@ class Backfills:
 
 
 def home_service(
-    graph: AssetGraph, home: Path, queue_limits: QueueLimits, source: M.RequestSource, user: str,
+    graph: AssetGraph, home: Path, queue_limits: QueueLimits | None, source: M.RequestSource, user: str,
     select_assets: Callable[[str], tuple[str, ...]] | None = None,
     resources_of: Callable[[Sequence[str]], AbstractContextManager[Mapping[str, Any]]] | None = None,
 ) -> Backfills:
     """The service for a process that knows the instance by its home folder (the CLI): Dagster's instance is
-    opened only by the operations that need it."""
+    opened only by the operations that need it, once. ``queue_limits`` None: the limits the instance's run queue
+    enforces (``home``'s dagster.yaml, as Dagster reads it), the same ones ``for_instance`` states."""
+    opened: list[dg.DagsterInstance] = []
 
     def instance() -> dg.DagsterInstance:
         import dagster as dg
 
-        return dg.DagsterInstance.get()
+        if not opened:
+            opened.append(dg.DagsterInstance.get())
+        return opened[0]
 
+    limits_of = instance_queue_limits(instance, f"{home}/dagster.yaml") if queue_limits is None else (
+        lambda: queue_limits)
     return Backfills(ServiceContext(
         graph=graph, catalog=Catalog.of_settings(Settings.from_env()), instance_of=instance,
-        queue_limits_of=lambda: queue_limits, wake=lambda: wake_daemon(home),
+        queue_limits_of=limits_of, wake=lambda: wake_daemon(home),
         warehouse_of=lambda: Warehouse(Settings.from_env().warehouse_root), source=source, user=user,
         select_assets=select_assets, resources_of=resources_of,
     ))
