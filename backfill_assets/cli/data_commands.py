@@ -11,7 +11,7 @@ from backfill_assets.engine.model.graph import DeclaredAsset
 from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.request_input import MAX_SEED_ROWS_PER_DAY, seed_days
-from backfill_assets.service.cell_history import CellVersions
+from backfill_assets.service import CellVersions
 
 from .app import AppContext, cli, emit, json_option
 

@@ -19,6 +19,8 @@ from backfill_assets.engine.plan.clearing import ClearInput
 from backfill_assets.engine.store.pauses import Pause
 
 from .backfills import Backfills, home_service
+from .cell_history import CellTries, CellVersions, Delivery, VersionEntry
+from .reading import PublishedRead
 from .records import (
     Cancelled,
     Cleared,
@@ -38,9 +40,12 @@ from .registering import Registration
 __all__ = [
     "Backfills",
     "Cancelled",
+    "CellTries",
+    "CellVersions",
     "ClearInput",
     "Cleared",
     "CreatedRequest",
+    "Delivery",
     "DownstreamPolicy",
     "FieldMessage",
     "InvalidField",
@@ -50,6 +55,7 @@ __all__ = [
     "PlannedCell",
     "PlannedRun",
     "Progress",
+    "PublishedRead",
     "RefusedField",
     "Registration",
     "ReprocessPolicy",
@@ -60,5 +66,6 @@ __all__ = [
     "RequestSource",
     "RequestSummary",
     "Resumed",
+    "VersionEntry",
     "home_service",
 ]
