@@ -1,4 +1,5 @@
-"""The ``backfill-assets`` command line: a thin click layer over backfill_assets.engine."""
+"""The ``backfill-assets`` command line: a thin click layer over the service (``backfill_assets.service``): it
+parses, calls ``Backfills`` and renders the records it gets back."""
 
 from . import (  # noqa: F401 - importing registers the commands
     catalog_commands,

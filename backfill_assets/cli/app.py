@@ -15,8 +15,6 @@ import click
 from backfill_assets.engine.model.errors import BackfillError, FieldMessage, StorageError, bounded
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.settings import ENV_DAGSTER_HOME, Settings
-from backfill_assets.engine.store.catalog import Catalog
-from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.integration import instance_template
 
 from .code_location import CodeLocation, load_code_location, resolve_module_name
@@ -25,7 +23,6 @@ if TYPE_CHECKING:
     from backfill_assets.service import Backfills
 
 DEFAULT_HOME = ".dagster_home"
-INSTANCE_YAML = "dagster.yaml"
 
 
 @dataclass
@@ -46,25 +43,17 @@ class AppContext:
     def settings(self) -> Settings:
         return Settings.from_env()
 
-    def catalog(self) -> Catalog:
-        return Catalog.of_settings(self.settings())
-
-    def warehouse(self) -> Warehouse:
-        return Warehouse(self.settings().warehouse_root)
-
     def service(self) -> Backfills:
-        """The service every command calls, as the CLI (requests it creates record source ``cli``)."""
+        """The service every command calls, as the CLI (requests it creates record source ``cli``). The run
+        queue's limits are the instance's, as Dagster reads them from this home's dagster.yaml (the service's one
+        source); the instance is opened only by an operation that needs it."""
         from backfill_assets.engine.model.request_model import RequestSource
-        from backfill_assets.engine.plan.creation import QueueLimits
         from backfill_assets.integration.location_resources import resources_opener
         from backfill_assets.integration.selection import selector_of
         from backfill_assets.integration.service_wiring import backfills_for_home
 
-        from .instance_config import run_queue_limits
-
-        limits = QueueLimits(*run_queue_limits(self.home), f"{self.home}/{INSTANCE_YAML}")
         location = self.code_location()
-        return backfills_for_home(location.graph, self.home, limits, RequestSource.CLI, default_user(),
+        return backfills_for_home(location.graph, self.home, None, RequestSource.CLI, default_user(),
                                   selector_of(location.defs, location.graph), resources_opener(location.defs))
 
 

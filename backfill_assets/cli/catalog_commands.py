@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import click
 
-from backfill_assets.engine.store.catalog_upgrade import ABSENT
-from backfill_assets.engine.store.schema_version import AT_HEAD, EMPTY, NEWER, OLDER, UNVERSIONED, UPGRADE_COMMAND
 from backfill_assets.service.catalog_schema import (
     SchemaStatus,
     catalog_schema,
     init_catalog_schema,
     upgrade_catalog_schema,
 )
+from backfill_assets.service.vocabulary import ABSENT, AT_HEAD, EMPTY, NEWER, OLDER, UNVERSIONED, UPGRADE_COMMAND
 
 from .app import AppContext, cli, emit, json_option
 

@@ -2,50 +2,45 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import click
 
 from backfill_assets.engine.model.errors import InvalidInput
-from backfill_assets.engine.store.ledger import Ledger
 
 from .app import AppContext, emit
-from .data_commands import validate_cell
 
 CELL_FORMAT = "ASSET/PARTITION, e.g. daily_revenue/2022-10-17 (or berlin/daily_usage/2024-03-31)"
 THIS_REQUEST_MARK = "»"
 
 
-def parse_cell(app: AppContext, text: str) -> tuple[str, str]:
-    """(asset, partition) of a known asset and a business day of its partitions, or a one-line error."""
+def parse_cell(text: str) -> tuple[str, str]:
+    """(asset, partition) as the text names them, or a one-line error; the service checks both."""
     asset, slash, partition = text.rpartition("/")  # an asset's key may hold "/" itself (a key prefix)
     if not slash or not asset or not partition:
         raise InvalidInput(f"--cell {text[:80]!r} must be {CELL_FORMAT}")
-    validate_cell(app, asset, partition, data_only=False)
     return asset, partition
 
 
 def show_cell_tries(app: AppContext, request_id: str, text: str, as_json: bool) -> None:
-    asset, partition = parse_cell(app, text)
-    tries = app.service().tries(asset, partition, request_id=request_id)
-    in_request = any(c.key == (asset, partition) for c in Ledger(app.catalog()).cells(request_id))
-    data = {"request_id": request_id, "asset": asset, "partition_key": partition, "in_request": in_request,
-            "tries": tries}
+    asset, partition = parse_cell(text)
+    seen = app.service().cell_tries(request_id, asset, partition)
 
     def human() -> None:
-        note = "" if in_request else f" (not a cell of {request_id})"
+        note = "" if seen.in_request else f" (not a cell of {request_id})"
         click.echo(
-            f"{asset} {partition}: {len(tries)} try(ies) across every request and production; "
+            f"{asset} {partition}: {len(seen.tries)} try(ies) across every request and production; "
             f"{THIS_REQUEST_MARK} = {request_id}{note}"
         )
-        for number, t in enumerate(tries, start=1):
+        for number, t in enumerate(seen.tries, start=1):
             for line in _try_lines(number, t):
                 click.echo(line)
 
-    emit(data, as_json, human)
+    emit(seen.as_dict(), as_json, human)
 
 
-def _try_lines(number: int, t: dict[str, Any]) -> list[str]:
+def _try_lines(number: int, t: Mapping[str, Any]) -> list[str]:
     mark = THIS_REQUEST_MARK if t["this_request"] else " "
     who = (
         f"request {t['request_id']} by {t['requested_by'] or '-'}: {t['request_reason'] or '-'}"

@@ -7,7 +7,7 @@ import click
 
 from backfill_assets.engine.model.errors import FieldMessage, InvalidInput
 from backfill_assets.engine.model.request_input import parse_asset_list, parse_conf_text
-from backfill_assets.engine.plan.clearing import ClearInput
+from backfill_assets.service import ClearInput
 
 from .app import AppContext, cli, default_user, flag_of, json_option
 from .request_commands import request_options, show_outcome

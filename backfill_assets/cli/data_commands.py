@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import io
-import json
-from types import SimpleNamespace
 
 import click
 
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import DeclaredAsset
 from backfill_assets.engine.model.identity import validate_text
-from backfill_assets.engine.model.intervals import in_zone, utc_now
-from backfill_assets.engine.model.logical_run import differences
+from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.request_input import MAX_SEED_ROWS_PER_DAY, seed_days
-from backfill_assets.engine.store.engine_refs import EngineRefs
-from backfill_assets.engine.store.outbox import deliveries
-from backfill_assets.engine.store.tries import cell_tries
+from backfill_assets.service import CellVersions
 
 from .app import AppContext, cli, emit, json_option
 
@@ -71,55 +66,22 @@ def versions(app: AppContext, asset: str, partition: str, as_json: bool) -> None
 
     Example: backfill-assets versions daily_revenue 2022-10-17 --json
     """
-    spec = validate_cell(app, asset, partition, data_only=False)
-    calendar = app.graph().calendar
-    catalog = app.catalog()
-    if spec.side_effect:
-        _deliveries(catalog, asset, partition, as_json)
-        return
-    tz = calendar.tz
-    history = catalog.history(asset, partition)
-    rows = [v.as_dict() for v in catalog.versions_of(asset, partition)]
-    current = catalog.current(asset, partition)
-    # Who asked for each version and why, and a person's accept / reject of it: the same query as `request show
-    # --cell`, so the two agree. The cell's skip mark is the cell's own (backfill-assets skip).
-    asked = {t["version_id"]: t for t in cell_tries(catalog, asset, partition) if t["version_written"]}
-    skip_mark = catalog.skip_marks([(asset, partition)]).get((asset, partition))
-    # What an external engine reported running each version as (a pod, an application id: docs/ENGINES.md).
-    engines = EngineRefs(catalog).of_versions([row["version_id"] for row in rows])
-    previous_row: dict | None = None
-    for row in rows:
-        row["engine_refs"] = [ref.as_dict() for ref in engines[row["version_id"]]]
-        row["run_note"] = run_note(row, previous_row)
-        previous_row = row
-        who = asked[row["version_id"]]  # read after the versions: every one of them is there
-        row["requested_by"], row["request_reason"] = who["requested_by"], who["request_reason"]
-        row["overrides"] = who["overrides"]
-        row["current"] = current is not None and row["version_id"] == current.version_id
-        row["timezone"] = calendar.tz_name
-        row["interval_start_local"] = in_zone(row["interval_start"], tz)
-        row["interval_end_local"] = in_zone(row["interval_end"], tz)
-        # When the pointer moved to this version: its publish, and each later restore by a rollback.
-        row["history"] = [
-            {k: h[k] for k in ("seq", "action", "at", "previous_version_id", "reason")}
-            for h in history
-            if h["version_id"] == row["version_id"]
-        ]
+    validate_cell(app, asset, partition, data_only=False)
+    view = app.service().cell_versions(asset, partition)
+    emit(view.entries(), as_json, lambda: _echo_deliveries(view) if view.side_effect else _echo_versions(view))
 
-    def human() -> None:
-        # Lines, not a table: version ids and timestamps are too wide for a terminal table to stay readable.
-        interval = calendar.interval(partition)
-        click.echo(
-            f"{asset} {partition}: [{interval.start.isoformat()}, {interval.end.isoformat()}) {calendar.tz_name}"
-            f" = [{interval.start_utc.isoformat()}, {interval.end_utc.isoformat()}) UTC;"
-            f" {len(rows)} version(s), * = current"
-        )
-        if skip_mark is not None:
-            click.echo(f"  the cell is {skip_mark.summary}")
-        for r in rows:
-            _echo_version(r)
 
-    emit(rows, as_json, human)
+def _echo_versions(view: CellVersions) -> None:
+    # Lines, not a table: version ids and timestamps are too wide for a terminal table to stay readable.
+    (start, end), (start_utc, end_utc) = view.interval, view.interval_utc
+    click.echo(
+        f"{view.asset} {view.partition_key}: [{start}, {end}) {view.timezone} = [{start_utc}, {end_utc}) UTC;"
+        f" {len(view.versions)} version(s), * = current"
+    )
+    if view.skip_mark is not None:
+        click.echo(f"  the cell is {view.skip_mark}")
+    for entry in view.versions:
+        _echo_version(entry.as_dict())
 
 
 def _echo_version(r: dict) -> None:
@@ -151,31 +113,15 @@ def _echo_version(r: dict) -> None:
         click.echo(f"    override: {o['action']} by {o['by']} at {o['at']}: {o['reason']}")
 
 
-def run_note(row: dict, previous: dict | None) -> str:
-    """How a version relates to the one before it in the cell: another attempt of the same computation, or a run
-    whose code or params differ (a re-execution that changed them is a new run, never attempt N+1)."""
-    if row["attempt_no"] and row["attempt_no"] > 1:
-        return f"attempt {row['attempt_no']} of the same computation"
-    if previous is None:
-        return "the cell's first computation"
-    before = SimpleNamespace(code_version=previous["code_version"], params_digest=previous["params_digest"])
-    changed = differences(before, row["code_version"], row["params_digest"])
-    return "a new run, computed as the one before" if changed == "nothing" else f"a new run: {changed}"
-
-
-def _deliveries(catalog, asset: str, partition: str, as_json: bool) -> None:
-    rows = deliveries(catalog, partition, asset=asset)
-
-    def human() -> None:
-        click.echo(f"{asset} is a side-effect asset: no versions; its state is its outbox deliveries")
-        click.echo(f"{asset} {partition}: {len(rows)} delivery(ies)")
-        for r in rows:
-            click.echo(
-                f"  {r['idempotency_key']}  created {r['created_at']}  sent {r['sent_at'] or 'NOT SENT'}"
-                f"  run {r['run_id'] or '-'}  request {r['request_id'] or '-'}"
-            )
-
-    emit(rows, as_json, human)
+def _echo_deliveries(view: CellVersions) -> None:
+    asset, partition = view.asset, view.partition_key
+    click.echo(f"{asset} is a side-effect asset: no versions; its state is its outbox deliveries")
+    click.echo(f"{asset} {partition}: {len(view.deliveries)} delivery(ies)")
+    for d in view.deliveries:
+        click.echo(
+            f"  {d.idempotency_key}  created {d.created_at}  sent {d.sent_at or 'NOT SENT'}"
+            f"  run {d.run_id or '-'}  request {d.request_id or '-'}"
+        )
 
 
 @cli.command()
@@ -198,14 +144,11 @@ def read(
     validate_cell(app, asset, partition)
     validate_text(reader, "--reader", 120)
     done = app.service().read(asset, partition, reader=reader, version_id=version_id)
-    version, frame = done.version, done.frame
     if as_json:
-        records = json.loads(frame.to_json(orient="records", date_format="iso"))
-        identity = {k: getattr(version, k) for k in ("version_id", "asset", "partition_key", "sha256", "rows")}
-        emit({**identity, "records": records}, True)
+        emit(done.as_dict(), True)
     elif fmt == "json":
-        click.echo(frame.to_json(orient="records", date_format="iso"))
+        click.echo(done.frame.to_json(orient="records", date_format="iso"))
     else:
         buffer = io.StringIO()
-        frame.to_csv(buffer, index=False)
+        done.frame.to_csv(buffer, index=False)
         click.echo(buffer.getvalue(), nl=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from datetime import date, timedelta
 
 import click
@@ -12,10 +13,11 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.request_input import RequestInput
 from backfill_assets.engine.model.settings import ENV_CODE_VERSION, code_version
 from backfill_assets.engine.model.states import VersionState
-from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders import CELERY_MODULE as ORDERS_CELERY_MODULE
 from backfill_assets.examples.orders import MODULE as ORDERS_MODULE
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, DEMO_CALENDAR
+from backfill_assets.service import Backfills
+from backfill_assets.service.vocabulary import Version
 
 from .app import AppContext, cli, emit, json_option
 from .daemon import running_daemon
@@ -65,28 +67,28 @@ def demo(
     started = time.monotonic()
     app.module = EXECUTOR_MODULES[executor]
     location = app.code_location()
-    catalog = app.catalog()
-    _seed_and_run_production(location, catalog, orders_per_day, say)
-    before = catalog.current(DAILY_REVENUE, DEFECT_DAY)
-    ledger = Ledger(catalog)
-    request_id = _create_request(app, max_active, say)
+    backfills = app.service()
+    _seed_and_run_production(location, backfills, orders_per_day, say)
+    before = backfills.serving(DAILY_REVENUE, DEFECT_DAY)
+    request_id = _create_request(backfills, max_active, say)
     say("4. started backfill-assets-daemon; the backfill_driver sensor submits the runs")
     with running_daemon(app.home, app.module):
-        now = watch(app.service(), request_id, timeout, show_progress=not as_json)
+        now = watch(backfills, request_id, timeout, show_progress=not as_json)
     say("   backfill-assets-daemon stopped")
-    workers = days_by_worker(catalog, request_id)
+    workers = days_by_worker(backfills.request_versions(request_id))
     say(f"   which worker ran which day ({executor}):")
     for worker, days in workers.items():
         say(f"     {worker}: {len(days)} day(s): {', '.join(day_ranges(days))}")
 
-    serving = catalog.current(DAILY_REVENUE, DEFECT_DAY)
-    defect = defect_day_outcome(catalog, request_id, before, serving)
+    serving = backfills.serving(DAILY_REVENUE, DEFECT_DAY)
+    defect = defect_day_outcome(backfills.versions(DAILY_REVENUE, DEFECT_DAY), request_id, before, serving)
     rolled = None
-    if catalog.rollback_target(DAILY_REVENUE, ROLLBACK_DAY) is not None:
+    if backfills.rollback_target(DAILY_REVENUE, ROLLBACK_DAY) is not None:
         reason = "demo: show a rollback to the production version"
-        rolled = app.service().rollback(DAILY_REVENUE, ROLLBACK_DAY, reason)
-    readers = compare_readers(app.settings(), catalog, DAILY_REVENUE, REVENUE_COLUMN, BACKFILL_FROM, BACKFILL_TO)
-    rejected_days = [c.partition_key for c in ledger.cells(request_id) if c.decision in (M.REJECTED, M.FAILED)]
+        rolled = backfills.rollback(DAILY_REVENUE, ROLLBACK_DAY, reason)
+    readers = compare_readers(app.settings(), backfills, DAILY_REVENUE, REVENUE_COLUMN, BACKFILL_FROM, BACKFILL_TO)
+    cells = backfills.show(request_id).cells
+    rejected_days = [c.partition_key for c in cells if c.decision in (M.REJECTED, M.FAILED)]
     summary_data = {
         "request_id": request_id,
         "status": now.status,
@@ -108,14 +110,15 @@ def demo(
     emit(summary_data, as_json, lambda: _echo_summary(summary_data, now, rolled, readers, app))
 
 
-def _seed_and_run_production(location, catalog, orders_per_day: int, say) -> None:
+def _seed_and_run_production(location, backfills: Backfills, orders_per_day: int, say) -> None:
     """Steps 1 and 2: the source seeded, and every day production has not published yet run in order."""
     from backfill_assets.integration.graphs import graph_of
     from backfill_assets.integration.runs.local_runs import run_partitions
 
     location.module.seed(SEED_FROM, SEED_TO, orders_per_day)
     say(f"1. seeded the source system {SEED_FROM}..{SEED_TO} ({orders_per_day} orders/day, UTC timestamps)")
-    todo = [k for k in DEMO_CALENDAR.keys_between(SEED_FROM, SEED_TO) if catalog.current(DAILY_REVENUE, k) is None]
+    days = DEMO_CALENDAR.keys_between(SEED_FROM, SEED_TO)
+    todo = [k for k in days if backfills.serving(DAILY_REVENUE, k) is None]
     say(f"2. production: {len(todo)} day(s) to run, one Dagster run per day, in order (lane=production)")
     # Data assets only: an alert about a past day is a backfill's, with an approver (production delivers the
     # newest day's alone), and the demo replays production's history.
@@ -127,14 +130,14 @@ def _seed_and_run_production(location, catalog, orders_per_day: int, say) -> Non
         raise click.ClickException(f"production failed on {failed[0].partition_key}: {failed[0].failure}")
 
 
-def _create_request(app: AppContext, max_active: int, say) -> str:
+def _create_request(backfills: Backfills, max_active: int, say) -> str:
     """Step 3: the October backfill with its defective day, under a pinned code version; returns its id."""
     # Pin the code version for the daemon we start, so an unrelated edit in a dev checkout during the demo
     # does not block the request (outside the demo, that block is exactly the point).
     os.environ[ENV_CODE_VERSION] = code_version()
     from backfill_assets.defects import Defect, defect_conf  # imports Dagster: only when the demo runs
 
-    created = app.service().create(RequestInput(
+    created = backfills.create(RequestInput(
         assets=[DAILY_REVENUE], from_day=BACKFILL_FROM, to_day=BACKFILL_TO, reprocess=M.ReprocessPolicy.COMPLETED,
         max_active=max_active, conf={DAILY_REVENUE: defect_conf({DEFECT_DAY: Defect.drop_rows})},
         reason="demo: recompute October after the revenue rounding fix", requested_by="demo", wait_for_overlap=True,
@@ -178,10 +181,10 @@ def _echo_readers(readers: ReadersCompared) -> None:
                "side by side (superseded, rejected, rolled back): docs/READING.md")
 
 
-def days_by_worker(catalog, request_id: str) -> dict[str, list[str]]:
+def days_by_worker(written: Iterable[Version]) -> dict[str, list[str]]:
     """The days each worker computed for the request (any attempt, any asset), from the versions it wrote."""
     found: dict[str, set[str]] = {}
-    for version in catalog.versions_of_request(request_id):
+    for version in written:
         found.setdefault(version.worker or "unknown", set()).add(version.partition_key)
     return {worker: sorted(days) for worker, days in sorted(found.items())}
 
@@ -197,9 +200,11 @@ def day_ranges(days: list[str]) -> list[str]:
     return [f"{r[0]}..{r[-1].strftime('%m-%d')}" if len(r) > 1 else str(r[0]) for r in ranges]
 
 
-def defect_day_outcome(catalog, request_id: str, before, serving) -> dict:
-    """What the catalog says of the defect day's versions under this request: read, never assumed."""
-    mine = [v for v in catalog.versions_of(DAILY_REVENUE, DEFECT_DAY) if v.request_id == request_id]
+def defect_day_outcome(day_versions: Iterable[Version], request_id: str, before: Version | None,
+                       serving: Version | None) -> dict:
+    """What the catalog says of the defect day's versions (``day_versions``) under this request: read, never
+    assumed."""
+    mine = [v for v in day_versions if v.request_id == request_id]
     rejected = [v for v in mine if v.state == VersionState.REJECTED.value]
     return {
         "partition_key": DEFECT_DAY,

@@ -7,10 +7,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from backfill_assets.engine.model.settings import Settings, TableSettings
-from backfill_assets.engine.store.catalog import Catalog
-from backfill_assets.engine.store.pointer_log import current_pointers
-from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.tables.iceberg_table import CATALOG_NAME
+from backfill_assets.service import Backfills
 
 MONTH_SQL = (
     "SELECT count(DISTINCT partition_date) AS days, count(*) AS rows, round(sum({measure}), 2) AS total "
@@ -40,7 +38,7 @@ class ReadersCompared:
                 "folder": asdict(self.folder), "snippet": self.snippet}
 
 
-def compare_readers(settings: Settings, catalog: Catalog, asset: str, measure: str, first: str, last: str
+def compare_readers(settings: Settings, backfills: Backfills, asset: str, measure: str, first: str, last: str
                     ) -> ReadersCompared | None:
     """The month read three ways; None when the published tables are off (``BACKFILL_PUBLISHED_TABLES=none``)."""
     import duckdb
@@ -58,17 +56,16 @@ def compare_readers(settings: Settings, catalog: Catalog, asset: str, measure: s
     from_folder = _one(duckdb.sql(MONTH_SQL.format(source=folder, **month)).fetchall()[0])
     snippet = (f"SqlCatalog({CATALOG_NAME!r}, uri={tables.iceberg_catalog_url!r}).load_table({identifier!r})"
                f".scan().to_duckdb({asset!r}).sql(\"SELECT … FROM {asset}\")")
-    published = _published(catalog, Warehouse(settings.warehouse_root), asset, measure, first, last)
+    published = _published(backfills, asset, measure, first, last)
     return ReadersCompared(identifier, published, from_table, from_folder, snippet)
 
 
-def _published(catalog: Catalog, warehouse: Warehouse, asset: str, measure: str, first: str, last: str) -> MonthRead:
-    _, days = current_pointers(catalog, asset)
-    month = {k: v for k, v in days.items() if first <= k <= last}
-    frames = [warehouse.read_version(v) for v in month.values()]
+def _published(backfills: Backfills, asset: str, measure: str, first: str, last: str) -> MonthRead:
+    # What the pointers serve, verified; a look, not a consumer's read (the demo is no reader rollback must name).
+    frames = [day.frame for day in backfills.served(asset, first, last)]
     rows = sum(len(f) for f in frames)
     total = round(float(sum(f[measure].sum() for f in frames)), 2)
-    return MonthRead(len(month), rows, total)
+    return MonthRead(len(frames), rows, total)
 
 
 def _one(row: Any) -> MonthRead:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from backfill_assets.engine.store.handoffs import ACCEPTED, DECLINED
+from backfill_assets.service.vocabulary import ACCEPTED, DECLINED
 
 from .app import AppContext, cli, default_user, emit, json_option
 

@@ -10,9 +10,8 @@ import click
 import jinja2
 from rich.console import Console
 
-from backfill_assets.engine.plan.reconcile import Report
-from backfill_assets.engine.store.pauses import Pause
 from backfill_assets.service.reconciling import TABLE_NOT_SYNCED, TABLE_SYNCED
+from backfill_assets.service.vocabulary import Pause, Report
 
 from .app import AppContext, cli, emit, json_option
 

@@ -15,9 +15,9 @@ from rich.table import Table
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.request_input import RequestInput, parse_asset_list, parse_conf_text
-from backfill_assets.engine.store.pauses import status_text
 from backfill_assets.service import Backfills, CreatedRequest, Progress, RequestDetail, RequestPlan
 from backfill_assets.service.records import HEADLINE_COUNTS, headline_counts
+from backfill_assets.service.vocabulary import status_text
 
 from .app import AppContext, cli, default_user, emit, json_option
 from .cell_tries import show_cell_tries
@@ -194,10 +194,10 @@ def show(app: AppContext, request_id: str, cell: str | None, as_json: bool) -> N
 
     Example: backfill-assets request show req-20221101-1a2b3c4d --cell daily_revenue/2022-10-17
     """
-    detail = app.service().show(request_id)
     if cell is not None:
         show_cell_tries(app, request_id, cell, as_json)
         return
+    detail = app.service().show(request_id)
     emit(detail.as_dict(), as_json, lambda: _print_detail(detail))
 
 

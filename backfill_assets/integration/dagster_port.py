@@ -40,12 +40,13 @@ class InstancePort(DagsterPort):
 
     def __init__(
         self, instance_of: Callable[[], dg.DagsterInstance], home: Path | str | None,
-        queue_limits: QueueLimits | None = None,
+        queue_limits: QueueLimits | None = None, limits_from: str = INSTANCE_QUEUE,
     ):
         self._instance_of = instance_of
         self._instance: dg.DagsterInstance | None = None
         self._home = home
         self._queue_limits = queue_limits
+        self._limits_from = limits_from  # how a concurrency note names where the limits are set
 
     @classmethod
     def of(cls, instance: dg.DagsterInstance) -> InstancePort:
@@ -61,7 +62,7 @@ class InstancePort(DagsterPort):
     def queue_limits(self) -> QueueLimits:
         if self._queue_limits is not None:
             return self._queue_limits
-        return QueueLimits(*run_queue_limits(self.instance), INSTANCE_QUEUE)
+        return QueueLimits(*run_queue_limits(self.instance), self._limits_from)
 
     def wake_daemon(self) -> None:
         wake_daemon(self._home)

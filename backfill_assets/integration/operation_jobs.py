@@ -26,11 +26,11 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import BackfillError
 from backfill_assets.engine.model.graph import AssetGraph
-from backfill_assets.engine.wap.registration import audit_resources
 from backfill_assets.integration.launching_user import DAGSTER_USER_TAG, launching_user
 from backfill_assets.integration.resources import BACKFILL_RESOURCE
 from backfill_assets.integration.service_wiring import backfills_for_instance
 from backfill_assets.service import Backfills
+from backfill_assets.service.registering import register_resources
 
 LAUNCHPAD_USER = "launchpad"
 
@@ -130,11 +130,6 @@ class Operation:
     failure: Callable[[Any], Optional[str]] = lambda result: None
 
 
-def _audit_resources(graph: AssetGraph) -> frozenset[str]:
-    """Every resource an audit of the code location asks for (a registered file is judged by its asset's)."""
-    return frozenset(r for spec in graph if spec.is_data_asset for r in audit_resources(spec))
-
-
 def _handoff(backfills: Backfills, c: HandoffConfig, user: str) -> Any:
     decide = {"accept": backfills.accept_handoff, "decline": backfills.decline_handoff}.get(c.decision)
     if decide is None:
@@ -167,7 +162,7 @@ OPERATIONS = (
               lambda b, c, u: b.register(c.asset, c.partition_key, c.path, c.approved_by, c.reason, c.cascade),
               lambda r: r.summary(),
               "Register a day's data fixed outside the platform: published only if the asset's checks pass.",
-              resources=_audit_resources,
+              resources=register_resources,
               failure=lambda r: None if r.published else r.summary()),
     Operation("backfill_reject", RejectConfig,
               lambda b, c, u: b.reject(c.asset, c.partition_key, c.by or u, c.reason, c.cascade),

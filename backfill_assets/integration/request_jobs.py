@@ -23,13 +23,12 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanError
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.request_input import RequestInput, parse_conf_text
-from backfill_assets.engine.plan.clearing import ClearInput
 from backfill_assets.integration.launching_user import DAGSTER_USER_TAG, launching_user
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.selection import select_assets
 from backfill_assets.integration.service_wiring import backfills_for_instance
 from backfill_assets.integration.ui_markdown import plan_markdown, report_markdown
-from backfill_assets.service import CreatedRequest, RequestPlan
+from backfill_assets.service import ClearInput, CreatedRequest, RequestPlan
 
 REQUEST_JOB = "backfill_request"
 REPORT_JOB = "backfill_report"

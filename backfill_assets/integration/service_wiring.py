@@ -64,15 +64,15 @@ def backfills_for_instance(
 
 
 def backfills_for_home(
-    graph: AssetGraph, home: Path, queue_limits: QueueLimits, source: M.RequestSource, user: str,
+    graph: AssetGraph, home: Path, queue_limits: QueueLimits | None, source: M.RequestSource, user: str,
     select_assets: Callable[[str], tuple[str, ...]] | None = None, resources_of: Opener | None = None,
 ) -> Backfills:
     """The service for a process that knows the instance by its home folder (the CLI): Dagster's instance is
-    opened only by the operations that ask it something; the run queue's limits are the ones the caller read
-    (the home's dagster.yaml)."""
+    opened only by the operations that ask it something; the run queue's limits are the ones the caller read, or
+    with None the ones Dagster reads from the home's dagster.yaml (the same every door states)."""
     return Backfills(ServiceContext(
         graph=graph, catalog=Catalog.of_settings(Settings.from_env()),
-        dagster=InstancePort(dg.DagsterInstance.get, home, queue_limits),
+        dagster=InstancePort(dg.DagsterInstance.get, home, queue_limits, limits_from=f"{home}/dagster.yaml"),
         warehouse_of=lambda: Warehouse(Settings.from_env().warehouse_root), source=source, user=user,
         select_assets=select_assets, resources_of=resources_of,
     ))

@@ -23,6 +23,8 @@ from backfill_assets.engine.plan.clearing import ClearInput
 from backfill_assets.engine.store.pauses import Pause
 
 from .backfills import Backfills
+from .cell_history import CellTries, CellVersions, Delivery, VersionEntry
+from .reading import PublishedRead
 from .records import (
     Cancelled,
     Cleared,
@@ -42,9 +44,12 @@ from .registering import Registration
 __all__ = [
     "Backfills",
     "Cancelled",
+    "CellTries",
+    "CellVersions",
     "ClearInput",
     "Cleared",
     "CreatedRequest",
+    "Delivery",
     "DownstreamPolicy",
     "FieldMessage",
     "InvalidField",
@@ -54,6 +59,7 @@ __all__ = [
     "PlannedCell",
     "PlannedRun",
     "Progress",
+    "PublishedRead",
     "RefusedField",
     "Registration",
     "ReprocessPolicy",
@@ -64,4 +70,5 @@ __all__ = [
     "RequestSource",
     "RequestSummary",
     "Resumed",
+    "VersionEntry",
 ]

@@ -24,9 +24,11 @@ from backfill_assets.engine.store.tries import cell_tries
 from backfill_assets.engine.tables.published_tables import SyncReport
 from backfill_assets.engine.tables.records import TableLag
 
-from . import control, handoffs, reconciling, registering, requests, tables, versions
+from . import cell_history, control, handoffs, reading, reconciling, registering, requests, tables, versions
+from .cell_history import CellTries, CellVersions, Delivery
 from .context import ServiceContext
 from .handoffs import Handoff, HandoffDecision
+from .reading import PublishedRead
 from .reconciling import Reconciliation
 from .records import (
     Cancelled,
@@ -41,7 +43,7 @@ from .records import (
     Resumed,
 )
 from .registering import Registration
-from .versions import PointerChange, PublishedRead, SkipMarks, Traced
+from .versions import PointerChange, SkipMarks, Traced
 
 
 class Backfills:
@@ -203,7 +205,7 @@ class Backfills:
     ) -> PublishedRead:
         """The day's published data (or the verified ``version_id``'s), its files checked, the read recorded under
         ``reader`` (and ``run_id``) so ``rollback`` lists it among the consumers."""
-        return versions.read(self.context, asset, partition_key, reader, version_id, run_id)
+        return reading.read(self.context, asset, partition_key, reader, version_id, run_id)
 
     def versions(self, asset: str, partition_key: str) -> builtins.list[Version]:
         """Every version of the day, oldest first: published, rejected, superseded, rolled back, in flight."""
@@ -223,6 +225,38 @@ class Backfills:
         """The version(s) an external engine's id or label names (a pod name or application id it reported, its
         version label, a version id, a logical or Dagster run id), each with its engine ids; NotFound if none."""
         return versions.trace(self.context, ref)
+
+    # ---- a cell's history: the views the doors print (read-only) ----------------------------------------------
+
+    def cell_versions(self, asset: str, partition_key: str) -> CellVersions:
+        """The ``versions`` view of a cell: every version oldest first with its request (who, why), overrides,
+        engine ids, run note, business-time interval and pointer moves, and the cell's skip mark; a side-effect
+        asset's deliveries instead. ``versions`` is the plain list of ``Version`` records."""
+        return cell_history.cell_versions(self.context, asset, partition_key)
+
+    def deliveries(self, asset: str, partition_key: str) -> builtins.list[Delivery]:
+        """A side-effect asset's outbox deliveries for the day (its whole state: it has no versions), oldest
+        first."""
+        return cell_history.deliveries(self.context, asset, partition_key)
+
+    def cell_tries(self, request_id: str, asset: str, partition_key: str) -> CellTries:
+        """``tries`` seen from one request: every try of the cell, the request's marked, and ``in_request``
+        (whether the cell is one of its). An unknown request is NotFound."""
+        return cell_history.request_cell_tries(self.context, request_id, asset, partition_key,
+                                               lambda: self.tries(asset, partition_key, request_id))
+
+    def request_versions(self, request_id: str) -> builtins.list[Version]:
+        """Every version a request's runs wrote (any asset, any attempt), oldest first."""
+        return cell_history.request_versions(self.context, request_id)
+
+    def rollback_target(self, asset: str, partition_key: str) -> Version | None:
+        """The version ``rollback`` would restore for the day now (None: nothing to go back to)."""
+        return cell_history.rollback_target(self.context, asset, partition_key)
+
+    def served(self, asset: str, first_day: str, last_day: str) -> builtins.list[PublishedRead]:
+        """What the pointers serve over the days, each version's files verified, oldest first; recorded as no
+        one's read (an operator's look, such as the demo comparing readers), unlike ``read``."""
+        return reading.served(self.context, asset, first_day, last_day)
 
     # ---- handoffs ----------------------------------------------------------------------------------------------
 

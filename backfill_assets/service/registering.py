@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from backfill_assets.engine.model.errors import BackfillError, InvalidInput, quoted
+from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.overrides import Override, validate_person, validate_reason
 from backfill_assets.engine.model.settings import worker_label
@@ -82,6 +83,12 @@ class Registration:
             "consumers": [c.__dict__ for c in self.consumers], "cascade_request_id": self.cascade_request_id,
             "dagster_event": self.dagster_event, "tables": self.tables.as_dict(),
         }
+
+
+def register_resources(graph: AssetGraph) -> frozenset[str]:
+    """Every resource of the code location an asset's audits ask for: what ``register`` may need opened (a
+    registered file is judged by its asset's audits), so a door that runs it (the Launchpad's job) provides them."""
+    return frozenset(r for spec in graph if spec.is_data_asset for r in audit_resources(spec))
 
 
 def register(

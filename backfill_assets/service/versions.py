@@ -9,15 +9,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-import pandas as pd
-
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.day_order import DayOrder, declared_pace
-from backfill_assets.engine.model.errors import InvalidField, NotFound, UnsafeName, quoted
+from backfill_assets.engine.model.errors import NotFound, UnsafeName, quoted
 from backfill_assets.engine.model.identity import parse_version_id
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.overrides import Override, OverrideAction
-from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.plan import overrides as override_plan
 from backfill_assets.engine.plan.gc import collect_garbage, remove_purged_files, retention_cutoff
 from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
@@ -268,38 +265,6 @@ def _recorded(context: ServiceContext, change: PointerChange, reason: str, actor
                    f"{change.taken_off or 'nothing'}); {len(change.consumers)} consumer(s){cascade}", reason=reason,
                    actor=actor)
     return change
-
-
-@dataclass(frozen=True)
-class PublishedRead:
-    """A day's data as a reader gets it: the version it came from (verified) and its rows."""
-
-    version: Version
-    frame: pd.DataFrame
-
-
-def read(
-    context: ServiceContext, asset: str, partition_key: str, reader: str, version_id: str | None = None,
-    run_id: str | None = None,
-) -> PublishedRead:
-    """The day's serving version (or the verified ``version_id``), its files checked as every reader's are, the
-    read recorded under ``reader`` so ``rollback`` names it; NotFound when nothing is published for the day."""
-    require_cell(context, asset, partition_key)
-    if version_id is None:
-        version = context.catalog.current(asset, partition_key)
-        if version is None:
-            raise NotFound(f"{asset} {partition_key} has no published version")
-    else:
-        version = context.catalog.get(version_id)
-        if (version.asset, version.partition_key) != (asset, partition_key):
-            raise InvalidField("{version_id} {given} is not a version of {asset} {day}", given=version_id,
-                               asset=asset, day=partition_key)
-        if VersionState(version.state) not in VERIFIED:
-            raise InvalidField("{version_id} {given} is {state}; only verified versions can be read",
-                               given=version_id, state=version.state)
-    frame = context.warehouse.read_version(version)
-    context.catalog.record_external_read(reader, version, run_id)
-    return PublishedRead(version, frame)
 
 
 def require_cell(context: ServiceContext, asset: str, partition_key: str) -> None:

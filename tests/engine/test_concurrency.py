@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backfill_assets.cli.instance_config import run_queue_limits
+import yaml
+
 from backfill_assets.engine.model import tags as T
-from backfill_assets.engine.model.concurrency import RunLimit, effective_concurrency
+from backfill_assets.engine.model.concurrency import RunLimit, effective_concurrency, run_limits
 from backfill_assets.engine.model.settings import PACKAGE_DIR
 
 BACKFILL_RUN = {T.LANE: T.LANE_BACKFILL, T.REQUEST_ID: "req-1", T.TEAM: "team:ingestion"}
+
+
+def run_queue_limits(home: Path) -> tuple[int | None, list[RunLimit]]:
+    """The limits under ``concurrency.runs`` of ``home``'s dagster.yaml, the block the shipped files use. Only this
+    test reads YAML: every door takes the limits from Dagster's instance (tests/integration/test_queue_limits.py)."""
+    runs = yaml.safe_load((home / "dagster.yaml").read_text(encoding="utf-8"))["concurrency"]["runs"]
+    return runs.get("max_concurrent_runs"), run_limits(runs.get("tag_concurrency_limits"))
 
 
 def test_the_products_dagster_yaml_runs_at_most_two_backfill_runs_at_once_and_says_why():
@@ -69,14 +77,3 @@ def test_the_lowest_limit_wins_and_every_lower_limit_is_named():
 
 def test_max_concurrent_runs_caps_every_request():
     assert effective_concurrency(5, BACKFILL_RUN, 1, []).effective == 1
-
-
-def test_an_instance_without_limits_or_without_a_file_lets_max_active_run(tmp_path: Path):
-    assert run_queue_limits(tmp_path) == (None, [])
-    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    assert effective_concurrency(7, BACKFILL_RUN, *run_queue_limits(tmp_path)).effective == 7
-    (tmp_path / "dagster.yaml").write_text(
-        "run_queue:\n  max_concurrent_runs: 4\n  tag_concurrency_limits:\n"
-        "    - {key: backfill/lane, value: backfill, limit: 3}\n"
-    )
-    assert effective_concurrency(7, BACKFILL_RUN, *run_queue_limits(tmp_path)).effective == 3

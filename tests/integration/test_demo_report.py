@@ -23,7 +23,8 @@ def test_a_rejected_defect_day_names_the_rejected_version_its_failed_checks_and_
     rejected = begin_verified(catalog, identity("run-bf", key=DEFECT_DAY, asset=DAILY_REVENUE, request_id=REQUEST_ID))
     catalog.reject(rejected, FAILED, "blocking check(s) failed: business_totals")
 
-    outcome = defect_day_outcome(catalog, REQUEST_ID, before, catalog.current(DAILY_REVENUE, DEFECT_DAY))
+    outcome = defect_day_outcome(catalog.versions_of(DAILY_REVENUE, DEFECT_DAY), REQUEST_ID, before,
+                                 catalog.current(DAILY_REVENUE, DEFECT_DAY))
 
     assert outcome["rejected_version_id"] == rejected and outcome["failed_checks"] == ["business_totals"]
     assert outcome["serving_now"] == production and outcome["old_version_kept"] is True
@@ -36,7 +37,8 @@ def test_a_defect_day_that_was_not_rejected_is_said_plainly(tmp_path):
     before = catalog.current(DAILY_REVENUE, DEFECT_DAY)
     new = published(catalog, identity("run-bf", key=DEFECT_DAY, asset=DAILY_REVENUE, request_id=REQUEST_ID))
 
-    outcome = defect_day_outcome(catalog, REQUEST_ID, before, catalog.current(DAILY_REVENUE, DEFECT_DAY))
+    outcome = defect_day_outcome(catalog.versions_of(DAILY_REVENUE, DEFECT_DAY), REQUEST_ID, before,
+                                 catalog.current(DAILY_REVENUE, DEFECT_DAY))
 
     assert outcome["rejected_version_id"] is None and outcome["old_version_kept"] is False
     [line] = describe_defect_day(outcome)

@@ -8,12 +8,12 @@ import dagster as dg
 import pytest
 from click.testing import CliRunner
 
+from backfill_assets import backfills_for_instance
 from backfill_assets.cli import cli
 from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.operation_jobs import op_name
 from backfill_assets.integration.request_jobs import REQUEST_JOB, REQUEST_OP
-from backfill_assets import backfills_for_instance
 from backfill_assets.service import RequestInput
 from tests.orders import DEFS, run_partitions
 
@@ -55,6 +55,7 @@ def test_a_rollback_to_a_version_of_another_day_is_worded_by_each_door(env):
 
 def test_a_range_that_ends_before_it_starts_is_worded_by_each_door(env):
     refusal = "2022-09-01 is before {} 2022-09-05"
+    service = backfills_for_instance(DEFS, env.instance, env.catalog)
     cli_words = _cli_error(["request", "create", "--assets", ORDER_FACTS, "--from", "2022-09-05", "--to",
                             "2022-09-01", "--reason", "x"])
     assert f"error: --to {refusal.format('--from')}" in cli_words
@@ -62,5 +63,5 @@ def test_a_range_that_ends_before_it_starts_is_worded_by_each_door(env):
         "assets": [ORDER_FACTS], "from_day": "2022-09-05", "to_day": "2022-09-01", "reason": "x"})
     assert f"to_day {refusal.format('from_day')}" in launchpad
     with pytest.raises(InvalidField, match=f"^to_day {refusal.format('from_day')}$"):
-        backfills_for_instance(DEFS, env.instance, env.catalog).create(RequestInput(assets=[ORDER_FACTS], from_day="2022-09-05", to_day="2022-09-01"))
-    assert backfills_for_instance(DEFS, env.instance, env.catalog).list() == []
+        service.create(RequestInput(assets=[ORDER_FACTS], from_day="2022-09-05", to_day="2022-09-01"))
+    assert service.list() == []
