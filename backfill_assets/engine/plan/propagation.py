@@ -42,12 +42,19 @@ def plan_propagation(
     graph: AssetGraph,
     newest_of: Callable[[str], str | None],
     cursor: int,
+    adoption_cutoff: str | None = None,
 ) -> PropagationPlan:
+    """What the publishes after ``cursor`` set in motion, and the cursor to store. ``adoption_cutoff`` (an ISO
+    time): a publish at or after it by a Dagster backfill the adoption sensor has not registered yet holds the
+    cursor before it — its downstream policy is not known yet — until the backfill is adopted or the publish is
+    older than the cutoff."""
     plan = PropagationPlan(cursor=cursor)
     cascades: dict[str, dict[tuple[str, str], None]] = {}
     handoffs: dict[tuple[str, str], dict[str, None]] = {}
     stale: dict[str, dict[tuple[str, str], None]] = {}
     for row in log_rows:
+        if _awaits_adoption(row, request_of, graph, adoption_cutoff):
+            break
         plan.cursor = max(plan.cursor, int(row["seq"]))
         # Production publishes follow the normal schedule; rollbacks and repairs are not new data.
         if row["action"] != "publish" or not row.get("request_id") or row.get("lane") == T.LANE_PRODUCTION:
@@ -79,3 +86,14 @@ def plan_propagation(
     plan.handoffs = {k: list(v) for k, v in handoffs.items()}
     plan.stale = {k: list(v) for k, v in stale.items()}
     return plan
+
+
+def _awaits_adoption(
+    row: dict[str, Any], request_of: Callable[[str], RequestRecord | None], graph: AssetGraph, cutoff: str | None
+) -> bool:
+    """A recent publish of this location's asset by a Dagster backfill not in the ledger yet: its run can publish
+    before the adoption sensor's next pass registers the backfill (and its `backfill/downstream` policy)."""
+    request_id = row.get("request_id") or ""
+    if cutoff is None or row["action"] != "publish" or not request_id.startswith(T.ADOPTED_PREFIX):
+        return False
+    return row["asset"] in graph and str(row["at"]) >= cutoff and request_of(request_id) is None

@@ -7,7 +7,7 @@ import dagster as dg
 from backfill_assets.engine.model.cells import CellOrigin
 from backfill_assets.engine.model.errors import NotFound
 from backfill_assets.engine.model.graph import AssetGraph
-from backfill_assets.engine.model.intervals import utc_now
+from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.plan.propagation import PROPAGATION_CURSOR, plan_propagation, propagation_cursor
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.cursors import read_cursor, write_cursor
@@ -21,6 +21,9 @@ from backfill_assets.integration.sensors.evaluation import SensorResource, evalu
 PROPAGATION_SENSOR = "backfill_propagation"
 # Rows per evaluation: a 30-day cascade over five assets is a few hundred; 10,000 drains a large burst in one.
 BATCH = 10_000
+# How long a publish of a Dagster backfill not adopted yet holds the cursor: the adoption sensor passes every few
+# seconds; a backfill never adopted (its sensor stopped) must not stop propagation for good.
+ADOPTION_GRACE = timedelta(minutes=10)
 
 
 def newest_published(catalog: Catalog):
@@ -47,7 +50,8 @@ def propagate_once(graph: AssetGraph, catalog: Catalog) -> dict[str, int]:
                 records[request_id] = None
         return records[request_id]
 
-    plan = plan_propagation(rows, request_of, graph, newest_published(catalog), cursor)
+    cutoff = iso(now - ADOPTION_GRACE)
+    plan = plan_propagation(rows, request_of, graph, newest_published(catalog), cursor, adoption_cutoff=cutoff)
     added = 0
     for request_id, cells in plan.cascades.items():
         added += ledger.add_cells(request_id, cells, origin=CellOrigin.CASCADE, reopen=True)
