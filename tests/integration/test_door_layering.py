@@ -70,7 +70,8 @@ def test_the_scanner_sees_imports_inside_functions_from_imports_and_relative_one
 
 def test_the_doors_have_modules_to_check():
     names = {p.name for p in DOORS}
-    assert {"app.py", "data_commands.py", "demo_command.py", "launchpad.py", "operation_jobs.py", "request_jobs.py"} <= names
+    assert {"app.py", "data_commands.py", "demo_command.py", "launchpad.py", "operation_jobs.py",
+            "request_jobs.py"} <= names
 
 
 def test_no_door_imports_the_engines_store_plan_or_wap():
