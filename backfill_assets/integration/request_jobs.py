@@ -6,7 +6,8 @@ request), the ``backfill_clear`` job (Airflow's clear: a Dagster asset selection
 is: the same validation, dry run and create, its requests recorded as made from the Launchpad. Bad input fails
 the run with the same one-line message and writes nothing; ``dry_run: true`` shows the plan and writes nothing;
 otherwise the frozen request is created and the driver sensor carries it out. ``backfill_clear`` is the same
-adapter over ``Backfills.clear``, a dry run unless ``dry_run: false``. A run that created a request, and a report
+adapter over ``Backfills.clear``, a dry run unless ``dry_run: false``. ``launchpad.py`` builds the three, with its
+asking user and its one error policy. A run that created a request, and a report
 run, are tagged ``backfill/report_of=<request id>``; the request's own runs carry ``backfill/request_id``.
 """
 
