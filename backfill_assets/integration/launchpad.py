@@ -79,26 +79,26 @@ def launchpad_backfills(
 
 
 def launchpad_job(
-    graph: AssetGraph, name: str, op: str, config_class: type, run: Run, description: str,
+    graph: AssetGraph, name: str, op: str, config_class: type[dg.Config], run: Run, description: str,
     op_description: Optional[str] = None, resources: frozenset[str] = frozenset(),
     select_assets: Optional[Callable[[str], tuple[str, ...]]] = None,
 ) -> dg.JobDefinition:
     """A Launchpad job: one op ``op`` taking ``config_class`` that builds the service and calls ``run`` under
     the one error policy. ``resources``: the code location's resources the run opens for the service."""
 
-    def run_op(context: dg.OpExecutionContext, config: config_class):
+    # Dagster reads the op's config schema from this annotation, a class only known at run time.
+    def run_op(context: dg.OpExecutionContext, config: config_class) -> Iterator[dg.Output]:  # type: ignore[valid-type]
         with library_errors_as_failure():
             user = asking_user(context.run.tags)
             output = run(context, config, launchpad_backfills(context, graph, user, resources, select_assets), user)
         yield output
 
-    body = run_op
-    if not config_class.model_fields:
-        # No config at all rather than an empty Config class: Dagster reads an empty one through pydantic's
-        # deprecated ``__fields__``, a DeprecationWarning wherever the definitions load.
-        def body(context: dg.OpExecutionContext):
-            yield from run_op(context, config_class())
+    def without_config(context: dg.OpExecutionContext) -> Iterator[dg.Output]:
+        yield from run_op(context, config_class())
 
+    # No config at all rather than an empty Config class: Dagster reads an empty one through pydantic's deprecated
+    # ``__fields__``, a DeprecationWarning wherever the definitions load.
+    body: Callable[..., Iterator[dg.Output]] = run_op if config_class.model_fields else without_config
     op_def = dg.op(name=op, out=dg.Out(dg.Nothing), description=op_description or description,
                    required_resource_keys={BACKFILL_RESOURCE, *resources})(body)
     return dg.JobDefinition(

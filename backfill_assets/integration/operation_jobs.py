@@ -190,7 +190,7 @@ def build_operation_job(graph: AssetGraph, operation: Operation) -> dg.JobDefini
         if request_id:
             context.instance.add_run_tags(context.run_id, {T.REPORT_OF: request_id})
         summary = operation.summary(result)
-        metadata = {"summary": summary, "result": dg.MetadataValue.json(_as_json(result))}
+        metadata: dict[str, Any] = {"summary": summary, "result": dg.MetadataValue.json(_as_json(result))}
         refused = operation.failure(result)
         if refused:
             raise dg.Failure(description=refused, metadata=metadata, allow_retries=False)
