@@ -78,7 +78,7 @@ def default_user() -> str:
 # The service names its input's fields as Python does; the CLI words them as the flags that set them.
 FLAG_OF_FIELD = {
     "from_day": "--from", "to_day": "--to", "partition_key": "PARTITION", "older_than_days": "--older-than",
-    "version_id": "--version", "to_version": "--to",
+    "version_id": "--version", "to_version": "--to", "request_id": "request id",
 }
 
 

@@ -6,12 +6,10 @@ list.
 Each job is an adapter of the service (``backfill_assets.service.Backfills``), like its CLI command: its config keys
 are the service's field names, so a bad value fails the run with the service's own one-line message, and nothing
 is written. Who acts, when the config names nobody, is the UI's user (the run's ``dagster/user`` tag) or
-``launchpad``. The result is the run's output metadata: ``result`` (the service's record as JSON) and a summary;
-docs/SERVICE.md says where the CLI's ``--json`` differs.
+``launchpad``; ``launchpad.py`` builds every Launchpad job, with that user and its one error policy. The result
+is the run's output metadata: ``result`` (the service's record as JSON) and a summary.
 An operation whose result is a refusal of the data (a registered file its checks rejected) fails the run with that
 summary, its result in the failure's metadata.
-
-No ``from __future__ import annotations`` here: Dagster reads each op's config class from its annotation.
 """
 
 import json
@@ -22,17 +20,12 @@ from typing import Any, Optional
 import dagster as dg
 from pydantic import Field
 
-from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
-from backfill_assets.engine.model.errors import BackfillError
+from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.engine.model.graph import AssetGraph
-from backfill_assets.integration.launching_user import DAGSTER_USER_TAG, launching_user
-from backfill_assets.integration.resources import BACKFILL_RESOURCE
-from backfill_assets.integration.service_wiring import backfills_for_instance
+from backfill_assets.integration.launchpad import launchpad_job
 from backfill_assets.service import Backfills
 from backfill_assets.service.registering import register_resources
-
-LAUNCHPAD_USER = "launchpad"
 
 
 class RequestIdConfig(dg.Config):
@@ -133,8 +126,6 @@ class Operation:
 def _handoff(backfills: Backfills, c: HandoffConfig, user: str) -> Any:
     decide = {"accept": backfills.accept_handoff, "decline": backfills.decline_handoff}.get(c.decision)
     if decide is None:
-        from backfill_assets.engine.model.errors import InvalidField
-
         raise InvalidField("{decision} {value!r} is not one of accept, decline", value=c.decision)
     return decide(c.handoff_id, c.by or user)
 
@@ -193,49 +184,21 @@ def _plain(result: Any) -> Any:
 
 
 def build_operation_job(graph: AssetGraph, operation: Operation) -> dg.JobDefinition:
-    config_class = operation.config
-    user_resources = operation.resources(graph)
-
-    def run_operation(context: dg.OpExecutionContext, config: config_class):
-        backfill = getattr(context.resources, BACKFILL_RESOURCE)
-        user = context.run.tags.get(DAGSTER_USER_TAG) or LAUNCHPAD_USER
-        backfills = backfills_for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD,
-                                           user=user, warehouse=backfill.warehouse(),
-                                           system_user=launching_user(context.run.tags),
-                                           tables=backfill.published_tables(),
-                                           resources={n: getattr(context.resources, n) for n in user_resources})
-        try:
-            result = operation.call(backfills, config, user)
-        except BackfillError as exc:  # the service's one-line message; nothing was written
-            raise dg.Failure(description=str(exc), allow_retries=False) from exc
+    def run(context: dg.OpExecutionContext, config: Any, backfills: Backfills, user: str) -> dg.Output:
+        result = operation.call(backfills, config, user)
         request_id = getattr(config, "request_id", None)
         if request_id:
             context.instance.add_run_tags(context.run_id, {T.REPORT_OF: request_id})
         summary = operation.summary(result)
-        metadata = {"summary": summary, "result": dg.MetadataValue.json(_as_json(result))}
+        metadata: dict[str, Any] = {"summary": summary, "result": dg.MetadataValue.json(_as_json(result))}
         refused = operation.failure(result)
         if refused:
             raise dg.Failure(description=refused, metadata=metadata, allow_retries=False)
         context.log.info(summary)
-        yield dg.Output(None, metadata=metadata)
+        return dg.Output(None, metadata=metadata)
 
-    body = run_operation
-    if not config_class.model_fields:
-        # No config at all rather than an empty Config class: Dagster reads an empty one through pydantic's
-        # deprecated ``__fields__``, a DeprecationWarning wherever the definitions load.
-        def body(context: dg.OpExecutionContext):
-            yield from run_operation(context, config_class())
-
-    op = dg.op(name=op_name(operation.job), out=dg.Out(dg.Nothing), description=operation.description,
-               required_resource_keys={BACKFILL_RESOURCE, *user_resources})(body)
-    return dg.JobDefinition(
-        name=operation.job,
-        # One op that talks to the catalog: in the run's own process whatever executor the data steps use.
-        executor_def=dg.in_process_executor,
-        graph_def=dg.GraphDefinition(name=operation.job, node_defs=[op]),
-        description=operation.description,
-        tags={T.LANE: T.LANE_MANUAL},
-    )
+    return launchpad_job(graph, operation.job, op_name(operation.job), operation.config, run,
+                         operation.description, resources=operation.resources(graph))
 
 
 def op_name(job: str) -> str:

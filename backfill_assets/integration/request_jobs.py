@@ -6,13 +6,13 @@ request), the ``backfill_clear`` job (Airflow's clear: a Dagster asset selection
 is: the same validation, dry run and create, its requests recorded as made from the Launchpad. Bad input fails
 the run with the same one-line message and writes nothing; ``dry_run: true`` shows the plan and writes nothing;
 otherwise the frozen request is created and the driver sensor carries it out. ``backfill_clear`` is the same
-adapter over ``Backfills.clear``, a dry run unless ``dry_run: false``. A run that created a request, and a report
+adapter over ``Backfills.clear``, a dry run unless ``dry_run: false``. ``launchpad.py`` builds the three, with its
+asking user and its one error policy. A run that created a request, and a report
 run, are tagged ``backfill/report_of=<request id>``; the request's own runs carry ``backfill/request_id``.
 """
 
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any, Optional
 
 import dagster as dg
@@ -20,15 +20,12 @@ from pydantic import Field
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
-from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanError
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.request_input import RequestInput, parse_conf_text
-from backfill_assets.integration.launching_user import DAGSTER_USER_TAG, launching_user
-from backfill_assets.integration.resources import BackfillResource
+from backfill_assets.integration.launchpad import launchpad_job
 from backfill_assets.integration.selection import select_assets
-from backfill_assets.integration.service_wiring import backfills_for_instance
 from backfill_assets.integration.ui_markdown import plan_markdown, report_markdown
-from backfill_assets.service import ClearInput, CreatedRequest, RequestPlan
+from backfill_assets.service import Backfills, ClearInput, CreatedRequest, RequestPlan
 
 REQUEST_JOB = "backfill_request"
 REPORT_JOB = "backfill_report"
@@ -39,7 +36,6 @@ REPORT_OP = "report_backfill_request"
 # When a report run is launched by itself: a UI backfill's adoption (its effective policy), a request's close.
 ADOPTED_STAGE = "adopted"
 CLOSED_STAGE = "closed"
-LAUNCHPAD_USER = "launchpad"
 
 
 class RequestOptionsConfig(dg.Config):
@@ -68,10 +64,10 @@ class RequestOptionsConfig(dg.Config):
     requested_by: Optional[str] = Field(default=None, description="Who asks (default: the UI's user, or launchpad).")
     wait_for_overlap: bool = Field(default=False, description="Wait for overlapping requests instead of failing.")
 
-    def options(self, ui_user: Optional[str]) -> dict[str, Any]:
-        """These fields as the service's input takes them (conf parsed, the asker defaulted)."""
+    def options(self, user: str) -> dict[str, Any]:
+        """These fields as the service's input takes them (conf parsed, the asker defaulted to ``user``)."""
         return {**{name: getattr(self, name) for name in RequestOptionsConfig.model_fields},
-                "conf": parse_conf_text(self.conf), "requested_by": self.requested_by or ui_user or LAUNCHPAD_USER}
+                "conf": parse_conf_text(self.conf), "requested_by": self.requested_by or user}
 
 
 class BackfillRequestConfig(RequestOptionsConfig):
@@ -103,20 +99,17 @@ class BackfillReportConfig(dg.Config):
 
 
 def build_request_job(graph: AssetGraph) -> dg.JobDefinition:
-    @dg.op(name=REQUEST_OP, out=dg.Out(dg.Nothing), description="Validate and freeze a backfill request.")
     def create_backfill_request(
-        context: dg.OpExecutionContext, config: BackfillRequestConfig, backfill: BackfillResource
-    ):
-        backfills = backfills_for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD,
-                                           system_user=launching_user(context.run.tags))
-        with refused_as_failure():
-            asked = request_input(config, context.run.tags.get(DAGSTER_USER_TAG))
-            plan = backfills.plan(asked)
-            created = None if config.dry_run else backfills.create(asked)
-        yield outcome_output(context, plan, created)
+        context: dg.OpExecutionContext, config: BackfillRequestConfig, backfills: Backfills, user: str
+    ) -> dg.Output:
+        asked = request_input(config, user)
+        plan = backfills.plan(asked)
+        created = None if config.dry_run else backfills.create(asked)
+        return outcome_output(context, plan, created)
 
-    return _one_op_job(REQUEST_JOB, create_backfill_request,
-                       "Create a backfill request from the Launchpad (set dry_run: true to see the plan first).")
+    return launchpad_job(graph, REQUEST_JOB, REQUEST_OP, BackfillRequestConfig, create_backfill_request,
+                         "Create a backfill request from the Launchpad (set dry_run: true to see the plan first).",
+                         op_description="Validate and freeze a backfill request.")
 
 
 def build_clear_job(graph: AssetGraph, assets: Sequence[dg.AssetsDefinition]) -> dg.JobDefinition:
@@ -127,35 +120,22 @@ def build_clear_job(graph: AssetGraph, assets: Sequence[dg.AssetsDefinition]) ->
     def selector(text: str) -> tuple[str, ...]:
         return select_assets(assets, graph, text)
 
-    @dg.op(name=CLEAR_OP, out=dg.Out(dg.Nothing), description="Re-run the selected assets' cells over the days.")
-    def clear_backfill_cells(context: dg.OpExecutionContext, config: BackfillClearConfig, backfill: BackfillResource):
-        backfills = backfills_for_instance(
-            graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD, select_assets=selector,
-            system_user=launching_user(context.run.tags),
-        )
+    def clear_backfill_cells(
+        context: dg.OpExecutionContext, config: BackfillClearConfig, backfills: Backfills, user: str
+    ) -> dg.Output:
         fields = config.model_dump(exclude=set(RequestOptionsConfig.model_fields) | {"dry_run"})
-        with refused_as_failure():
-            asked = ClearInput(**fields, **config.options(context.run.tags.get(DAGSTER_USER_TAG)))
-            planned = backfills.clear(asked, dry_run=True)
-            created = None if config.dry_run else backfills.clear(asked).created
+        asked = ClearInput(**fields, **config.options(user))
+        planned = backfills.clear(asked, dry_run=True)
+        created = None if config.dry_run else backfills.clear(asked).created
         context.log.info(f"clear {config.select!r}: {', '.join(planned.assets)}; {planned.first}..{planned.last} "
                          f"({planned.days_asked})")
-        yield outcome_output(context, planned.plan, created,  # type: ignore[arg-type]
-                             {"selected_assets": ", ".join(planned.assets), "days_asked": planned.days_asked})
+        return outcome_output(context, planned.plan, created,  # type: ignore[arg-type]
+                              {"selected_assets": ", ".join(planned.assets), "days_asked": planned.days_asked})
 
-    return _one_op_job(CLEAR_JOB, clear_backfill_cells,
-                       "Airflow's clear from the Launchpad: the selected assets' cells over the days, as one request "
-                       "(a dry run until dry_run: false).")
-
-
-@contextmanager
-def refused_as_failure() -> Iterator[None]:
-    """Bad input or a refused plan fails the run with the service's one-line message (its fields named as this
-    config's keys, which are the service's own); nothing was written."""
-    try:
-        yield
-    except (InvalidInput, PlanError) as exc:
-        raise dg.Failure(description=str(exc), allow_retries=False) from exc
+    return launchpad_job(graph, CLEAR_JOB, CLEAR_OP, BackfillClearConfig, clear_backfill_cells,
+                         "Airflow's clear from the Launchpad: the selected assets' cells over the days, as one request "
+                         "(a dry run until dry_run: false).",
+                         op_description="Re-run the selected assets' cells over the days.", select_assets=selector)
 
 
 def outcome_output(
@@ -188,40 +168,24 @@ def outcome_output(
     })
 
 
-def _one_op_job(name: str, op: dg.OpDefinition, description: str) -> dg.JobDefinition:
-    return dg.JobDefinition(
-        name=name,
-        # One op that talks to the catalog: in the run's own process whatever executor the data steps use.
-        executor_def=dg.in_process_executor,
-        graph_def=dg.GraphDefinition(name=name, node_defs=[op]),
-        description=description,
-        tags={T.LANE: T.LANE_MANUAL},
-    )
-
-
-def request_input(config: BackfillRequestConfig, ui_user: str | None) -> RequestInput:
-    """The Launchpad's config as the service's input (its keys are the service's field names)."""
+def request_input(config: BackfillRequestConfig, user: str) -> RequestInput:
+    """The Launchpad's config as the service's input (its keys are the service's field names); ``user``: who asks
+    when ``requested_by`` names nobody."""
     return RequestInput(
         assets=config.assets, from_day=config.from_day, to_day=config.to_day, reprocess=config.reprocess,
-        **config.options(ui_user),
+        **config.options(user),
     )
 
 
 def build_report_job(graph: AssetGraph) -> dg.JobDefinition:
-    @dg.op(name=REPORT_OP, out=dg.Out(dg.Nothing), description="A request's reconcile report.")
     def report_backfill_request(
-        context: dg.OpExecutionContext, config: BackfillReportConfig, backfill: BackfillResource
-    ):
-        backfills = backfills_for_instance(graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD,
-                                           tables=backfill.published_tables())
-        try:
-            reconciled = backfills.reconcile(config.request_id)
-            report = reconciled.report
-        except (InvalidInput, NotFound) as exc:
-            raise dg.Failure(description=str(exc), allow_retries=False) from exc
+        context: dg.OpExecutionContext, config: BackfillReportConfig, backfills: Backfills, user: str
+    ) -> dg.Output:
+        reconciled = backfills.reconcile(config.request_id)
+        report = reconciled.report
         context.instance.add_run_tags(context.run_id, {T.REPORT_OF: config.request_id})
         totals = report.totals
-        yield dg.Output(
+        return dg.Output(
             None,
             metadata={
                 "request_id": config.request_id,
@@ -235,9 +199,10 @@ def build_report_job(graph: AssetGraph) -> dg.JobDefinition:
             },
         )
 
-    return _one_op_job(REPORT_JOB, report_backfill_request,
-                       "A backfill request's reconcile report, readable in the UI (launched when a request made in "
-                       "the UI is adopted and when it closes; launch it for any request with its request_id).")
+    return launchpad_job(graph, REPORT_JOB, REPORT_OP, BackfillReportConfig, report_backfill_request,
+                         "A backfill request's reconcile report, readable in the UI (launched when a request made in "
+                         "the UI is adopted and when it closes; launch it for any request with its request_id).",
+                         op_description="A request's reconcile report.")
 
 
 def report_run_request(request_id: str, stage: str) -> dg.RunRequest:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ from backfill_assets.engine.store import db, schema
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.wap.faults import AFTER_VERIFYING, ENV_HOLD
 from backfill_assets.examples.orders.source import SourceSystem
+from backfill_assets.integration.sensors.driver import DRIVER_SENSOR
 from tests.orders import CALENDAR as calendar
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 from tests.orders import run_partitions
@@ -67,6 +69,8 @@ REQUEST_TABLES = (schema.requests, schema.request_items, schema.claims)
 
 
 FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+# A sensor tick that ran to its end without error (Dagster's TickStatus values): with or without run requests.
+TICK_DONE = {"SUCCESS", "SKIPPED"}
 
 
 # The run slots (the driver's queue-ahead and a UI backfill's max_active) and the UI backfill's order hold.
@@ -211,6 +215,26 @@ class E2E:
 
     def log_tail(self) -> str:
         return tail(self.daemon_log)
+
+    def driver_ticks_since(self, since: float) -> int:
+        """The driver sensor's ticks that began after ``since`` (a wall-clock timestamp) and finished without
+        error: each decided every open request on what was committed before it began, and created the runs it
+        asked for before it finished."""
+        return sum(
+            1
+            for state in self.instance.all_instigator_state()
+            if state.instigator_name == DRIVER_SENSOR
+            for tick in self.instance.get_ticks(state.instigator_origin_id, state.selector_id, after=since)
+            if tick.status.value in TICK_DONE
+        )
+
+    def wait_driver_ticks(self, count: int, timeout: float = 60.0) -> None:
+        """Until the daemon's driver has ticked ``count`` times from now: what it would launch, it has launched.
+        Waiting for nothing to happen is waiting for its ticks, never for a fixed time."""
+        self.assert_daemon_alive()
+        since = time.time()
+        poll(lambda: self.driver_ticks_since(since) >= count, timeout,
+             lambda: f"{count} driver tick(s) after {since} (got {self.driver_ticks_since(since)})")
 
 
 def launch_held_run(e2e: E2E, day: str) -> dg.DagsterRun:

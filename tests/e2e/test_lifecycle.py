@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import dagster as dg
 import pytest
 
@@ -109,8 +107,8 @@ def test_cancel_stops_submission_and_leaves_no_run_queued_or_running(e2e, days, 
         assert never_run
         assert all((c["decision"], c["reason"]) == ("cancelled", "request cancelled") for c in never_run), never_run
 
-    # Several driver ticks later: no new run, and none of the request's runs is queued or running.
-    time.sleep(6)  # more than one driver tick (the sensor daemon loops every 5 s)
+    # Driver ticks later: no new run, and none of the request's runs is queued or running.
+    e2e.wait_driver_ticks(2)
     assert {r.dagster_run.run_id for r in e2e.run_records(rid)} == runs_at_cancel
     records = poll(
         lambda: (rs := e2e.run_records(rid)) and all(r.dagster_run.status in FINISHED for r in rs) and rs,

@@ -25,7 +25,7 @@ def test_confirmed_cascade_runs_downstream_of_the_published_version(e2e):
         time.sleep(1)
     assert cells[(ORDER_FACTS, "planned")] == M.PUBLISHED
     assert cells[(DAILY_REVENUE, "cascade")] == M.PENDING and cells[(CUSTOMER_SNAPSHOT, "cascade")] == M.PENDING
-    time.sleep(6)  # a driver tick or two: nothing downstream may launch before confirmation
+    e2e.wait_driver_ticks(2)  # the driver has looked twice since: nothing downstream launches before confirmation
     assert {asset for asset, _ in e2e.run_cells(rid)} == {ORDER_FACTS}
     assert "request confirm" in (e2e.show(rid)["message"] or "")
 

@@ -1,8 +1,11 @@
 """The operations' Launchpad jobs (``integration/operation_jobs.py``) on a real instance: each calls the service as
 its CLI command does, names the UI's user as who acted, shows the result as run metadata, and a bad value fails
-the run with the service's message and writes nothing."""
+the run with the service's message and writes nothing. Every Launchpad job, the request jobs too, fails a bad
+value with one line naming its config key."""
 
 from __future__ import annotations
+
+import re
 
 import dagster as dg
 import pytest
@@ -11,7 +14,8 @@ import sqlalchemy as sa
 from backfill_assets import backfills_for_instance
 from backfill_assets.engine.store import schema
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
-from backfill_assets.integration.operation_jobs import OPERATIONS, op_name
+from backfill_assets.integration.operation_jobs import OPERATIONS
+from backfill_assets.integration.request_jobs import CLEAR_JOB, REPORT_JOB, REQUEST_JOB
 from backfill_assets.service import RequestInput
 from tests.orders import DEFS, run_partitions
 
@@ -20,16 +24,22 @@ PIPELINE = [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE]
 USER = "ana@example.com"
 
 
+def op_of(job: str) -> str:
+    """A Launchpad job's one op (``<job>_op``, or the request jobs' own names)."""
+    [node] = DEFS.resolve_job_def(job).graph.node_defs
+    return node.name
+
+
 def launch(env, job: str, config: dict) -> dg.ExecuteInProcessResult:
     return DEFS.resolve_job_def(job).execute_in_process(
-        run_config={"ops": {op_name(job): {"config": config}}}, instance=env.instance, raise_on_error=False,
+        run_config={"ops": {op_of(job): {"config": config}}}, instance=env.instance, raise_on_error=False,
         tags={"dagster/user": USER},
     )
 
 
 def result_of(run: dg.ExecuteInProcessResult, job: str) -> tuple[str, object]:
     assert run.success, [e.message for e in run.all_events if e.is_failure]
-    [output] = [e for e in run.events_for_node(op_name(job)) if e.is_successful_output]
+    [output] = [e for e in run.events_for_node(op_of(job)) if e.is_successful_output]
     metadata = output.step_output_data.metadata
     return metadata["summary"].value, metadata["result"].value
 
@@ -76,21 +86,56 @@ def test_rollback_reject_skip_gc_and_list_run_from_the_launchpad(env):
     assert [r["source"] for r in listed] == ["python"]
 
 
+# One bad value for every Launchpad job, and the config key its one-line failure names.
+BAD_VALUES = [
+    ("backfill_cancel", {"request_id": "../x"}, "request_id"),
+    ("backfill_pause", {"request_id": "req-20221101-00000000", "by": "   "}, "by"),
+    ("backfill_resume", {"request_id": "../x"}, "request_id"),
+    ("backfill_confirm", {"request_id": "../x"}, "request_id"),
+    ("backfill_rollback", {"asset": ORDER_FACTS, "partition_key": DAY, "reason": "   "}, "reason"),
+    ("backfill_accept", {"version_id": f"{ORDER_FACTS}/{DAY}/run/1", "approved_by": "  ", "reason": "x"},
+     "approved_by"),
+    ("backfill_register", {"asset": ORDER_FACTS, "partition_key": DAY, "path": "/no/such.parquet",
+                           "approved_by": "lead", "reason": "x"}, "path"),
+    ("backfill_reject", {"asset": ORDER_FACTS, "partition_key": DAY, "reason": "   "}, "reason"),
+    ("backfill_skip", {"asset": RAW_ORDERS, "reason": "x"}, "partition_key"),
+    ("backfill_handoff", {"handoff_id": "ho-00000000", "decision": "maybe"}, "decision"),
+    ("backfill_gc", {"older_than_days": -1}, "older_than_days"),
+    ("backfill_list", {"status": ["nonsense"]}, "status"),
+    (REQUEST_JOB, {"assets": [ORDER_FACTS], "from_day": DAY, "to_day": "2099-01-01"}, "to_day"),
+    (CLEAR_JOB, {"select": ORDER_FACTS, "partition_key": "2099-01-01", "dry_run": False}, "partition_key"),
+    (REPORT_JOB, {"request_id": "../x"}, "request_id"),
+]
+
+
+def test_every_launchpad_job_has_a_bad_value_case():
+    assert {job for job, _, _ in BAD_VALUES} == {o.job for o in OPERATIONS} | {REQUEST_JOB, CLEAR_JOB, REPORT_JOB}
+
+
+def failure_of(run: dg.ExecuteInProcessResult) -> str:
+    """The run's one step failure, as the job's ``dg.Failure`` described it (not a traceback)."""
+    assert not run.success
+    [failure] = [e for e in run.all_events if e.is_step_failure]
+    assert failure.step_failure_data.user_failure_data is not None, failure.step_failure_data.error
+    return failure.step_failure_data.user_failure_data.description
+
+
+@pytest.mark.parametrize("job, config, key", BAD_VALUES, ids=[job for job, _, _ in BAD_VALUES])
+def test_a_bad_value_fails_the_run_naming_the_config_key_and_writes_nothing(env, job, config, key):
+    before = catalog_rows(env)
+    message = failure_of(launch(env, job, config))
+    assert "\n" not in message and re.search(rf"(?<![\w/]){key}(?![\w/])", message), message
+    assert catalog_rows(env) == before
+
+
+# Refusals that name no config key (an unknown name, a hostile key): one line all the same, the service's words.
 @pytest.mark.parametrize("job, config, message", [
     ("backfill_rollback", {"asset": "no_such_asset", "partition_key": DAY, "reason": "x"}, "unknown asset"),
     ("backfill_rollback", {"asset": ORDER_FACTS, "partition_key": "../../etc", "reason": "x"}, "partition key"),
-    ("backfill_reject", {"asset": ORDER_FACTS, "partition_key": DAY, "reason": "   "},
-     "reason is required and must not be blank"),
-    ("backfill_skip", {"asset": RAW_ORDERS, "reason": "x"}, "name the cell: partition_key, or from_day D to_day D"),
-    ("backfill_gc", {"older_than_days": -1}, "older_than_days -1 must be a whole number of days >= 0"),
-    ("backfill_handoff", {"handoff_id": "ho-00000000", "decision": "maybe"},
-     "decision 'maybe' is not one of accept, decline"),
     ("backfill_cancel", {"request_id": "req-20221101-00000000"}, "unknown request"),
+    ("backfill_accept", {"version_id": "nope", "approved_by": "lead", "reason": "x"}, "version id 'nope' is not"),
 ])
-def test_a_bad_value_fails_the_run_with_the_services_message_and_writes_nothing(env, job, config, message):
+def test_a_refusal_fails_the_run_with_the_services_message_and_writes_nothing(env, job, config, message):
     before = catalog_rows(env)
-    run = launch(env, job, config)
-    assert not run.success
-    [failure] = [e for e in run.all_events if e.is_step_failure]
-    assert message in failure.step_failure_data.user_failure_data.description
+    assert message in failure_of(launch(env, job, config))
     assert catalog_rows(env) == before

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell, CellOrigin, CellUpdate, SkipKind
-from backfill_assets.engine.model.errors import InvalidInput, NotFound, PlanError, quoted
+from backfill_assets.engine.model.errors import InvalidField, InvalidInput, NotFound, PlanError, quoted
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.claims import claim, claimable_cells, claimed_by, overlap_message, release
@@ -27,8 +27,10 @@ _REQUEST_ID_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
 def validate_request_id(request_id: object) -> str:
+    """A request id, or an error naming the field (``request_id``) as each door words it."""
     if not isinstance(request_id, str) or not 1 <= len(request_id) <= 80 or not set(request_id) <= _REQUEST_ID_CHARS:
-        raise InvalidInput(f"request id {quoted(request_id)} is not of the form req-YYYYMMDD-xxxxxxxx or dg-<id>")
+        raise InvalidField("{request_id} {value!r} is not of the form req-YYYYMMDD-xxxxxxxx or dg-<id>",
+                           value=request_id)
     return request_id
 
 
