@@ -16,7 +16,7 @@ from backfill_assets.engine.model.identity import parse_version_id
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.overrides import Override, OverrideAction
 from backfill_assets.engine.plan import overrides as override_plan
-from backfill_assets.engine.plan.gc import collect_garbage, remove_purged_files, retention_cutoff
+from backfill_assets.engine.plan.gc import PurgedVersion, collect_garbage, remove_purged_files, retention_cutoff
 from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
 from backfill_assets.engine.store.engine_refs import EngineRef, EngineRefs, validate_engine_id, versions_with_label
 from backfill_assets.engine.tables.published_tables import SyncReport
@@ -202,7 +202,7 @@ def skip(
     return marks
 
 
-def gc(context: ServiceContext, older_than_days: int | None, dry_run: bool) -> list[dict[str, Any]]:
+def gc(context: ServiceContext, older_than_days: int | None, dry_run: bool) -> list[PurgedVersion]:
     """The manual ``gc`` and the gc sensor alike; ``older_than_days`` None: the code location's retention."""
     if older_than_days is None:
         older_than_days = context.graph.cleanup.retention_days

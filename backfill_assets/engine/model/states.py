@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 from backfill_assets.engine.model.errors import IllegalTransition
 
 
-class VersionState(str, Enum):
+class VersionState(StrEnum):
     WRITING = "WRITING"
     VERIFYING = "VERIFYING"
     PUBLISHED = "PUBLISHED"
