@@ -220,7 +220,7 @@ def build_report_job(graph: AssetGraph) -> dg.JobDefinition:
         except (InvalidInput, NotFound) as exc:
             raise dg.Failure(description=str(exc), allow_retries=False) from exc
         context.instance.add_run_tags(context.run_id, {T.REPORT_OF: config.request_id})
-        totals = report.totals
+        totals = report.totals.as_dict()
         yield dg.Output(
             None,
             metadata={

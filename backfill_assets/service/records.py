@@ -11,6 +11,7 @@ from typing import Any
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.model.concurrency import Concurrency
+from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.store.ledger import RequestRecord
 from backfill_assets.engine.store.operations import Operation
 from backfill_assets.engine.store.pauses import Pause
@@ -249,15 +250,12 @@ class Paused:
 
 
 @dataclass(frozen=True)
-class Resumed:
+class Resumed(JsonRecord):
     """``resume``: the status the request went back to, and the pause it ended."""
 
     request_id: str
     status: M.RequestStatus
     pause: Pause
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"request_id": self.request_id, "status": str(self.status), "pause": self.pause.as_dict()}
 
 
 def _plain_pause(pause: Pause | None) -> dict[str, Any] | None:
