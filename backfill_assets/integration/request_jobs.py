@@ -178,7 +178,7 @@ def outcome_output(
         "cells": len(plan.cells),
         "max_active": spec.effective_max_active,
         "partitions_per_run": spec.partitions_per_run,
-        "partitions_per_run_mode": spec.partitions_per_run_mode,
+        "partitions_per_run_mode": spec.partitions_per_run_text,
         "planned_runs": len(plan.runs),
         "effective_concurrency": plan.concurrency.effective,
         # The run queue limit that holds the request below its max_active, and where to raise it (empty: none).

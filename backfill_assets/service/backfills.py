@@ -19,6 +19,7 @@ from backfill_assets.engine.plan.clearing import ClearInput, clear_window
 from backfill_assets.engine.plan.gc import PurgedVersion
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
+from backfill_assets.engine.store.handoffs import HandoffStatus
 from backfill_assets.engine.store.operations import Operation, Operations
 from backfill_assets.engine.store.tries import Try, cell_tries
 from backfill_assets.engine.tables.published_tables import SyncReport
@@ -265,9 +266,9 @@ class Backfills:
 
     def accept_handoff(self, handoff_id: str, by: str) -> HandoffDecision:
         """The downstream owner accepts: the driver re-runs the asset's affected days under the same request."""
-        return handoffs.decide(self.context, handoff_id, handoffs.ACCEPTED, by)
+        return handoffs.decide(self.context, handoff_id, HandoffStatus.ACCEPTED, by)
 
     def decline_handoff(self, handoff_id: str, by: str) -> HandoffDecision:
         """The downstream owner declines: nothing is re-run for the asset; reconcile shows the decision."""
-        return handoffs.decide(self.context, handoff_id, handoffs.DECLINED, by)
+        return handoffs.decide(self.context, handoff_id, HandoffStatus.DECLINED, by)
 

@@ -182,7 +182,7 @@ def run_note(version: Version, previous: Version | None) -> str:
         return f"attempt {version.attempt_no} of the same computation"
     if previous is None:
         return "the cell's first computation"
-    changed = differences(previous, version.code_version, version.params_digest)  # type: ignore[arg-type]
+    changed = differences(previous, version.code_version, version.params_digest)
     return "a new run, computed as the one before" if changed == "nothing" else f"a new run: {changed}"
 
 

@@ -263,7 +263,10 @@ def require_cell(context: ServiceContext, asset: str, partition_key: str) -> Non
     context.graph.calendar.interval(partition_key)  # a business day of the partitions definition
 
 
-def _change(action: str, move: PointerMove, consumers, record: Override | None, cascade_id, event) -> PointerChange:
+def _change(
+    action: str, move: PointerMove, consumers: Sequence[Consumer], record: Override | None, cascade_id: str | None,
+    event: str,
+) -> PointerChange:
     return PointerChange(action, move.asset, move.partition_key, move.previous_version_id, move.version_id,
                          move.seq, tuple(consumers), record, cascade_id, event)
 

@@ -15,7 +15,7 @@ from backfill_assets.engine.model.errors import ManifestMismatch
 from backfill_assets.engine.model.graph import NOT_VERSIONED, AssetGraph
 from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.overrides import Override, OverrideAction
-from backfill_assets.engine.model.states import IN_PROGRESS, VersionState
+from backfill_assets.engine.model.states import FINISHED_RUN_STATUSES, IN_PROGRESS, VersionState
 from backfill_assets.engine.plan.reconcile_downstream import affected_downstream_report
 from backfill_assets.engine.store.catalog import Catalog, Version
 from backfill_assets.engine.store.handoffs import Handoffs
@@ -23,7 +23,6 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.pauses import Pauses
 from backfill_assets.engine.store.storage import Warehouse
 
-FINISHED_RUNS = ("SUCCESS", "FAILURE", "CANCELED")
 # A cell whose published version was later moved off the pointer by a rollback: the request's output for that
 # cell is not serving, so it is neither ``published`` nor complete (a ledger decision never says this; the
 # version's state does).
@@ -297,7 +296,8 @@ def still_retrying(
         return True
     if VersionState(latest.state) in IN_PROGRESS:
         return int(latest.attempt_no) > 1
-    if VersionState(latest.state) != VersionState.ABANDONED or run_status_of(cell.dagster_run_id) in FINISHED_RUNS:
+    ended = run_status_of(cell.dagster_run_id) in FINISHED_RUN_STATUSES
+    if VersionState(latest.state) != VersionState.ABANDONED or ended:
         return False
     retries = graph[cell.asset].retries if cell.asset in graph else None
     tried = sum(1 for v in vs if v.dagster_run_id == cell.dagster_run_id)
@@ -446,7 +446,7 @@ def _gap(
     warehouse: Warehouse | None,
 ) -> str | None:
     state = VersionState(version.state)
-    if state in IN_PROGRESS and run_status_of(version.dagster_run_id) in (*FINISHED_RUNS, None):
+    if state in IN_PROGRESS and run_status_of(version.dagster_run_id) in (*FINISHED_RUN_STATUSES, None):
         return GAP_STUCK.format(state=state.value)
     if version.published_at and materialized is not None and version.version_id not in materialized:
         return GAP_NO_MATERIALIZATION

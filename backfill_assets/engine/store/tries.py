@@ -19,7 +19,7 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.identity import validate_asset_name, validate_partition_key
 from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.overrides import Override
-from backfill_assets.engine.model.states import VersionState
+from backfill_assets.engine.model.states import FINISHED_RUN_STATUSES, VersionState
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.schema import request_items, requests, versions
@@ -89,7 +89,7 @@ class RunTouch:
     """A Dagster run that was to write the cell (its partition and asset selected), as Dagster records it."""
 
     run_id: str
-    status: str  # Dagster's: SUCCESS, FAILURE, CANCELED, STARTED, QUEUED, ...
+    status: str  # a RunStatus value (Dagster's)
     lane: str
     request_id: str | None
     created_at: str | None  # UTC ISO-8601, as every stored time
@@ -97,7 +97,7 @@ class RunTouch:
 
     @property
     def what_happened(self) -> str:
-        ended = self.status in ("SUCCESS", "FAILURE", "CANCELED")
+        ended = self.status in FINISHED_RUN_STATUSES
         return f"run {self.status.lower()}" + (", no version written" if ended else "")
 
 
