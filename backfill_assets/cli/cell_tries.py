@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import click
 
 from backfill_assets.engine.model.errors import InvalidInput
+from backfill_assets.engine.store.tries import Try
 
 from .app import AppContext, emit
 
@@ -40,32 +38,32 @@ def show_cell_tries(app: AppContext, request_id: str, text: str, as_json: bool) 
     emit(seen.as_dict(), as_json, human)
 
 
-def _try_lines(number: int, t: Mapping[str, Any]) -> list[str]:
-    mark = THIS_REQUEST_MARK if t["this_request"] else " "
+def _try_lines(number: int, t: Try) -> list[str]:
+    mark = THIS_REQUEST_MARK if t.this_request else " "
     who = (
-        f"request {t['request_id']} by {t['requested_by'] or '-'}: {t['request_reason'] or '-'}"
-        if t["request_id"] else "no request"
+        f"request {t.request_id} by {t.requested_by or '-'}: {t.request_reason or '-'}"
+        if t.request_id else "no request"
     )
-    if not t["version_written"]:
+    if not t.version_written:
         # A ledger's run has the request's decision for the cell; any other run only Dagster's status.
-        outcome = t["decision"] or f"Dagster {t['run_status']}"
+        outcome = t.decision or f"Dagster {t.run_status}"
         return [
-            f"{mark} {number}. no version written  {outcome}  lane {t['lane']}  {who}",
-            f"      dagster run {t['dagster_run_id']}  requested {t['requested_at'] or '-'}",
-            *([f"      {t['error']}"] if t["error"] else []),
+            f"{mark} {number}. no version written  {outcome}  lane {t.lane}  {who}",
+            f"      dagster run {t.dagster_run_id}  requested {t.requested_at or '-'}",
+            *([f"      {t.error}"] if t.error else []),
         ]
     lines = [
-        f"{mark} {number}. {t['version_id']}  {t['state']}  lane {t['lane'] or '-'}  {who}",
-        f"      run {t['logical_run_id']}  dagster run {t['dagster_run_id']} ({t['run_status'] or '-'})"
-        f"  attempt {t['attempt_no']}"
-        f"  worker {t['worker'] or '-'}  code {t['code_version']}",
-        f"      requested {t['requested_at'] or '-'}  started {t['started_at'] or '-'}  ended {t['ended_at'] or '-'}"
-        f"  published {t['published_at'] or '-'}",
+        f"{mark} {number}. {t.version_id}  {t.state}  lane {t.lane or '-'}  {who}",
+        f"      run {t.logical_run_id}  dagster run {t.dagster_run_id} ({t.run_status or '-'})"
+        f"  attempt {t.attempt_no}"
+        f"  worker {t.worker or '-'}  code {t.code_version}",
+        f"      requested {t.requested_at or '-'}  started {t.started_at or '-'}  ended {t.ended_at or '-'}"
+        f"  published {t.published_at or '-'}",
     ]
-    if t["checks"]:
-        verdicts = (f"{c['name']}={'pass' if c['passed'] else 'FAIL'}" for c in t["checks"])
+    if t.checks:
+        verdicts = (f"{c.name}={'pass' if c.passed else 'FAIL'}" for c in t.checks)
         lines.append("      checks: " + ", ".join(verdicts))
-    if t["error"]:
-        lines.append(f"      error: {t['error']}")
-    lines += [f"      override: {o['action']} by {o['by']} at {o['at']}: {o['reason']}" for o in t["overrides"]]
+    if t.error:
+        lines.append(f"      error: {t.error}")
+    lines += [f"      override: {o.action} by {o.decided_by} at {o.at}: {o.reason}" for o in t.overrides]
     return lines

@@ -146,7 +146,7 @@ def _create_request(backfills: Backfills, max_active: int, say) -> str:
     say(
         f"3. created {created.request.request_id}: {DAILY_REVENUE} {BACKFILL_FROM}..{BACKFILL_TO}, "
         f"reprocess=completed, max_active={max_active}, a defect on {DEFECT_DAY} given as {DAILY_REVENUE}'s conf; "
-        f"up to {spec.partitions_per_run} day(s) per run ({spec.partitions_per_run_mode})"
+        f"up to {spec.partitions_per_run} day(s) per run ({spec.partitions_per_run_text})"
     )
     return created.request.request_id
 

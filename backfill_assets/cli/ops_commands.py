@@ -71,9 +71,9 @@ def gc(app: AppContext, older_than: int | None, dry_run: bool, as_json: bool) ->
     Example: backfill-assets gc --older-than 30 --dry-run
     """
     purged = app.service().gc(older_than, dry_run)
-    emit(purged, as_json,
+    emit([p.as_dict() for p in purged], as_json,
          f"{'would purge' if dry_run else 'purged'} {len(purged)} version(s)" +
-         "".join(f"\n  {p['version_id']} ({p['state']})" for p in purged))
+         "".join(f"\n  {p.version_id} ({p.state})" for p in purged))
 
 
 def echo_tables(report) -> None:

@@ -78,7 +78,7 @@ def _who_line(request: dict) -> str | None:
 
 def print_report(report: Report) -> None:
     console = Console()
-    t = report.totals
+    t = report.totals.as_dict()
     console.print(
         f"[bold]{report.request['request_id']}[/bold] {report.request['status']} — complete: "
         + ("[green]yes[/green]" if report.complete else "[red]no[/red]")
@@ -100,7 +100,7 @@ def print_report(report: Report) -> None:
     for c in report.cells:
         console.print("  " + "  ".join(_cell_line(c)), highlight=False, markup=False)
     for gap in report.gaps:
-        console.print(f"[red]gap[/red] {gap['version_id']} ({gap['state']}): {gap['gap']}")
+        console.print(f"[red]gap[/red] {gap.version_id} ({gap.state}): {gap.gap}")
     for s in report.stale_downstream:
         console.print(f"[yellow]stale[/yellow] {s['asset']} {s['partition_key']} (current {s['current_version_id']})")
     # One line per side-effect asset and status (a month of days would otherwise be a month of lines).

@@ -128,7 +128,7 @@ def show_outcome(
         (f"{heading}\n" if heading else "")
         + f"created {request.request_id} ({request.status}): {len(spec.assets)} asset(s) × {len(spec.partitions)} "
         f"day(s), code version {request.code_version}, at most {concurrency.effective} run(s) at once, up to "
-        f"{spec.partitions_per_run} day(s) per run ({spec.partitions_per_run_mode})"
+        f"{spec.partitions_per_run} day(s) per run ({spec.partitions_per_run_text})"
         + (f"\n  {concurrency.note}" if concurrency.note else "")
         + (f"\n  {request.message}" if request.message else ""),
     )
@@ -211,7 +211,7 @@ def _print_detail(detail: RequestDetail) -> None:
         + f"  order={spec.order}  max_active={spec.max_active}  downstream={spec.downstream}"
         f"  code {r.code_version}"
     )
-    click.echo(f"  partitions_per_run={spec.partitions_per_run} ({spec.partitions_per_run_mode})")
+    click.echo(f"  partitions_per_run={spec.partitions_per_run} ({spec.partitions_per_run_text})")
     concurrency = detail.concurrency
     if concurrency is not None and r.status not in M.CLOSED_STATUSES:
         click.echo(f"  {concurrency.note or f'at most {concurrency.effective} run(s) at once'}")

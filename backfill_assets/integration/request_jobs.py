@@ -158,7 +158,7 @@ def outcome_output(
         "cells": len(plan.cells),
         "max_active": spec.effective_max_active,
         "partitions_per_run": spec.partitions_per_run,
-        "partitions_per_run_mode": spec.partitions_per_run_mode,
+        "partitions_per_run_mode": spec.partitions_per_run_text,
         "planned_runs": len(plan.runs),
         "effective_concurrency": plan.concurrency.effective,
         # The run queue limit that holds the request below its max_active, and where to raise it (empty: none).
@@ -184,7 +184,7 @@ def build_report_job(graph: AssetGraph) -> dg.JobDefinition:
         reconciled = backfills.reconcile(config.request_id)
         report = reconciled.report
         context.instance.add_run_tags(context.run_id, {T.REPORT_OF: config.request_id})
-        totals = report.totals
+        totals = report.totals.as_dict()
         return dg.Output(
             None,
             metadata={

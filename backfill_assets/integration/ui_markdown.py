@@ -43,7 +43,7 @@ def plan_markdown(title: str, plan: RequestPlan, notes: Iterable[str | None] = (
 
 def report_markdown(report: Report) -> str:
     request = report.request
-    totals = report.totals
+    totals = report.totals.as_dict()
     # The counts a reader always wants, and any other that is not zero (a table of 16 columns does not fit).
     shown = [
         k for k, v in totals.items()
@@ -78,6 +78,6 @@ def report_markdown(report: Report) -> str:
     ]
     if report.gaps:
         parts.append("**Gaps**\n\n" + table(("version", "state", "gap"), [
-            [g.get("version_id"), g.get("state"), g.get("gap")] for g in report.gaps
+            [g.version_id, g.state, g.gap] for g in report.gaps
         ]))
     return "\n\n".join(parts)

@@ -18,13 +18,34 @@ and whoever builds it hands that in (``backfills_for_instance`` in ``integration
 
 from backfill_assets.engine.model.errors import FieldMessage, InvalidField, RefusedField
 from backfill_assets.engine.model.request_input import RequestInput
-from backfill_assets.engine.model.request_model import DownstreamPolicy, Order, ReprocessPolicy, RequestSource
+from backfill_assets.engine.model.request_model import (
+    CellDecision,
+    DownstreamPolicy,
+    Order,
+    PerRunMode,
+    ReprocessPolicy,
+    RequestSource,
+    RequestSpec,
+    RequestStatus,
+)
+from backfill_assets.engine.model.states import RunStatus, VersionState
 from backfill_assets.engine.plan.clearing import ClearInput
+from backfill_assets.engine.plan.gc import PurgedVersion
+from backfill_assets.engine.plan.planning import PlanAction
+from backfill_assets.engine.plan.reconcile import Report, ReportGap, ReportRun, ReportTotals
+from backfill_assets.engine.store.catalog_records import Version
+from backfill_assets.engine.store.handoffs import HandoffStatus
+from backfill_assets.engine.store.operations import Operation
 from backfill_assets.engine.store.pauses import Pause
+from backfill_assets.engine.store.tries import Try, TryCheck
+from backfill_assets.engine.tables.published_tables import SyncReport
+from backfill_assets.engine.tables.records import SyncResult, TableLag
 
 from .backfills import Backfills
-from .cell_history import CellTries, CellVersions, Delivery, VersionEntry
+from .cell_history import CellTries, CellVersions, Delivery, PointerEvent, VersionEntry
+from .handoffs import Handoff, HandoffDecision
 from .reading import PublishedRead
+from .reconciling import Reconciliation
 from .records import (
     Cancelled,
     Cleared,
@@ -40,10 +61,12 @@ from .records import (
     Resumed,
 )
 from .registering import Registration
+from .versions import PointerChange, SkipMarks, Traced, TraceMatch
 
 __all__ = [
     "Backfills",
     "Cancelled",
+    "CellDecision",
     "CellTries",
     "CellVersions",
     "ClearInput",
@@ -52,23 +75,50 @@ __all__ = [
     "Delivery",
     "DownstreamPolicy",
     "FieldMessage",
+    "Handoff",
+    "HandoffDecision",
+    "HandoffStatus",
     "InvalidField",
+    "Operation",
     "Order",
     "Pause",
     "Paused",
+    "PerRunMode",
+    "PlanAction",
     "PlannedCell",
     "PlannedRun",
+    "PointerChange",
+    "PointerEvent",
     "Progress",
     "PublishedRead",
+    "PurgedVersion",
+    "Reconciliation",
     "RefusedField",
     "Registration",
+    "Report",
+    "ReportGap",
+    "ReportRun",
+    "ReportTotals",
     "ReprocessPolicy",
     "Request",
     "RequestDetail",
     "RequestInput",
     "RequestPlan",
     "RequestSource",
+    "RequestSpec",
+    "RequestStatus",
     "RequestSummary",
     "Resumed",
+    "RunStatus",
+    "SkipMarks",
+    "SyncReport",
+    "SyncResult",
+    "TableLag",
+    "TraceMatch",
+    "Traced",
+    "Try",
+    "TryCheck",
+    "Version",
     "VersionEntry",
+    "VersionState",
 ]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.errors import InvalidField
@@ -17,10 +16,12 @@ from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.request_input import RequestInput, build_spec
 from backfill_assets.engine.plan.clearing import ClearInput, clear_window
+from backfill_assets.engine.plan.gc import PurgedVersion
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
+from backfill_assets.engine.store.handoffs import HandoffStatus
 from backfill_assets.engine.store.operations import Operation, Operations
-from backfill_assets.engine.store.tries import cell_tries
+from backfill_assets.engine.store.tries import Try, cell_tries
 from backfill_assets.engine.tables.published_tables import SyncReport
 from backfill_assets.engine.tables.records import TableLag
 
@@ -180,7 +181,7 @@ class Backfills:
         """Mark cells deliberately skipped (one day, or from_day..to_day), or withdraw the marks (``undo``)."""
         return versions.skip(self.context, asset, partition_key, from_day, to_day, by, reason, undo)
 
-    def gc(self, older_than_days: int | None = None, dry_run: bool = False) -> builtins.list[dict[str, Any]]:
+    def gc(self, older_than_days: int | None = None, dry_run: bool = False) -> builtins.list[PurgedVersion]:
         """Purge the files of non-current versions past retention (never a current version or its rollback
         target): ``older_than_days``, by default the code location's ``CleanupPolicy``; ``dry_run`` lists them."""
         return versions.gc(self.context, older_than_days, dry_run)
@@ -212,7 +213,7 @@ class Backfills:
         versions.require_cell(self.context, asset, partition_key)
         return self.catalog.versions_of(asset, partition_key)
 
-    def tries(self, asset: str, partition_key: str, request_id: str | None = None) -> builtins.list[dict[str, Any]]:
+    def tries(self, asset: str, partition_key: str, request_id: str | None = None) -> builtins.list[Try]:
         """Every try of the cell, oldest first (Airflow's task tries): each version written, and each Dagster run
         that was to write the cell and wrote nothing (a relaunched run, a production run that failed before
         writing), with the request that asked for it; ``request_id``'s tries marked ``this_request``."""
@@ -265,9 +266,9 @@ class Backfills:
 
     def accept_handoff(self, handoff_id: str, by: str) -> HandoffDecision:
         """The downstream owner accepts: the driver re-runs the asset's affected days under the same request."""
-        return handoffs.decide(self.context, handoff_id, handoffs.ACCEPTED, by)
+        return handoffs.decide(self.context, handoff_id, HandoffStatus.ACCEPTED, by)
 
     def decline_handoff(self, handoff_id: str, by: str) -> HandoffDecision:
         """The downstream owner declines: nothing is re-run for the asset; reconcile shows the decision."""
-        return handoffs.decide(self.context, handoff_id, handoffs.DECLINED, by)
+        return handoffs.decide(self.context, handoff_id, HandoffStatus.DECLINED, by)
 

@@ -12,12 +12,14 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from backfill_assets.engine.model.intervals import in_zone
+from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.logical_run import differences
+from backfill_assets.engine.model.overrides import Override
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.engine_refs import EngineRef, EngineRefs
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
 from backfill_assets.engine.store.outbox import deliveries as outbox_rows
-from backfill_assets.engine.store.tries import cell_tries
+from backfill_assets.engine.store.tries import Try, cell_tries
 
 from .context import ServiceContext
 
@@ -44,7 +46,7 @@ class VersionEntry:
     run_note: str
     requested_by: str | None
     request_reason: str | None
-    overrides: tuple[Mapping[str, Any], ...]
+    overrides: tuple[Override, ...]
     engine_refs: tuple[EngineRef, ...]
     timezone: str
     interval_start_local: str | None
@@ -56,14 +58,14 @@ class VersionEntry:
         return {
             **self.version.as_dict(), "current": self.current, "run_note": self.run_note,
             "requested_by": self.requested_by, "request_reason": self.request_reason,
-            "overrides": [dict(o) for o in self.overrides], "engine_refs": [r.as_dict() for r in self.engine_refs],
+            "overrides": [o.as_dict() for o in self.overrides], "engine_refs": [r.as_dict() for r in self.engine_refs],
             "timezone": self.timezone, "interval_start_local": self.interval_start_local,
             "interval_end_local": self.interval_end_local, "history": [asdict(h) for h in self.history],
         }
 
 
 @dataclass(frozen=True)
-class Delivery:
+class Delivery(JsonRecord):
     """One outbox row of a side-effect asset (which has no versions: its deliveries are its state)."""
 
     idempotency_key: str
@@ -83,12 +85,9 @@ class Delivery:
             created_at=row.get("created_at"), sent_at=row.get("sent_at"),
         )
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class CellVersions:
+class CellVersions(JsonRecord):
     """``versions``: a cell's interval (business time and UTC), its skip mark, and every version oldest first —
     or, for a side-effect asset, its deliveries instead (``side_effect``)."""
 
@@ -107,30 +106,18 @@ class CellVersions:
         shown: Sequence[VersionEntry | Delivery] = self.deliveries if self.side_effect else self.versions
         return [entry.as_dict() for entry in shown]
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "asset": self.asset, "partition_key": self.partition_key, "timezone": self.timezone,
-            "interval": list(self.interval), "interval_utc": list(self.interval_utc),
-            "side_effect": self.side_effect, "skip_mark": self.skip_mark,
-            "versions": [v.as_dict() for v in self.versions], "deliveries": [d.as_dict() for d in self.deliveries],
-        }
-
 
 @dataclass(frozen=True)
-class CellTries:
-    """``request show ID --cell``: every try of a cell across every request and production, oldest first (each
-    a mapping: ``engine/store/tries.cell_tries`` names its keys), ``request_id``'s marked ``this_request``;
-    ``in_request``: whether the cell is one of that request's."""
+class CellTries(JsonRecord):
+    """``request show ID --cell``: every try of a cell across every request and production, oldest first
+    (``engine/store/tries.Try``), ``request_id``'s marked ``this_request``; ``in_request``: whether the cell is
+    one of that request's."""
 
     request_id: str
     asset: str
     partition_key: str
     in_request: bool
-    tries: tuple[Mapping[str, Any], ...]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"request_id": self.request_id, "asset": self.asset, "partition_key": self.partition_key,
-                "in_request": self.in_request, "tries": [dict(t) for t in self.tries]}
+    tries: tuple[Try, ...]
 
 
 def require_any_cell(context: ServiceContext, asset: str, partition_key: str) -> bool:
@@ -168,7 +155,7 @@ def _entries(context: ServiceContext, asset: str, partition_key: str, versions: 
     current = catalog.current(asset, partition_key)
     # Who asked for each version and why, and a person's overrides of it: the same query as the cell's tries
     # (``request show --cell``), so the two agree. Read after the versions: every one of them is there.
-    asked = {t["version_id"]: t for t in cell_tries(catalog, asset, partition_key) if t["version_written"]}
+    asked = {t.version_id: t for t in cell_tries(catalog, asset, partition_key) if t.version_written}
     engines = EngineRefs(catalog).of_versions([v.version_id for v in versions])
     history = catalog.history(asset, partition_key)
     entries, previous = [], None
@@ -176,8 +163,8 @@ def _entries(context: ServiceContext, asset: str, partition_key: str, versions: 
         who = asked[version.version_id]
         entries.append(VersionEntry(
             version=version, current=current is not None and version.version_id == current.version_id,
-            run_note=run_note(version, previous), requested_by=who["requested_by"],
-            request_reason=who["request_reason"], overrides=tuple(who["overrides"]),
+            run_note=run_note(version, previous), requested_by=who.requested_by,
+            request_reason=who.request_reason, overrides=who.overrides,
             engine_refs=tuple(engines[version.version_id]), timezone=calendar.tz_name,
             interval_start_local=in_zone(version.interval_start, calendar.tz),
             interval_end_local=in_zone(version.interval_end, calendar.tz),
@@ -195,13 +182,13 @@ def run_note(version: Version, previous: Version | None) -> str:
         return f"attempt {version.attempt_no} of the same computation"
     if previous is None:
         return "the cell's first computation"
-    changed = differences(previous, version.code_version, version.params_digest)  # type: ignore[arg-type]
+    changed = differences(previous, version.code_version, version.params_digest)
     return "a new run, computed as the one before" if changed == "nothing" else f"a new run: {changed}"
 
 
 def request_cell_tries(
     context: ServiceContext, request_id: str, asset: str, partition_key: str,
-    tries_of: Callable[[], list[dict[str, Any]]],
+    tries_of: Callable[[], Sequence[Try]],
 ) -> CellTries:
     """Every try of the cell (``tries_of``: the service's ``tries``, ``request_id``'s marked) and whether the cell
     is one of that request's. The request is checked first, then the cell: an unknown request is named as such."""

@@ -4,11 +4,12 @@ declines, within the window the request gave them."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from backfill_assets.engine.model.cells import CellOrigin
 from backfill_assets.engine.model.intervals import utc_now
+from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.request_input import choice
 from backfill_assets.engine.store.handoffs import (
     ACCEPTED,
@@ -26,13 +27,13 @@ DECISIONS = (ACCEPTED, DECLINED)
 
 
 @dataclass(frozen=True)
-class Handoff:
+class Handoff(JsonRecord):
     handoff_id: str
     request_id: str
     asset: str
     owner: str
     partitions: tuple[str, ...]
-    status: str  # open | accepted | declined | expired
+    status: HandoffStatus
     deadline: Any
     created_at: Any
     decided_at: Any = None
@@ -41,10 +42,7 @@ class Handoff:
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> Handoff:
-        return cls(**{**row, "partitions": tuple(row["partitions"])})
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "partitions": list(self.partitions)}
+        return cls(**{**row, "partitions": tuple(row["partitions"]), "status": HandoffStatus(row["status"])})
 
 
 @dataclass(frozen=True)

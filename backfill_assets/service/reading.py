@@ -35,7 +35,8 @@ class PublishedRead:
 
     def records(self) -> list[dict[str, Any]]:
         """The rows as JSON records (dates in ISO 8601), as ``read --format json`` prints them."""
-        return json.loads(self.frame.to_json(orient="records", date_format="iso"))
+        records: list[dict[str, Any]] = json.loads(self.frame.to_json(orient="records", date_format="iso"))
+        return records
 
     def as_dict(self) -> dict[str, Any]:
         """What ``read --json`` prints: the version's identity and digest, and its records."""

@@ -84,13 +84,13 @@ def _repair_gaps(dagster: DagsterPort, catalog: Catalog, report: Report) -> list
     """Record the missing materialization of a published version, or abandon a version stuck mid-write."""
     actions: list[dict[str, Any]] = []
     for gap in report.gaps:
-        version = catalog.get(gap["version_id"])
-        if gap["gap"] == GAP_NO_MATERIALIZATION:
+        version = catalog.get(gap.version_id)
+        if gap.gap == GAP_NO_MATERIALIZATION:
             dagster.record_materialization(version)
             catalog.record_repair(version.version_id, "materialization recorded by reconcile --repair")
             actions.append({"version_id": version.version_id, "action": "recorded materialization"})
         elif VersionState(version.state) in IN_PROGRESS:
-            catalog.abandon(version.version_id, f"abandoned by reconcile --repair: {gap['gap']}")
+            catalog.abandon(version.version_id, f"abandoned by reconcile --repair: {gap.gap}")
             actions.append({"version_id": version.version_id, "action": "abandoned"})
     return actions
 

@@ -4,13 +4,15 @@ or ``--json``, the Launchpad as run metadata, a Python caller as attributes)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.model.concurrency import Concurrency
+from backfill_assets.engine.model.json_records import JsonRecord
+from backfill_assets.engine.plan.planning import PlanAction
 from backfill_assets.engine.store.ledger import RequestRecord
 from backfill_assets.engine.store.operations import Operation
 from backfill_assets.engine.store.pauses import Pause
@@ -48,7 +50,7 @@ class Request:
             "confirm_cascade": spec.confirm_cascade, "max_active": spec.max_active,
             "effective_max_active": spec.effective_max_active, "serial": spec.serial,
             "wait_for_overlap": spec.wait_for_overlap,
-            "partitions_per_run": spec.partitions_per_run, "partitions_per_run_mode": spec.partitions_per_run_mode,
+            "partitions_per_run": spec.partitions_per_run, "partitions_per_run_mode": spec.partitions_per_run_text,
             "only_failed": spec.only_failed, "conf": spec.conf, "allow_side_effects": list(spec.allow_side_effects),
             "approved_by": spec.approved_by, "requested_by": spec.requested_by, "system_user": spec.system_user,
             "reason": spec.reason,
@@ -58,17 +60,17 @@ class Request:
 
 
 @dataclass(frozen=True)
-class PlannedCell:
+class PlannedCell(JsonRecord):
     """A cell's decision in a dry run: what the driver would do now, and why."""
 
     asset: str
     partition_key: str
-    action: str
+    action: PlanAction
     reason: str
 
 
 @dataclass(frozen=True)
-class PlannedRun:
+class PlannedRun(JsonRecord):
     """One run a request would launch: its first and last interval and its assets."""
 
     first: str
@@ -97,7 +99,7 @@ class RequestPlan:
         listed = ", ".join(labels[:shown]) + (f", … and {len(labels) - shown} more" if len(labels) > shown else "")
         lines = [
             f"at most {self.concurrency.effective} run(s) at once",
-            f"partitions per run: {self.spec.partitions_per_run} ({self.spec.partitions_per_run_mode})",
+            f"partitions per run: {self.spec.partitions_per_run} ({self.spec.partitions_per_run_text})",
             f"{len(self.runs)} run(s): {listed}" if self.runs else "0 runs: nothing to create",
         ]
         return lines + ([self.concurrency.note] if self.concurrency.note else [])
@@ -106,9 +108,9 @@ class RequestPlan:
         return {
             "dry_run": True, "code_version": self.code_version, "max_active": self.spec.effective_max_active,
             "order": str(self.spec.order),
-            "cells": [asdict(c) for c in self.cells], "partitions_per_run": self.spec.partitions_per_run,
-            "partitions_per_run_mode": self.spec.partitions_per_run_mode,
-            "runs": [{**asdict(r), "assets": list(r.assets)} for r in self.runs],
+            "cells": [c.as_dict() for c in self.cells], "partitions_per_run": self.spec.partitions_per_run,
+            "partitions_per_run_mode": self.spec.partitions_per_run_text,
+            "runs": [r.as_dict() for r in self.runs],
             "effective_concurrency": self.concurrency.effective, "concurrency_note": self.concurrency.note,
             "concurrency": self.concurrency.as_dict(),
         }
@@ -139,7 +141,12 @@ class Cleared:
     created: CreatedRequest | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        outcome = self.created.as_dict() if self.created is not None else self.plan.as_dict()  # type: ignore[union-attr]
+        if self.created is not None:
+            outcome = self.created.as_dict()
+        elif self.plan is not None:
+            outcome = self.plan.as_dict()
+        else:
+            raise ValueError("a Cleared holds the dry run's plan or the request it created")
         return {**outcome, "selection": self.select, "selected_assets": list(self.assets),
                 "days_asked": self.days_asked, "first": self.first, "last": self.last}
 
@@ -249,15 +256,12 @@ class Paused:
 
 
 @dataclass(frozen=True)
-class Resumed:
+class Resumed(JsonRecord):
     """``resume``: the status the request went back to, and the pause it ended."""
 
     request_id: str
     status: M.RequestStatus
     pause: Pause
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"request_id": self.request_id, "status": str(self.status), "pause": self.pause.as_dict()}
 
 
 def _plain_pause(pause: Pause | None) -> dict[str, Any] | None:

@@ -14,9 +14,10 @@ from backfill_assets.engine.model.day_order import DayOrder, declared_pace
 from backfill_assets.engine.model.errors import NotFound, UnsafeName, quoted
 from backfill_assets.engine.model.identity import parse_version_id
 from backfill_assets.engine.model.intervals import utc_now
+from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.overrides import Override, OverrideAction
 from backfill_assets.engine.plan import overrides as override_plan
-from backfill_assets.engine.plan.gc import collect_garbage, remove_purged_files, retention_cutoff
+from backfill_assets.engine.plan.gc import PurgedVersion, collect_garbage, remove_purged_files, retention_cutoff
 from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
 from backfill_assets.engine.store.engine_refs import EngineRef, EngineRefs, validate_engine_id, versions_with_label
 from backfill_assets.engine.tables.published_tables import SyncReport
@@ -30,7 +31,7 @@ DagsterReport = Callable[[DagsterPort], str]
 
 
 @dataclass(frozen=True)
-class PointerChange:
+class PointerChange(JsonRecord):
     """A day's current pointer moved by a person (rollback, accept, reject): the version taken off, the version
     serving now, who had read the one taken off, the cascade request re-running them (if asked) and what Dagster
     recorded."""
@@ -47,16 +48,6 @@ class PointerChange:
     dagster_event: str = ""
     # The published tables switched after the commit (a table that could not be is named in it, and lags).
     tables: SyncReport = field(default_factory=SyncReport)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "action": self.action, "asset": self.asset, "partition_key": self.partition_key,
-            "taken_off": self.taken_off, "serving": self.serving, "seq": self.seq,
-            "consumers": [c.__dict__ for c in self.consumers],
-            "override": self.override.as_dict() if self.override else None,
-            "cascade_request_id": self.cascade_request_id, "dagster_event": self.dagster_event,
-            "tables": self.tables.as_dict(),
-        }
 
 
 @dataclass(frozen=True)
@@ -202,7 +193,7 @@ def skip(
     return marks
 
 
-def gc(context: ServiceContext, older_than_days: int | None, dry_run: bool) -> list[dict[str, Any]]:
+def gc(context: ServiceContext, older_than_days: int | None, dry_run: bool) -> list[PurgedVersion]:
     """The manual ``gc`` and the gc sensor alike; ``older_than_days`` None: the code location's retention."""
     if older_than_days is None:
         older_than_days = context.graph.cleanup.retention_days
@@ -272,7 +263,10 @@ def require_cell(context: ServiceContext, asset: str, partition_key: str) -> Non
     context.graph.calendar.interval(partition_key)  # a business day of the partitions definition
 
 
-def _change(action: str, move: PointerMove, consumers, record: Override | None, cascade_id, event) -> PointerChange:
+def _change(
+    action: str, move: PointerMove, consumers: Sequence[Consumer], record: Override | None, cascade_id: str | None,
+    event: str,
+) -> PointerChange:
     return PointerChange(action, move.asset, move.partition_key, move.previous_version_id, move.version_id,
                          move.seq, tuple(consumers), record, cascade_id, event)
 

@@ -37,7 +37,9 @@ def _spec(days: int, assets: str = DAILY_REVENUE, **options) -> M.RequestSpec:
 
 
 def _resolve(intervals: int, max_active: int, assets=(DAILY_REVENUE,), downstream="none", requested=M.AUTO):
-    return resolve_partitions_per_run(GRAPH, tuple(assets), downstream, intervals, max_active, requested)
+    """K and how it was chosen, as stored and printed (``explicit``, ``auto: <why>``)."""
+    k, mode, reason = resolve_partitions_per_run(GRAPH, tuple(assets), downstream, intervals, max_active, requested)
+    return k, M.per_run_text(mode, reason)
 
 
 def _runs(spec: M.RequestSpec) -> list[str]:

@@ -14,6 +14,7 @@ from backfill_assets.engine.model.retries import StepRetries
 from backfill_assets.engine.plan.reconcile import (
     CELL_ROLLED_BACK,
     NOT_REPRODUCIBLE,
+    ReportTotals,
     count_decisions,
     decisions_now,
     reconcile,
@@ -68,12 +69,12 @@ def test_a_rolled_back_cell_is_counted_as_rolled_back_not_published(catalog):
     _publish(catalog, identity("run-prod"))
     bad = _publish(catalog, identity("run-backfill", request_id=REQUEST_ID))
     _mark_published(ledger, ORDER_FACTS, "run-backfill")
-    assert _report(catalog).totals["published"] == 1
+    assert _report(catalog).totals.published == 1
 
     catalog.rollback(ORDER_FACTS, KEY, reason="wrong numbers")
 
     report = _report(catalog)
-    assert (report.totals["published"], report.totals["rolled_back"]) == (0, 1)
+    assert (report.totals.published, report.totals.rolled_back) == (0, 1)
     [cell] = report.cells
     assert cell.decision == CELL_ROLLED_BACK and bad in cell.reason
     assert report.complete is False
@@ -88,7 +89,7 @@ def test_a_superseded_cell_still_counts_as_published(catalog):
     _mark_published(ledger, ORDER_FACTS, "run-backfill")
     _publish(catalog, identity("run-next-production"))  # a later normal publish, not a rollback
     report = _report(catalog)
-    assert (report.totals["published"], report.totals["rolled_back"], report.complete) == (1, 0, True)
+    assert (report.totals.published, report.totals.rolled_back, report.complete) == (1, 0, True)
 
 
 def test_a_side_effect_asset_is_never_stale_its_deliveries_are_reported(catalog, tmp_path):
@@ -146,13 +147,13 @@ def test_a_submitted_cell_whose_run_is_on_a_new_attempt_is_still_retrying(catalo
         "decision": M.SUBMITTED, "dagster_run_id": "run-1", "run_key": f"{REQUEST_ID}/{KEY}/1"})])
     first = catalog.begin_version(identity("run-1", request_id=REQUEST_ID))
     catalog.abandon(first.version_id, "step died")
-    assert _report(catalog).totals["still_retrying"] == 0  # the attempt ended, no new one yet
+    assert _report(catalog).totals.still_retrying == 0  # the attempt ended, no new one yet
 
     # Dagster's retry: a new run of the same logical run writes attempt 2 while the cell is still submitted.
     retry = replace(identity("run-1", request_id=REQUEST_ID), dagster_run_id="run-1-retry")
     catalog.begin_version(retry)
     report = _report(catalog)
-    assert report.totals["still_retrying"] == 1 and report.totals["in_flight"] == 1
+    assert report.totals.still_retrying == 1 and report.totals.in_flight == 1
     assert [v.attempt_no for v in report.cells[0].versions] == [1, 2]
 
 
@@ -172,11 +173,11 @@ def test_a_failed_attempt_is_still_retrying_while_the_asset_s_own_retries_last(c
     for _ in range(failed):  # each step retry is a new attempt of the same logical run, in the same Dagster run
         catalog.abandon(catalog.begin_version(identity("run-1", request_id=REQUEST_ID)).version_id, "step died")
 
-    def totals(status: str) -> dict:
+    def totals(status: str) -> ReportTotals:
         return reconcile(catalog, REQUEST_ID, graph, run_status_of=lambda run_id: status).totals
 
-    assert totals("STARTED")["still_retrying"] == int(retrying)
-    assert totals("FAILURE")["still_retrying"] == 0  # the run has ended: no try is coming
+    assert totals("STARTED").still_retrying == int(retrying)
+    assert totals("FAILURE").still_retrying == 0  # the run has ended: no try is coming
     report = reconcile(catalog, REQUEST_ID, graph, run_status_of=lambda run_id: "STARTED")
     assert [v.attempt_no for v in report.cells[0].versions] == list(range(1, failed + 1))
 
@@ -187,7 +188,7 @@ def test_a_first_attempt_computing_is_in_flight_not_retrying(catalog):
         "decision": M.SUBMITTED, "dagster_run_id": "run-1", "run_key": f"{REQUEST_ID}/{KEY}/1"})])
     catalog.begin_version(identity("run-1", request_id=REQUEST_ID))
     running = reconcile(catalog, REQUEST_ID, GRAPH, run_status_of=lambda run_id: "STARTED").totals
-    assert (running["in_flight"], running["still_retrying"]) == (1, 0)
+    assert (running.in_flight, running.still_retrying) == (1, 0)
 
 
 def test_a_cell_rolled_back_then_purged_before_it_settled_is_reported_rolled_back(catalog):
@@ -204,7 +205,7 @@ def test_a_cell_rolled_back_then_purged_before_it_settled_is_reported_rolled_bac
     report = _report(catalog)
     [cell] = report.cells
     assert cell.decision == CELL_ROLLED_BACK and bad in cell.reason, (cell.decision, cell.reason)
-    assert (report.totals["rolled_back"], report.totals["failed"]) == (1, 0)
+    assert (report.totals.rolled_back, report.totals.failed) == (1, 0)
     [shown] = decisions_now(catalog, REQUEST_ID, ledger.cells(REQUEST_ID))
     assert shown.decision == CELL_ROLLED_BACK
 

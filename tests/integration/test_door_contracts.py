@@ -72,4 +72,4 @@ def test_confirm_and_gc_answer_the_same_record_at_every_door(env):
     assert all(r.success for r in run_partitions(env.instance, DAYS[:1], assets=[RAW_ORDERS]) * 2)
     gc_cli = _cli("gc", "--older-than", "0", "--dry-run")
     gc_job = result_of(launch(env, "backfill_gc", {"older_than_days": 0, "dry_run": True}), "backfill_gc")[1]
-    assert gc_cli == gc_job == service.gc(0, dry_run=True)
+    assert gc_cli == gc_job == [p.as_dict() for p in service.gc(0, dry_run=True)]

@@ -89,7 +89,7 @@ def test_show_cell_json_is_the_services_cell_tries_with_in_request(published):
     request_id = _cli_json("request", "create", "--assets", DAILY_REVENUE, "--from", DAY, "--to", DAY,
                            "--reprocess", "completed")["request_id"]
     seen = backfills.cell_tries(request_id, DAILY_REVENUE, DAY)
-    assert seen.in_request is True and len(seen.tries) == 2 and not any(t["this_request"] for t in seen.tries)
+    assert seen.in_request is True and len(seen.tries) == 2 and not any(t.this_request for t in seen.tries)
     assert _cli_json("request", "show", request_id, "--cell", f"{DAILY_REVENUE}/{DAY}") == _as_printed(seen.as_dict())
     outside = backfills.cell_tries(request_id, ORDER_FACTS, DAY)
     assert outside.in_request is False and len(outside.tries) == 2

@@ -5,14 +5,17 @@ the package loads no Dagster, and what ``backfill_definitions`` returns merges w
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import dagster as dg
 
 import backfill_assets
+import backfill_assets.service as service
 from backfill_assets.engine.model import errors
 from tests.orders import DEFS
 
@@ -77,3 +80,18 @@ def test_the_definitions_merge_with_a_users_own_and_keep_their_graph(env):
     assert dg.AssetKey("team_dashboard") in {spec.key for spec in merged.resolve_all_asset_specs()}
     backfills = backfill_assets.backfills_for_instance(merged, env.instance, env.catalog)
     assert backfills.graph is backfill_assets.graph_of(DEFS)
+
+
+def test_every_record_the_service_returns_is_exported_from_backfill_assets_service():
+    # A door or a caller names what it gets back by importing it from the service, never from the engine.
+
+    def records(hint: object) -> set[type]:
+        found = {hint} if isinstance(hint, type) and dataclasses.is_dataclass(hint) else set()
+        return found.union(*(records(arg) for arg in typing.get_args(hint)))
+
+    returned: set[type] = set()
+    for name, method in vars(service.Backfills).items():
+        if callable(method) and not name.startswith("_"):
+            returned |= records(typing.get_type_hints(method).get("return"))
+    assert returned and not {r.__name__ for r in returned} - set(service.__all__)
+    assert all(getattr(service, name) is record for record in returned for name in [record.__name__])

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Mapping
 
+from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.request_model import CellDecision
 
 # The reasons of a cell skipped because something before it did not publish (SkipKind.LEFT_UNPUBLISHED).
@@ -40,7 +41,7 @@ class CellOrigin(StrEnum):
 
 
 @dataclass
-class Cell:
+class Cell(JsonRecord):
     """One (asset, partition) of a request, as the ledger holds it (``request_items``)."""
 
     request_id: str
@@ -86,9 +87,6 @@ class Cell:
             updated_at=row["updated_at"],
             skip_kind=SkipKind(row["skip_kind"]) if row.get("skip_kind") else None,
         )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: (str(v) if isinstance(v, StrEnum) else v) for k, v in asdict(self).items()}
 
     def change(self, **values: Any) -> "CellUpdate":
         """Apply ``values`` (Cell field names) to this cell and return the update to store."""

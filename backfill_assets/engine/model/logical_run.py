@@ -25,11 +25,17 @@ from typing import Protocol, Sequence
 
 
 class ComputedVersion(Protocol):
-    """What the decision reads of a version the chain wrote (a catalog ``Version`` has all of it)."""
+    """What the decision reads of a version the chain wrote (a catalog ``Version`` has all of it). Read-only, so a
+    frozen record whose fields are never None satisfies it too."""
 
-    logical_run_id: str | None
-    code_version: str | None
-    params_digest: str | None
+    @property
+    def logical_run_id(self) -> str | None: ...
+
+    @property
+    def code_version(self) -> str | None: ...
+
+    @property
+    def params_digest(self) -> str | None: ...
 
 
 @dataclass(frozen=True)

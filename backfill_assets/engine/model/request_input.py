@@ -22,7 +22,6 @@ from backfill_assets.engine.model.request_model import (
     AUTO,
     AUTO_MIN_INTERVALS_PER_SLOT,
     CONF_KEYS,
-    EXPLICIT,
     MAX_ACTIVE_LIMIT,
     MAX_CONF_BYTES,
     MAX_CONF_DEPTH,
@@ -30,6 +29,7 @@ from backfill_assets.engine.model.request_model import (
     MAX_PARTITIONS_PER_RUN,
     DownstreamPolicy,
     Order,
+    PerRunMode,
     ReprocessPolicy,
     RequestSpec,
 )
@@ -104,7 +104,7 @@ def build_spec(graph: AssetGraph, newest_complete: str | None, asked: RequestInp
     pace = declared_pace(graph, selected)
     order = Order(resolve_order(graph, pace, order))
     max_active = resolve_max_active(graph, pace, max_active)
-    per_run, per_run_mode = resolve_partitions_per_run(
+    per_run, per_run_mode, per_run_reason = resolve_partitions_per_run(
         graph, selected, downstream, len(partitions), max_active, requested_per_run
     )
     return RequestSpec(
@@ -115,7 +115,8 @@ def build_spec(graph: AssetGraph, newest_complete: str | None, asked: RequestInp
         reason=validate_text((asked.reason or "").strip(), "{reason}", MAX_REASON, line_breaks=True),
         requested_by=_clean_name(asked.requested_by, "requested_by") or "unknown",
         wait_for_overlap=bool(asked.wait_for_overlap), partitions_per_run=per_run,
-        partitions_per_run_mode=per_run_mode, serial=bool(pace.serial), only_failed=bool(asked.only_failed),
+        partitions_per_run_mode=per_run_mode, partitions_per_run_reason=per_run_reason, serial=bool(pace.serial),
+        only_failed=bool(asked.only_failed),
     )
 
 
@@ -262,8 +263,9 @@ def cascade_reach(graph: AssetGraph, assets: tuple[str, ...], downstream: str) -
 def resolve_partitions_per_run(
     graph: AssetGraph, assets: tuple[str, ...], downstream: str, intervals: int, max_active: int,
     requested: int | str = AUTO,
-) -> tuple[int, str]:
-    """The K a request freezes (the most consecutive intervals one run may take) and how it was chosen.
+) -> tuple[int, PerRunMode, str | None]:
+    """The K a request freezes (the most consecutive intervals one run may take), how it was chosen, and why (for
+    ``auto``).
 
     An explicit K is kept. ``auto``: every interval when an asset the request may run depends on the past
     (capped at MAX_PARTITIONS_PER_RUN): its intervals run one after the other whatever K, so a chain gains
@@ -274,25 +276,25 @@ def resolve_partitions_per_run(
     """
     requested = parse_partitions_per_run(requested)
     if requested != AUTO:
-        return int(requested), EXPLICIT
+        return int(requested), PerRunMode.EXPLICIT, None
     reach = cascade_reach(graph, assets, downstream)
     past = [a for a in reach if graph[a].depends_on_past]
     if past:
         k = max(1, min(intervals, MAX_PARTITIONS_PER_RUN))
         capped = " (the cap)" if intervals > k else ""
-        return k, (f"{AUTO}: {', '.join(past)} depends on the past, so its {intervals} interval(s) run in order "
-                   f"in as few runs as possible, up to {k} per run{capped}")
+        return k, PerRunMode.AUTO, (f"{', '.join(past)} depends on the past, so its {intervals} interval(s) run "
+                                    f"in order in as few runs as possible, up to {k} per run{capped}")
     if not any(a in graph.batchable_assets for a in reach):
-        return 1, f"{AUTO}: no asset of the request can be batched, so one interval per run"
+        return 1, PerRunMode.AUTO, "no asset of the request can be batched, so one interval per run"
     per_slot = intervals / max_active
     if per_slot <= AUTO_MIN_INTERVALS_PER_SLOT:
-        return 1, (
-            f"{AUTO}: {intervals} interval(s) over {max_active} run slot(s) is at most "
+        return 1, PerRunMode.AUTO, (
+            f"{intervals} interval(s) over {max_active} run slot(s) is at most "
             f"{AUTO_MIN_INTERVALS_PER_SLOT} per slot, so one interval per run"
         )
     k = min(math.ceil(per_slot), MAX_PARTITIONS_PER_RUN)
     capped = " (the cap)" if k == MAX_PARTITIONS_PER_RUN and math.ceil(per_slot) > k else ""
-    return k, f"{AUTO}: {intervals} intervals over {max_active} run slot(s), up to {k} per run{capped}"
+    return k, PerRunMode.AUTO, f"{intervals} intervals over {max_active} run slot(s), up to {k} per run{capped}"
 
 
 def _side_effects(graph: AssetGraph, names: Sequence[str], approved_by: str | None) -> tuple[str, ...]:

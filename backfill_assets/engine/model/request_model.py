@@ -127,9 +127,34 @@ MAX_CONF_DEPTH = 8
 MAX_ACTIVE_LIMIT = 64
 MAX_PARTITIONS = 20_000
 MAX_PARTITIONS_PER_RUN = 366
-# ``--partitions-per-run auto`` (the default) resolves to a number at creation; the spec records which it was.
-AUTO = "auto"
-EXPLICIT = "explicit"
+class PerRunMode(StrEnum):
+    """How a request's partitions_per_run was chosen: given as a number, or resolved from ``auto`` (the default)
+    to a number at creation; the spec records which, and for ``auto`` why (``per_run_text``)."""
+
+    EXPLICIT = "explicit"
+    AUTO = "auto"
+
+
+AUTO = PerRunMode.AUTO.value
+EXPLICIT = PerRunMode.EXPLICIT.value
+_AUTO_PREFIX = f"{AUTO}: "
+
+
+def per_run_text(mode: PerRunMode, reason: str | None) -> str:
+    """The stored and printed form of how K was chosen: ``explicit``, or ``auto: <why>``."""
+    return f"{_AUTO_PREFIX}{reason}" if mode is PerRunMode.AUTO and reason else str(mode)
+
+
+def parse_per_run_text(text: str | None) -> tuple[PerRunMode, str | None]:
+    """``per_run_text`` read back (the catalog's column, NULL in a catalog from before it: explicit), once, where
+    the stored row becomes a spec."""
+    if not text or text == EXPLICIT:
+        return PerRunMode.EXPLICIT, None
+    if text == AUTO:
+        return PerRunMode.AUTO, None
+    if text.startswith(_AUTO_PREFIX):
+        return PerRunMode.AUTO, text.removeprefix(_AUTO_PREFIX)
+    raise ValueError(f"partitions_per_run_mode {text!r} is neither explicit nor auto: <why>")
 # Auto batches only when each run slot would otherwise start more than this many one-interval runs in a row. A
 # run's fixed cost is its launch and worker start-up (docs/BENCHMARKS.md: 20 days over 2 slots took 90.7 s one
 # interval per run, 30.9 s in 2 chunk runs), so it is the long requests that pay. Up to 3 intervals per slot the
@@ -163,8 +188,9 @@ class RequestSpec:
     system_user: str | None = None
     wait_for_overlap: bool = False
     partitions_per_run: int = 1
-    # How partitions_per_run was chosen: "explicit", or "auto: <why>" (resolve_partitions_per_run).
-    partitions_per_run_mode: str = EXPLICIT
+    # How partitions_per_run was chosen, and for auto why (resolve_partitions_per_run); per_run_text joins them.
+    partitions_per_run_mode: PerRunMode = PerRunMode.EXPLICIT
+    partitions_per_run_reason: str | None = None
     # Frozen at build time from the graph: a depends-on-past asset is selected, so intervals run one at a time.
     serial: bool = False
     # ``clear --only-failed``: only cells whose latest attempt failed (rejected, abandoned, or a run that died
@@ -173,7 +199,12 @@ class RequestSpec:
 
     @property
     def partitions_per_run_auto(self) -> bool:
-        return self.partitions_per_run_mode.startswith(AUTO)
+        return self.partitions_per_run_mode is PerRunMode.AUTO
+
+    @property
+    def partitions_per_run_text(self) -> str:
+        """How partitions_per_run was chosen, as stored and printed: ``explicit`` or ``auto: <why>``."""
+        return per_run_text(self.partitions_per_run_mode, self.partitions_per_run_reason)
 
     @property
     def effective_max_active(self) -> int:

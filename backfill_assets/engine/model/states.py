@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 from backfill_assets.engine.model.errors import IllegalTransition
 
 
-class VersionState(str, Enum):
+class VersionState(StrEnum):
     WRITING = "WRITING"
     VERIFYING = "VERIFYING"
     PUBLISHED = "PUBLISHED"
@@ -17,6 +17,24 @@ class VersionState(str, Enum):
     ABANDONED = "ABANDONED"
     PURGED = "PURGED"
 
+
+class RunStatus(StrEnum):
+    """A Dagster run's status as the engine reads it (the integration hands it over by name: Dagster's
+    ``DagsterRunStatus`` values), so no engine module spells one as a string of its own."""
+
+    QUEUED = "QUEUED"
+    NOT_STARTED = "NOT_STARTED"
+    MANAGED = "MANAGED"
+    STARTING = "STARTING"
+    STARTED = "STARTED"
+    SUCCESS = "SUCCESS"
+    FAILURE = "FAILURE"
+    CANCELING = "CANCELING"
+    CANCELED = "CANCELED"
+
+
+# A run in one of these has ended: nothing it was writing will change any more.
+FINISHED_RUN_STATUSES = frozenset({RunStatus.SUCCESS, RunStatus.FAILURE, RunStatus.CANCELED})
 
 S = VersionState
 

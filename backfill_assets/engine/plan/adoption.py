@@ -11,9 +11,9 @@ from backfill_assets.engine.model.cells import Cell, CellOrigin, CellUpdate, Ski
 from backfill_assets.engine.model.day_order import DayOrder, declared_pace
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.states import FINISHED_RUN_STATUSES
 from backfill_assets.engine.plan.admission import launch_policy
 from backfill_assets.engine.plan.settling import (
-    FINISHED_RUN_STATUSES,
     RunView,
     closing_status,
     followed_outcome,

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell, CellUpdate
+from backfill_assets.engine.model.states import RunStatus
 from backfill_assets.engine.plan.settling import RunView, settle
 
 
@@ -40,7 +41,7 @@ def cancelled_cell(
     if outcome.decision == M.CELL_CANCELLED or (outcome.decision == M.FAILED and stopped_it):
         why = stopped.forced.get(run.run_id)
         reason = f"run marked cancelled: {why}" if why else "run terminated: request cancelled"
-        if run.status != "CANCELED":
+        if run.status != RunStatus.CANCELED:
             reason += f" (Dagster then ended the run {run.status})"
         return cell.change(decision=M.CELL_CANCELLED, reason=reason, dagster_run_id=run.run_id)
     return outcome.of(cell)

@@ -13,6 +13,7 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import PREVIOUS_NOT_PUBLISHED, Cell, CellOrigin, CellUpdate, SkipKind
 from backfill_assets.engine.model.code_inputs import changed_parts
 from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.states import RunStatus
 from backfill_assets.engine.plan.chunking import (
     BATCH,
     CHAIN,
@@ -229,7 +230,7 @@ def _settle_finished(
         chain = (cell.run_key, cell.asset)
         if settled is None or run is None:  # settle() settles only a finished run
             continue
-        if chain in cut_short and state is None and run.status == "FAILURE":
+        if chain in cut_short and state is None and run.status == RunStatus.FAILURE:
             previous = graph.calendar.previous_key(cell.partition_key)
             settled = Settled(M.SKIPPED, PREVIOUS_NOT_PUBLISHED.format(previous), run.run_id, SkipKind.LEFT_UNPUBLISHED)
         elif record.status in RELAUNCHING and not side_effect and _failed_before_writing(cell, run, state):
@@ -401,7 +402,7 @@ def _may_rerequest(cell: Cell, before: str | None) -> bool:
 
 def _failed_before_writing(cell: Cell, run: RunView | None, version_state: str | None) -> bool:
     """A failed run that wrote no version of the cell, within the relaunch budget."""
-    if run is None or run.status != "FAILURE" or version_state is not None:
+    if run is None or run.status != RunStatus.FAILURE or version_state is not None:
         return False
     try:
         round_no = int(str(cell.run_key).rsplit("/", 1)[-1])

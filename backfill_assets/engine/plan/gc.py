@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.engine.model.intervals import iso
+from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.storage import Warehouse
@@ -20,10 +21,20 @@ PURGEABLE = (
 )
 
 
+@dataclass(frozen=True)
+class PurgedVersion(JsonRecord):
+    """A version gc marked PURGED (or, in a dry run, would): its row stays for audit, its file goes."""
+
+    version_id: str
+    state: VersionState  # the state it had before the purge
+    created_at: str
+    path: str | None
+
+
 def collect_garbage(
     catalog: Catalog, older_than_days: int, now: datetime, dry_run: bool, referenced: frozenset[str] = frozenset(),
     assets: Collection[str] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[PurgedVersion]:
     """Mark the versions past retention PURGED in the catalog (``dry_run``: only list them); their files go after
     the marks commit (``remove_purged_files``). Never a current version, never the version a rollback of the
     current pointer would restore, never one whose file a published table's kept snapshot still references
@@ -39,7 +50,7 @@ def collect_garbage(
     if assets is not None:
         candidates = [v for v in candidates if v.asset in assets]
     protected: dict[tuple[str, str], set[str]] = {}
-    purged = []
+    purged: list[PurgedVersion] = []
     for version in candidates:
         cell = (version.asset, version.partition_key)
         if cell not in protected:
@@ -53,8 +64,7 @@ def collect_garbage(
             protected[cell] = keep
         if version.version_id in protected[cell] or (version.path and str(version.path) in referenced):
             continue
-        entry = {"version_id": version.version_id, "state": version.state, "created_at": version.created_at,
-                 "path": version.path}
+        entry = PurgedVersion(version.version_id, VersionState(version.state), version.created_at, version.path)
         if not dry_run:
             catalog.purge(version.version_id)
         purged.append(entry)
@@ -69,9 +79,9 @@ def retention_cutoff(now: datetime, older_than_days: int) -> datetime | None:
         return None
 
 
-def remove_purged_files(warehouse: Warehouse, purged: list[dict[str, Any]]) -> None:
+def remove_purged_files(warehouse: Warehouse, purged: Sequence[PurgedVersion]) -> None:
     """The files of versions ``collect_garbage`` marked PURGED, once the marks have committed: catalog first, so a
     crash between the two leaves orphan files, never a row pointing at nothing."""
     for entry in purged:
-        if entry["path"]:
-            warehouse.remove_version(entry["path"])
+        if entry.path:
+            warehouse.remove_version(entry.path)

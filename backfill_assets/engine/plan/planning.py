@@ -7,15 +7,23 @@ driver then does.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from backfill_assets.engine.model.cells import SkipKind
 from backfill_assets.engine.model.graph import DeclaredAsset
 from backfill_assets.engine.model.request_model import ReprocessPolicy, RequestSpec
 from backfill_assets.engine.model.states import IN_PROGRESS, TERMINAL_FAILED, VersionState
 
-CREATE = "create"
-SKIP = "skip"
-FOLLOW = "follow"  # another run has the interval in flight: wait for it and take its outcome
+
+class PlanAction(StrEnum):
+    """What the driver does with a cell now (``Decision.action``; the dry run's ``PlannedCell.action``)."""
+
+    CREATE = "create"
+    SKIP = "skip"
+    FOLLOW = "follow"  # another run has the interval in flight: wait for it and take its outcome
+
+
+CREATE, SKIP, FOLLOW = PlanAction.CREATE, PlanAction.SKIP, PlanAction.FOLLOW
 
 
 @dataclass(frozen=True)
@@ -34,7 +42,7 @@ class CellFacts:
 
 @dataclass(frozen=True)
 class Decision:
-    action: str
+    action: PlanAction
     reason: str
     skip_kind: SkipKind = SkipKind.DECIDED  # what a SKIP is: the policy's, or a person's mark
     # A step of a Dagster backfill that leaves a cell in flight elsewhere alone: the run whose outcome it takes.

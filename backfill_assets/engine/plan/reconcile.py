@@ -6,15 +6,16 @@ materialization), so the same report is produced by the CLI, tests and the HTML 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import AbstractSet, Any, Callable, Iterable
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell, CellOrigin, SkipKind
 from backfill_assets.engine.model.errors import ManifestMismatch
 from backfill_assets.engine.model.graph import NOT_VERSIONED, AssetGraph
+from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.overrides import Override, OverrideAction
-from backfill_assets.engine.model.states import IN_PROGRESS, VersionState
+from backfill_assets.engine.model.states import FINISHED_RUN_STATUSES, IN_PROGRESS, VersionState
 from backfill_assets.engine.plan.reconcile_downstream import affected_downstream_report
 from backfill_assets.engine.store.catalog import Catalog, Version
 from backfill_assets.engine.store.handoffs import Handoffs
@@ -22,7 +23,6 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.pauses import Pauses
 from backfill_assets.engine.store.storage import Warehouse
 
-FINISHED_RUNS = ("SUCCESS", "FAILURE", "CANCELED")
 # A cell whose published version was later moved off the pointer by a rollback: the request's output for that
 # cell is not serving, so it is neither ``published`` nor complete (a ledger decision never says this; the
 # version's state does).
@@ -89,21 +89,64 @@ class CellReport:
     run_reads_as: str | None = None
 
 
+@dataclass(frozen=True)
+class ReportGap(JsonRecord):
+    """A disagreement between the catalog and Dagster (or a published file): which version, and what is wrong."""
+
+    version_id: str
+    state: VersionState
+    gap: str  # GAP_STUCK, GAP_NO_MATERIALIZATION, GAP_FILE or GAP_MANIFEST, filled in
+
+
+@dataclass(frozen=True)
+class ReportRun(JsonRecord):
+    """One Dagster run of the request as reconcile reads it."""
+
+    run_id: str
+    status: str  # Dagster's run status, "unknown" when Dagster has no record of the run
+    reads_as: str | None  # FORCED_CANCEL when it was marked cancelled without its worker's confirmation
+
+
+@dataclass(frozen=True)
+class ReportTotals(JsonRecord):
+    """A request's counts: its cells by origin and by decision now, its runs and attempts, and what went wrong.
+    ``accepted``, ``rejected_after_publish`` and ``marked_skipped`` (a person's decision) are also counted under
+    the decision they led to; ``in_flight`` counts following cells too (another run writes them now)."""
+
+    planned: int
+    cascaded: int
+    handed_off: int
+    cells: int
+    runs_created: int
+    attempts: int
+    published: int
+    rolled_back: int
+    rejected: int
+    failed: int
+    skipped: int
+    accepted: int
+    rejected_after_publish: int
+    marked_skipped: int
+    cancelled: int
+    pending: int
+    in_flight: int
+    still_retrying: int
+    duplicate_publishes: int
+    gaps: int
+
+
 @dataclass
-class Report:
+class Report(JsonRecord):
     request: dict[str, Any]
-    totals: dict[str, Any]
+    totals: ReportTotals
     complete: bool
     cells: list[CellReport]
-    gaps: list[dict[str, str]]
+    gaps: list[ReportGap]
     stale_downstream: list[dict[str, str]]
     handoffs: list[dict[str, Any]]
     # Side-effect cells affected by the request's publishes (policy none): their state is their outbox deliveries.
     side_effects: list[dict[str, Any]] = field(default_factory=list)
-    runs: list[dict[str, str | None]] = field(default_factory=list)  # run_id, Dagster's status, reads_as
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    runs: list[ReportRun] = field(default_factory=list)
 
 
 def _change(version: Version, replaced: Version | None) -> dict[str, Any] | None:
@@ -200,7 +243,7 @@ def reconcile(
 
     overrides = catalog.overrides_of_cells(c.key for c in cells)
     rolled_back = _purged_rolled_back(catalog, own)
-    gaps: list[dict[str, str]] = []
+    gaps: list[ReportGap] = []
     cell_reports: list[CellReport] = []
     duplicates = retrying = 0
     for cell in cells:
@@ -233,11 +276,8 @@ def reconcile(
         gaps=gaps,
         stale_downstream=stale,
         handoffs=Handoffs(catalog).list(request_id),
-        runs=[
-            {"run_id": r, "status": run_status_of(r) or "unknown",
-             "reads_as": FORCED_CANCEL if r in forced_cancels else None}
-            for r in run_ids
-        ],
+        runs=[ReportRun(r, run_status_of(r) or "unknown", FORCED_CANCEL if r in forced_cancels else None)
+              for r in run_ids],
         side_effects=side_effects,
     )
 
@@ -256,7 +296,8 @@ def still_retrying(
         return True
     if VersionState(latest.state) in IN_PROGRESS:
         return int(latest.attempt_no) > 1
-    if VersionState(latest.state) != VersionState.ABANDONED or run_status_of(cell.dagster_run_id) in FINISHED_RUNS:
+    ended = run_status_of(cell.dagster_run_id) in FINISHED_RUN_STATUSES
+    if VersionState(latest.state) != VersionState.ABANDONED or ended:
         return False
     retries = graph[cell.asset].retries if cell.asset in graph else None
     tried = sum(1 for v in vs if v.dagster_run_id == cell.dagster_run_id)
@@ -272,7 +313,7 @@ def _cell_report(
     materialized_version_ids: set[str] | None,
     warehouse: Warehouse | None,
     rolled_back: AbstractSet[str] = frozenset(),
-) -> tuple[CellReport, list[dict[str, str]]]:
+) -> tuple[CellReport, list[ReportGap]]:
     """One cell's report (its versions with their overrides and gaps) and the gaps found in it."""
     reports = [_version_report(v, by_id) for v in vs]
     gaps = []
@@ -280,7 +321,7 @@ def _cell_report(
         rep.overrides = [o.as_dict() for o in cell_overrides if o.version_id == v.version_id]
         rep.gap = _gap(v, run_status_of, materialized_version_ids, warehouse)
         if rep.gap:
-            gaps.append({"version_id": v.version_id, "state": v.state, "gap": rep.gap})
+            gaps.append(ReportGap(v.version_id, VersionState(v.state), rep.gap))
     published = [v for v in vs if v.published_at]
     run_ids = sorted({v.dagster_run_id for v in vs} | ({cell.dagster_run_id} if cell.dagster_run_id else set()))
     decision, reason, override = _decision_now(cell, published, cell_overrides, rolled_back)
@@ -301,31 +342,31 @@ def _cell_report(
 def _totals(
     cells: list[Cell], cell_reports: list[CellReport], runs: int, attempts: int, retrying: int, duplicates: int,
     gaps: int,
-) -> dict[str, int]:
+) -> ReportTotals:
     counts = count_decisions(c.decision for c in cell_reports)
-    return {
-        "planned": sum(1 for c in cells if c.origin == CellOrigin.PLANNED),
-        "cascaded": sum(1 for c in cells if c.origin == CellOrigin.CASCADE),
-        "handed_off": sum(1 for c in cells if c.origin == CellOrigin.HANDOFF),
-        "cells": len(cells),
-        "runs_created": runs,
-        "attempts": attempts,
-        "published": counts[M.PUBLISHED],
-        "rolled_back": counts[CELL_ROLLED_BACK],
-        "rejected": counts[M.REJECTED],
-        "failed": counts[M.FAILED],
-        "skipped": counts[M.SKIPPED],
+    return ReportTotals(
+        planned=sum(1 for c in cells if c.origin == CellOrigin.PLANNED),
+        cascaded=sum(1 for c in cells if c.origin == CellOrigin.CASCADE),
+        handed_off=sum(1 for c in cells if c.origin == CellOrigin.HANDOFF),
+        cells=len(cells),
+        runs_created=runs,
+        attempts=attempts,
+        published=counts[M.PUBLISHED],
+        rolled_back=counts[CELL_ROLLED_BACK],
+        rejected=counts[M.REJECTED],
+        failed=counts[M.FAILED],
+        skipped=counts[M.SKIPPED],
         # Decided by a person (backfill-assets accept / reject / skip), also counted above by their decision.
-        "accepted": _decided_by(cell_reports, OverrideAction.ACCEPT),
-        "rejected_after_publish": _decided_by(cell_reports, OverrideAction.REJECT),
-        "marked_skipped": _decided_by(cell_reports, OverrideAction.SKIP),
-        "cancelled": counts[M.CELL_CANCELLED],
-        "pending": counts[M.PENDING],
-        "in_flight": counts[M.SUBMITTED] + counts[M.FOLLOWING],  # following: another run writes it now
-        "still_retrying": retrying,
-        "duplicate_publishes": duplicates,
-        "gaps": gaps,
-    }
+        accepted=_decided_by(cell_reports, OverrideAction.ACCEPT),
+        rejected_after_publish=_decided_by(cell_reports, OverrideAction.REJECT),
+        marked_skipped=_decided_by(cell_reports, OverrideAction.SKIP),
+        cancelled=counts[M.CELL_CANCELLED],
+        pending=counts[M.PENDING],
+        in_flight=counts[M.SUBMITTED] + counts[M.FOLLOWING],  # following: another run writes it now
+        still_retrying=retrying,
+        duplicate_publishes=duplicates,
+        gaps=gaps,
+    )
 
 
 def decisions_now(catalog: Catalog, request_id: str, cells: list[Cell]) -> list[Cell]:
@@ -405,7 +446,7 @@ def _gap(
     warehouse: Warehouse | None,
 ) -> str | None:
     state = VersionState(version.state)
-    if state in IN_PROGRESS and run_status_of(version.dagster_run_id) in (*FINISHED_RUNS, None):
+    if state in IN_PROGRESS and run_status_of(version.dagster_run_id) in (*FINISHED_RUN_STATUSES, None):
         return GAP_STUCK.format(state=state.value)
     if version.published_at and materialized is not None and version.version_id not in materialized:
         return GAP_NO_MATERIALIZATION

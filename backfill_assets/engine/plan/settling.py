@@ -7,9 +7,8 @@ from dataclasses import dataclass
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell, CellUpdate, SkipKind
-from backfill_assets.engine.model.states import VERIFIED, VersionState
+from backfill_assets.engine.model.states import FINISHED_RUN_STATUSES, VERIFIED, RunStatus, VersionState
 
-FINISHED_RUN_STATUSES = ("SUCCESS", "FAILURE", "CANCELED")
 # How much of its version's error a failed cell's reason carries (the whole error stays on the version).
 FAILED_REASON_CHARS = 500
 
@@ -19,7 +18,7 @@ class RunView:
     run_id: str
     run_key: str | None
     partition: str | None
-    status: str
+    status: str  # a RunStatus value
     slot: int | None = None
 
 
@@ -50,9 +49,9 @@ def settle(
         return Settled(M.PUBLISHED, None, run.run_id)
     if state is VersionState.REJECTED:
         return Settled(M.REJECTED, "blocking check failed or publish refused", run.run_id)
-    if run.status == "CANCELED":
+    if run.status == RunStatus.CANCELED:
         return Settled(M.CELL_CANCELLED, "run cancelled", run.run_id)
-    if run.status == "SUCCESS" and side_effect:
+    if run.status == RunStatus.SUCCESS and side_effect:
         return Settled(M.PUBLISHED, "side effect delivered", run.run_id)
     reason = f"run {run.status.lower()}" + (f", version {state.value}" if state else ", no version written")
     if state and version_error:

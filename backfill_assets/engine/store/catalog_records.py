@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 import sqlalchemy as sa
+
+from backfill_assets.engine.model.json_records import JsonRecord
 
 _JSON_COLUMNS = ("stats_json", "checks_json", "input_versions_json", "params_json")
 
 
 @dataclass(frozen=True, kw_only=True)
-class Version:
+class Version(JsonRecord):
     """One row of ``versions`` with its JSON columns decoded; the column ``run_id`` is ``logical_run_id`` here
     (the run a retry belongs to; ``dagster_run_id`` is the attempt's Dagster run). The columns the table declares
     NOT NULL are required (keyword-only: a version is only ever built from a row); times are ISO-8601 strings."""
@@ -61,9 +63,6 @@ class Version:
             raw = data.pop(col, None)
             data[col.removesuffix("_json")] = json.loads(raw) if raw else None
         return cls(**{k: v for k, v in data.items() if k in _FIELDS})
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 _FIELDS = frozenset(f.name for f in fields(Version))

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.engine.model.identity import parse_version_id, validate_text
 from backfill_assets.engine.model.intervals import iso, utc_now
+from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.run_context import K8S_DIGEST_CHARS, version_id_of_label, version_label
 from backfill_assets.engine.store.catalog import Catalog, Version
 from backfill_assets.engine.store.schema import engine_refs, versions
@@ -22,16 +23,13 @@ ENGINE_ID_MAX = 255
 
 
 @dataclass(frozen=True)
-class EngineRef:
+class EngineRef(JsonRecord):
     """One engine id of a version: ``engine`` says what kind (``subprocess``, ``kubernetes_pod``, …)."""
 
     version_id: str
     engine: str
     engine_id: str
     at: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def validate_engine_id(value: object, what: str = "engine id") -> str:

@@ -102,7 +102,7 @@ class Ledger:
                     serial=spec.serial,
                     wait_for_overlap=spec.wait_for_overlap,
                     partitions_per_run=spec.partitions_per_run,
-                    partitions_per_run_mode=spec.partitions_per_run_mode,
+                    partitions_per_run_mode=spec.partitions_per_run_text,
                     only_failed=spec.only_failed,
                     conf_json=json.dumps(spec.conf, sort_keys=True),
                     side_effects_json=json.dumps(list(spec.allow_side_effects)),

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import iso, utc_now
+from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.schema import operations
 from backfill_assets.engine.store.transactions import begin, read
@@ -18,7 +19,7 @@ MAX_OUTCOME = 2000
 
 
 @dataclass(frozen=True)
-class Operation:
+class Operation(JsonRecord):
     operation: str
     surface: str
     actor: str
@@ -27,9 +28,6 @@ class Operation:
     reason: str | None
     outcome: str
     at: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class Operations:

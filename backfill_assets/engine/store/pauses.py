@@ -10,7 +10,7 @@ backfill is launched by Dagster's own daemon.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 import sqlalchemy as sa
@@ -19,6 +19,7 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.errors import InvalidField, InvalidInput, NotFound, PlanError, quoted
 from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import iso, utc_now
+from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import validate_request_id
 from backfill_assets.engine.store.schema import request_pauses, requests
@@ -32,7 +33,7 @@ _ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
-class Pause:
+class Pause(JsonRecord):
     """One pause of a request: who paused it, when (ISO 8601, UTC) and why; the status and message its resume
     restores; who resumed it and when (``None`` while it lasts, and on a request cancelled while paused)."""
 
@@ -50,9 +51,6 @@ class Pause:
         """The request's message while paused (shown by ``request show``, ``request wait``, reconcile, the UI)."""
         why = f": {self.reason}" if self.reason else ""
         return f"paused by {self.paused_by} at {self.paused_at}{why}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def status_text(status: str, pause: Pause | None) -> str:

@@ -59,6 +59,7 @@ class RequestRecord:
     def spec(self) -> M.RequestSpec:
         # Cached: decoding a long frozen partition list on every access dominated propagation bursts.
         r = self.row
+        per_run_mode, per_run_reason = M.parse_per_run_text(r.get("partitions_per_run_mode"))
         return M.RequestSpec(
             assets=tuple(json.loads(r["assets_json"])),
             partitions=tuple(json.loads(r["partitions_json"])),
@@ -74,7 +75,8 @@ class RequestRecord:
             requested_by=r["requested_by"],
             system_user=r.get("system_user"),
             partitions_per_run=r.get("partitions_per_run") or 1,
-            partitions_per_run_mode=r.get("partitions_per_run_mode") or M.EXPLICIT,
+            partitions_per_run_mode=per_run_mode,
+            partitions_per_run_reason=per_run_reason,
             only_failed=bool(r.get("only_failed")),
             serial=bool(r.get("serial")),
             wait_for_overlap=bool(r.get("wait_for_overlap")),

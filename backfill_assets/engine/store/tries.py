@@ -4,18 +4,22 @@ request, production, manual runs) with the request that asked for each, and the 
 Dagster run that was to write the cell (a relaunched run, a production run) as the caller read them from Dagster
 (``RunTouch``; the service reads them, ``integration/runs/cell_runs.py``).
 
-One query function returning plain dicts, shared by ``request show ID --cell`` and ``versions`` so the two agree.
+One query function returning ``Try`` records, shared by ``request show ID --cell`` and ``versions`` so the two agree.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 import sqlalchemy as sa
 
+from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.identity import validate_asset_name, validate_partition_key
+from backfill_assets.engine.model.json_records import JsonRecord
+from backfill_assets.engine.model.overrides import Override
+from backfill_assets.engine.model.states import FINISHED_RUN_STATUSES, VersionState
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.schema import request_items, requests, versions
@@ -29,11 +33,63 @@ VERSION_FIELDS = (
 
 
 @dataclass(frozen=True)
+class TryCheck(JsonRecord):
+    """A blocking check's verdict on a try's version."""
+
+    name: str | None
+    passed: bool
+
+
+@dataclass(frozen=True)
+class Try(JsonRecord):
+    """One try of a cell: a version written (its identity, state, times, checks), or a run that wrote nothing
+    (``version_written`` false: the version's fields are None, ``decision`` the ledger's when a request launched
+    it). Its JSON keys are ``VERSION_FIELDS`` then the rest, in this order."""
+
+    version_id: str | None
+    logical_run_id: str | None
+    dagster_run_id: str | None
+    attempt_no: int | None
+    state: VersionState | None
+    lane: str | None
+    request_id: str | None
+    worker: str | None
+    code_version: str | None
+    requested_at: str | None
+    started_at: str | None
+    ended_at: str | None
+    published_at: str | None
+    error: str | None
+    checks: tuple[TryCheck, ...]
+    requested_by: str | None
+    request_reason: str | None
+    version_written: bool
+    decision: M.CellDecision | None  # the ledger's, for a request's run that wrote nothing
+    run_status: str | None = None  # its Dagster run's status, when the caller's runs have it
+    this_request: bool = False  # a try of the request the caller asked about
+    overrides: tuple[Override, ...] = ()  # a person's accept / reject of its version, oldest first
+
+    @classmethod
+    def without_version(
+        cls, dagster_run_id: str, lane: str | None, request_id: str | None, requested_at: str | None,
+        error: str | None, requested_by: str | None, request_reason: str | None,
+        decision: M.CellDecision | None, ended_at: str | None = None,
+    ) -> Try:
+        """A run that wrote nothing: no version, so every version field but its run's is None."""
+        return cls(
+            version_id=None, logical_run_id=None, dagster_run_id=dagster_run_id, attempt_no=None, state=None,
+            lane=lane, request_id=request_id, worker=None, code_version=None, requested_at=requested_at,
+            started_at=None, ended_at=ended_at, published_at=None, error=error, checks=(),
+            requested_by=requested_by, request_reason=request_reason, version_written=False, decision=decision,
+        )
+
+
+@dataclass(frozen=True)
 class RunTouch:
     """A Dagster run that was to write the cell (its partition and asset selected), as Dagster records it."""
 
     run_id: str
-    status: str  # Dagster's: SUCCESS, FAILURE, CANCELED, STARTED, QUEUED, ...
+    status: str  # a RunStatus value (Dagster's)
     lane: str
     request_id: str | None
     created_at: str | None  # UTC ISO-8601, as every stored time
@@ -41,15 +97,15 @@ class RunTouch:
 
     @property
     def what_happened(self) -> str:
-        ended = self.status in ("SUCCESS", "FAILURE", "CANCELED")
+        ended = self.status in FINISHED_RUN_STATUSES
         return f"run {self.status.lower()}" + (", no version written" if ended else "")
 
 
 def cell_tries(
     catalog: Catalog, asset: str, partition_key: str, request_id: str | None = None,
     runs: Iterable[RunTouch] = (),
-) -> list[dict[str, Any]]:
-    """Every try of (``asset``, ``partition_key``), oldest first, as plain dicts.
+) -> list[Try]:
+    """Every try of (``asset``, ``partition_key``), oldest first.
 
     A try with a version has the version's identity, state, lane, worker, the four times, its blocking checks
     (name, passed) and error (why it was rejected or abandoned), and the request that asked for it with its
@@ -84,55 +140,54 @@ def cell_tries(
                 request_items.c.run_id.is_not(None),
             )
         ).all()
-    tries = [_version_try(row) for row in written]
-    runs_with_a_version = {t["dagster_run_id"] for t in tries}
-    tries += [_run_without_version(row) for row in launched if row.run_id not in runs_with_a_version]
-    tries += _dagster_only_tries(catalog, {t["dagster_run_id"] for t in tries}, runs)
+    # Each try with the time it sorts by (when it was written, or its run submitted or created).
+    timed = [_version_try(row) for row in written]
+    runs_with_a_version = {t.dagster_run_id for _, t in timed}
+    timed += [_run_without_version(row) for row in launched if row.run_id not in runs_with_a_version]
+    timed += _dagster_only_tries(catalog, {t.dagster_run_id for _, t in timed if t.dagster_run_id}, runs)
+    timed.sort(key=lambda at_try: at_try[0] or "")
     status_of = {r.run_id: r.status for r in runs}
-    for t in tries:
-        t["run_status"] = status_of.get(t["dagster_run_id"])
-    tries.sort(key=lambda t: t.pop("_at") or "")
     # A person's accept / reject of a try's version (backfill-assets accept / reject), oldest first.
     overrides = catalog.overrides_of_cell(asset, partition_key)
-    for t in tries:
-        t["this_request"] = request_id is not None and t["request_id"] == request_id
-        t["overrides"] = [o.as_dict() for o in overrides if t["version_id"] and o.version_id == t["version_id"]]
-    return tries
+    return [
+        replace(
+            t, run_status=status_of.get(t.dagster_run_id or ""),
+            this_request=request_id is not None and t.request_id == request_id,
+            overrides=tuple(o for o in overrides if t.version_id and o.version_id == t.version_id),
+        )
+        for _, t in timed
+    ]
 
 
-def _version_try(row: sa.Row[Any]) -> dict[str, Any]:
+def _version_try(row: sa.Row[Any]) -> tuple[str | None, Try]:
     version = Version.from_row(row)
-    out = {name: getattr(version, name) for name in VERSION_FIELDS}
-    out.update(
-        checks=[{"name": c.get("name"), "passed": bool(c.get("passed"))} for c in version.checks or []],
+    return version.created_at, Try(
+        **{name: getattr(version, name) for name in VERSION_FIELDS if name != "state"},
+        state=VersionState(version.state),
+        checks=tuple(TryCheck(c.get("name"), bool(c.get("passed"))) for c in version.checks or []),
         requested_by=row.requested_by,
         request_reason=row.request_reason,
         version_written=True,
         decision=None,
-        _at=version.created_at,
     )
-    return out
 
 
-def _run_without_version(row: sa.Row[Any]) -> dict[str, Any]:
-    out: dict[str, Any] = dict.fromkeys(VERSION_FIELDS)
-    out.update(
+def _run_without_version(row: sa.Row[Any]) -> tuple[str | None, Try]:
+    return row.submitted_at or row.updated_at, Try.without_version(
         dagster_run_id=row.run_id,
         lane=T.LANE_BACKFILL,  # every run a request launches is in the backfill lane
         request_id=row.request_id,
         requested_at=row.submitted_at,
         error=row.reason,
-        checks=[],
         requested_by=row.requested_by,
         request_reason=row.request_reason,
-        version_written=False,
-        decision=row.decision,
-        _at=row.submitted_at or row.updated_at,
+        decision=M.CellDecision(row.decision) if row.decision else None,
     )
-    return out
 
 
-def _dagster_only_tries(catalog: Catalog, known: set[str], runs: Iterable[RunTouch]) -> list[dict[str, Any]]:
+def _dagster_only_tries(
+    catalog: Catalog, known: set[str], runs: Iterable[RunTouch]
+) -> list[tuple[str | None, Try]]:
     """The tries of the Dagster runs neither a version nor a ledger knows (a relaunched run, a production run that
     failed before writing), with the request that asked for each."""
     unknown = {r.run_id: r for r in runs if r.run_id not in known}
@@ -146,14 +201,10 @@ def _dagster_only_tries(catalog: Catalog, known: set[str], runs: Iterable[RunTou
             )}
     tries = []
     for run in unknown.values():
-        out: dict[str, Any] = dict.fromkeys(VERSION_FIELDS)
         by = asked.get(run.request_id or "")
-        out.update(
+        tries.append((run.created_at, Try.without_version(
             dagster_run_id=run.run_id, lane=run.lane, request_id=run.request_id, requested_at=run.created_at,
-            ended_at=run.ended_at, error=run.what_happened, checks=[],
-            requested_by=by.requested_by if by is not None else None,
-            request_reason=by.reason if by is not None else None,
-            version_written=False, decision=None, _at=run.created_at,
-        )
-        tries.append(out)
+            ended_at=run.ended_at, error=run.what_happened, requested_by=by.requested_by if by is not None else None,
+            request_reason=by.reason if by is not None else None, decision=None,
+        )))
     return tries

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from backfill_assets.engine.model.errors import BackfillError
+from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.settings import Settings, TableSettings
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
@@ -36,16 +37,13 @@ class TableKind(Protocol):
 
 
 @dataclass(frozen=True)
-class SyncReport:
+class SyncReport(JsonRecord):
     synced: tuple[SyncResult, ...] = ()
     failed: tuple[tuple[str, str], ...] = field(default=())  # (table, why)
 
     @property
     def ok(self) -> bool:
         return not self.failed
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"synced": [r.as_dict() for r in self.synced], "failed": [list(f) for f in self.failed]}
 
 
 class PublishedTables:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from backfill_assets.engine.model.json_records import JsonRecord
+
 
 @dataclass(frozen=True)
-class SyncResult:
+class SyncResult(JsonRecord):
     """One table's sync: the log position it held before and holds now, and the days it switched."""
 
     kind: str
@@ -19,13 +21,6 @@ class SyncResult:
     versions: tuple[str, ...]
     commits: int = 0
     conflicts: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind, "table": self.table, "asset": self.asset, "before_seq": self.before_seq,
-            "seq": self.seq, "days": list(self.days), "versions": list(self.versions), "commits": self.commits,
-            "conflicts": self.conflicts,
-        }
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,6 @@ def build_gc_sensor(graph: AssetGraph, backfill: BackfillResource | None = None)
                                          tables=configured.published_tables())
         purged = service.gc(None)
         return dg.SkipReason(f"purged {len(purged)} version(s) older than {graph.cleanup.retention_days} day(s)"
-                             + "".join(f"; {p['version_id']} ({p['state']})" for p in purged[:20]))
+                             + "".join(f"; {p.version_id} ({p.state})" for p in purged[:20]))
 
     return backfill_cleanup

@@ -12,10 +12,11 @@ from backfill_assets.engine.model.gates import team_of_request, upstream_first
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.settings import code_version
+from backfill_assets.engine.model.states import FINISHED_RUN_STATUSES
 from backfill_assets.engine.plan.adoption import driven_cells
 from backfill_assets.engine.plan.driver_tick import REREQUEST_GRACE_SECONDS, Submission, tick
 from backfill_assets.engine.plan.propagation import PROPAGATION_CURSOR, propagation_cursor
-from backfill_assets.engine.plan.settling import FINISHED_RUN_STATUSES, RunView
+from backfill_assets.engine.plan.settling import RunView
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.cursors import read_cursor
 from backfill_assets.engine.store.daemon_lease import DaemonLease
