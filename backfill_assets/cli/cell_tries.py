@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from backfill_assets.engine.model.errors import InvalidInput
-from backfill_assets.engine.store.tries import Try
+from backfill_assets.service import Try
 
 from .app import AppContext, emit
 

@@ -30,7 +30,7 @@ def _measure(url: str) -> dict:
                        materialized_version_ids=made.published_ids)
     seconds = time.perf_counter() - began
     return {"versions": made.versions, "cells": len(report.cells), "complete": report.complete,
-            "gaps": report.totals["gaps"], "stale_downstream": len(report.stale_downstream),
+            "gaps": report.totals.gaps, "stale_downstream": len(report.stale_downstream),
             "seconds": round(seconds, 3), "target_s": 2.0}
 
 

@@ -68,24 +68,31 @@ def test_no_core_module_imports_dagster():
     assert {path: mods for path, mods in offenders.items() if mods} == {}
 
 
-def test_importing_all_of_core_in_a_fresh_interpreter_does_not_load_dagster():
+def _fresh_import(package: str, above: tuple[str, ...] = ()) -> dict:
+    """Import every module of ``package`` in a fresh interpreter: which it imported, and which modules of Dagster
+    (or starting with one of ``above``) that loaded."""
     code = (
         "import importlib, json, pkgutil, sys\n"
-        "import backfill_assets.engine as core\n"
-        "names = sorted(m.name for m in pkgutil.walk_packages(core.__path__, 'backfill_assets.engine.'))\n"
+        f"import {package} as package\n"
+        f"names = sorted(m.name for m in pkgutil.walk_packages(package.__path__, '{package}.'))\n"
         "for name in names:\n"
         "    importlib.import_module(name)\n"
-        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'dagster' or m.startswith('dagster_'))\n"
-        "print(json.dumps({'imported': names, 'dagster': loaded}))\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'dagster' or m.startswith('dagster_')\n"
+        f"                or m.startswith({above!r}))\n"
+        "print(json.dumps({'imported': names, 'above': loaded}))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ENGINE_DIR.parent.parent
     )
     assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_importing_all_of_core_in_a_fresh_interpreter_does_not_load_dagster():
+    report = _fresh_import("backfill_assets.engine")
     importable = [p for p in ENGINE_MODULES if p != ENGINE_DIR / "__init__.py" and MIGRATIONS_DIR not in p.parents]
     assert len(report["imported"]) == len(importable)
-    assert report["dagster"] == []
+    assert report["above"] == []
 
 
 # The one package allowed to import dagster._core (a module per job).
@@ -313,20 +320,6 @@ def test_no_service_module_imports_dagster_the_integration_or_the_cli():
 
 
 def test_importing_all_of_the_service_in_a_fresh_interpreter_loads_neither_dagster_nor_the_integration():
-    code = (
-        "import importlib, json, pkgutil, sys\n"
-        "import backfill_assets.service as service\n"
-        "names = sorted(m.name for m in pkgutil.walk_packages(service.__path__, 'backfill_assets.service.'))\n"
-        "for name in names:\n"
-        "    importlib.import_module(name)\n"
-        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'dagster' or m.startswith('dagster_')\n"
-        "                or m.startswith(('backfill_assets.integration', 'backfill_assets.cli')))\n"
-        "print(json.dumps({'imported': names, 'above': loaded}))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ENGINE_DIR.parent.parent
-    )
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report = _fresh_import("backfill_assets.service", ("backfill_assets.integration", "backfill_assets.cli"))
     assert "backfill_assets.service.ports" in report["imported"]
     assert report["above"] == []

@@ -84,7 +84,7 @@ def test_an_asset_with_max_retries_3_publishes_its_third_attempt_after_two_failu
     assert serving.attempt_no == 3 and serving.dagster_run_id == result.run_id
     tries = backfills.tries("tried_four_times", DAY)
     # One logical run, three tries of it in one Dagster run.
-    assert [(t["attempt_no"], t["logical_run_id"], t["dagster_run_id"]) for t in tries] == [
+    assert [(t.attempt_no, t.logical_run_id, t.dagster_run_id) for t in tries] == [
         (n, result.run_id, result.run_id) for n in (1, 2, 3)
     ]
 
