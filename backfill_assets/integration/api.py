@@ -124,10 +124,8 @@ def gated_asset(
     in none. ``target``: the write target (e.g. a warehouse) whose quota the step shares: at most
     ``BackfillResource(target_limits={target: N})`` steps write, audit and publish to it at once.
 
-    ``retry_policy`` (a ``dg.RetryPolicy``; default ``max_retries=2, delay=1``): how often a step that met a
-    technical fault (the transform raising, a lost connection, a killed worker) is tried again, each try a new
-    attempt of the same logical run; a rejection is never retried. A batched run's op of the asset takes it too.
-
+    ``retry_policy`` (``dg.RetryPolicy``, default ``max_retries=2, delay=1``): retries of a technical fault, each a new
+    attempt of the same logical run (its batched op's too); a rejection is never retried.
     ``key_prefix`` (as Dagster's ``@asset``): every door names the asset as Dagster prints its key
     ("berlin/daily_usage"); a downstream transform takes it by its last segment (docs/ASSETS.md, "Key prefixes").
     """
@@ -135,12 +133,7 @@ def gated_asset(
     def decorate(transform: Callable[..., Any]) -> BackfillAsset:
         asset_name = prefixed_name(name or transform.__name__, key_prefix)
         check_partitioning(asset_name, calendar, partitions_def)
-        check_return_annotation(asset_name, transform)
-        upstream = distinct_inputs(asset_name, [_dep_name(d) for d in deps if not is_ordinary(d)])
-        external = ordinary_deps(asset_name, deps, parameter_names(transform))
-        _check_audits(asset_name, audits)
-        if "previous" in parameter_names(transform) and not depends_on_past:
-            raise InvalidInput(f"{asset_name}: only a depends_on_past asset gets `previous`")
+        upstream, external = _checked_inputs(asset_name, transform, deps, audits, depends_on_past)
         needs = [*parameter_names(transform), *parameter_names(fingerprint)]
         needs += [n for a in audits for n in a.needs]
         spec = DeclaredAsset(
@@ -254,6 +247,21 @@ def side_effect_asset(
     return decorate
 
 
+def _checked_inputs(
+    asset_name: str, transform: Callable[..., Any], deps: Sequence[Dep], audits: Sequence[Audit],
+    depends_on_past: bool,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A gated transform's declared inputs, each refused with its fix when wrong: its gated upstreams (by name)
+    and its ordinary ones; its return annotation, audits and ``previous`` are checked too."""
+    check_return_annotation(asset_name, transform)
+    upstream = distinct_inputs(asset_name, [_dep_name(d) for d in deps if not is_ordinary(d)])
+    external = ordinary_deps(asset_name, deps, parameter_names(transform))
+    _check_audits(asset_name, audits)
+    if "previous" in parameter_names(transform) and not depends_on_past:
+        raise InvalidInput(f"{asset_name}: only a depends_on_past asset gets `previous`")
+    return upstream, external
+
+
 def backfill_definitions(
     *,
     assets: Iterable[BackfillAsset],
@@ -321,20 +329,28 @@ def backfill_definitions(
         assets=built,
         jobs=[production_job, backfill_job, chunk_job, request_job, build_clear_job(graph, built), report_job,
               *build_operation_jobs(graph)],
-        sensors=[
-            production_sensor,
-            build_driver_sensor(graph, [backfill_job, chunk_job, report_job], backfill),
-            build_propagation_sensor(graph, backfill),
-            build_adoption_sensor(graph, report_job, backfill),
-            build_gc_sensor(graph, backfill),
-            build_tables_sensor(graph, backfill),
-        ],
+        sensors=[production_sensor, *_library_sensors(graph, backfill_job, chunk_job, report_job, backfill)],
         resources={BACKFILL_RESOURCE: backfill, PUBLISHED_IO_MANAGER: PublishedDataIOManager(graph, backfill),
                    **resources},
         executor=executor,
     )
     register_graph(built, graph)
     return defs
+
+
+def _library_sensors(
+    graph: AssetGraph, backfill_job: dg.JobDefinition, chunk_job: dg.JobDefinition, report_job: dg.JobDefinition,
+    backfill: BackfillResource,
+) -> list[dg.SensorDefinition]:
+    """The driver (submitting backfill, chunk and report runs), propagation, adoption (report runs), gc and
+    published-table sensors."""
+    return [
+        build_driver_sensor(graph, [backfill_job, chunk_job, report_job], backfill),
+        build_propagation_sensor(graph, backfill),
+        build_adoption_sensor(graph, report_job, backfill),
+        build_gc_sensor(graph, backfill),
+        build_tables_sensor(graph, backfill),
+    ]
 
 
 def _data_executor(executor: Any) -> dg.ExecutorDefinition:

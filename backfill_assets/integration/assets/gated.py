@@ -5,6 +5,7 @@ import json
 import uuid
 import warnings
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from typing import Callable
 
 import dagster as dg
@@ -118,6 +119,32 @@ def log_logical_run(context, catalog, identity: RunIdentity) -> None:
     log(f"{identity.asset}: logical run {chosen.logical_run_id} — {chosen.reason}")
 
 
+@dataclass(frozen=True)
+class _Decided:
+    outcome: GateOutcome | None  # None: the cell was left alone and nothing serves it
+
+
+def _decided_without_computing(
+    context: dg.AssetExecutionContext, graph: AssetGraph, spec: DeclaredAsset, backfill: BackfillResource, key: str,
+    identity: RunIdentity,
+) -> _Decided | None:
+    """What the step reports without computing, if anything: the version an earlier attempt of this run already
+    published, or, for a backfill launched from Dagster whose policy leaves the cell alone, the version serving."""
+    earlier = earlier_publish(backfill.catalog(), identity)
+    if earlier is not None:
+        context.log.warning(
+            f"{spec.name} {key}: {earlier.version.version_id} was already published by an earlier attempt of this "
+            "run; reporting it instead of publishing again"
+        )
+        return _Decided(earlier)
+    left_alone = admission_skip(context, graph, spec, backfill.catalog(), key)
+    if left_alone is not None:
+        # Reported, not skipped: Dagster then shows the day as the version serving it, and a downstream step of
+        # the same run is not skipped by Dagster but decided by its own policy.
+        return _Decided(serving_again(backfill.catalog(), spec.name, key, left_alone))
+    return None
+
+
 def gate_one(
     context: dg.AssetExecutionContext,
     graph: AssetGraph,
@@ -147,18 +174,9 @@ def gate_one(
     identity = identity_from_context(context, spec.name, params, key, graph, backfill.catalog())
     if first_of_step and context.run.root_run_id:
         log_logical_run(context, backfill.catalog(), identity)
-    earlier = earlier_publish(backfill.catalog(), identity)
-    if earlier is not None:
-        context.log.warning(
-            f"{spec.name} {key}: {earlier.version.version_id} was already published by an earlier attempt of this "
-            "run; reporting it instead of publishing again"
-        )
-        return earlier
-    left_alone = admission_skip(context, graph, spec, backfill.catalog(), key)
-    if left_alone is not None:
-        # Reported, not skipped: Dagster then shows the day as the version serving it, and a downstream step of
-        # the same run is not skipped by Dagster but decided by its own policy.
-        return serving_again(backfill.catalog(), spec.name, key, left_alone)
+    decided = _decided_without_computing(context, graph, spec, backfill, key, identity)
+    if decided is not None:
+        return decided.outcome
     catalog, before_publish = publishing_catalog(backfill)
     gate = Gate(
         catalog,
