@@ -26,19 +26,17 @@ from backfill_assets.engine.model.identity import (
     parse_version_id,
 )
 from backfill_assets.engine.model.intervals import iso, utc_now
-from backfill_assets.engine.model.request_model import RequestStatus
 from backfill_assets.engine.model.settings import Settings
 from backfill_assets.engine.model.states import IN_PROGRESS, VersionState, check_transition
 from backfill_assets.engine.store import publish_pg
 from backfill_assets.engine.store.asset_owners import claim_asset
-from backfill_assets.engine.store.catalog_queries import ACTION_PUBLISH, ACTION_REPAIR, ACTION_ROLLBACK, CatalogQueries
+from backfill_assets.engine.store.catalog_queries import ACTION_PUBLISH, ACTION_REPAIR, ACTION_ROLLBACK
 from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
 from backfill_assets.engine.store.db import engine_for, reader_for, retry_transient
 from backfill_assets.engine.store.overrides import OverrideLog
-from backfill_assets.engine.store.pointer_switches import InTransactionSwitch, run_switches
+from backfill_assets.engine.store.pointer_switches import InTransactionSwitch
 from backfill_assets.engine.store.read_log import ReadLog
-from backfill_assets.engine.store.rollbacks import Rollbacks
-from backfill_assets.engine.store.schema import log_head, pointers, publish_log, requests, versions
+from backfill_assets.engine.store.schema import versions
 from backfill_assets.engine.store.transactions import begin
 from backfill_assets.engine.wap.faults import IN_PUBLISH_TRANSACTION, fault_point
 
@@ -46,9 +44,9 @@ __all__ = ["ACTION_PUBLISH", "ACTION_REPAIR", "ACTION_ROLLBACK", "Catalog", "Con
 
 
 
-class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
-    """Writes; the reads it inherits from ``CatalogQueries``; rollbacks from ``Rollbacks``; an operator's overrides
-    from ``OverrideLog``."""
+class Catalog(OverrideLog, ReadLog):
+    """Writes; the reads it inherits from ``CatalogQueries``, the pointer moves' steps from ``PointerWrites``,
+    rollbacks from ``Rollbacks``, an operator's overrides from ``OverrideLog``."""
 
     def __init__(self, url: str, warehouse_root: str | None = None):
         """``warehouse_root``: the warehouse this catalog describes; given, an empty or missing catalog beside a
@@ -64,9 +62,6 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
         compare-and-swap, so it commits with the move or rolls back with it (``pointer_switches``)."""
         if switch not in self.in_transaction_switches:
             self.in_transaction_switches.append(switch)
-
-    def _switch_in_transaction(self, conn: Connection, version: Version, action: str) -> None:
-        run_switches(conn, self.in_transaction_switches, version, action)
 
     @classmethod
     def of_settings(cls, settings: Settings) -> Catalog:
@@ -223,49 +218,6 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
             self._lost_first_publish(version_id, exc)
         return _published_move(seq, version, checks, now)
 
-    def _cas_publish(
-        self,
-        conn: Connection,
-        version: Version,
-        current: str | None,
-        now: str,
-        *,
-        override: bool = False,
-        reason: str | None = None,
-        **values: Any,
-    ) -> int:
-        """The publish compare-and-swap inside the caller's transaction; returns its publish_log seq.
-        ``current``: the pointer's version as read in this transaction. ``override``: an operator's accept of a
-        REJECTED version (the same swap, state change and log row; the log row carries ``reason``)."""
-        expected = version.expected_previous_version_id
-        if current == expected:  # first, before any lock of this transaction (pointer_switches)
-            self._switch_in_transaction(conn, version, ACTION_PUBLISH)
-        self._refuse_if_request_cancelled(conn, version, current)
-        if current != expected:
-            raise PublishConflict(
-                f"lost the publish race to {current} (expected current {expected or 'none'})", current
-            )
-        # Conditional on the expected version: a racer that committed first makes this match nothing.
-        self._swap_pointer(conn, version.asset, version.partition_key, expected, version.version_id, now)
-        # States already read (the version above; the pointer's target is PUBLISHED): each transition
-        # is one conditional UPDATE, which fails the publish if the state moved meanwhile.
-        self._transition(
-            conn,
-            version.version_id,
-            VersionState.PUBLISHED,
-            from_state=version.state,
-            override=override,
-            published_at=now,
-            **values,
-        )
-        if expected is not None:
-            self._transition(conn, expected, VersionState.SUPERSEDED, from_state=VersionState.PUBLISHED)
-        # Everything before this line holds only this partition's rows; log_head orders every publish,
-        # so it is taken last and held for one UPDATE ... RETURNING, one INSERT and the commit.
-        seq = self._next_seq(conn)
-        self._log(conn, seq, version, expected, ACTION_PUBLISH, now, version.request_id, version.lane, reason)
-        return seq
-
     def _publish_pg(self, version_id: str, checks: list[dict[str, Any]]) -> PointerMove:
         """``publish`` on PostgreSQL: the same steps in one server-side function (``publish_pg``), one statement."""
         now = iso(utc_now())
@@ -303,108 +255,6 @@ class Catalog(Rollbacks, ReadLog, OverrideLog, CatalogQueries):
             version = self._get(conn, version_id)
             self._log(conn, seq, version, None, ACTION_REPAIR, iso(utc_now()), version.request_id, version.lane, reason)
             return seq
-
-    # ---- internals --------------------------------------------------------------------------------------------
-
-    @staticmethod
-    def _refuse_if_request_cancelled(conn: Connection, version: Version, current: str | None) -> None:
-        """A cancelled request publishes nothing, decided inside the publish transaction.
-
-        ``request cancel`` may mark a run cancelled without its worker's confirmation (its code server did not
-        answer); the step re-reads its run's status before publishing, but only this check, under a share lock on
-        the request row that ``cancel`` must wait for, leaves no window: either the cancel commits first and the
-        publish is refused, or the publish commits first and the cancel sees the cell published.
-        """
-        if not version.request_id:
-            return
-        status = conn.execute(
-            sa.select(requests.c.status)
-            .where(requests.c.request_id == version.request_id)
-            .with_for_update(read=True)  # FOR SHARE on PostgreSQL; SQLite serializes writers anyway
-        ).scalar()
-        if status == RequestStatus.CANCELLED:
-            raise PublishConflict(f"request {version.request_id} was cancelled: none of its versions publish", current)
-
-    @staticmethod
-    def _next_seq(conn: Connection) -> int:
-        return int(
-            conn.execute(
-                log_head.update().where(log_head.c.id == 1).values(seq=log_head.c.seq + 1).returning(log_head.c.seq)
-            ).scalar_one()
-        )
-
-    def _transition(
-        self,
-        conn: Connection,
-        version_id: str,
-        target: VersionState,
-        from_state: VersionState | str | None = None,
-        override: bool = False,
-        **values: Any,
-    ) -> None:
-        """Move one version to ``target`` if it is still in ``from_state`` (read now when not given); ``override``
-        also allows an operator's override edges (states.OVERRIDE_ALLOWED)."""
-        state = VersionState(from_state).value if from_state is not None else self._get(conn, version_id).state
-        check_transition(version_id, state, target, override=override)
-        result = conn.execute(
-            versions.update()
-            .where(versions.c.version_id == version_id, versions.c.state == state)
-            .values(state=target.value, **values)
-        )
-        if result.rowcount != 1:
-            raise PublishConflict(f"version {version_id} changed state concurrently", None)
-
-    @staticmethod
-    def _swap_pointer(
-        conn: Connection, asset: str, key: str, expected: str | None, new: str, now: str | None
-    ) -> None:
-        if expected is None:
-            conn.execute(
-                pointers.insert().values(
-                    asset=asset, partition_key=key, version_id=new, previous_version_id=None, updated_at=now
-                )
-            )
-            return
-        result = conn.execute(
-            pointers.update()
-            .where(pointers.c.asset == asset, pointers.c.partition_key == key, pointers.c.version_id == expected)
-            .values(version_id=new, previous_version_id=expected, updated_at=now)
-        )
-        if result.rowcount != 1:
-            # Another transaction moved the pointer after we read it; name the version that won.
-            now_current = conn.execute(
-                sa.select(pointers.c.version_id).where(pointers.c.asset == asset, pointers.c.partition_key == key)
-            ).scalar()
-            raise PublishConflict(
-                f"lost the publish race to {now_current} (expected current {expected})", now_current
-            )
-
-    @staticmethod
-    def _log(
-        conn: Connection,
-        seq: int,
-        version: Version,
-        previous: str | None,
-        action: str,
-        now: str | None,
-        request_id: str | None,
-        lane: str | None,
-        reason: str | None = None,
-    ) -> None:
-        conn.execute(
-            publish_log.insert().values(
-                seq=seq,
-                asset=version.asset,
-                partition_key=version.partition_key,
-                version_id=version.version_id,
-                previous_version_id=previous,
-                action=action,
-                request_id=request_id,
-                lane=lane,
-                reason=reason,
-                at=now,
-            )
-        )
 
 
 def _published_move(seq: int, version: Version, checks: list[dict[str, Any]], now: str) -> PointerMove:

@@ -9,17 +9,18 @@ happen.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 
 from backfill_assets.engine.model.errors import PublishConflict
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.overrides import SKIP_MARKS, Override, OverrideAction
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.catalog_queries import ACTION_PUBLISH
-from backfill_assets.engine.store.catalog_records import PointerMove, Version
+from backfill_assets.engine.store.catalog_records import PointerMove
+from backfill_assets.engine.store.rollbacks import Rollbacks
 from backfill_assets.engine.store.schema import overrides
 from backfill_assets.engine.store.transactions import begin, read
 
@@ -27,42 +28,9 @@ Cell = tuple[str, str]
 _CHUNK = 500  # bounded IN lists: SQLite limits bound parameters per statement
 
 
-class OverrideLog:
-    """Overrides; ``Catalog`` provides the engines and the publish / rollback steps used inside the transaction
-    (``_get_with_pointer``, ``_cas_publish``, ``_roll_back``)."""
-
-    engine: Engine
-    reader: Engine
-
-    if TYPE_CHECKING:  # what it uses of Catalog and its other mixins, for the checker
-        @staticmethod
-        def _get_with_pointer(conn: Connection, version_id: str) -> tuple[Version, str | None]: ...
-
-        def _cas_publish(
-            self,
-            conn: Connection,
-            version: Version,
-            current: str | None,
-            now: str,
-            *,
-            override: bool = False,
-            reason: str | None = None,
-            **values: Any,
-        ) -> int: ...
-
-        def _roll_back(
-            self,
-            conn: Connection,
-            asset: str,
-            partition_key: str,
-            reason: str,
-            to_version_id: str | None,
-            *,
-            bad_version_id: str | None = None,
-            bad_state: VersionState = VersionState.ROLLED_BACK,
-            now: str | None = None,
-            **bad_values: Any,
-        ) -> PointerMove: ...
+class OverrideLog(Rollbacks):
+    """Overrides; the publish and rollback steps it takes inside its transaction (``_get_with_pointer``,
+    ``_cas_publish``, ``_roll_back``) it inherits from ``Rollbacks``."""
 
     # ---- accept / reject ------------------------------------------------------------------------------------------
 

@@ -1,71 +1,26 @@
 """Rollback: move a partition's pointer back to a verified version, in one transaction with the state changes and
 a ``publish_log`` row (action ``rollback``), taking the pointer row first and ``log_head`` last, as a publish does.
-Mixed into ``Catalog``, whose transaction helpers (``_swap_pointer``, ``_transition``, ``_next_seq``, ``_log``,
-``_switch_in_transaction``) and queries (``_pointer``, ``_rollback_target``, ``_consumers``) it uses."""
+Its transaction steps (``_swap_pointer``, ``_transition``, ``_next_seq``, ``_log``, ``_switch_in_transaction``) are
+``PointerWrites``', its queries (``_pointer``, ``_rollback_target``, ``_consumers``) ``CatalogQueries``'."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 
 from backfill_assets.engine.model.errors import InvalidField, NotFound, PublishConflict
 from backfill_assets.engine.model.identity import validate_asset_name, validate_partition_key, validate_text
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.catalog_queries import ACTION_ROLLBACK
-from backfill_assets.engine.store.catalog_records import Consumer, PointerMove, Version
+from backfill_assets.engine.store.catalog_records import PointerMove, Version
+from backfill_assets.engine.store.pointer_writes import PointerWrites
 from backfill_assets.engine.store.transactions import begin, read
 
 
-class Rollbacks:
+class Rollbacks(PointerWrites):
     """``rollback`` and what reads its target; mixed into ``Catalog``."""
-
-    engine: Engine
-    reader: Engine
-
-    if TYPE_CHECKING:  # what it uses of Catalog (its writes) and of CatalogQueries (its reads), for the checker
-        def _switch_in_transaction(self, conn: Connection, version: Version, action: str) -> None: ...
-
-        @staticmethod
-        def _swap_pointer(
-            conn: Connection, asset: str, key: str, expected: str | None, new: str, now: str | None
-        ) -> None: ...
-
-        def _transition(
-            self,
-            conn: Connection,
-            version_id: str,
-            target: VersionState,
-            from_state: VersionState | str | None = None,
-            override: bool = False,
-            **values: Any,
-        ) -> None: ...
-
-        @staticmethod
-        def _next_seq(conn: Connection) -> int: ...
-
-        @staticmethod
-        def _log(
-            conn: Connection,
-            seq: int,
-            version: Version,
-            previous: str | None,
-            action: str,
-            now: str | None,
-            request_id: str | None,
-            lane: str | None,
-            reason: str | None = None,
-        ) -> None: ...
-
-        @staticmethod
-        def _pointer(conn: Connection, asset: str, partition_key: str) -> dict[str, Any] | None: ...
-
-        def _rollback_target(
-            self, conn: Connection, asset: str, key: str, bad: str, to_version_id: str | None
-        ) -> Version: ...
-
-        def _consumers(self, conn: Connection, version_id: str) -> list[Consumer]: ...
 
     def rollback(
         self, asset: str, partition_key: str, reason: str, to_version_id: str | None = None
