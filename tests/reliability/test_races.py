@@ -114,7 +114,8 @@ def overlapping_creates_once(env, forkserver, how: str) -> str:
     return winners[0]
 
 
-@pytest.mark.timeout(mode.timeout(per_trial_seconds=20))
+# The budget counts every trial the test makes: TRIALS per backend and per door.
+@pytest.mark.timeout(mode.timeout(per_trial_seconds=20, trials=mode.TRIALS * len(BACKENDS) * 2))
 def test_overlapping_requests_created_at_the_same_instant_have_exactly_one_holder(race_envs, forkserver, trials):
     with trials("race.overlapping_requests") as klass:
         for backend in BACKENDS:
@@ -178,7 +179,8 @@ def publish_race_once(env, forkserver) -> str:
     return lost
 
 
-@pytest.mark.timeout(mode.timeout(per_trial_seconds=30))
+# TRIALS per backend: a budget of TRIALS alone timed out the six trials on a loaded machine.
+@pytest.mark.timeout(mode.timeout(per_trial_seconds=30, trials=mode.TRIALS * len(BACKENDS)))
 def test_two_runs_publishing_one_partition_at_once_have_exactly_one_winner(race_envs, forkserver, trials):
     with trials("race.concurrent_publish") as klass:
         losers: dict[str, int] = {}
