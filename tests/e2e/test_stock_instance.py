@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 import dagster as dg
 import pytest
-import yaml
 from dagster._core.launcher import DefaultRunLauncher
 from dagster._core.run_coordinator import QueuedRunCoordinator
 from dagster._core.storage.event_log import SqliteEventLogStorage
@@ -29,7 +27,6 @@ from dagster._core.storage.schedules import SqliteScheduleStorage
 
 from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import tags as T
-from backfill_assets.engine.model.settings import PACKAGE_DIR
 from backfill_assets.engine.store import db
 from backfill_assets.engine.store.outbox import deliveries
 from backfill_assets.examples.orders.domain import (
@@ -41,6 +38,7 @@ from backfill_assets.examples.orders.domain import (
 )
 from backfill_assets.integration import instance_template
 from backfill_assets.integration.jobs import BACKFILL_JOB
+from tests.homes import write_stock_instance_yaml
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 
 from .conftest import E2E, poll, prepare_home, start_daemon, stop_process
@@ -58,23 +56,6 @@ DATA_ASSETS = [*BATCHABLE, CUSTOMER_SNAPSHOT]  # customer_snapshot depends on th
 # Dagster's timers set the pace here: a driver pass every ~5 s, a dequeue every 5 s, a new process per run.
 TIMEOUT = "150"
 ADOPTION_TIMEOUT = 90.0
-
-# What a stock home copies from the shipped file: plain Dagster config the promises rest on.
-COPIED_BLOCKS = ("concurrency", "run_monitoring")
-
-
-def write_stock_instance_yaml(home: Path, dequeue_interval_seconds: int | None = None) -> dict:
-    """A dagster.yaml of Dagster's own classes, with the shipped file's run-queue limits, pools and run monitoring;
-    returns it. ``dequeue_interval_seconds`` configures the coordinator (default: none, Dagster's 5 s)."""
-    shipped = yaml.safe_load((PACKAGE_DIR.parent / "dagster.yaml").read_text())
-    coordinator: dict = {"module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator"}
-    if dequeue_interval_seconds is not None:
-        coordinator["config"] = {"dequeue_interval_seconds": dequeue_interval_seconds}
-    config = {"telemetry": {"enabled": False}, "run_coordinator": coordinator,
-              **{block: shipped[block] for block in COPIED_BLOCKS}}
-    (home / "dagster.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    return config
-
 
 @pytest.fixture(scope="module")
 def stock(tmp_path_factory: pytest.TempPathFactory):
