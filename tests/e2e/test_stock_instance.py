@@ -57,6 +57,7 @@ DATA_ASSETS = [*BATCHABLE, CUSTOMER_SNAPSHOT]  # customer_snapshot depends on th
 TIMEOUT = "150"
 ADOPTION_TIMEOUT = 90.0
 
+
 @pytest.fixture(scope="module")
 def stock(tmp_path_factory: pytest.TempPathFactory):
     """Dagster's own ``dagster-daemon run`` on a home of Dagster's own classes."""
