@@ -48,3 +48,21 @@ def shipped_storage() -> dict:
     connections), as ``instance_for_test`` overrides: in-process test instances store what a deployed home does."""
     shipped = yaml.safe_load((PACKAGE_DIR.parent / "dagster.yaml").read_text())
     return {block: shipped[block] for block in STORAGE_BLOCKS}
+
+
+# What a stock home copies from the shipped file: plain Dagster config the promises rest on.
+STOCK_COPIED_BLOCKS = ("concurrency", "run_monitoring")
+
+
+def write_stock_instance_yaml(home: Path, dequeue_interval_seconds: int | None = None) -> dict:
+    """A dagster.yaml of Dagster's own classes only (``QueuedRunCoordinator``, and by leaving their blocks out
+    ``DefaultRunLauncher`` and Dagster's SQLite storage), with the shipped file's run-queue limits, pools and run
+    monitoring; returns it. ``dequeue_interval_seconds`` configures the coordinator (default: Dagster's, 5 s)."""
+    shipped = yaml.safe_load((PACKAGE_DIR.parent / "dagster.yaml").read_text())
+    coordinator: dict = {"module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator"}
+    if dequeue_interval_seconds is not None:
+        coordinator["config"] = {"dequeue_interval_seconds": dequeue_interval_seconds}
+    config = {"telemetry": {"enabled": False}, "run_coordinator": coordinator,
+              **{block: shipped[block] for block in STOCK_COPIED_BLOCKS}}
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return config

@@ -22,7 +22,8 @@ def init(folder: Path, module: str | None, timezone: str, start: str, as_json: b
     """Write a Dagster project that uses backfill_assets into FOLDER (created if missing): pyproject.toml
     ([tool.dagster] for dagster's CLIs, [tool.dg] for dg's), .dagster_home/dagster.yaml (run queue, run launcher,
     limits), one gated asset and its test. A file that exists is never overwritten: init says what it lacks
-    (exit status 1 until nothing is lacking).
+    (exit status 1 until nothing is lacking); a dagster.yaml with the run queue's limits and run monitoring is
+    complete whatever classes it names, and a note lists the library's optional accelerators it does not use.
 
     Example: backfill-assets init my_meters --timezone Europe/Berlin --start 2024-01-01
     """
@@ -41,6 +42,9 @@ def _print(result: ScaffoldResult, folder: Path) -> None:
         click.echo(f"{item.outcome.value:>10}  {item.path}")
     for item in result.incomplete:
         click.echo(f"\n{item.path} lacks what the project needs: {item.advice}")
+    for item in result.files:
+        if item.outcome is FileOutcome.KEPT and item.advice:
+            click.echo(f"\n{item.path}: note: {item.advice}")
     written = [f for f in result.files if f.outcome is FileOutcome.WRITTEN]
     if result.incomplete:
         return

@@ -102,18 +102,24 @@ def _take_lease(lease_seconds: float) -> InstanceLease:
 
 
 def _warn_of_missing_blocks(home: Path) -> None:
-    """A home with its own dagster.yaml is never rewritten; the blocks the library relies on that it lacks are
-    named once, when the daemon starts (the run coordinator and launcher act only in the daemon)."""
+    """A home with its own dagster.yaml is never rewritten; what a promise needs that it lacks is named once, when
+    the daemon starts, and otherwise, in one informational line, the library's optional classes it does not use
+    (Dagster's own launcher, coordinator and storages, or any other, keep every promise)."""
     from backfill_assets.integration import instance_template
 
+    config = home / instance_template.INSTANCE_YAML
     missing = instance_template.missing_blocks(home)
     if missing:
         click.echo(
-            f"backfill-assets-daemon: warning: {home / instance_template.INSTANCE_YAML}: " + "; ".join(missing)
-            + f". Add them from {instance_template.template_path()} (requests, limits, production priority and "
-            "the warm run launcher rely on them).",
+            f"backfill-assets-daemon: warning: {config}: " + "; ".join(missing)
+            + f". Add them from {instance_template.template_path()} (the run queue's limits and run monitoring "
+            "are what production's free slot, the team limits and re-running a dead run's cells rest on).",
             err=True,
         )
+        return
+    note = instance_template.accelerator_note(home)
+    if note:
+        click.echo(f"backfill-assets-daemon: note: {config}: {note}", err=True)
 
 
 if __name__ == "__main__":

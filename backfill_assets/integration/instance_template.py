@@ -1,6 +1,11 @@
 """The instance config the library ships (``backfill_assets/instance/dagster.yaml``, package data): copied into a
-new ``DAGSTER_HOME``; for a home that already has a ``dagster.yaml``, the blocks the library needs that it lacks,
-named, so a user adds them instead of running without them and never knowing."""
+new ``DAGSTER_HOME``; for a home that already has a ``dagster.yaml``, what a promise needs that it lacks, named, so a
+user adds it instead of running without it and never knowing.
+
+Only plain Dagster config is needed: the run queue's limits (``concurrency``) and run monitoring. The library's own
+classes (run coordinator, run launcher, SQLite storages) are accelerators: a home on Dagster's own classes, or any
+other (a Kubernetes run launcher, PostgreSQL storage), keeps every promise, and is told in one line what each
+accelerator it does not use would buy (docs/OPERATIONS.md, "On a stock instance")."""
 
 from __future__ import annotations
 
@@ -10,12 +15,36 @@ from pathlib import Path
 import yaml
 
 INSTANCE_YAML = "dagster.yaml"
-# What the library's promises rest on; storage, telemetry and the rest stay the user's choice.
-NEEDED_BLOCKS = ("run_coordinator", "run_launcher", "concurrency", "sensors", "run_monitoring")
-# Blocks whose class matters: another class there is named too.
-CLASS_BLOCKS = ("run_coordinator", "run_launcher")
-# The run-queue limit that keeps one team's backfills from taking the whole lane (docs/OPERATIONS.md, "Gates").
+# What the library's promises rest on: plain Dagster config; storage, classes, telemetry and the rest stay the
+# user's choice.
+NEEDED_BLOCKS = ("concurrency", "run_monitoring")
+# The run-queue limits a promise needs (docs/OPERATIONS.md, "Gates"): one run slot always left for production, and
+# one team's backfills never taking the whole lane. (``backfill/slot`` lets the driver queue ahead; without it the
+# driver submits only --max-active runs, so it is not needed.)
+LANE_TAG = "backfill/lane"
 TEAM_TAG = "backfill/team"
+# The library's classes, each optional: the block, and what its class in the shipped file buys.
+ACCELERATORS = (
+    ("run_launcher", "runs start by forking a warm process instead of a new interpreter each"),
+    ("run_coordinator", "backfills launched from Dagster (the UI, `dagster job backfill`) are paced by their "
+                        "backfill/max_active and backfill/order tags and counted in the backfill lane and their "
+                        "team's limit; without it their runs are queued unpaced"),
+)
+# Dagster's storage, extended (docs/PERFORMANCE.md, "Dagster's SQLite storage"): the classes of each kind, the file
+# that names them, and what they buy.
+SQLITE_STORAGE = (
+    {"event_log_storage": "SqliteEventLogReusingEngines", "run_storage": "SqliteRunStorageKeepingConnections",
+     "schedule_storage": "SqliteScheduleStorageKeepingConnections"},
+    "the shipped file",
+    "connections kept open (less CPU per run), and a pool slot taken by one step only (Dagster's SQLite claim "
+    "can give one free slot to two steps)",
+)
+POSTGRES_STORAGE = (
+    {"event_log_storage": "PostgresEventLogAssigningFreedSlots", "run_storage": "PostgresRunStorageAddingRunsWhole"},
+    "deploy/postgres/dagster.yaml",
+    "a pool slot freed while a step registers for it is given to that step, and a run and its tags are added in "
+    "one transaction (a database restart between Dagster's two inserts leaves a run no tag query finds)",
+)
 
 
 def template_text() -> str:
@@ -37,41 +66,101 @@ def install(home: Path) -> bool:
 
 
 def missing_blocks(home: Path) -> list[str]:
-    """One line per needed block the home's dagster.yaml lacks (or configures with another class)."""
+    """One line per needed block the home's dagster.yaml lacks (or sets so that a promise fails)."""
     return [line for _, line in lacking_blocks(home)]
 
 
 def lacking_blocks(home: Path) -> list[tuple[str, str]]:
-    """(block, what is wrong with it) for each needed block the home's dagster.yaml lacks or sets otherwise."""
-    try:
-        present = yaml.safe_load((home / INSTANCE_YAML).read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        return [("", f"{home / INSTANCE_YAML} cannot be read as YAML ({exc.__class__.__name__})")]
-    shipped = yaml.safe_load(template_text())
+    """(block, what is wrong with it) for each needed block the home's dagster.yaml lacks or sets otherwise. The
+    classes a home names (launcher, coordinator, storages) are its own choice: never lacking (``accelerators``)."""
+    present = _read(home)
+    if isinstance(present, str):
+        return [("", present)]
     lacking = []
     for block in NEEDED_BLOCKS:
         if block not in present:
             lacking.append((block, f"no `{block}:` block"))
-        elif block in CLASS_BLOCKS and _class_of(present[block]) != _class_of(shipped[block]):
-            lacking.append(
-                (block, f"`{block}:` is {_class_of(present[block]) or 'unset'}, not {_class_of(shipped[block])}")
-            )
-        elif block == "concurrency" and not _limits_per_team(present):
-            lacking.append((block, f"`concurrency.runs.tag_concurrency_limits` has no per-team limit (key "
-                                   f"{TEAM_TAG}, value applyLimitPerUniqueValue: true)"))
+    if "concurrency" in present:
+        if not _limits_tag(present, LANE_TAG, per_value=False):
+            lacking.append(("concurrency", f"`concurrency.runs.tag_concurrency_limits` has no backfill lane limit "
+                                           f"(key {LANE_TAG}, value backfill): backfills may take every run slot, "
+                                           "production's included"))
+        if not _limits_tag(present, TEAM_TAG, per_value=True):
+            lacking.append(("concurrency", f"`concurrency.runs.tag_concurrency_limits` has no per-team limit (key "
+                                           f"{TEAM_TAG}, value applyLimitPerUniqueValue: true)"))
+    monitoring = present.get("run_monitoring")
+    if "run_monitoring" in present and not (isinstance(monitoring, dict) and monitoring.get("enabled") is True):
+        lacking.append(("run_monitoring", "`run_monitoring.enabled` is not true: a run whose process died stays "
+                                          "STARTED, so its cells are never run again"))
     return lacking
 
 
-def _limits_per_team(config: dict) -> bool:
-    """Whether the run queue (``concurrency.runs`` or the older ``run_queue``) limits runs per ``backfill/team``."""
+def accelerators(home: Path) -> list[str]:
+    """One phrase per library class the home's dagster.yaml does not use, naming it and what it buys; empty for
+    the shipped file (or a file that cannot be read: ``lacking_blocks`` names that)."""
+    present = _read(home)
+    if isinstance(present, str):
+        return []
+    shipped = yaml.safe_load(template_text())
+    unused = [
+        f"{_class_of(shipped[block])} (`{block}:`): {buys}"
+        for block, buys in ACCELERATORS
+        if _class_of(present.get(block)) != _class_of(shipped[block])
+    ]
+    storage = _storage_kind(present)
+    if storage is not None:
+        classes, where, buys = storage
+        if any(_class_of(present.get(block)) != name for block, name in classes.items()):
+            unused.append(f"{', '.join(classes.values())} (storage blocks of {where}): {buys}")
+    return unused
+
+
+def _storage_kind(present: dict) -> tuple[dict[str, str], str, str] | None:
+    """The library's storage classes for the home's kind of storage: SQLite (no storage block, or Dagster's SQLite
+    classes), PostgreSQL (``storage: postgres`` or a PostgreSQL class); None for any other kind."""
+    blocks = [present.get(b) for b in ("storage", "event_log_storage", "run_storage", "schedule_storage")]
+    text = " ".join(yaml.safe_dump(b) for b in blocks if b is not None).lower()
+    if "postgres" in text:
+        return POSTGRES_STORAGE
+    if not text or "sqlite" in text:
+        return SQLITE_STORAGE
+    return None
+
+
+def accelerator_note(home: Path) -> str | None:
+    """The one informational line about the accelerators a complete home does not use, or None."""
+    unused = accelerators(home)
+    if not unused:
+        return None
+    return (f"complete; optional accelerators it does not use: {'; '.join(unused)} (their blocks: "
+            f"{template_path()}; docs/OPERATIONS.md, \"On a stock instance\")")
+
+
+def _read(home: Path) -> dict | str:
+    """The home's dagster.yaml as a mapping, or one line saying why it cannot be read."""
+    try:
+        present = yaml.safe_load((home / INSTANCE_YAML).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        return f"{home / INSTANCE_YAML} cannot be read as YAML ({exc.__class__.__name__})"
+    if not isinstance(present, dict):
+        return f"{home / INSTANCE_YAML} is not a mapping of blocks"
+    return present
+
+
+def _limits_tag(config: dict, key: str, per_value: bool) -> bool:
+    """Whether the run queue (``concurrency.runs`` or the older ``run_queue``) has a limit on tag ``key``: one per
+    unique value (``per_value``) or one on a value of its own."""
     concurrency = config.get("concurrency")
     queues = [concurrency.get("runs") if isinstance(concurrency, dict) else None, config.get("run_queue")]
     entries = [e for q in queues if isinstance(q, dict) for e in q.get("tag_concurrency_limits") or []]
-    return any(
-        isinstance(e, dict) and e.get("key") == TEAM_TAG and isinstance(e.get("value"), dict)
-        and e["value"].get("applyLimitPerUniqueValue") is True
-        for e in entries
-    )
+    for entry in entries:
+        if not isinstance(entry, dict) or entry.get("key") != key:
+            continue
+        value = entry.get("value")
+        unique = isinstance(value, dict) and value.get("applyLimitPerUniqueValue") is True
+        if unique == per_value and (per_value or value is not None):
+            return True
+    return False
 
 
 def _class_of(block: object) -> str | None:

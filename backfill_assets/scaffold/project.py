@@ -1,6 +1,6 @@
 """What ``backfill-assets init`` writes into a folder: a project Dagster's CLIs (``dagster``, ``dg``) and ours load,
 its instance config, one gated asset and its test. Never overwrites: for a file that exists it says what that file
-lacks (the instance blocks the library needs, the pyproject tables the CLIs read) instead of silently skipping."""
+lacks (the instance config a promise needs, the pyproject tables the CLIs read) instead of silently skipping."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ MODULE_NAME = re.compile(r"^[a-z_][a-z0-9_]*\Z")
 
 class FileOutcome(str, Enum):
     WRITTEN = "written"
-    KEPT = "kept"  # it existed and has what the project needs
+    KEPT = "kept"  # it existed and has what the project needs (``advice``: an optional note)
     INCOMPLETE = "incomplete"  # it existed, lacks something: ``advice`` says what to add
 
 
@@ -113,8 +113,8 @@ def _check_existing(relative: str, target: Path, ours: str) -> ScaffoldedFile:
 
 def _check_instance(relative: str, target: Path) -> ScaffoldedFile:
     lacking = instance_template.lacking_blocks(target.parent)
-    if not lacking:
-        return ScaffoldedFile(relative, FileOutcome.KEPT)
+    if not lacking:  # complete; which optional accelerators it could use is a note, not a lack
+        return ScaffoldedFile(relative, FileOutcome.KEPT, instance_template.accelerator_note(target.parent) or "")
     blocks = instance_template.blocks_text([block for block, _ in lacking if block])
     advice = "; ".join(line for _, line in lacking) + (
         f". Add or replace (from {instance_template.template_path()}):\n{blocks}" if blocks.strip() else ""

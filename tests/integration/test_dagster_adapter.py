@@ -80,3 +80,26 @@ def test_a_job_backfill_without_pacing_tags_is_adopted_with_what_its_assets_decl
     [adopted], _, _ = adopt_and_track(GRAPH, home_instance, defs.get_repository_def(), env.catalog)
     spec = Ledger(env.catalog).get(adopted).spec
     assert (spec.max_active, spec.order, spec.serial) == (1, "forward", True)
+
+
+def test_a_job_backfill_on_a_stock_coordinator_is_adopted_saying_it_is_not_paced(env):
+    """On an instance whose run coordinator is Dagster's own, nothing tags a Dagster backfill's runs with slot, lane
+    and team, so its request must not state limits that do not hold, nor leave its pacing tag silently unapplied."""
+    from backfill_assets.engine.store.ledger import Ledger
+    from backfill_assets.integration.sensors.adoption import adopt_and_track
+    from tests.homes import write_stock_instance_yaml
+
+    write_stock_instance_yaml(env.home)
+    subprocess.run(
+        [dagster_bin("dagster"), "job", "backfill", "-m", CODE_LOCATION_MODULE, "-j", PRODUCTION_JOB,
+         "--partitions", ",".join(DAYS), "--tags", '{"backfill/max_active": "1"}', "--noprompt"],
+        check=True, capture_output=True, timeout=120,
+    )
+    with dg.DagsterInstance.from_config(str(env.home)) as instance:
+        [adopted], _, _ = adopt_and_track(GRAPH, instance, defs.get_repository_def(), env.catalog)
+    record = Ledger(env.catalog).get(adopted)
+    assert record.message == (
+        "not paced: the instance's run coordinator is not BackfillRunCoordinator, so Dagster queues this backfill's "
+        "runs as they come, outside the backfill lane and team limits; its tag(s) backfill/max_active=1 are not "
+        "applied"
+    )

@@ -105,23 +105,50 @@ def test_a_second_run_keeps_every_file(tmp_path):
     assert _snapshot(folder) == before
 
 
-def test_an_existing_dagster_yaml_is_kept_and_its_missing_blocks_named_with_their_text(tmp_path):
+def test_an_existing_dagster_yaml_is_kept_and_its_missing_limits_named_with_their_text(tmp_path):
     folder = tmp_path / "shop"
     (folder / ".dagster_home").mkdir(parents=True)
     own = yaml.safe_dump({"run_launcher": {"module": "dagster", "class": "DefaultRunLauncher"},
-                          "concurrency": {"runs": {"max_concurrent_runs": 4}}, "sensors": {"use_threads": False},
-                          "run_monitoring": {"enabled": True}})
+                          "concurrency": {"runs": {"max_concurrent_runs": 4}}, "run_monitoring": {"enabled": True}})
     (folder / ".dagster_home/dagster.yaml").write_text(own)
     code, output = _init(folder)
     assert code == 1
     (instance,) = [f for f in json.loads(output)["files"] if f["path"] == ".dagster_home/dagster.yaml"]
     assert instance["outcome"] == "incomplete"
     advice = instance["advice"]
-    assert "no `run_coordinator:` block" in advice and "`run_launcher:` is DefaultRunLauncher" in advice
-    assert "class: BackfillRunCoordinator" in advice and "class: WarmRunLauncher" in advice
-    # Its concurrency block is its own choice, but one without a per-team limit lets one team take the whole
-    # backfill lane: named, with the shipped block to take the entry from.
+    # Its concurrency block is its own choice, but one without the lane and per-team limits lets backfills take
+    # production's slot and one team take the whole lane: named, with the shipped block to take the entries from.
+    assert "has no backfill lane limit (key backfill/lane" in advice and "key: backfill/lane" in advice
     assert "has no per-team limit (key backfill/team" in advice and "key: backfill/team" in advice
+    # Its launcher, and the coordinator it does not name, are its own choice: never something it lacks.
+    assert "run_coordinator" not in advice and "run_launcher" not in advice and "DefaultRunLauncher" not in advice
+    assert (folder / ".dagster_home/dagster.yaml").read_text() == own
+
+
+@pytest.mark.parametrize("classes", [
+    {"run_coordinator": {"module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator"}},
+    {"run_launcher": {"module": "dagster_k8s", "class": "K8sRunLauncher", "config": {"job_namespace": "etl"}},
+     "run_coordinator": {"module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator",
+                         "config": {"dequeue_interval_seconds": 2}}},
+], ids=["dagster's own", "kubernetes"])
+def test_a_dagster_yaml_of_other_classes_with_the_limits_is_complete_and_the_accelerators_are_a_note(
+    tmp_path, classes
+):
+    folder = tmp_path / "shop"
+    (folder / ".dagster_home").mkdir(parents=True)
+    shipped = yaml.safe_load(instance_template.template_text())
+    own = yaml.safe_dump({**classes, "concurrency": shipped["concurrency"], "run_monitoring": {"enabled": True}})
+    (folder / ".dagster_home/dagster.yaml").write_text(own)
+    code, output = _init(folder)
+    assert code == 0
+    (instance,) = [f for f in json.loads(output)["files"] if f["path"] == ".dagster_home/dagster.yaml"]
+    assert instance["outcome"] == "kept"
+    note = instance["advice"]
+    assert note.startswith("complete; optional accelerators it does not use: WarmRunLauncher (`run_launcher:`)")
+    assert "BackfillRunCoordinator (`run_coordinator:`)" in note and "SqliteEventLogReusingEngines" in note
+    assert "lack" not in note and "no `" not in note
+    text = CliRunner().invoke(cli, ["init", str(folder)], catch_exceptions=False).output
+    assert "lacks" not in text and ".dagster_home/dagster.yaml: note: complete; optional accelerators" in text
     assert (folder / ".dagster_home/dagster.yaml").read_text() == own
 
 

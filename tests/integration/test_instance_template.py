@@ -1,5 +1,6 @@
 """The instance config ships as package data: a new home gets it, a home with its own dagster.yaml is never
-rewritten and the daemon names the blocks it lacks, and the wheel carries the file."""
+rewritten, the daemon names what a promise needs that it lacks (or, for a complete home of other classes, the
+optional accelerators it does not use), and the wheel carries the file."""
 
 from __future__ import annotations
 
@@ -34,26 +35,54 @@ def test_a_new_home_gets_the_shipped_config_read_from_the_package(tmp_path):
     assert shipped["run_launcher"]["class"] == "WarmRunLauncher"
 
 
-def test_a_home_with_its_own_config_is_never_rewritten_and_its_missing_blocks_are_named(tmp_path):
+def test_a_home_with_its_own_config_is_never_rewritten_and_what_it_lacks_is_named(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     own = yaml.safe_dump(USERS_OWN)
     (home / "dagster.yaml").write_text(own)
     ensure_home(home)
     assert (home / "dagster.yaml").read_text() == own
-    assert instance_template.missing_blocks(home) == [
-        "`run_coordinator:` is QueuedRunCoordinator, not BackfillRunCoordinator",
-        "no `run_launcher:` block",
-        "no `concurrency:` block",
-        "no `sensors:` block",
-    ]
+    # Its coordinator is its own choice; the run queue's limits are what a promise needs.
+    assert instance_template.missing_blocks(home) == ["no `concurrency:` block"]
     assert instance_template.missing_blocks(ensure_home(tmp_path / "shipped")) == []
+    assert instance_template.accelerator_note(tmp_path / "shipped") is None
 
 
-def test_the_daemon_names_the_missing_blocks_when_it_starts(tmp_path):
-    home = tmp_path / "home"
+def _stock_home(home: Path, **classes: dict) -> Path:
+    """A home of other classes than the library's (Dagster's own unless given), with the shipped limits."""
     home.mkdir()
-    (home / "dagster.yaml").write_text(yaml.safe_dump(USERS_OWN))
+    shipped = yaml.safe_load(instance_template.template_text())
+    own = {**USERS_OWN, **classes, "concurrency": shipped["concurrency"]}
+    (home / "dagster.yaml").write_text(yaml.safe_dump(own))
+    return home
+
+
+def test_a_home_of_other_classes_with_the_limits_lacks_nothing_and_is_told_what_each_accelerator_buys(tmp_path):
+    stock = _stock_home(tmp_path / "stock")
+    assert instance_template.lacking_blocks(stock) == []
+    assert instance_template.accelerators(stock) == [
+        "WarmRunLauncher (`run_launcher:`): runs start by forking a warm process instead of a new interpreter each",
+        "BackfillRunCoordinator (`run_coordinator:`): backfills launched from Dagster (the UI, `dagster job "
+        "backfill`) are paced by their backfill/max_active and backfill/order tags and counted in the backfill lane "
+        "and their team's limit; without it their runs are queued unpaced",
+        "SqliteEventLogReusingEngines, SqliteRunStorageKeepingConnections, SqliteScheduleStorageKeepingConnections "
+        "(storage blocks of the shipped file): connections kept open (less CPU per run), and a pool slot taken by "
+        "one step only (Dagster's SQLite claim can give one free slot to two steps)",
+    ]
+    k8s = _stock_home(
+        tmp_path / "k8s",
+        run_launcher={"module": "dagster_k8s", "class": "K8sRunLauncher"},
+        storage={"postgres": {"postgres_url": {"env": "DAGSTER_PG_URL"}}},
+    )
+    assert instance_template.lacking_blocks(k8s) == []
+    [launcher, coordinator, storage] = instance_template.accelerators(k8s)
+    assert launcher.startswith("WarmRunLauncher") and coordinator.startswith("BackfillRunCoordinator")
+    assert storage.startswith("PostgresEventLogAssigningFreedSlots, PostgresRunStorageAddingRunsWhole (storage "
+                              "blocks of deploy/postgres/dagster.yaml)")
+
+
+def test_the_daemon_notes_the_accelerators_of_a_complete_home_of_other_classes_when_it_starts(tmp_path):
+    home = _stock_home(tmp_path / "home")
     log = tmp_path / "daemon.log"
     with log.open("wb") as out:
         daemon = subprocess.Popen(
@@ -63,14 +92,38 @@ def test_the_daemon_names_the_missing_blocks_when_it_starts(tmp_path):
         )
     try:
         deadline = time.monotonic() + 120
-        while "backfill-assets-daemon: warning:" not in log.read_text() and time.monotonic() < deadline:
+        while "backfill-assets-daemon: note:" not in log.read_text() and time.monotonic() < deadline:
             assert daemon.poll() is None, log.read_text()[-3000:]
             time.sleep(0.2)
     finally:
         stop_process(daemon)
-    text = log.read_text()
-    assert "no `run_launcher:` block" in text and "is QueuedRunCoordinator, not BackfillRunCoordinator" in text
-    assert instance_template.template_path() in text
+    lines = [line for line in log.read_text().splitlines() if line.startswith("backfill-assets-daemon:")]
+    assert len(lines) == 1, lines
+    [line] = lines
+    assert line.startswith(f"backfill-assets-daemon: note: {home / 'dagster.yaml'}: complete; optional accelerators")
+    assert "WarmRunLauncher" in line and "BackfillRunCoordinator" in line and instance_template.template_path() in line
+    assert "warning" not in line and "lack" not in line
+
+
+def test_the_daemon_warns_of_what_a_promise_needs_and_names_where_to_take_it(tmp_path, capsys):
+    from backfill_assets.integration.daemon import _warn_of_missing_blocks
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(yaml.safe_dump(USERS_OWN))
+    _warn_of_missing_blocks(home)
+    err = capsys.readouterr().err
+    assert err.startswith(f"backfill-assets-daemon: warning: {home / 'dagster.yaml'}: no `concurrency:` block. Add")
+    assert instance_template.template_path() in err and "QueuedRunCoordinator" not in err
+    assert len(err.splitlines()) == 1
+
+
+def test_run_monitoring_turned_off_is_named(tmp_path):
+    home = _stock_home(tmp_path / "home", run_monitoring={"enabled": False})
+    assert instance_template.missing_blocks(home) == [
+        "`run_monitoring.enabled` is not true: a run whose process died stays STARTED, so its cells are never run "
+        "again"
+    ]
 
 
 def test_the_wheel_carries_the_instance_config(tmp_path):

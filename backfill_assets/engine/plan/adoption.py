@@ -23,6 +23,20 @@ from backfill_assets.engine.plan.settling import (
 # What an adopted request records as max_active on an instance whose run coordinator does not pace Dagster's
 # backfills (not ours): nothing limits them but the queue's own limits.
 UNPACED_MAX_ACTIVE = 64
+# The pacing tags only the run coordinator applies (``integration/runs/coordinator.py``).
+PACING_TAGS = (T.MAX_ACTIVE, T.ORDER)
+
+
+def unpaced_note(tags: dict[str, str]) -> str:
+    """The adopted request's message on an instance whose run coordinator does not pace Dagster's backfills: its
+    runs are queued as Dagster queues them, without the slot, lane and team tags the queue's limits count, so the
+    limits a paced backfill would state do not hold, and a pacing tag it carries is not applied (said, not silent)."""
+    ignored = [f"{tag}={tags[tag]}" for tag in PACING_TAGS if tags.get(tag)]
+    return (
+        "not paced: the instance's run coordinator is not BackfillRunCoordinator, so Dagster queues this backfill's "
+        "runs as they come, outside the backfill lane and team limits"
+        + (f"; its tag(s) {', '.join(ignored)} are not applied" if ignored else "")
+    )
 
 
 @dataclass(frozen=True)

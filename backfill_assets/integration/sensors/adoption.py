@@ -10,7 +10,13 @@ from backfill_assets.engine.model.cells import Skip
 from backfill_assets.engine.model.errors import bounded
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.plan.admission import adopted_request_id, launch_tags_refusal
-from backfill_assets.engine.plan.adoption import AdoptedRun, adopted_spec, awaiting_confirmation, track_adopted
+from backfill_assets.engine.plan.adoption import (
+    AdoptedRun,
+    adopted_spec,
+    awaiting_confirmation,
+    track_adopted,
+    unpaced_note,
+)
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.plan.driver_tick import code_version_block
 from backfill_assets.engine.store.admissions import Admissions
@@ -65,10 +71,15 @@ def _adopt_and_track_one(
         if info.tags.get(T.REQUEST_ID):
             return False, False  # launched by our own driver under a request of its own
         launched_by = launching_user({**info.tags, **({DAGSTER_PLUS_USER_TAG: info.user} if info.user else {})})
-        spec = adopted_spec(graph, info.cells, info.tags, info.user, paced_max_active(instance), launched_by)
-        # As `request create` says it: the run queue may let fewer of its runs execute than max_active; and a
-        # launch tag its steps refuse is said on the request itself.
-        note = QueueLimits(*run_queue_limits(instance), "the instance's run queue").concurrency(spec).note
+        paced = paced_max_active(instance)
+        spec = adopted_spec(graph, info.cells, info.tags, info.user, paced, launched_by)
+        # As `request create` says it: the run queue may let fewer of its runs execute than max_active (or, with
+        # another run coordinator, its runs are not paced at all); and a launch tag its steps refuse is said on
+        # the request itself.
+        if paced is None:
+            note = unpaced_note(info.tags)
+        else:
+            note = QueueLimits(*run_queue_limits(instance), "the instance's run queue").concurrency(spec).note
         note = "; ".join(filter(None, [launch_tags_refusal(info.tags), note])) or None
         adopting.freeze(spec, left_out={}, request_id=request_id, message=note)
         newly_adopted = True
