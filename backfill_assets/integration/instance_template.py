@@ -23,6 +23,9 @@ NEEDED_BLOCKS = ("concurrency", "run_monitoring")
 # driver submits only --max-active runs, so it is not needed.)
 LANE_TAG = "backfill/lane"
 TEAM_TAG = "backfill/team"
+# Dagster's own tag on every run of a backfill it launches: a limit on the key alone holds them all to the lane's
+# size under any run coordinator (only the library's puts them in the lane).
+DAGSTER_BACKFILL_TAG = "dagster/backfill"
 # The library's classes, each optional: the block, and what its class in the shipped file buys.
 ACCELERATORS = (
     ("run_launcher", "runs start by forking a warm process instead of a new interpreter each"),
@@ -85,6 +88,10 @@ def lacking_blocks(home: Path) -> list[tuple[str, str]]:
             lacking.append(("concurrency", f"`concurrency.runs.tag_concurrency_limits` has no backfill lane limit "
                                            f"(key {LANE_TAG}, value backfill): backfills may take every run slot, "
                                            "production's included"))
+        if not _limits_key(present, DAGSTER_BACKFILL_TAG):
+            lacking.append(("concurrency", f"`concurrency.runs.tag_concurrency_limits` has no limit on Dagster's "
+                                           f"backfill runs (key {DAGSTER_BACKFILL_TAG}, no value): a backfill "
+                                           "launched from the UI may take every run slot, production's included"))
         if not _limits_tag(present, TEAM_TAG, per_value=True):
             lacking.append(("concurrency", f"`concurrency.runs.tag_concurrency_limits` has no per-team limit (key "
                                            f"{TEAM_TAG}, value applyLimitPerUniqueValue: true)"))
@@ -147,15 +154,23 @@ def _read(home: Path) -> dict | str:
     return present
 
 
-def _limits_tag(config: dict, key: str, per_value: bool) -> bool:
-    """Whether the run queue (``concurrency.runs`` or the older ``run_queue``) has a limit on tag ``key``: one per
-    unique value (``per_value``) or one on a value of its own."""
+def _tag_limits(config: dict, key: str) -> list[dict]:
+    """The run queue's (``concurrency.runs`` or the older ``run_queue``) tag limits on ``key``."""
     concurrency = config.get("concurrency")
     queues = [concurrency.get("runs") if isinstance(concurrency, dict) else None, config.get("run_queue")]
     entries = [e for q in queues if isinstance(q, dict) for e in q.get("tag_concurrency_limits") or []]
-    for entry in entries:
-        if not isinstance(entry, dict) or entry.get("key") != key:
-            continue
+    return [e for e in entries if isinstance(e, dict) and e.get("key") == key]
+
+
+def _limits_key(config: dict, key: str) -> bool:
+    """Whether the run queue limits every run carrying tag ``key`` together, whatever its value."""
+    return any(not entry.get("value") for entry in _tag_limits(config, key))
+
+
+def _limits_tag(config: dict, key: str, per_value: bool) -> bool:
+    """Whether the run queue has a limit on tag ``key``: one per unique value (``per_value``) or one on a value of
+    its own."""
+    for entry in _tag_limits(config, key):
         value = entry.get("value")
         unique = isinstance(value, dict) and value.get("applyLimitPerUniqueValue") is True
         if unique == per_value and (per_value or value is not None):

@@ -157,3 +157,19 @@ def test_a_run_queue_without_a_per_team_limit_is_named_with_the_block_to_paste(t
     ]
     advice = instance_template.blocks_text(["concurrency"])
     assert "key: backfill/team" in advice and "applyLimitPerUniqueValue: true" in advice
+
+
+def test_a_run_queue_without_a_limit_on_dagsters_backfill_runs_is_named(tmp_path):
+    """Under a coordinator other than the library's, nothing puts a UI backfill's runs in the lane: only a limit on
+    Dagster's own ``dagster/backfill`` tag keeps production's slot free from them."""
+    home = tmp_path / "home"
+    home.mkdir()
+    shipped = yaml.safe_load(instance_template.template_text())
+    runs = shipped["concurrency"]["runs"]
+    assert {"key": "dagster/backfill", "limit": 3} in runs["tag_concurrency_limits"]
+    runs["tag_concurrency_limits"] = [e for e in runs["tag_concurrency_limits"] if e["key"] != "dagster/backfill"]
+    (home / "dagster.yaml").write_text(yaml.safe_dump(shipped))
+    assert instance_template.missing_blocks(home) == [
+        "`concurrency.runs.tag_concurrency_limits` has no limit on Dagster's backfill runs (key dagster/backfill, "
+        "no value): a backfill launched from the UI may take every run slot, production's included"
+    ]
