@@ -4,7 +4,7 @@ shipped dagster.yaml configures (Dagster's classes, keeping their engines and co
 Each measurement is a fresh interpreter on a fresh DAGSTER_HOME with the same seeded source: a two-day chunk run
 warms the process up, then one chunk run of ``DAYS`` days x 3 assets is timed. The variants alternate, ``REPS``
 times each; the figures are medians and the ratio is ours / Dagster's. ``python -m bench.micro.chunk_step`` runs it
-alone; ``PROFILE=1`` prints the timed run's profile.
+alone; ``PROFILE=1`` prints the timed run's profile (``PROFILE_OUT=<file>`` also saves it whole).
 """
 
 from __future__ import annotations
@@ -70,6 +70,8 @@ def _measure(variant: str, days: int, home: Path) -> dict:
 
             profile.disable()
             pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
+            if os.environ.get("PROFILE_OUT"):  # the whole profile, for pstats or snakeviz
+                profile.dump_stats(os.environ["PROFILE_OUT"])
         storage = type(instance.event_log_storage).__name__
     assert run.success, run.message
     cells = days * len(assets)
