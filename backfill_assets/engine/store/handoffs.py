@@ -12,7 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from backfill_assets.engine.model.errors import InvalidInput, NotFound, quoted
+from backfill_assets.engine.model.errors import InvalidField, InvalidInput, NotFound, quoted
 from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import iso
 from backfill_assets.engine.model.json_records import JsonRecord
@@ -153,8 +153,9 @@ class Handoffs:
 
 
 def validate_handoff_id(handoff_id: object) -> str:
+    """A handoff id, or an error naming the field (``handoff_id``) as each door words it."""
     if not isinstance(handoff_id, str) or not _HANDOFF_ID_RE.fullmatch(handoff_id):
-        raise InvalidInput(f"handoff id {quoted(handoff_id)} is not of the form ho-xxxxxxxx")
+        raise InvalidField("{handoff_id} {value!r} is not of the form ho-xxxxxxxx", value=handoff_id)
     return handoff_id
 
 
