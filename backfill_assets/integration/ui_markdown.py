@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from backfill_assets.engine.plan.reconcile import Report
 
@@ -20,9 +21,9 @@ def _cell(value: object) -> str:
     return str("" if value is None else value).replace("|", "\\|").replace("\n", " ")
 
 
-def table(header: Iterable[str], rows: list[list[object]]) -> str:
-    header = list(header)
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+def table(header: Iterable[str], rows: Sequence[Sequence[object]]) -> str:
+    names = list(header)
+    lines = ["| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
     lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows[:MAX_ROWS]]
     if len(rows) > MAX_ROWS:
         lines.append(f"\n… and {len(rows) - MAX_ROWS} more row(s): `backfill-assets reconcile` lists them all.")

@@ -102,6 +102,9 @@ def test_handoff_accept_decline_and_expiry(env):
     drive(env, rid, max_ticks=4)
     handoffs = {h["asset"]: h for h in json.loads(CliRunner().invoke(cli, ["handoff", "list", "--json"]).output)}
     assert set(handoffs) == {DAILY_REVENUE, CUSTOMER_SNAPSHOT}
+    lines = CliRunner().invoke(cli, ["handoff", "list"]).output.splitlines()
+    assert f"{handoffs[DAILY_REVENUE]['handoff_id']}  open      {rid}  {DAILY_REVENUE} → team:finance  1 day(s)" in [
+        line.split("  deadline")[0] for line in lines]
     assert handoffs[DAILY_REVENUE]["owner"] == "team:finance"
     assert handoffs[DAILY_REVENUE]["partitions"] == ["2022-09-04"]
     assert handoffs[CUSTOMER_SNAPSHOT]["partitions"] == ["2022-09-04", "2022-09-05"]
