@@ -332,15 +332,16 @@ def build_gated_asset(
         finally:
             sync_tables_after_step(context.log, backfill, [spec.name])
 
-    if op_config.model_fields:
-        def _gated(context: dg.AssetExecutionContext, config: op_config):  # type: ignore[valid-type]
-            del config  # read as the op's config by step_config, beside the library's own (none)
-            yield from _step(context)
-    else:
-        # No config at all rather than an empty Config class: Dagster reads an empty one through pydantic's
-        # deprecated ``__fields__``, a DeprecationWarning in every run of the user's tests.
-        def _gated(context: dg.AssetExecutionContext):
-            yield from _step(context)
+    def _gated_with_config(context: dg.AssetExecutionContext, config: op_config):  # type: ignore[valid-type]
+        del config  # read as the op's config by step_config, beside the library's own (none)
+        yield from _step(context)
+
+    # No config at all rather than an empty Config class: Dagster reads an empty one through pydantic's
+    # deprecated ``__fields__``, a DeprecationWarning in every run of the user's tests.
+    def _gated_without_config(context: dg.AssetExecutionContext):
+        yield from _step(context)
+
+    _gated = _gated_with_config if op_config.model_fields else _gated_without_config
 
     # A multi_asset only for can_subset: a batched (range) run deselects the checks, which the step then
     # reports per partition itself; @asset cannot be subset by checks.
