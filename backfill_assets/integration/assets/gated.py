@@ -45,6 +45,7 @@ from backfill_assets.integration.lineage import lineage_observers
 from backfill_assets.integration.published_io import PUBLISHED_IO_MANAGER
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.runs.run_identity import identity_from_context, logical_run_for
+from backfill_assets.integration.step_context import StepContext
 
 # A run in one of these may not publish: it was asked to stop, or was marked cancelled without its worker's
 # confirmation (`request cancel` when its code server did not answer), and its worker is still going.
@@ -125,7 +126,7 @@ class _Decided:
 
 
 def _decided_without_computing(
-    context: dg.AssetExecutionContext, graph: AssetGraph, spec: DeclaredAsset, backfill: BackfillResource, key: str,
+    context: StepContext, graph: AssetGraph, spec: DeclaredAsset, backfill: BackfillResource, key: str,
     identity: RunIdentity,
 ) -> _Decided | None:
     """What the step reports without computing, if anything: the version an earlier attempt of this run already
@@ -146,7 +147,7 @@ def _decided_without_computing(
 
 
 def gate_one(
-    context: dg.AssetExecutionContext,
+    context: StepContext,
     graph: AssetGraph,
     spec: DeclaredAsset,
     backfill: BackfillResource,
