@@ -75,10 +75,11 @@ def default_user() -> str:
     return os_user()
 
 
-# The service names its input's fields as Python does; the CLI words them as the flags that set them.
+# The service names its input's fields as Python does; the CLI words them as the flags that set them (an argument
+# as its usage line shows it: PARTITION, HANDOFF_ID).
 FLAG_OF_FIELD = {
     "from_day": "--from", "to_day": "--to", "partition_key": "PARTITION", "older_than_days": "--older-than",
-    "version_id": "--version", "to_version": "--to", "request_id": "request id",
+    "version_id": "--version", "to_version": "--to", "request_id": "request id", "handoff_id": "HANDOFF_ID",
 }
 
 

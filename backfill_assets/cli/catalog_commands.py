@@ -11,7 +11,7 @@ from backfill_assets.service.catalog_schema import (
     init_catalog_schema,
     upgrade_catalog_schema,
 )
-from backfill_assets.service.vocabulary import ABSENT, AT_HEAD, EMPTY, NEWER, OLDER, UNVERSIONED, UPGRADE_COMMAND
+from backfill_assets.service.vocabulary import UPGRADE_COMMAND, SchemaStanding
 
 from .app import AppContext, cli, emit, json_option
 
@@ -19,12 +19,12 @@ from .app import AppContext, cli, emit, json_option
 NEEDS_UPGRADE_EXIT = 1
 
 _VERDICT = {
-    AT_HEAD: "up to date",
-    EMPTY: "empty: the first process to open it creates it at this version",
-    ABSENT: "not created yet: the first process to open it creates it at this version",
-    UNVERSIONED: f"made before schema versions were recorded: run `{UPGRADE_COMMAND}`",
-    OLDER: f"older than this backfill_assets: run `{UPGRADE_COMMAND}`",
-    NEWER: "written by a newer backfill_assets: upgrade backfill_assets",
+    SchemaStanding.AT_HEAD: "up to date",
+    SchemaStanding.EMPTY: "empty: the first process to open it creates it at this version",
+    SchemaStanding.ABSENT: "not created yet: the first process to open it creates it at this version",
+    SchemaStanding.UNVERSIONED: f"made before schema versions were recorded: run `{UPGRADE_COMMAND}`",
+    SchemaStanding.OLDER: f"older than this backfill_assets: run `{UPGRADE_COMMAND}`",
+    SchemaStanding.NEWER: "written by a newer backfill_assets: upgrade backfill_assets",
 }
 
 
@@ -79,7 +79,8 @@ def upgrade(app: AppContext, as_json: bool) -> None:
     """
     app.settings()
     done = upgrade_catalog_schema()
-    before = "empty" if done.standing_before in (EMPTY, ABSENT) else _revision(done.from_revision)
+    created = done.standing_before in (SchemaStanding.EMPTY, SchemaStanding.ABSENT)
+    before = "empty" if created else _revision(done.from_revision)
     emit(done.as_dict(), as_json,
          f"catalog {done.url}: {before} → {done.to_revision}" + ("" if done.changed else " (already up to date)"))
 

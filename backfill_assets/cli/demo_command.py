@@ -112,7 +112,6 @@ def demo(
 
 def _seed_and_run_production(location, backfills: Backfills, orders_per_day: int, say) -> None:
     """Steps 1 and 2: the source seeded, and every day production has not published yet run in order."""
-    from backfill_assets.integration.graphs import graph_of
     from backfill_assets.integration.runs.local_runs import run_partitions
 
     location.module.seed(SEED_FROM, SEED_TO, orders_per_day)
@@ -123,7 +122,7 @@ def _seed_and_run_production(location, backfills: Backfills, orders_per_day: int
     # Data assets only: an alert about a past day is a backfill's, with an approver (production delivers the
     # newest day's alone), and the demo replays production's history.
     defs = location.module.defs
-    data_assets = list(graph_of(defs).data_assets)
+    data_assets = list(backfills.graph.data_assets)  # the service's graph is the location's
     production = run_partitions(_instance(), todo, defs=defs, assets=data_assets)
     failed = [r for r in production if not r.success]
     if failed:

@@ -4,11 +4,14 @@ the published Iceberg table, beside DuckDB over the warehouse folder — to show
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backfill_assets.engine.model.settings import Settings, TableSettings
 from backfill_assets.engine.tables.iceberg_table import CATALOG_NAME
 from backfill_assets.service import Backfills
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyRelation
 
 MONTH_SQL = (
     "SELECT count(DISTINCT partition_date) AS days, count(*) AS rows, round(sum({measure}), 2) AS total "
@@ -51,9 +54,9 @@ def compare_readers(settings: Settings, backfills: Backfills, asset: str, measur
     iceberg = SqlCatalog(CATALOG_NAME, uri=tables.iceberg_catalog_url).load_table(identifier)
     connection = iceberg.scan().to_duckdb(asset)
     month = {"measure": measure, "first": first, "last": last}
-    from_table = _one(connection.sql(MONTH_SQL.format(source=asset, **month)).fetchall()[0])
+    from_table = _month(connection.sql(MONTH_SQL.format(source=asset, **month)))
     folder = f"read_parquet('{settings.warehouse_root}/{asset}/**/*.parquet', union_by_name = true)"
-    from_folder = _one(duckdb.sql(MONTH_SQL.format(source=folder, **month)).fetchall()[0])
+    from_folder = _month(duckdb.sql(MONTH_SQL.format(source=folder, **month)))
     snippet = (f"SqlCatalog({CATALOG_NAME!r}, uri={tables.iceberg_catalog_url!r}).load_table({identifier!r})"
                f".scan().to_duckdb({asset!r}).sql(\"SELECT … FROM {asset}\")")
     published = _published(backfills, asset, measure, first, last)
@@ -68,6 +71,9 @@ def _published(backfills: Backfills, asset: str, measure: str, first: str, last:
     return MonthRead(len(frames), rows, total)
 
 
-def _one(row: Any) -> MonthRead:
-    days, rows, total = row if row is not None else (0, 0, 0.0)
+def _month(relation: DuckDBPyRelation | None) -> MonthRead:
+    """MONTH_SQL's one row (DuckDB types ``sql`` as None for a statement that returns no relation; a SELECT
+    always returns one)."""
+    found = relation.fetchall() if relation is not None else []
+    days, rows, total = found[0] if found else (0, 0, 0.0)
     return MonthRead(int(days or 0), int(rows or 0), float(total or 0.0))

@@ -22,10 +22,16 @@ def handoff() -> None:
 @click.pass_obj
 def handoff_list(app: AppContext, request_id: str | None, status: str | None, as_json: bool) -> None:
     """List handoffs (owner, asset, partitions, deadline)."""
-    rows = [h.as_dict() for h in app.service().handoffs(request_id, status)]
-    emit(rows, as_json, lambda: [click.echo(
-        f"{h['handoff_id']}  {h['status']:<8}  {h['request_id']}  {h['asset']} → {h['owner']}  "
-        f"{len(h['partitions'])} day(s)  deadline {h['deadline']}") for h in rows] or click.echo("no handoffs"))
+    found = app.service().handoffs(request_id, status)
+
+    def human() -> None:
+        for h in found:
+            click.echo(f"{h.handoff_id}  {h.status:<8}  {h.request_id}  {h.asset} → {h.owner}  "
+                       f"{len(h.partitions)} day(s)  deadline {h.deadline}")
+        if not found:
+            click.echo("no handoffs")
+
+    emit([h.as_dict() for h in found], as_json, human)
 
 
 def _decide(app: AppContext, handoff_id: str, status: str, by: str | None, as_json: bool) -> None:

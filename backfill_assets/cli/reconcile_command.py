@@ -10,8 +10,8 @@ import click
 import jinja2
 from rich.console import Console
 
-from backfill_assets.service.reconciling import TABLE_NOT_SYNCED, TABLE_SYNCED
-from backfill_assets.service.vocabulary import Pause, Report
+from backfill_assets.service.reconciling import Repair, TableNotSynced, TableSynced
+from backfill_assets.service.vocabulary import CellReport, Handoff, Report, ReportRequest
 
 from .app import AppContext, cli, emit, json_option
 
@@ -36,7 +36,7 @@ TOTALS_SHOWN = (
 )
 
 
-def _cell_line(cell) -> list[str]:
+def _cell_line(cell: CellReport) -> list[str]:
     last = cell.versions[-1] if cell.versions else None
     parts = [cell.partition_key, cell.asset, cell.decision]
     if cell.run_reads_as:
@@ -46,15 +46,17 @@ def _cell_line(cell) -> list[str]:
     if cell.origin != "planned":
         parts.append(f"({cell.origin})")
     if cell.override:
-        parts.append(f"[override: {cell.override['action']} by {_as_seen(cell.override['by'], cell.override)}]")
+        override = cell.override
+        parts.append(f"[override: {override.action} by {_as_seen(override.decided_by, override.system_user)}]")
     if cell.versions:
         parts.append("versions " + " ".join(f"{v.attempt_no}:{v.state}" for v in cell.versions))
     if last is not None and last.rows is not None:
         parts.append(f"rows {last.rows}")
     if last is not None and last.change:
         parts.append(f"change {json.dumps(last.change)}")
-    if last is not None and (last.params or {}).get("config"):
-        parts.append(f"conf {json.dumps(last.params['config'], sort_keys=True)}")
+    config = (last.params or {}).get("config") if last is not None else None
+    if config:
+        parts.append(f"conf {json.dumps(config, sort_keys=True)}")
     if last is not None and last.recomputed_on_current_upstream is not None:
         parts.append(f"recomputed on current upstream: {last.recomputed_on_current_upstream}")
     note = (cell.reason or "") + ("; " + last.gap if last is not None and last.gap else "")
@@ -63,38 +65,52 @@ def _cell_line(cell) -> list[str]:
     return parts
 
 
-def _as_seen(stated: str | None, row: dict) -> str:
+def _as_seen(stated: str | None, seen: str | None) -> str:
     """A stated name, with who the system saw when it differs (``ana (as alice)``): names are claims."""
-    seen = row.get("system_user")
     return f"{stated} (as {seen})" if seen and seen != stated else str(stated)
 
 
-def _who_line(request: dict) -> str | None:
-    if not request.get("system_user"):
+def _who_line(request: ReportRequest) -> str | None:
+    spec = request.spec
+    if not spec.system_user:
         return None  # a request from before the system user was recorded
-    approved = f"; side effects approved by {request['approved_by']}" if request.get("approved_by") else ""
-    return f"requested by {request['requested_by']}{approved}; system user {request['system_user']}"
+    approved = f"; side effects approved by {spec.approved_by}" if spec.approved_by else ""
+    return f"requested by {spec.requested_by}{approved}; system user {spec.system_user}"
+
+
+def _handoff_line(h: Handoff) -> str:
+    decided = f" by {_as_seen(h.decided_by, h.system_user)}" if h.decided_by else ""
+    return f"handoff {h.handoff_id} {h.asset} → {h.owner}: {h.status} (deadline {h.deadline}){decided}"
+
+
+def _repair_line(repair: Repair) -> str:
+    if isinstance(repair, TableSynced):
+        return (f"repaired table {repair.sync.table}: {len(repair.sync.days)} day(s) switched, publish log seq "
+                f"{repair.sync.seq}")
+    if isinstance(repair, TableNotSynced):
+        return f"table {repair.table} still behind: {repair.error}"
+    return f"repaired {repair.version_id}: {repair.action}"
 
 
 def print_report(report: Report) -> None:
     console = Console()
     t = report.totals.as_dict()
+    request = report.request
     console.print(
-        f"[bold]{report.request['request_id']}[/bold] {report.request['status']} — complete: "
+        f"[bold]{request.request_id}[/bold] {request.status} — complete: "
         + ("[green]yes[/green]" if report.complete else "[red]no[/red]")
     )
-    pause = report.request.get("pause")
-    if pause:
+    if request.pause:
         console.print(
-            f"{Pause(**pause).message} — `backfill-assets request resume {report.request['request_id']}` goes on",
+            f"{request.pause.message} — `backfill-assets request resume {request.request_id}` goes on",
             highlight=False, markup=False,
         )
-    who = _who_line(report.request)
+    who = _who_line(request)
     if who:
         console.print(who, highlight=False, markup=False, soft_wrap=True)
     # Lines, not tables: a cell's versions, change and note are too wide for a table at 80 columns.
-    if report.request.get("conf"):
-        console.print(f"conf {json.dumps(report.request['conf'], sort_keys=True)}", highlight=False, markup=False)
+    if request.spec.conf:
+        console.print(f"conf {json.dumps(request.spec.conf, sort_keys=True)}", highlight=False, markup=False)
     console.print("totals: " + ", ".join(f"{key} {t[key]}" for key in TOTALS_SHOWN), highlight=False)
     console.print(f"cells ({len(report.cells)}):", highlight=False)
     for c in report.cells:
@@ -102,20 +118,16 @@ def print_report(report: Report) -> None:
     for gap in report.gaps:
         console.print(f"[red]gap[/red] {gap.version_id} ({gap.state}): {gap.gap}")
     for s in report.stale_downstream:
-        console.print(f"[yellow]stale[/yellow] {s['asset']} {s['partition_key']} (current {s['current_version_id']})")
+        console.print(f"[yellow]stale[/yellow] {s.asset} {s.partition_key} (current {s.current_version_id})")
     # One line per side-effect asset and status (a month of days would otherwise be a month of lines).
     grouped: dict[tuple[str, str], list[str]] = {}
     for e in report.side_effects:
-        grouped.setdefault((e["asset"], e["status"]), []).append(e["partition_key"])
+        grouped.setdefault((e.asset, e.status.value), []).append(e.partition_key)
     for (asset, status), days in grouped.items():
         span = days[0] if len(days) == 1 else f"{min(days)}..{max(days)}"
         console.print(f"side effect {asset}: {status} — {len(days)} day(s), {span}")
     for h in report.handoffs:
-        console.print(
-            f"handoff {h['handoff_id']} {h['asset']} → {h['owner']}: {h['status']} (deadline {h['deadline']})"
-            + (f" by {_as_seen(h['decided_by'], h)}" if h.get("decided_by") else ""),
-            highlight=False, markup=False,
-        )
+        console.print(_handoff_line(h), highlight=False, markup=False)
 
 
 def print_tables(tables) -> None:
@@ -160,14 +172,8 @@ def reconcile_command(
     def human() -> None:
         print_report(report)
         print_tables(reconciled.tables)
-        for action in repaired:
-            if action["action"] == TABLE_SYNCED:
-                click.echo(f"repaired table {action['table']}: {len(action['days'])} day(s) switched, publish log seq "
-                           f"{action['seq']}")
-            elif action["action"] == TABLE_NOT_SYNCED:
-                click.echo(f"table {action['table']} still behind: {action['error']}")
-            else:
-                click.echo(f"repaired {action['version_id']}: {action['action']}")
+        for repair in repaired:
+            click.echo(_repair_line(repair))
         if html_path is not None:
             click.echo(f"wrote {html_path}")
 

@@ -118,7 +118,10 @@ def show_outcome(
     outcome's own (``clear`` adds its selection and days); ``heading`` is printed before the human output,
     ``hint`` after a dry run's."""
     if created is None:
-        emit(payload or plan.as_dict(), as_json, lambda: _print_plan(plan, heading, hint))  # type: ignore[union-attr]
+        if plan is None:
+            raise TypeError("show_outcome needs the dry run's plan or the request created")
+        dry_run = plan
+        emit(payload or dry_run.as_dict(), as_json, lambda: _print_plan(dry_run, heading, hint))
         return
     request, concurrency = created.request, created.concurrency
     spec = request.spec

@@ -185,7 +185,10 @@ def _class_of(block: object) -> str | None:
 def blocks_text(names: list[str]) -> str:
     """The shipped file's text of the named top-level blocks, each with the comment lines just above it (why it is
     there), in the file's order: what a user pastes into a dagster.yaml of their own."""
-    wanted, blocks, current, comments = set(names), [], None, []
+    wanted = set(names)
+    blocks: list[list[str]] = []
+    current: list[str] | None = None
+    comments: list[str] = []
     for line in template_text().splitlines():
         key = line.split(":", 1)[0] if line[:1].isalpha() and ":" in line else None
         if key is not None:

@@ -10,9 +10,10 @@ from backfill_assets.engine.model.errors import BackfillError
 from backfill_assets.engine.model.settings import TableSettings
 from backfill_assets.engine.wap.observer import AttemptObserver
 from backfill_assets.integration.resources import BackfillResource
+from backfill_assets.integration.step_context import StepContext
 
 
-def lineage_observers(context: dg.AssetExecutionContext, backfill: BackfillResource) -> list[AttemptObserver]:
+def lineage_observers(context: StepContext, backfill: BackfillResource) -> list[AttemptObserver]:
     """None when lineage is off (the default); else one observer sending to the configured target, which warns in
     the step's log when a send fails. A setting that is wrong fails the step before it writes anything."""
     try:

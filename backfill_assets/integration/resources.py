@@ -34,8 +34,9 @@ class BackfillResource(dg.ConfigurableResource):
     target_wait_seconds: float = 600.0
 
     def settings(self) -> Settings:
-        overrides = {"warehouse_root": self.warehouse_root, "catalog_url": self.catalog_url}
-        return replace(Settings.from_env(), **{k: v for k, v in overrides.items() if v})
+        settings = Settings.from_env()
+        return replace(settings, warehouse_root=self.warehouse_root or settings.warehouse_root,
+                       catalog_url=self.catalog_url or settings.catalog_url)
 
     def catalog(self) -> Catalog:
         return Catalog.of_settings(self.settings())

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from backfill_assets.engine.plan.reconcile import Report
 
@@ -20,9 +21,9 @@ def _cell(value: object) -> str:
     return str("" if value is None else value).replace("|", "\\|").replace("\n", " ")
 
 
-def table(header: Iterable[str], rows: list[list[object]]) -> str:
-    header = list(header)
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+def table(header: Iterable[str], rows: Sequence[Sequence[object]]) -> str:
+    names = list(header)
+    lines = ["| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
     lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows[:MAX_ROWS]]
     if len(rows) > MAX_ROWS:
         lines.append(f"\n… and {len(rows) - MAX_ROWS} more row(s): `backfill-assets reconcile` lists them all.")
@@ -50,13 +51,14 @@ def report_markdown(report: Report) -> str:
         if isinstance(v, (int, float)) and not isinstance(v, bool) and (v or k in ALWAYS_SHOWN)
     ]
     head = (
-        f"### Request {request.get('request_id')}: {request.get('status')}"
+        f"### Request {request.request_id}: {request.status}"
         f" ({'complete' if report.complete else 'not complete'})"
     )
+    spec = request.spec
     policy = (
-        f"reprocess **{request.get('reprocess')}**, order **{request.get('order')}**, max_active "
-        f"**{request.get('max_active')}**, downstream **{request.get('downstream')}**, code version "
-        f"`{request.get('code_version')}`; requested by {request.get('requested_by')}: {request.get('reason') or '—'}"
+        f"reprocess **{spec.reprocess}**, order **{spec.order}**, max_active "
+        f"**{spec.max_active}**, downstream **{spec.downstream}**, code version "
+        f"`{request.record.code_version}`; requested by {spec.requested_by}: {spec.reason or '—'}"
     )
     rows = []
     for cell in report.cells:
@@ -69,7 +71,7 @@ def report_markdown(report: Report) -> str:
             last.version_id if last else "—",
             cell.reason or "",
         ])
-    message = request.get("message")
+    message = request.record.message
     parts = [
         head,
         policy + (f"\n\n> {message}" if message else ""),

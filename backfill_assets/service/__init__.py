@@ -17,6 +17,7 @@ and whoever builds it hands that in (``backfills_for_instance`` in ``integration
 """
 
 from backfill_assets.engine.model.errors import FieldMessage, InvalidField, RefusedField
+from backfill_assets.engine.model.overrides import Override
 from backfill_assets.engine.model.request_input import RequestInput
 from backfill_assets.engine.model.request_model import (
     CellDecision,
@@ -32,9 +33,18 @@ from backfill_assets.engine.model.states import RunStatus, VersionState
 from backfill_assets.engine.plan.clearing import ClearInput
 from backfill_assets.engine.plan.gc import PurgedVersion
 from backfill_assets.engine.plan.planning import PlanAction
-from backfill_assets.engine.plan.reconcile import Report, ReportGap, ReportRun, ReportTotals
+from backfill_assets.engine.plan.reconcile import (
+    CellReport,
+    Report,
+    ReportGap,
+    ReportRequest,
+    ReportRun,
+    ReportTotals,
+    VersionReport,
+)
+from backfill_assets.engine.plan.reconcile_downstream import SentDelivery, SideEffectCell, SideEffectStatus, StaleCell
 from backfill_assets.engine.store.catalog_records import Version
-from backfill_assets.engine.store.handoffs import HandoffStatus
+from backfill_assets.engine.store.handoffs import Handoff, HandoffStatus
 from backfill_assets.engine.store.operations import Operation
 from backfill_assets.engine.store.pauses import Pause
 from backfill_assets.engine.store.tries import Try, TryCheck
@@ -43,9 +53,9 @@ from backfill_assets.engine.tables.records import SyncResult, TableLag
 
 from .backfills import Backfills
 from .cell_history import CellTries, CellVersions, Delivery, PointerEvent, VersionEntry
-from .handoffs import Handoff, HandoffDecision
+from .handoffs import HandoffDecision
 from .reading import PublishedRead
-from .reconciling import Reconciliation
+from .reconciling import Reconciliation, Repair, RepairAction, TableNotSynced, TableSynced, VersionRepair
 from .records import (
     Cancelled,
     Cleared,
@@ -67,10 +77,11 @@ __all__ = [
     "Backfills",
     "Cancelled",
     "CellDecision",
+    "CellReport",
     "CellTries",
     "CellVersions",
-    "ClearInput",
     "Cleared",
+    "ClearInput",
     "CreatedRequest",
     "Delivery",
     "DownstreamPolicy",
@@ -81,6 +92,7 @@ __all__ = [
     "InvalidField",
     "Operation",
     "Order",
+    "Override",
     "Pause",
     "Paused",
     "PerRunMode",
@@ -95,8 +107,11 @@ __all__ = [
     "Reconciliation",
     "RefusedField",
     "Registration",
+    "Repair",
+    "RepairAction",
     "Report",
     "ReportGap",
+    "ReportRequest",
     "ReportRun",
     "ReportTotals",
     "ReprocessPolicy",
@@ -110,15 +125,23 @@ __all__ = [
     "RequestSummary",
     "Resumed",
     "RunStatus",
+    "SentDelivery",
+    "SideEffectCell",
+    "SideEffectStatus",
     "SkipMarks",
+    "StaleCell",
     "SyncReport",
     "SyncResult",
     "TableLag",
-    "TraceMatch",
+    "TableNotSynced",
+    "TableSynced",
     "Traced",
+    "TraceMatch",
     "Try",
     "TryCheck",
     "Version",
     "VersionEntry",
+    "VersionRepair",
+    "VersionReport",
     "VersionState",
 ]

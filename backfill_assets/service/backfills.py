@@ -19,7 +19,7 @@ from backfill_assets.engine.plan.clearing import ClearInput, clear_window
 from backfill_assets.engine.plan.gc import PurgedVersion
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
-from backfill_assets.engine.store.handoffs import HandoffStatus
+from backfill_assets.engine.store.handoffs import Handoff, HandoffStatus
 from backfill_assets.engine.store.operations import Operation, Operations
 from backfill_assets.engine.store.tries import Try, cell_tries
 from backfill_assets.engine.tables.published_tables import SyncReport
@@ -28,7 +28,7 @@ from backfill_assets.engine.tables.records import TableLag
 from . import cell_history, control, handoffs, reading, reconciling, registering, requests, tables, versions
 from .cell_history import CellTries, CellVersions, Delivery
 from .context import ServiceContext
-from .handoffs import Handoff, HandoffDecision
+from .handoffs import HandoffDecision
 from .reading import PublishedRead
 from .reconciling import Reconciliation
 from .records import (

@@ -19,8 +19,12 @@ from backfill_assets.engine.store.catalog_upgrade import (
     schema_status,
     upgrade_catalog,
 )
+from backfill_assets.engine.store.schema_version import SchemaStanding
 
-__all__ = ["SchemaStatus", "SchemaUpgrade", "catalog_schema", "init_catalog_schema", "upgrade_catalog_schema"]
+__all__ = [
+    "SchemaStanding", "SchemaStatus", "SchemaUpgrade", "catalog_schema", "init_catalog_schema",
+    "upgrade_catalog_schema",
+]
 
 
 def catalog_schema(catalog_url: str | None = None) -> SchemaStatus:

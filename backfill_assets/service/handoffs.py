@@ -3,17 +3,16 @@ declines, within the window the request gave them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from backfill_assets.engine.model.cells import CellOrigin
 from backfill_assets.engine.model.intervals import utc_now
-from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.request_input import choice
 from backfill_assets.engine.store.handoffs import (
     ACCEPTED,
     DECLINED,
+    Handoff,
     Handoffs,
     HandoffStatus,
     owners_of,
@@ -24,25 +23,6 @@ from backfill_assets.engine.store.ledger import Ledger, validate_request_id
 from .context import ServiceContext
 
 DECISIONS = (ACCEPTED, DECLINED)
-
-
-@dataclass(frozen=True)
-class Handoff(JsonRecord):
-    handoff_id: str
-    request_id: str
-    asset: str
-    owner: str
-    partitions: tuple[str, ...]
-    status: HandoffStatus
-    deadline: Any
-    created_at: Any
-    decided_at: Any = None
-    decided_by: str | None = None
-    system_user: str | None = None  # who the system saw decide (the OS user, Dagster's launching user)
-
-    @classmethod
-    def of(cls, row: Mapping[str, Any]) -> Handoff:
-        return cls(**{**row, "partitions": tuple(row["partitions"]), "status": HandoffStatus(row["status"])})
 
 
 @dataclass(frozen=True)
@@ -59,7 +39,7 @@ def list_handoffs(context: ServiceContext, request_id: str | None, status: str |
     refused (one line naming the field), not answered with an empty list."""
     request_id = validate_request_id(request_id) if request_id else None
     wanted = choice(HandoffStatus, status, "status").value if status else None
-    return [Handoff.of(row) for row in Handoffs(context.catalog).list(request_id, wanted)]
+    return Handoffs(context.catalog).list(request_id, wanted)
 
 
 def decide(context: ServiceContext, handoff_id: str, decision: str, by: str) -> HandoffDecision:
@@ -68,19 +48,19 @@ def decide(context: ServiceContext, handoff_id: str, decision: str, by: str) -> 
     by = context.person(by, "by")
     store = Handoffs(context.catalog)
     offered = store.get(validate_handoff_id(handoff_id))
-    asset = offered["asset"]
-    owners = context.graph[asset].owners if asset in context.graph else owners_of(offered["owner"])
+    asset = offered.asset
+    owners = context.graph[asset].owners if asset in context.graph else owners_of(offered.owner)
     context.graph.access.require_decider(by, asset, owners, f"handoff {handoff_id}")
     added = 0
     with context.atomic():  # the decision, the cells it adds and its trail row: one transaction
         decided = store.decide(handoff_id, decision, by, utc_now(), context.seen_user)
         if decision == ACCEPTED:
-            cells = [(decided["asset"], p) for p in decided["partitions"]]
-            added = Ledger(context.catalog).add_cells(decided["request_id"], cells, origin=CellOrigin.HANDOFF,
+            cells = [(decided.asset, p) for p in decided.partitions]
+            added = Ledger(context.catalog).add_cells(decided.request_id, cells, origin=CellOrigin.HANDOFF,
                                                       reopen=True)
-        decision_made = HandoffDecision(Handoff.of(decided), added)
-        context.record(f"handoff {decision}", handoff_id, f"{decided['asset']}: {added} cell(s) added",
-                       decided["request_id"], actor=by)
+        decision_made = HandoffDecision(decided, added)
+        context.record(f"handoff {decision}", handoff_id, f"{decided.asset}: {added} cell(s) added",
+                       decided.request_id, actor=by)
     if decision == ACCEPTED:
         context.wake()
     return decision_made

@@ -5,28 +5,71 @@ versions stuck mid-write abandoned)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.states import IN_PROGRESS, VersionState
 from backfill_assets.engine.plan.reconcile import GAP_NO_MATERIALIZATION, Report
 from backfill_assets.engine.plan.reconcile import reconcile as reconcile_request
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
 from backfill_assets.engine.store.storage import Warehouse
-from backfill_assets.engine.tables.records import TableLag
+from backfill_assets.engine.tables.records import SyncResult, TableLag
 
 from .context import ServiceContext
 from .ports import DagsterPort, RequestRunFacts
 
-# What a repair did to a published table that lagged (beside "recorded materialization" and the like).
-TABLE_SYNCED, TABLE_NOT_SYNCED = "table synced", "table not synced"
+
+class RepairAction(StrEnum):
+    """What ``reconcile --repair`` did: to a version with a gap, or to a published table that lagged."""
+
+    RECORDED_MATERIALIZATION = "recorded materialization"
+    ABANDONED = "abandoned"
+    TABLE_SYNCED = "table synced"
+    TABLE_NOT_SYNCED = "table not synced"
+
+
+@dataclass(frozen=True)
+class VersionRepair(JsonRecord):
+    """A gap repaired: a published version's missing materialization recorded, or a version stuck mid-write
+    abandoned."""
+
+    version_id: str
+    action: RepairAction
+
+
+@dataclass(frozen=True)
+class TableSynced:
+    """A lagging published table brought in line: its sync, whose fields its JSON holds beside ``action``."""
+
+    sync: SyncResult
+    action: RepairAction = RepairAction.TABLE_SYNCED
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"action": self.action.value, **self.sync.as_dict()}
+
+
+@dataclass(frozen=True)
+class TableNotSynced:
+    """A lagging published table the repair could not bring in line, and why."""
+
+    table: str
+    error: str
+    action: RepairAction = RepairAction.TABLE_NOT_SYNCED
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"action": self.action.value, "table": self.table, "error": self.error}
+
+
+Repair = VersionRepair | TableSynced | TableNotSynced
 
 
 @dataclass(frozen=True)
 class Reconciliation:
     report: Report
-    repaired: tuple[dict[str, Any], ...] = field(default=())
+    repaired: tuple[Repair, ...] = field(default=())
     # The published tables of the request's assets: each one's position and the days it is behind the pointers.
     tables: tuple[TableLag, ...] = field(default=())
 
@@ -40,7 +83,7 @@ class Reconciliation:
         return tuple(t for t in self.tables if not t.in_line)
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.report.as_dict(), "repaired": list(self.repaired),
+        return {**self.report.as_dict(), "repaired": [r.as_dict() for r in self.repaired],
                 "tables": [t.as_dict() for t in self.tables]}
 
 
@@ -59,11 +102,11 @@ def reconcile(context: ServiceContext, request_id: str, verify_files: bool, repa
     lagging = [t for t in lags if not t.in_line]
     if not (repair and (report.gaps or lagging)):
         return Reconciliation(report, tables=lags)
-    repaired = _repair_gaps(dagster, context.catalog, report) if report.gaps else []
+    repaired: list[Repair] = list(_repair_gaps(dagster, context.catalog, report)) if report.gaps else []
     if lagging:
         synced = context.tables.sync(context.catalog, sorted({t.asset for t in lagging}))
-        repaired += [{"action": TABLE_SYNCED, **r.as_dict()} for r in synced.synced if r.days]
-        repaired += [{"action": TABLE_NOT_SYNCED, "table": table, "error": why} for table, why in synced.failed]
+        repaired += [TableSynced(r) for r in synced.synced if r.days]
+        repaired += [TableNotSynced(table, why) for table, why in synced.failed]
         lags = tuple(context.tables.lag(context.catalog, assets))
     return Reconciliation(report_now(), tuple(repaired), lags)
 
@@ -80,18 +123,18 @@ def report_of(
     )
 
 
-def _repair_gaps(dagster: DagsterPort, catalog: Catalog, report: Report) -> list[dict[str, Any]]:
+def _repair_gaps(dagster: DagsterPort, catalog: Catalog, report: Report) -> list[VersionRepair]:
     """Record the missing materialization of a published version, or abandon a version stuck mid-write."""
-    actions: list[dict[str, Any]] = []
+    actions: list[VersionRepair] = []
     for gap in report.gaps:
         version = catalog.get(gap.version_id)
         if gap.gap == GAP_NO_MATERIALIZATION:
             dagster.record_materialization(version)
             catalog.record_repair(version.version_id, "materialization recorded by reconcile --repair")
-            actions.append({"version_id": version.version_id, "action": "recorded materialization"})
+            actions.append(VersionRepair(version.version_id, RepairAction.RECORDED_MATERIALIZATION))
         elif VersionState(version.state) in IN_PROGRESS:
             catalog.abandon(version.version_id, f"abandoned by reconcile --repair: {gap.gap}")
-            actions.append({"version_id": version.version_id, "action": "abandoned"})
+            actions.append(VersionRepair(version.version_id, RepairAction.ABANDONED))
     return actions
 
 

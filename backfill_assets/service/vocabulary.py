@@ -8,25 +8,22 @@ Nothing here opens a catalog or reads a file: that is the service's operations' 
 """
 
 from backfill_assets.engine.plan.clearing import ClearInput
-from backfill_assets.engine.plan.reconcile import Report
+from backfill_assets.engine.plan.reconcile import CellReport, Report, ReportRequest
 from backfill_assets.engine.store.catalog_records import Version
-from backfill_assets.engine.store.catalog_upgrade import ABSENT
-from backfill_assets.engine.store.handoffs import ACCEPTED, DECLINED
+from backfill_assets.engine.store.handoffs import ACCEPTED, DECLINED, Handoff
 from backfill_assets.engine.store.pauses import Pause, status_text
-from backfill_assets.engine.store.schema_version import AT_HEAD, EMPTY, NEWER, OLDER, UNVERSIONED, UPGRADE_COMMAND
+from backfill_assets.engine.store.schema_version import UPGRADE_COMMAND, SchemaStanding
 
 __all__ = [
-    "ABSENT",
     "ACCEPTED",
-    "AT_HEAD",
+    "CellReport",
     "ClearInput",
     "DECLINED",
-    "EMPTY",
-    "NEWER",
-    "OLDER",
+    "Handoff",
     "Pause",
     "Report",
-    "UNVERSIONED",
+    "ReportRequest",
+    "SchemaStanding",
     "UPGRADE_COMMAND",
     "Version",
     "status_text",

@@ -18,8 +18,9 @@ from backfill_assets.engine.model.errors import CatalogBusy, CatalogDamaged, Cat
 from backfill_assets.engine.model.settings import ENV_CATALOG_LOCK_TIMEOUT
 from backfill_assets.engine.store import db, schema_version
 from backfill_assets.engine.store.catalog import Catalog
-from backfill_assets.engine.store.catalog_upgrade import ABSENT, init_catalog, schema_status, upgrade_catalog
+from backfill_assets.engine.store.catalog_upgrade import init_catalog, schema_status, upgrade_catalog
 from backfill_assets.engine.store.schema import versions
+from backfill_assets.engine.store.schema_version import SchemaStanding
 from backfill_assets.engine.store.storage import MANIFEST_FILE, Warehouse
 from tests.corruption import CATALOG_DAMAGE as DAMAGE
 
@@ -207,13 +208,13 @@ def test_an_empty_catalog_beside_a_warehouse_with_versions_is_refused_on_every_b
     root = _warehouse_with_a_version(tmp_path)
     with pytest.raises(CatalogEmpty, match="holds versions"):
         Catalog(catalog_url, root)
-    assert schema_status(catalog_url).standing in (schema_version.EMPTY, ABSENT)  # nothing created
+    assert schema_status(catalog_url).standing in (SchemaStanding.EMPTY, SchemaStanding.ABSENT)  # nothing created
 
 
 def test_a_new_home_with_an_empty_warehouse_creates_its_catalog_silently(catalog_url, tmp_path):
     (tmp_path / "warehouse" / "order_facts").mkdir(parents=True)  # a folder, no version
     Catalog(catalog_url, str(tmp_path / "warehouse"))
-    assert schema_status(catalog_url).standing == schema_version.AT_HEAD
+    assert schema_status(catalog_url).standing == SchemaStanding.AT_HEAD
 
 
 def test_init_refuses_a_catalog_that_already_has_tables(catalog_url):

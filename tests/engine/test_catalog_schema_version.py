@@ -20,7 +20,7 @@ from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_upgrade import schema_status, upgrade_catalog
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.schema_baseline import baseline
-from backfill_assets.engine.store.schema_version import HEAD, UPGRADE_COMMAND, VERSION_TABLE
+from backfill_assets.engine.store.schema_version import HEAD, UPGRADE_COMMAND, VERSION_TABLE, SchemaStanding
 
 from .catalog_helpers import identity, published, race_open, race_upgrade, run_racers
 
@@ -121,7 +121,7 @@ def test_a_fresh_catalog_is_created_at_head_with_todays_schema(catalog_url):
     Catalog(catalog_url)
     assert _revision(catalog_url) == HEAD
     assert _differences(catalog_url) == []
-    assert schema_status(catalog_url).standing == schema_version.AT_HEAD
+    assert schema_status(catalog_url).standing == SchemaStanding.AT_HEAD
 
 
 def test_several_processes_opening_a_fresh_catalog_at_once_all_succeed(catalog_url):
@@ -160,7 +160,7 @@ def test_opening_a_catalog_from_before_versioning_is_refused_on_every_backend(ol
 def test_upgrade_brings_it_to_head_and_its_rows_read_back(old_catalog):
     done = upgrade_catalog(old_catalog)
     assert (done.from_revision, done.to_revision, done.standing_before, done.changed) == (
-        None, HEAD, schema_version.UNVERSIONED, True)
+        None, HEAD, SchemaStanding.UNVERSIONED, True)
     catalog = Catalog(old_catalog)
     assert catalog.current("order_facts", "2022-10-01").version_id == FIXTURE_VERSION
     assert [(e["version_id"], e["action"]) for e in catalog.log_after(0)] == [(FIXTURE_VERSION, "publish")]
@@ -187,7 +187,7 @@ def test_upgrade_again_changes_nothing(old_catalog):
     upgrade_catalog(old_catalog)
     before = _schema_of(old_catalog)
     again = upgrade_catalog(old_catalog)
-    assert (again.from_revision, again.standing_before, again.changed) == (HEAD, schema_version.AT_HEAD, False)
+    assert (again.from_revision, again.standing_before, again.changed) == (HEAD, SchemaStanding.AT_HEAD, False)
     assert _schema_of(old_catalog) == before
 
 
@@ -199,7 +199,7 @@ def test_two_upgraders_at_once_take_turns(old_catalog):
 
 def test_upgrade_creates_an_empty_catalog_at_head(catalog_url):
     done = upgrade_catalog(catalog_url)
-    assert (done.from_revision, done.standing_before, done.changed) == (None, schema_version.EMPTY, True)
+    assert (done.from_revision, done.standing_before, done.changed) == (None, SchemaStanding.EMPTY, True)
     assert _revision(catalog_url) == HEAD and _differences(catalog_url) == []
 
 
@@ -243,5 +243,5 @@ def test_a_catalog_at_an_older_revision_is_refused_naming_the_command(tmp_path, 
 
 
 def test_the_refusal_hides_a_password():
-    refusal = schema_version.mismatch("postgresql://ana:secret@db.example/catalog", None, schema_version.UNVERSIONED)
+    refusal = schema_version.mismatch("postgresql://ana:secret@db.example/catalog", None, SchemaStanding.UNVERSIONED)
     assert "secret" not in str(refusal) and "postgresql://ana:***@db.example/catalog" in str(refusal)

@@ -114,6 +114,8 @@ def test_only_the_adapter_package_imports_private_dagster_modules():
         "dagster._core.errors",
         "dagster._core.events",
         "dagster._core.execution.backfill",
+        # A spare run worker opens its instance from the serialized InstanceRef, typed as one.
+        "dagster._core.instance.ref",
         "dagster._core.launcher",
         "dagster._core.scheduler.instigation",
         # The shipped dagster.yaml's SQLite storage: Dagster's, keeping its engines and connections, its pool

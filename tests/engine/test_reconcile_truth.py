@@ -19,6 +19,7 @@ from backfill_assets.engine.plan.reconcile import (
     decisions_now,
     reconcile,
 )
+from backfill_assets.engine.plan.reconcile_downstream import SideEffectStatus
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.outbox import send_once
@@ -104,12 +105,13 @@ def test_a_side_effect_asset_is_never_stale_its_deliveries_are_reported(catalog,
 
     report = _report(catalog)
 
-    assert REVENUE_ALERT not in {s["asset"] for s in report.stale_downstream}
-    [effect] = [e for e in report.side_effects if e["asset"] == REVENUE_ALERT]
-    assert effect["partition_key"] == KEY and effect["upstream_version_id"] == new
-    assert effect["status"].startswith("sent earlier")
-    [delivery] = effect["deliveries"]
-    assert delivery["source_version_id"] == old and delivery["sent_at"]
+    assert REVENUE_ALERT not in {s.asset for s in report.stale_downstream}
+    [effect] = [e for e in report.side_effects if e.asset == REVENUE_ALERT]
+    assert effect.partition_key == KEY and effect.upstream_version_id == new
+    assert effect.status is SideEffectStatus.SENT_EARLIER
+    assert effect.as_dict()["status"].startswith("sent earlier")
+    [delivery] = effect.deliveries
+    assert delivery.source_version_id == old and delivery.sent_at
 
 
 @pytest.mark.parametrize(

@@ -115,7 +115,7 @@ def test_cli_handoff_decisions_by_owners_or_admins_only(cli_env):
     assert refused.exit_code == 2
     assert (f"'{APPROVER}' may not decide handoff {handoff_id}: only {DAILY_REVENUE}'s owners or an admin may "
             f"(team:finance; admins: {ADMIN}); nothing changed") in refused.output
-    assert handoffs.get(handoff_id)["status"] == "open"
+    assert handoffs.get(handoff_id).status == "open"
     declined = invoke("handoff", "decline", handoff_id, "--by", ADMIN, "--json")
     assert declined.exit_code == 0, declined.output
     assert {k: json.loads(declined.output)[k] for k in ("status", "decided_by", "system_user")} == {
@@ -173,13 +173,13 @@ def test_launchpad_handoff_decision_by_owner_only_and_the_launching_user_recorde
     decide = {"handoff_id": handoff_id, "decision": "accept"}
     refused = launch(env, "backfill_handoff", op_name("backfill_handoff"), {**decide, "by": STRANGER})
     assert f"only {DAILY_REVENUE}'s owners or an admin may (team:finance; admins: {ADMIN})" in failure_of(refused)
-    assert Handoffs(env.catalog).get(handoff_id)["status"] == "open"
+    assert Handoffs(env.catalog).get(handoff_id).status == "open"
     # A deployment that authenticates users (Dagster+, or a proxy adding the tag) names who launched the run.
     done = launch(env, "backfill_handoff", op_name("backfill_handoff"), {**decide, "by": "team:finance"},
                   tags={"user": "fin@example.com"})
     assert done.success
     decided = Handoffs(env.catalog).get(handoff_id)
-    assert (decided["status"], decided["decided_by"], decided["system_user"]) == (
+    assert (decided.status, decided.decided_by, decided.system_user) == (
         "accepted", "team:finance", "fin@example.com")
 
 

@@ -65,3 +65,19 @@ def test_a_range_that_ends_before_it_starts_is_worded_by_each_door(env):
     with pytest.raises(InvalidField, match=f"^to_day {refusal.format('from_day')}$"):
         service.create(RequestInput(assets=[ORDER_FACTS], from_day="2022-09-05", to_day="2022-09-01"))
     assert service.list() == []
+
+
+def test_a_malformed_handoff_id_is_worded_by_each_door(env):
+    refusal = "'HO-1' is not of the form ho-xxxxxxxx"
+    service = backfills_for_instance(DEFS, env.instance, env.catalog)
+
+    cli_words = _cli_error(["handoff", "accept", "HO-1", "--by", "team:finance"])
+    assert f"error: HANDOFF_ID {refusal}" in cli_words
+    job = "backfill_handoff"
+    launchpad = _launchpad_failure(env, job, op_name(job), {"handoff_id": "HO-1", "decision": "accept",
+                                                             "by": "team:finance"})
+    assert f"handoff_id {refusal}" in launchpad
+    with pytest.raises(InvalidField, match=f"^handoff_id {refusal}$") as raised:
+        service.accept_handoff("HO-1", "team:finance")
+    assert raised.value.fields == ("handoff_id",)
+    assert service.handoffs() == []

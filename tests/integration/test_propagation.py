@@ -102,6 +102,9 @@ def test_handoff_accept_decline_and_expiry(env):
     drive(env, rid, max_ticks=4)
     handoffs = {h["asset"]: h for h in json.loads(CliRunner().invoke(cli, ["handoff", "list", "--json"]).output)}
     assert set(handoffs) == {DAILY_REVENUE, CUSTOMER_SNAPSHOT}
+    lines = CliRunner().invoke(cli, ["handoff", "list"]).output.splitlines()
+    assert f"{handoffs[DAILY_REVENUE]['handoff_id']}  open      {rid}  {DAILY_REVENUE} → team:finance  1 day(s)" in [
+        line.split("  deadline")[0] for line in lines]
     assert handoffs[DAILY_REVENUE]["owner"] == "team:finance"
     assert handoffs[DAILY_REVENUE]["partitions"] == ["2022-09-04"]
     assert handoffs[CUSTOMER_SNAPSHOT]["partitions"] == ["2022-09-04", "2022-09-05"]
@@ -112,7 +115,7 @@ def test_handoff_accept_decline_and_expiry(env):
     # Only the asset's owners decide: anyone else is refused, naming who may, and the handoff stays open.
     refused = CliRunner().invoke(cli, ["handoff", "accept", handoffs[DAILY_REVENUE]["handoff_id"], "--by", "fin"])
     assert refused.exit_code == 2 and "only daily_revenue's owners or an admin may (team:finance)" in refused.output
-    assert HandoffStore(env.catalog).get(handoffs[DAILY_REVENUE]["handoff_id"])["status"] == "open"
+    assert HandoffStore(env.catalog).get(handoffs[DAILY_REVENUE]["handoff_id"]).status == "open"
     accept = CliRunner().invoke(cli, ["handoff", "accept", handoffs[DAILY_REVENUE]["handoff_id"], "--by",
                                       "Team:Finance", "--json"])
     assert accept.exit_code == 0, accept.output
@@ -161,9 +164,9 @@ def test_a_ui_backfill_hands_off_and_the_driver_runs_what_the_owner_accepts(env)
     [run] = run_partitions(env.instance, [day], assets=[ORDER_FACTS], tags=launch)  # the backfill's run
     assert run.success, run.failure
     propagate_once(GRAPH, env.catalog)
-    offered = {h["asset"]: h for h in HandoffStore(env.catalog).list(rid)}
-    assert set(offered) == {DAILY_REVENUE, CUSTOMER_SNAPSHOT} and offered[DAILY_REVENUE]["partitions"] == [day]
-    accept = ["handoff", "accept", offered[DAILY_REVENUE]["handoff_id"], "--by", "team:finance"]
+    offered = {h.asset: h for h in HandoffStore(env.catalog).list(rid)}
+    assert set(offered) == {DAILY_REVENUE, CUSTOMER_SNAPSHOT} and offered[DAILY_REVENUE].partitions == (day,)
+    accept = ["handoff", "accept", offered[DAILY_REVENUE].handoff_id, "--by", "team:finance"]
     assert CliRunner().invoke(cli, accept).exit_code == 0
     # The driver runs only the accepted cell: the backfill's own cell is Dagster's.
     assert [(p, a) for p, a, _ in drive(env, rid, max_ticks=4)] == [(day, (DAILY_REVENUE,))]

@@ -87,7 +87,7 @@ def test_the_service_asks_dagster_through_its_port_and_returns_the_ports_answers
     assert [c.action for c in plan.cells] == ["create"] * len(DAYS)
     created = backfills.create(asked())
     request_id = created.request.request_id
-    assert backfills.reconcile(request_id).report.request["request_id"] == request_id
+    assert backfills.reconcile(request_id).report.request.request_id == request_id
     cancelled = backfills.cancel(request_id, terminate_timeout=0.5)
     assert (cancelled.terminated_runs, cancelled.forced_runs) == (("run-1",), ())
     assert dagster.calls == [f"cell_facts {len(DAYS)}", "wake", f"request_run_facts {request_id}",

@@ -6,7 +6,8 @@ materialization), so the same report is produced by the CLI, tests and the HTML 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import AbstractSet, Any, Callable, Iterable
 
 from backfill_assets.engine.model import request_model as M
@@ -16,11 +17,11 @@ from backfill_assets.engine.model.graph import NOT_VERSIONED, AssetGraph
 from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.overrides import Override, OverrideAction
 from backfill_assets.engine.model.states import FINISHED_RUN_STATUSES, IN_PROGRESS, VersionState
-from backfill_assets.engine.plan.reconcile_downstream import affected_downstream_report
+from backfill_assets.engine.plan.reconcile_downstream import SideEffectCell, StaleCell, affected_downstream_report
 from backfill_assets.engine.store.catalog import Catalog, Version
-from backfill_assets.engine.store.handoffs import Handoffs
-from backfill_assets.engine.store.ledger import Ledger
-from backfill_assets.engine.store.pauses import Pauses
+from backfill_assets.engine.store.handoffs import Handoff, Handoffs
+from backfill_assets.engine.store.ledger import Ledger, RequestRecord
+from backfill_assets.engine.store.pauses import Pause, Pauses
 from backfill_assets.engine.store.storage import Warehouse
 
 # A cell whose published version was later moved off the pointer by a rollback: the request's output for that
@@ -39,10 +40,13 @@ GAP_MANIFEST = "manifest does not match the catalog: {error}"
 FORCED_CANCEL = "cancelled (forced)"
 
 
-@dataclass
-class VersionReport:
+@dataclass(frozen=True)
+class VersionReport(JsonRecord):
+    """One version of a cell as reconcile reads it: the catalog's row, what changed from the version it replaced,
+    a person's overrides of it and the gap found in it."""
+
     version_id: str
-    state: str
+    state: VersionState
     logical_run_id: str
     dagster_run_id: str
     attempt_no: int
@@ -56,37 +60,63 @@ class VersionReport:
     params_digest: str
     rows: int | None
     sha256: str | None
-    input_versions: dict[str, str] | None
-    checks: list[dict[str, Any]] | None
+    input_versions: Mapping[str, str] | None
+    checks: Sequence[Mapping[str, Any]] | None
     error: str | None
     replaced_version_id: str | None
-    change: dict[str, Any] | None
+    change: Mapping[str, Any] | None
     recomputed_on_current_upstream: bool | str | None  # True / False / NOT_REPRODUCIBLE; None: nothing replaced
     source_fingerprint: str | None = None
-    gap: str | None = None
+    gap: str | None = None  # GAP_STUCK, GAP_NO_MATERIALIZATION, GAP_FILE or GAP_MANIFEST, filled in
     worker: str | None = None  # the process that wrote the attempt: which worker ran which day
     # A person's accept / reject of this version, oldest first.
-    overrides: list[dict[str, Any]] = field(default_factory=list)
+    overrides: tuple[Override, ...] = ()
     # What params_digest digests: the injected defect and, for an asset with a config, that config (defaults
     # included); None for a version written before the catalog kept them.
-    params: dict[str, Any] | None = None
+    params: Mapping[str, Any] | None = None
 
 
-@dataclass
-class CellReport:
+@dataclass(frozen=True)
+class CellReport(JsonRecord):
+    """One cell of the request: its decision now, its runs and versions, and the override that decided it."""
+
     asset: str
     partition_key: str
-    origin: str
+    origin: str  # a CellOrigin value
     decision: str  # the ledger's decision, except CELL_ROLLED_BACK when its published version was rolled back
     reason: str | None
-    run_ids: list[str]
-    versions: list[VersionReport]
+    run_ids: tuple[str, ...]
+    versions: tuple[VersionReport, ...]
     submitted_at: str | None = None  # when the driver created the cell's (latest) run
     # The person's override that decides the cell now: an accept or reject of its version, or its skip mark.
-    override: dict[str, Any] | None = None
+    override: Override | None = None
     run_status: str | None = None  # Dagster's status of the cell's (latest) run
     # FORCED_CANCEL when that run was marked cancelled without its worker's confirmation, whatever Dagster shows
     run_reads_as: str | None = None
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    """The request as the ledger holds it, and its pause while it is paused. Its JSON is the ledger's row (the
+    frozen spec's lists decoded) with ``pause`` beside it."""
+
+    record: RequestRecord
+    pause: Pause | None = None  # who paused it, when, why (None when it is not paused)
+
+    @property
+    def request_id(self) -> str:
+        return self.record.request_id
+
+    @property
+    def status(self) -> str:
+        return self.record.status
+
+    @property
+    def spec(self) -> M.RequestSpec:
+        return self.record.spec
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.record.as_dict(), "pause": self.pause.as_dict() if self.pause else None}
 
 
 @dataclass(frozen=True)
@@ -135,18 +165,21 @@ class ReportTotals(JsonRecord):
     gaps: int
 
 
-@dataclass
+@dataclass(frozen=True)
 class Report(JsonRecord):
-    request: dict[str, Any]
+    """A request's reconciliation: per cell, and in totals, what was planned, created, published and the rest."""
+
+    request: ReportRequest
     totals: ReportTotals
     complete: bool
-    cells: list[CellReport]
-    gaps: list[ReportGap]
-    stale_downstream: list[dict[str, str]]
-    handoffs: list[dict[str, Any]]
+    cells: tuple[CellReport, ...]
+    gaps: tuple[ReportGap, ...]
+    # Policy none: downstream data cells whose serving version did not read what the request published.
+    stale_downstream: tuple[StaleCell, ...]
+    handoffs: tuple[Handoff, ...]
     # Side-effect cells affected by the request's publishes (policy none): their state is their outbox deliveries.
-    side_effects: list[dict[str, Any]] = field(default_factory=list)
-    runs: list[ReportRun] = field(default_factory=list)
+    side_effects: tuple[SideEffectCell, ...] = ()
+    runs: tuple[ReportRun, ...] = ()
 
 
 def _change(version: Version, replaced: Version | None) -> dict[str, Any] | None:
@@ -185,11 +218,25 @@ def recomputed_on_current_upstream(version: Version, replaced: Version | None) -
     return version.source_fingerprint != replaced.source_fingerprint
 
 
-def _version_report(version: Version, by_id: dict[str, Version]) -> VersionReport:
+@dataclass(frozen=True)
+class _Facts:
+    """What reconcile knows beyond the catalog (see ``reconcile``'s arguments)."""
+
+    run_status_of: Callable[[str], str | None]
+    materialized_version_ids: set[str] | None
+    warehouse: Warehouse | None
+    forced_cancels: frozenset[str]
+
+    def reads_as(self, run_id: str) -> str | None:
+        return FORCED_CANCEL if run_id in self.forced_cancels else None
+
+
+def _version_report(version: Version, by_id: dict[str, Version], overrides: list[Override], facts: _Facts,
+                    ) -> VersionReport:
     replaced = by_id.get(version.expected_previous_version_id or "")
     return VersionReport(
         version_id=version.version_id,
-        state=version.state,
+        state=VersionState(version.state),
         logical_run_id=version.logical_run_id,
         dagster_run_id=version.dagster_run_id,
         attempt_no=int(version.attempt_no),
@@ -210,7 +257,9 @@ def _version_report(version: Version, by_id: dict[str, Version]) -> VersionRepor
         change=_change(version, replaced),
         recomputed_on_current_upstream=recomputed_on_current_upstream(version, replaced),
         source_fingerprint=version.source_fingerprint,
+        gap=_gap(version, facts.run_status_of, facts.materialized_version_ids, facts.warehouse),
         worker=version.worker,
+        overrides=tuple(o for o in overrides if o.version_id == version.version_id),
         params=version.params,
     )
 
@@ -228,6 +277,7 @@ def reconcile(
     """``run_status_of(dagster_run_id)`` → SUCCESS/FAILURE/CANCELED/QUEUED/STARTED/...; ``materialized_version_ids``
     (None = unknown) enables the crash-gap check; ``warehouse`` enables re-hashing published files;
     ``forced_cancels``: the run ids marked cancelled without their worker's confirmation (read as FORCED_CANCEL)."""
+    facts = _Facts(run_status_of, materialized_version_ids, warehouse, forced_cancels)
     ledger = Ledger(catalog)
     record = ledger.get(request_id)
     cells = ledger.cells(request_id)
@@ -243,23 +293,16 @@ def reconcile(
 
     overrides = catalog.overrides_of_cells(c.key for c in cells)
     rolled_back = _purged_rolled_back(catalog, own)
-    gaps: list[ReportGap] = []
-    cell_reports: list[CellReport] = []
-    duplicates = retrying = 0
-    for cell in cells:
-        vs = per_cell.get(cell.key, [])
-        report, cell_gaps = _cell_report(
-            cell, vs, by_id, overrides.get(cell.key, []), run_status_of, materialized_version_ids, warehouse,
-            rolled_back,
-        )
-        if cell.dagster_run_id:
-            report.run_status = run_status_of(cell.dagster_run_id)
-            report.run_reads_as = FORCED_CANCEL if cell.dagster_run_id in forced_cancels else None
-        cell_reports.append(report)
-        gaps += cell_gaps
-        duplicates += max(sum(1 for v in vs if v.published_at) - 1, 0)
-        if cell.decision == M.SUBMITTED and still_retrying(cell, vs, graph, run_status_of):
-            retrying += 1
+    cell_reports = tuple(
+        _cell_report(cell, per_cell.get(cell.key, []), by_id, overrides.get(cell.key, []), facts, rolled_back)
+        for cell in cells
+    )
+    gaps = tuple(ReportGap(v.version_id, v.state, v.gap) for c in cell_reports for v in c.versions if v.gap)
+    duplicates = sum(max(sum(1 for v in per_cell.get(c.key, []) if v.published_at) - 1, 0) for c in cells)
+    retrying = sum(
+        1 for c in cells
+        if c.decision == M.SUBMITTED and still_retrying(c, per_cell.get(c.key, []), graph, run_status_of)
+    )
     run_ids = sorted({v.dagster_run_id for v in own} | {c.dagster_run_id for c in cells if c.dagster_run_id})
     totals = _totals(cells, cell_reports, len(run_ids), len(own), retrying, duplicates, len(gaps))
     # Done means published: a cell skipped because its upstream or previous day did not publish is not done.
@@ -268,16 +311,14 @@ def reconcile(
     )
     stale, side_effects = affected_downstream_report(catalog, record.request_id, record.spec.downstream, graph)
     return Report(
-        # While paused: who paused it, when, why (None otherwise).
-        request={**record.as_dict(), "pause": _pause_of(catalog, request_id)},
+        request=ReportRequest(record, Pauses(catalog).current([request_id]).get(request_id)),
         totals=totals,
         complete=complete,
         cells=cell_reports,
         gaps=gaps,
         stale_downstream=stale,
-        handoffs=Handoffs(catalog).list(request_id),
-        runs=[ReportRun(r, run_status_of(r) or "unknown", FORCED_CANCEL if r in forced_cancels else None)
-              for r in run_ids],
+        handoffs=tuple(Handoffs(catalog).list(request_id)),
+        runs=tuple(ReportRun(r, run_status_of(r) or "unknown", facts.reads_as(r)) for r in run_ids),
         side_effects=side_effects,
     )
 
@@ -309,38 +350,30 @@ def _cell_report(
     vs: list[Version],
     by_id: dict[str, Version],
     cell_overrides: list[Override],
-    run_status_of: Callable[[str], str | None],
-    materialized_version_ids: set[str] | None,
-    warehouse: Warehouse | None,
+    facts: _Facts,
     rolled_back: AbstractSet[str] = frozenset(),
-) -> tuple[CellReport, list[ReportGap]]:
-    """One cell's report (its versions with their overrides and gaps) and the gaps found in it."""
-    reports = [_version_report(v, by_id) for v in vs]
-    gaps = []
-    for v, rep in zip(vs, reports, strict=True):
-        rep.overrides = [o.as_dict() for o in cell_overrides if o.version_id == v.version_id]
-        rep.gap = _gap(v, run_status_of, materialized_version_ids, warehouse)
-        if rep.gap:
-            gaps.append(ReportGap(v.version_id, VersionState(v.state), rep.gap))
+) -> CellReport:
+    """One cell's report: its versions with their overrides and gaps, its decision now and its run's status."""
     published = [v for v in vs if v.published_at]
     run_ids = sorted({v.dagster_run_id for v in vs} | ({cell.dagster_run_id} if cell.dagster_run_id else set()))
     decision, reason, override = _decision_now(cell, published, cell_overrides, rolled_back)
-    report = CellReport(
+    return CellReport(
         asset=cell.asset,
         partition_key=cell.partition_key,
         origin=str(cell.origin),
         decision=decision,
         reason=reason,
-        run_ids=run_ids,
-        versions=reports,
+        run_ids=tuple(run_ids),
+        versions=tuple(_version_report(v, by_id, cell_overrides, facts) for v in vs),
         submitted_at=cell.submitted_at,
-        override=override.as_dict() if override else None,
+        override=override,
+        run_status=facts.run_status_of(cell.dagster_run_id) if cell.dagster_run_id else None,
+        run_reads_as=facts.reads_as(cell.dagster_run_id) if cell.dagster_run_id else None,
     )
-    return report, gaps
 
 
 def _totals(
-    cells: list[Cell], cell_reports: list[CellReport], runs: int, attempts: int, retrying: int, duplicates: int,
+    cells: list[Cell], cell_reports: tuple[CellReport, ...], runs: int, attempts: int, retrying: int, duplicates: int,
     gaps: int,
 ) -> ReportTotals:
     counts = count_decisions(c.decision for c in cell_reports)
@@ -435,8 +468,8 @@ def _decision_now(
     return cell.decision, cell.reason, None
 
 
-def _decided_by(cells: list[CellReport], action: OverrideAction) -> int:
-    return sum(1 for c in cells if c.override and c.override["action"] == action)
+def _decided_by(cells: tuple[CellReport, ...], action: OverrideAction) -> int:
+    return sum(1 for c in cells if c.override and c.override.action is action)
 
 
 def _gap(
@@ -458,9 +491,3 @@ def _gap(
         except Exception as exc:  # noqa: BLE001 - any unreadable file is a finding, not a crash
             return GAP_FILE.format(error=str(exc))
     return None
-
-
-def _pause_of(catalog: Catalog, request_id: str) -> dict[str, Any] | None:
-    """The request's pause now, as the report's plain data (None when it is not paused)."""
-    pause = Pauses(catalog).current([request_id]).get(request_id)
-    return pause.as_dict() if pause else None

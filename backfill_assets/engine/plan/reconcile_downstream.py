@@ -4,9 +4,12 @@ effects they would have triggered (a side-effect asset has no versions: its stat
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.request_model import DownstreamPolicy
 from backfill_assets.engine.plan.lineage import affected_downstream
 from backfill_assets.engine.store.catalog import Catalog
@@ -14,15 +17,55 @@ from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.outbox import deliveries
 
 
+@dataclass(frozen=True)
+class StaleCell(JsonRecord):
+    """A downstream data cell whose serving version did not read the version the request published upstream."""
+
+    asset: str
+    partition_key: str
+    current_version_id: str | None  # None: the cell has no serving version
+    upstream_version_id: str
+
+
+class SideEffectStatus(StrEnum):
+    """What an affected side-effect cell's outbox holds for the request's upstream version."""
+
+    SENT = "sent for this request's version"
+    # The outbox keys on content: identical figures are never sent twice, and policy none re-sends nothing.
+    SENT_EARLIER = "sent earlier, for an earlier upstream version; not re-sent (policy none)"
+    NEVER_SENT = "never sent"
+
+
+@dataclass(frozen=True)
+class SentDelivery(JsonRecord):
+    """One outbox delivery of an affected side-effect cell, and the upstream version it was sent for."""
+
+    idempotency_key: str
+    sent_at: Any  # as the outbox row holds it
+    source_version_id: str | None
+    request_id: str | None
+
+
+@dataclass(frozen=True)
+class SideEffectCell(JsonRecord):
+    """A side-effect cell affected by the request's publishes (policy none): what it sent, and for which version."""
+
+    asset: str
+    partition_key: str
+    upstream_version_id: str
+    status: SideEffectStatus
+    deliveries: tuple[SentDelivery, ...]
+
+
 def affected_downstream_report(
     catalog: Catalog, request_id: str, policy: str, graph: AssetGraph
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[tuple[StaleCell, ...], tuple[SideEffectCell, ...]]:
     """Policy none: the downstream data cells whose current version did not read the version this request
     published (stale), and the affected side-effect cells with their outbox deliveries. A side-effect asset has
     no versions, so it is never called stale: what it sent, and for which upstream version, is reported instead.
     """
     if policy != DownstreamPolicy.NONE:
-        return [], []
+        return (), ()
     rows = catalog.publishes_of_request(request_id)
     newest = catalog.newest_published_day()
     affected: dict[tuple[str, str], object] = {}
@@ -34,7 +77,7 @@ def affected_downstream_report(
     return _stale(catalog, data_cells), _side_effect_state(catalog, side_effect_cells)
 
 
-def _stale(catalog: Catalog, affected: dict[tuple[str, str], Any]) -> list[dict[str, Any]]:
+def _stale(catalog: Catalog, affected: dict[tuple[str, str], Any]) -> tuple[StaleCell, ...]:
     # One query per downstream asset instead of one per cell.
     by_asset: dict[str, list[str]] = {}
     for asset, partition in affected:
@@ -49,48 +92,27 @@ def _stale(catalog: Catalog, affected: dict[tuple[str, str], Any]) -> list[dict[
         version = current.get((asset, partition))
         read = (version.input_versions or {}) if version else {}
         if read.get(f"{row.asset}/{row.partition_key}") != row.version_id:
-            stale.append(
-                {
-                    "asset": asset,
-                    "partition_key": partition,
-                    "current_version_id": version.version_id if version else None,
-                    "upstream_version_id": row.version_id,
-                }
-            )
-    return stale
+            stale.append(StaleCell(asset, partition, version.version_id if version else None, row.version_id))
+    return tuple(stale)
 
 
-def _side_effect_state(catalog: Catalog, affected: dict[tuple[str, str], Any]) -> list[dict[str, Any]]:
+def _side_effect_state(catalog: Catalog, affected: dict[tuple[str, str], Any]) -> tuple[SideEffectCell, ...]:
     sent_by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for asset in {a for a, _ in affected}:
         for d in deliveries(catalog, asset=asset):
             sent_by_cell.setdefault((d["asset"], d["partition_key"]), []).append(d)
     report = []
     for (asset, partition), row in affected.items():
-        sent = sent_by_cell.get((asset, partition), [])
-        sources = [json.loads(d["payload_json"]).get("source_version_id") for d in sent]
-        if any(row.version_id in (source or "").split(",") for source in sources):
-            status = "sent for this request's version"
+        sent = [
+            SentDelivery(d["idempotency_key"], d["sent_at"], json.loads(d["payload_json"]).get("source_version_id"),
+                         d["request_id"])
+            for d in sent_by_cell.get((asset, partition), [])
+        ]
+        if any(row.version_id in (d.source_version_id or "").split(",") for d in sent):
+            status = SideEffectStatus.SENT
         elif sent:
-            # The outbox keys on content: identical figures are never sent twice, and policy none re-sends nothing.
-            status = "sent earlier, for an earlier upstream version; not re-sent (policy none)"
+            status = SideEffectStatus.SENT_EARLIER
         else:
-            status = "never sent"
-        report.append(
-            {
-                "asset": asset,
-                "partition_key": partition,
-                "upstream_version_id": row.version_id,
-                "status": status,
-                "deliveries": [
-                    {
-                        "idempotency_key": d["idempotency_key"],
-                        "sent_at": d["sent_at"],
-                        "source_version_id": source,
-                        "request_id": d["request_id"],
-                    }
-                    for d, source in zip(sent, sources, strict=True)
-                ],
-            }
-        )
-    return report
+            status = SideEffectStatus.NEVER_SENT
+        report.append(SideEffectCell(asset, partition, row.version_id, status, tuple(sent)))
+    return tuple(report)

@@ -18,7 +18,7 @@ class RunView:
     run_id: str
     run_key: str | None
     partition: str | None
-    status: str  # a RunStatus value
+    status: RunStatus
     slot: int | None = None
 
 

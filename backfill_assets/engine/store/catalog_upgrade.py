@@ -4,13 +4,14 @@ open their own engine, never ``db.engine_for`` (which refuses a catalog not at h
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from sqlalchemy.engine import Engine, make_url
 
 from backfill_assets.engine.model.errors import CatalogDamaged, InvalidInput
+from backfill_assets.engine.model.json_records import as_json_dict
 from backfill_assets.engine.store import schema_version as V
 from backfill_assets.engine.store.db import (
     READ_ONLY,
@@ -21,6 +22,7 @@ from backfill_assets.engine.store.db import (
     refuse_unusable_file,
     retry_transient,
 )
+from backfill_assets.engine.store.schema_version import SchemaStanding
 
 
 @dataclass(frozen=True)
@@ -30,15 +32,15 @@ class SchemaStatus:
     url: str  # the password hidden
     revision: str | None
     head: str
-    standing: str  # schema_version.AT_HEAD | EMPTY | UNVERSIONED | OLDER | NEWER, or ABSENT
+    standing: SchemaStanding
 
     @property
     def needs_upgrade(self) -> bool:
         """True when this code refuses to open it until something is upgraded (the catalog, or backfill_assets)."""
-        return self.standing in (V.UNVERSIONED, V.OLDER, V.NEWER)
+        return self.standing in (SchemaStanding.UNVERSIONED, SchemaStanding.OLDER, SchemaStanding.NEWER)
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "needs_upgrade": self.needs_upgrade}
+        return {**as_json_dict(self), "needs_upgrade": self.needs_upgrade}
 
 
 @dataclass(frozen=True)
@@ -46,17 +48,14 @@ class SchemaUpgrade:
     url: str
     from_revision: str | None  # None: made before versions were recorded, or an empty database
     to_revision: str
-    standing_before: str
+    standing_before: SchemaStanding
 
     @property
     def changed(self) -> bool:
-        return self.standing_before != V.AT_HEAD
+        return self.standing_before is not SchemaStanding.AT_HEAD
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "changed": self.changed}
-
-
-ABSENT = "absent"  # a SQLite catalog whose file does not exist yet: the first process to open it creates it
+        return {**as_json_dict(self), "changed": self.changed}
 
 
 def schema_status(url: str, warehouse_root: str | None = None) -> SchemaStatus:
@@ -66,7 +65,7 @@ def schema_status(url: str, warehouse_root: str | None = None) -> SchemaStatus:
     shown = V.shown_url(url)
     refuse_unusable_file(url, warehouse_root)
     if _sqlite_file_missing(url):
-        return SchemaStatus(shown, None, V.HEAD, ABSENT)
+        return SchemaStatus(shown, None, V.HEAD, SchemaStanding.ABSENT)
     with _engine(url) as engine, engine.execution_options(**{READ_ONLY: True}).connect() as conn:
         revision, has_tables = V.inspect_revision(conn)
         missing = V.missing_tables(conn) if revision == V.HEAD else []
@@ -76,7 +75,7 @@ def schema_status(url: str, warehouse_root: str | None = None) -> SchemaStatus:
             f"{RESTORE_HINT}"
         )
     where = V.standing(revision, has_tables)
-    if where == V.EMPTY:
+    if where is SchemaStanding.EMPTY:
         refuse_empty_beside_versions(url, warehouse_root, "is empty")
     return SchemaStatus(shown, revision, V.HEAD, where)
 
@@ -105,12 +104,12 @@ def init_catalog(url: str, warehouse_root: str | None = None, force: bool = Fals
     return SchemaUpgrade(shown, revision, V.HEAD, where)
 
 
-def _init(engine: Engine, url: str, warehouse_root: str | None) -> tuple[str | None, str]:
+def _init(engine: Engine, url: str, warehouse_root: str | None) -> tuple[str | None, SchemaStanding]:
     with engine.begin() as conn:
         V.lock_schema(conn)
         revision, has_tables = V.inspect_revision(conn)
         where = V.standing(revision, has_tables)
-        if where != V.EMPTY:
+        if where is not SchemaStanding.EMPTY:
             raise InvalidInput(
                 f"catalog {V.shown_url(url)} already exists (schema version {revision or 'none'}): nothing changed; "
                 "`catalog init` only creates an empty or missing one"
@@ -122,17 +121,17 @@ def _init(engine: Engine, url: str, warehouse_root: str | None) -> tuple[str | N
     return revision, where
 
 
-def _upgrade(engine: Engine, url: str, warehouse_root: str | None) -> tuple[str | None, str]:
+def _upgrade(engine: Engine, url: str, warehouse_root: str | None) -> tuple[str | None, SchemaStanding]:
     with engine.begin() as conn:
         V.lock_schema(conn)
         revision, has_tables = V.inspect_revision(conn)
         where = V.standing(revision, has_tables)
-        if where == V.NEWER:
+        if where is SchemaStanding.NEWER:
             raise V.mismatch(url, revision, where)
-        if where == V.EMPTY:
+        if where is SchemaStanding.EMPTY:
             refuse_empty_beside_versions(url, warehouse_root, "is empty")
             V.create_at_head(conn)
-        elif where != V.AT_HEAD:
+        elif where is not SchemaStanding.AT_HEAD:
             V.upgrade_to_head(conn)
         if conn.dialect.name == "postgresql":
             ensure_publish_function(conn)

@@ -138,7 +138,7 @@ def _open_checked(engine: Engine, url: str, warehouse_root: str | None = None) -
         revision = retry_transient(lambda: _create_if_empty(engine, url, warehouse_root), attempts=5)
         has_function, missing = engine.dialect.name != "postgresql", []
     where = schema_version.standing(revision, has_tables=True)
-    if where != schema_version.AT_HEAD:
+    if where is not schema_version.SchemaStanding.AT_HEAD:
         raise schema_version.mismatch(url, revision, where)
     if missing:
         raise CatalogDamaged(

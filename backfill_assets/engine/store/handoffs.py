@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
 import sqlalchemy as sa
 
-from backfill_assets.engine.model.errors import InvalidInput, NotFound, quoted
+from backfill_assets.engine.model.errors import InvalidField, InvalidInput, NotFound, quoted
 from backfill_assets.engine.model.identity import validate_text
 from backfill_assets.engine.model.intervals import iso
+from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.schema import handoffs
 from backfill_assets.engine.store.transactions import begin, read
@@ -36,6 +38,24 @@ EXPIRED = HandoffStatus.EXPIRED.value
 DEFAULT_WINDOW = timedelta(hours=24)
 UNOWNED = "unowned"  # the owner field of a handoff whose asset declares no owners
 _HANDOFF_ID_RE = re.compile(r"^[a-z0-9-]{1,80}\Z")
+
+
+@dataclass(frozen=True)
+class Handoff(JsonRecord):
+    """One handoff (a ``handoffs`` row): the affected days of a downstream asset offered to its owners, and what
+    they decided."""
+
+    handoff_id: str
+    request_id: str
+    asset: str
+    owner: str  # the asset's owners joined, or UNOWNED
+    partitions: tuple[str, ...]
+    status: HandoffStatus
+    deadline: str  # ISO 8601, UTC
+    created_at: str
+    decided_at: str | None = None
+    decided_by: str | None = None
+    system_user: str | None = None  # who the system saw decide (the OS user, Dagster's launching user)
 
 
 class Handoffs:
@@ -79,7 +99,7 @@ class Handoffs:
 
     def decide(
         self, handoff_id: str, status: str, by: str, now: datetime, system_user: str | None = None
-    ) -> dict[str, Any]:
+    ) -> Handoff:
         """``by``: the name stated; ``system_user``: who the system saw decide, stored beside it."""
         if status not in (ACCEPTED, DECLINED):
             raise InvalidInput(f"unknown handoff decision {quoted(status)}")
@@ -115,26 +135,27 @@ class Handoffs:
                 )
         return ids
 
-    def get(self, handoff_id: str) -> dict[str, Any]:
+    def get(self, handoff_id: str) -> Handoff:
         with read(self.reader, self.engine) as conn:
             row = conn.execute(sa.select(handoffs).where(handoffs.c.handoff_id == handoff_id)).first()
         if row is None:
             raise NotFound(f"unknown handoff {quoted(handoff_id)}")
-        return _as_dict(row)
+        return _record(row)
 
-    def list(self, request_id: str | None = None, status: str | None = None) -> list[dict[str, Any]]:
+    def list(self, request_id: str | None = None, status: str | None = None) -> list[Handoff]:
         query = sa.select(handoffs).order_by(handoffs.c.created_at)
         if request_id:
             query = query.where(handoffs.c.request_id == request_id)
         if status:
             query = query.where(handoffs.c.status == status)
         with read(self.reader, self.engine) as conn:
-            return [_as_dict(r) for r in conn.execute(query).all()]
+            return [_record(r) for r in conn.execute(query).all()]
 
 
 def validate_handoff_id(handoff_id: object) -> str:
+    """A handoff id, or an error naming the field (``handoff_id``) as each door words it."""
     if not isinstance(handoff_id, str) or not _HANDOFF_ID_RE.fullmatch(handoff_id):
-        raise InvalidInput(f"handoff id {quoted(handoff_id)} is not of the form ho-xxxxxxxx")
+        raise InvalidField("{handoff_id} {value!r} is not of the form ho-xxxxxxxx", value=handoff_id)
     return handoff_id
 
 
@@ -143,7 +164,7 @@ def owners_of(owner_field: str) -> tuple[str, ...]:
     return tuple(o.strip() for o in owner_field.split(",") if o.strip() and o.strip() != UNOWNED)
 
 
-def _as_dict(row: sa.Row[Any]) -> dict[str, Any]:
+def _record(row: sa.Row[Any]) -> Handoff:
     data = dict(row._mapping)
-    data["partitions"] = json.loads(data.pop("partitions_json"))
-    return data
+    partitions = tuple(json.loads(data.pop("partitions_json")))
+    return Handoff(**{**data, "partitions": partitions, "status": HandoffStatus(data["status"])})

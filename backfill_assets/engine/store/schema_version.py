@@ -11,6 +11,7 @@ Nothing here opens an engine: ``db.engine_for`` checks a catalog when a process 
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,8 +31,17 @@ UPGRADE_COMMAND = "backfill-assets catalog upgrade"
 # PostgreSQL: the advisory lock every creator and upgrader of a catalog takes first, so they run one at a time.
 SCHEMA_LOCK = "backfill_assets.catalog_schema"
 
-# What a catalog's stored revision says, for this code.
-AT_HEAD, EMPTY, UNVERSIONED, OLDER, NEWER = "at head", "empty", "unversioned", "older", "newer"
+
+
+class SchemaStanding(StrEnum):
+    """Where a catalog stands for this code: what its stored revision says (or that it does not exist yet)."""
+
+    AT_HEAD = "at head"
+    EMPTY = "empty"  # no catalog table: created at head when opened
+    UNVERSIONED = "unversioned"  # made before schema versions were recorded: an upgrade brings it to head
+    OLDER = "older"  # an upgrade brings it to head
+    NEWER = "newer"  # a later backfill_assets wrote it, or a revision this code does not have
+    ABSENT = "absent"  # a SQLite catalog whose file does not exist yet: the first process to open it creates it
 
 
 def alembic_config(connection: sa.Connection) -> Config:
@@ -75,15 +85,13 @@ def missing_tables(conn: sa.Connection) -> list[str]:
     return sorted(set(metadata.tables) - present)
 
 
-def standing(revision: str | None, has_tables: bool) -> str:
-    """Where a catalog stands for this code: AT_HEAD, EMPTY (created at head when opened), UNVERSIONED (made
-    before versions were recorded), OLDER (an upgrade brings it to head) or NEWER (a later backfill_assets wrote
-    it, or a revision this code does not have)."""
+def standing(revision: str | None, has_tables: bool) -> SchemaStanding:
+    """Where a catalog stands for this code: at head, empty, unversioned, older or newer (``SchemaStanding``)."""
     if revision == HEAD:
-        return AT_HEAD
+        return SchemaStanding.AT_HEAD
     if revision is None:
-        return UNVERSIONED if has_tables else EMPTY
-    return OLDER if revision in known_revisions() else NEWER
+        return SchemaStanding.UNVERSIONED if has_tables else SchemaStanding.EMPTY
+    return SchemaStanding.OLDER if revision in known_revisions() else SchemaStanding.NEWER
 
 
 def shown_url(url: str) -> str:
@@ -91,10 +99,10 @@ def shown_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def mismatch(url: str, revision: str | None, where: str) -> CatalogSchemaMismatch:
+def mismatch(url: str, revision: str | None, where: SchemaStanding) -> CatalogSchemaMismatch:
     """The refusal a process opening a catalog not at ``HEAD`` gets: what it is, what is needed, what to run."""
     shown = shown_url(url)
-    if where == NEWER:
+    if where is SchemaStanding.NEWER:
         return CatalogSchemaMismatch(
             f"catalog {shown} is at schema version {revision}, which this backfill_assets does not know (it needs "
             f"{HEAD}): upgrade backfill_assets"

@@ -18,10 +18,11 @@ from backfill_assets.engine.store.admissions import Admissions
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.integration.runs.runs import other_run_writing
+from backfill_assets.integration.step_context import StepContext
 
 
 def cell_facts(
-    context: dg.AssetExecutionContext, graph: AssetGraph, catalog: Catalog, asset: str, partition: str
+    context: StepContext, graph: AssetGraph, catalog: Catalog, asset: str, partition: str
 ) -> CellFacts:
     """What is true of the cell now, leaving out this run's own attempts."""
     # A re-execution's attempts are the root's run, or its own when it changed the computation (logical_run.py).
@@ -38,7 +39,7 @@ def cell_facts(
 
 
 def admission_skip(
-    context: dg.AssetExecutionContext, graph: AssetGraph, spec: DeclaredAsset, catalog: Catalog, partition: str
+    context: StepContext, graph: AssetGraph, spec: DeclaredAsset, catalog: Catalog, partition: str
 ) -> str | None:
     """Why this step must leave the cell alone (recorded for the adoption sensor and logged), or None to compute.
     Only runs of a backfill launched from Dagster are checked: a request's own runs were decided by its driver."""
@@ -57,7 +58,7 @@ def admission_skip(
     return decision.reason
 
 
-def frozen_code_version(context: dg.AssetExecutionContext, catalog: Catalog) -> str | None:
+def frozen_code_version(context: StepContext, catalog: Catalog) -> str | None:
     """The code version the run's request froze: our driver tags its runs with it; a backfill launched from
     Dagster froze the one its adoption recorded (None while the adoption sensor has not seen it yet). A run of no
     request (production, a manual run) freezes nothing: its tag only says what it computed under."""
@@ -71,7 +72,7 @@ def frozen_code_version(context: dg.AssetExecutionContext, catalog: Catalog) -> 
     return ledger.get(request_id).code_version if ledger.exists(request_id) else None
 
 
-def stamp_run_tags(context: dg.AssetExecutionContext, graph: AssetGraph, catalog: Catalog) -> dict[str, str]:
+def stamp_run_tags(context: StepContext, graph: AssetGraph, catalog: Catalog) -> dict[str, str]:
     """Give the run the request and code version tags it lacks, at its first gated step, on any instance: a run of
     a Dagster backfill (the UI's dialog, `dagster job backfill`) the request it is adopted as, and every run (those
     too, production's, `dagster asset materialize`'s) the code version it computes under — the one its request

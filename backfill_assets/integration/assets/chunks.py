@@ -137,9 +137,10 @@ def build_chunk_op(
     )
     def _chunk_op(context: dg.OpExecutionContext, config: op_config):  # type: ignore[valid-type]
         backfill = getattr(context.resources, BACKFILL_RESOURCE)
+        del config  # op_config, a class made here: read as the op's config, its fields typed by ChunkAssetConfig
         user_config = step_config(context.op_config, config_class)
         try:
-            days = [validate_partition_key(d) for d in config.partitions]
+            days = [validate_partition_key(d) for d in (context.op_config or {}).get("partitions", [])]
         except BackfillError as exc:
             raise dg.Failure(description=f"{spec.name}: {exc}", allow_retries=False) from exc
         if spec.depends_on_past:

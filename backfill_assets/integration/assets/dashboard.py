@@ -63,7 +63,7 @@ def version_metadata(version: Version) -> dict[str, Any]:
     v = version
     return {
         "version_id": v.version_id,
-        "path": dg.MetadataValue.path(v.path),
+        "path": dg.MetadataValue.path(_text(v.path)),
         "rows": dg.MetadataValue.int(int(v.rows or 0)),
         "sha256": _text(v.sha256),
         "logical_run_id": v.logical_run_id,

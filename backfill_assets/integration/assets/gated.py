@@ -45,6 +45,7 @@ from backfill_assets.integration.lineage import lineage_observers
 from backfill_assets.integration.published_io import PUBLISHED_IO_MANAGER
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.runs.run_identity import identity_from_context, logical_run_for
+from backfill_assets.integration.step_context import StepContext
 
 # A run in one of these may not publish: it was asked to stop, or was marked cancelled without its worker's
 # confirmation (`request cancel` when its code server did not answer), and its worker is still going.
@@ -125,7 +126,7 @@ class _Decided:
 
 
 def _decided_without_computing(
-    context: dg.AssetExecutionContext, graph: AssetGraph, spec: DeclaredAsset, backfill: BackfillResource, key: str,
+    context: StepContext, graph: AssetGraph, spec: DeclaredAsset, backfill: BackfillResource, key: str,
     identity: RunIdentity,
 ) -> _Decided | None:
     """What the step reports without computing, if anything: the version an earlier attempt of this run already
@@ -146,7 +147,7 @@ def _decided_without_computing(
 
 
 def gate_one(
-    context: dg.AssetExecutionContext,
+    context: StepContext,
     graph: AssetGraph,
     spec: DeclaredAsset,
     backfill: BackfillResource,
@@ -332,15 +333,16 @@ def build_gated_asset(
         finally:
             sync_tables_after_step(context.log, backfill, [spec.name])
 
-    if op_config.model_fields:
-        def _gated(context: dg.AssetExecutionContext, config: op_config):  # type: ignore[valid-type]
-            del config  # read as the op's config by step_config, beside the library's own (none)
-            yield from _step(context)
-    else:
-        # No config at all rather than an empty Config class: Dagster reads an empty one through pydantic's
-        # deprecated ``__fields__``, a DeprecationWarning in every run of the user's tests.
-        def _gated(context: dg.AssetExecutionContext):
-            yield from _step(context)
+    def _gated_with_config(context: dg.AssetExecutionContext, config: op_config):  # type: ignore[valid-type]
+        del config  # read as the op's config by step_config, beside the library's own (none)
+        yield from _step(context)
+
+    # No config at all rather than an empty Config class: Dagster reads an empty one through pydantic's
+    # deprecated ``__fields__``, a DeprecationWarning in every run of the user's tests.
+    def _gated_without_config(context: dg.AssetExecutionContext):
+        yield from _step(context)
+
+    _gated = _gated_with_config if op_config.model_fields else _gated_without_config
 
     # A multi_asset only for can_subset: a batched (range) run deselects the checks, which the step then
     # reports per partition itself; @asset cannot be subset by checks.

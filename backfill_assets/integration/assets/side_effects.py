@@ -143,6 +143,10 @@ def _deliver(
     if refusal is not None:
         _refused(context, spec, catalog, refusal)
         return None
+    make_payload, deliver_to = spec.transform, spec.deliver
+    if make_payload is None or deliver_to is None:  # side_effect_asset always declares both
+        raise dg.Failure(description=f"{spec.name}: a side-effect asset without its payload or deliver function",
+                         allow_retries=False)
     available = {INTERVAL_ARG: graph.calendar.interval(key), **user_resources(context, spec)}
     sources = []
     for upstream in spec.upstream:
@@ -152,7 +156,7 @@ def _deliver(
         available[parameter_name_of(upstream)] = backfill.warehouse().read_version(version)
         catalog.record_external_read(f"{spec.name}:{context.run.run_id}", version)
         sources.append(version.version_id)
-    payload = dict(call_with(spec.transform, available, f"payload of {spec.name}"))
+    payload = dict(call_with(make_payload, available, f"payload of {spec.name}"))
     # Which published versions the message was made from: reconcile reports deliveries per upstream version.
     payload["source_version_id"] = ",".join(sources)
     if spec.idempotency_key is not None:
@@ -162,7 +166,7 @@ def _deliver(
         dedup = idempotency_key(spec.name, key, payload)
 
     def deliver(message: dict) -> None:
-        call_with(spec.deliver, {**available, PAYLOAD_ARG: message, KEY_ARG: dedup}, f"deliver of {spec.name}")
+        call_with(deliver_to, {**available, PAYLOAD_ARG: message, KEY_ARG: dedup}, f"deliver of {spec.name}")
 
     delivery = send_once(
         catalog,

@@ -92,7 +92,7 @@ def terminate_request_runs(
     updates = []
     for cell in submitted:
         # Adopted cells have no run key of ours, only the run Dagster's backfill daemon launched for them.
-        run = views.get(cell.run_key) or by_id.get(cell.dagster_run_id)
+        run = views.get(cell.run_key or "") or by_id.get(cell.dagster_run_id or "")
         state = states.get((cell.asset, cell.partition_key, run.run_id)) if run else None
         updates.append(cancelled_cell(cell, run, state, stopped, cell.asset in side_effects))
     Ledger(catalog).update_cells(request_id, updates)

@@ -104,7 +104,8 @@ class BackfillRunCoordinator(dg.QueuedRunCoordinator):
             logger.exception("could not pace run %s; it is queued without its backfill slot", run.run_id)
             return super().submit_run(context)
         self._instance.add_run_tags(run.run_id, tags)
-        queued = super().submit_run(context._replace(dagster_run=self._instance.get_run_by_id(run.run_id)))
+        tagged = self._instance.get_run_by_id(run.run_id) or run  # the run with its pacing tags
+        queued = super().submit_run(context._replace(dagster_run=tagged))
         release_held_runs(self._instance, run.tags[T.DAGSTER_BACKFILL], ordered)
         return self._instance.get_run_by_id(queued.run_id) or queued
 
@@ -152,7 +153,8 @@ def release_held_runs(instance: dg.DagsterInstance, backfill_id: str, ordered: l
     if ordered is None:
         free = None
     else:
-        free = set(released_partitions(ordered, {r.tags.get(T.DAGSTER_PARTITION) for r in runs}))
+        with_runs = {r.tags[T.DAGSTER_PARTITION] for r in runs if T.DAGSTER_PARTITION in r.tags}
+        free = set(released_partitions(ordered, with_runs))
     released = 0
     for run in runs:
         if run.tags.get(T.QUEUE_HOLD) != T.HELD or run.status != dg.DagsterRunStatus.QUEUED:

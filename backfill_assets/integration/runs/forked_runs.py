@@ -9,6 +9,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import AbstractSet
 
 import dagster as dg
 
@@ -88,7 +89,7 @@ def fail_interrupted_launches(instance: dg.DagsterInstance, daemon_started_at: f
 
 
 def fail_dead_starting_runs(
-    instance: dg.DagsterInstance, forked: Mapping[str, RunWorker], cut_short: set[str] = frozenset()
+    instance: dg.DagsterInstance, forked: Mapping[str, RunWorker], cut_short: AbstractSet[str] = frozenset()
 ) -> list[str]:
     """Fail the STARTING runs whose forked worker is gone (it died before it could write RUN_START, e.g. its
     database restarting under it; the worker is the run's tag, or ``forked``, the launcher's own record of the fork

@@ -102,7 +102,8 @@ def record_lost_materialization(instance: dg.DagsterInstance, version: Version) 
             description="repaired by backfill-assets reconcile: published in the catalog, event was lost",
             metadata={
                 "version_id": version.version_id,
-                "path": dg.MetadataValue.path(version.path),
+                # A published version was written to its path; the catalog's column is nullable for one never written.
+                "path": dg.MetadataValue.path(version.path or ""),
                 "rows": int(version.rows or 0),
                 "sha256": version.sha256 or "",
                 "logical_run_id": version.logical_run_id,

@@ -15,6 +15,7 @@ from backfill_assets.engine.model.logical_run import LogicalRun, logical_run_of
 from backfill_assets.engine.model.settings import code_version, worker_label
 from backfill_assets.engine.plan.admission import adopted_request_id
 from backfill_assets.engine.store.catalog_queries import CatalogQueries
+from backfill_assets.integration.step_context import StepContext
 
 
 def request_id_from_tags(run_tags: Mapping[str, str]) -> str | None:
@@ -41,7 +42,7 @@ _CREATED_AT: dict[str, str] = {}
 _CREATED_AT_KEPT = 256
 
 
-def _requested_at(context: dg.AssetExecutionContext) -> str:
+def _requested_at(context: StepContext) -> str:
     run_tags = context.run.tags
     if run_tags.get(T.REQUESTED_AT):
         return run_tags[T.REQUESTED_AT]
@@ -103,7 +104,7 @@ def logical_run_for(
 
 
 def identity_from_context(
-    context: dg.AssetExecutionContext,
+    context: StepContext,
     asset: str,
     params: Mapping[str, Any],
     partition_key: str,

@@ -12,6 +12,7 @@ from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.intervals import days_between
 from backfill_assets.engine.model.numbers import whole_number
 from backfill_assets.engine.model.request_model import MAX_ACTIVE_LIMIT
+from backfill_assets.engine.model.states import RunStatus
 from backfill_assets.engine.plan.settling import RunView
 
 RUN_KEY_TAG = "dagster/run_key"
@@ -23,9 +24,6 @@ IN_FLIGHT_STATUSES = [
     dg.DagsterRunStatus.STARTED,
     dg.DagsterRunStatus.CANCELING,
 ]
-FINISHED = {dg.DagsterRunStatus.SUCCESS: "SUCCESS", dg.DagsterRunStatus.FAILURE: "FAILURE",
-            dg.DagsterRunStatus.CANCELED: "CANCELED"}
-
 
 def run_assets(run: dg.DagsterRun, graph: AssetGraph) -> list[str]:
     if run.tags.get(T.CHUNK_ASSETS):
@@ -103,8 +101,13 @@ def other_run_writing(
     return None
 
 
+def run_status(run: dg.DagsterRun) -> RunStatus:
+    """The run's status as the engine's enum: parsed here, once, from Dagster's (the two share their names)."""
+    return RunStatus(run.status.value)
+
+
 def status_name(run: dg.DagsterRun) -> str:
-    return FINISHED.get(run.status, run.status.value)
+    return run_status(run).value
 
 
 def runs_of_request(instance: dg.DagsterInstance, request_id: str) -> list[dg.DagsterRun]:
@@ -129,7 +132,7 @@ def _slot(run: dg.DagsterRun) -> int | None:
 
 
 def run_view(run: dg.DagsterRun, run_key: str | None = None) -> RunView:
-    return RunView(run.run_id, run_key, run.tags.get(T.DAGSTER_PARTITION), status_name(run), _slot(run))
+    return RunView(run.run_id, run_key, run.tags.get(T.DAGSTER_PARTITION), run_status(run), _slot(run))
 
 
 def run_views_by_key(runs: list[dg.DagsterRun]) -> dict[str, RunView]:

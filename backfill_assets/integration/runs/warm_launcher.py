@@ -39,7 +39,7 @@ import subprocess
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Mapping
+from typing import AbstractSet, Any, Mapping
 
 import dagster as dg
 
@@ -296,7 +296,7 @@ class WarmRunLauncher(dg.DefaultRunLauncher):
         """``forked_runs.fail_interrupted_launches``: called by ``backfill-assets-daemon`` when it starts."""
         return fail_interrupted_launches(self._instance, daemon_started_at)
 
-    def fail_dead_starting_runs(self, cut_short: set[str] = frozenset()) -> list[str]:
+    def fail_dead_starting_runs(self, cut_short: AbstractSet[str] = frozenset()) -> list[str]:
         """``forked_runs.fail_dead_starting_runs``: called by ``backfill-assets-daemon`` every few seconds."""
         return fail_dead_starting_runs(self._instance, self._forked, cut_short)
 

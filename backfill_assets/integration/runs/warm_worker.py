@@ -170,11 +170,9 @@ def _spare_child(read_fd: int, instance_ref_json: str, stdout_fd: int) -> None:
         # Until its run arrives, Ctrl-C in the daemon's terminal (it reaches the whole process group) is not for
         # this spare: the worker ends it by closing its pipe. Taken here, it was a traceback in the daemon's log.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        import dagster as dg
+        from backfill_assets.integration.runs.dagster_adapter import execute_run_on, instance_from_ref
 
-        from backfill_assets.integration.runs.dagster_adapter import execute_run_on
-
-        instance = dg.DagsterInstance.from_ref(dg.deserialize_value(instance_ref_json))
+        instance = instance_from_ref(instance_ref_json)
         line = _read_line(read_fd)
         if not line:
             raise SystemExit(0)

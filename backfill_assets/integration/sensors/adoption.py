@@ -91,7 +91,7 @@ def _adopt_and_track_one(
             for run in runs_of_request(instance, request_id)]
     cells = ledger.cells(request_id)
     followed = followed_runs(instance, cells)
-    states = {}
+    states: dict[tuple[str, str, str], str] = {}
     skips: dict[tuple[str, str, str], Skip] = {}
     if runs:
         ids = [r.view.run_id for r in runs]
@@ -102,10 +102,10 @@ def _adopt_and_track_one(
         graph,
         cells,
         runs,
-        lambda a, p, run_id, states=states: states.get((a, p, run_id)),
+        lambda a, p, run_id: states.get((a, p, run_id)),
         info.done,
         info.cancelled,
-        lambda a, p, run_id, skips=skips: skips.get((a, p, run_id)),
+        lambda a, p, run_id: skips.get((a, p, run_id)),
         hold_open=downstream_hold(catalog, record, graph.location),
         followed_runs=followed,
     )
@@ -135,8 +135,11 @@ def build_adoption_sensor(
         description="Adopts backfills launched from the Dagster UI or CLI into the request ledger as dg-<id>.",
     )
     def backfill_adoption(context: dg.SensorEvaluationContext):
+        repository = context.repository_def
+        if repository is None:  # Dagster evaluates a sensor within its code location's repository
+            raise dg.DagsterInvariantViolationError(f"{ADOPTION_SENSOR} was evaluated without its repository")
         adopted, closed, failed = adopt_and_track(
-            graph, evaluation_instance(context), context.repository_def, resource.get().catalog()
+            graph, evaluation_instance(context), repository, resource.get().catalog()
         )
         for line in failed:
             context.log.error(line)

@@ -103,7 +103,7 @@ def downstream_hold(catalog: Catalog, record: RequestRecord, location: str = "")
         return "waiting for the propagation sensor to see its publishes"
     open_handoffs = Handoffs(catalog).list(record.request_id, status=HANDOFF_OPEN)
     if open_handoffs:
-        return f"{len(open_handoffs)} handoff(s) open: " + ", ".join(h["handoff_id"] for h in open_handoffs)
+        return f"{len(open_handoffs)} handoff(s) open: " + ", ".join(h.handoff_id for h in open_handoffs)
     return None
 
 

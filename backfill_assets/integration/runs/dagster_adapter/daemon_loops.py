@@ -106,7 +106,7 @@ def woken_daemons(instance: dg.DagsterInstance, waker) -> list:
         SensorDaemon.daemon_type(): lambda: WokenSensorDaemon(settings=instance.get_sensor_settings()),
         BackfillDaemon.daemon_type(): lambda: WokenBackfillDaemon(settings=instance.get_backfill_settings()),
         QueuedRunCoordinatorDaemon.daemon_type(): lambda: WokenQueueDaemon(
-            interval_seconds=instance.run_coordinator.dequeue_interval_seconds
+            interval_seconds=_dequeue_interval(instance)
         ),
     }
     return [
@@ -195,3 +195,12 @@ def daemon_heartbeat_after(instance: dg.DagsterInstance, after: float) -> tuple[
         if beat.timestamp > since and (newest is None or beat.timestamp > newest[1]):
             newest = (kind, beat.timestamp, beat.daemon_id or "?")
     return newest
+
+
+def _dequeue_interval(instance: dg.DagsterInstance) -> float:
+    """The run queue's interval (``run_coordinator.config.dequeue_interval_seconds``): dagster-daemon starts the
+    queue's loop only for a ``QueuedRunCoordinator`` (ours, ``BackfillRunCoordinator``, is one)."""
+    coordinator = instance.run_coordinator
+    if not isinstance(coordinator, dg.QueuedRunCoordinator):
+        raise dg.DagsterInvariantViolationError("the run queue's loop needs a QueuedRunCoordinator")
+    return coordinator.dequeue_interval_seconds

@@ -54,16 +54,27 @@ def execute_run_args(run: dg.DagsterRun, instance: dg.DagsterInstance) -> str:
     """The serialized arguments of ``dagster api execute_run`` for ``run`` (what container launchers pass)."""
     from dagster._grpc.types import ExecuteRunArgs
 
-    return dg.serialize_value(
-        ExecuteRunArgs(job_origin=run.job_code_origin, run_id=run.run_id, instance_ref=instance.get_ref())
-    )
+    origin = run.job_code_origin
+    if origin is None:  # a run made for a launcher always has one; a run without one has no code to execute
+        raise dg.DagsterInvariantViolationError(f"run {run.run_id} has no job code origin to execute")
+    return dg.serialize_value(ExecuteRunArgs(job_origin=origin, run_id=run.run_id, instance_ref=instance.get_ref()))
 
 
 def execute_run(execute_run_args_json: str) -> None:
     """Be ``dagster api execute_run <args>`` in this process: open the instance from its ref, run, report."""
     from dagster._cli.api import execute_run_command
 
-    execute_run_command.callback(input_json=execute_run_args_json, compressed_input_json=None)
+    command = execute_run_command.callback  # click types a command's callback Optional; this one has its body
+    if command is None:
+        raise dg.DagsterInvariantViolationError("dagster api execute_run has no callback to call")
+    command(input_json=execute_run_args_json, compressed_input_json=None)
+
+
+def instance_from_ref(instance_ref_json: str) -> dg.DagsterInstance:
+    """The instance a serialized ``InstanceRef`` names, opened as a run worker opens it."""
+    from dagster._core.instance.ref import InstanceRef
+
+    return dg.DagsterInstance.from_ref(dg.deserialize_value(instance_ref_json, InstanceRef))
 
 
 def execute_run_on(instance: dg.DagsterInstance, execute_run_args_json: str) -> None:
