@@ -76,6 +76,7 @@ def _adopt_and_track_one(
         # As `request create` says it: the run queue may let fewer of its runs execute than max_active (or, with
         # another run coordinator, its runs are not paced at all); and a launch tag its steps refuse is said on
         # the request itself.
+        note: str | None
         if paced is None:
             note = unpaced_note(info.tags)
         else:
