@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from backfill_assets.engine.plan.reconcile import Report
+from backfill_assets.engine.plan.reconcile_records import Report
 
 if TYPE_CHECKING:
     from backfill_assets.service import RequestPlan

@@ -33,7 +33,8 @@ from backfill_assets.engine.model.states import RunStatus, VersionState
 from backfill_assets.engine.plan.clearing import ClearInput
 from backfill_assets.engine.plan.gc import PurgedVersion
 from backfill_assets.engine.plan.planning import PlanAction
-from backfill_assets.engine.plan.reconcile import (
+from backfill_assets.engine.plan.reconcile_downstream import SentDelivery, SideEffectCell, SideEffectStatus, StaleCell
+from backfill_assets.engine.plan.reconcile_records import (
     CellReport,
     Report,
     ReportGap,
@@ -42,7 +43,6 @@ from backfill_assets.engine.plan.reconcile import (
     ReportTotals,
     VersionReport,
 )
-from backfill_assets.engine.plan.reconcile_downstream import SentDelivery, SideEffectCell, SideEffectStatus, StaleCell
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.handoffs import Handoff, HandoffStatus
 from backfill_assets.engine.store.operations import Operation

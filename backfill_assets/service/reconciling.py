@@ -11,8 +11,8 @@ from typing import Any
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.states import IN_PROGRESS, VersionState
-from backfill_assets.engine.plan.reconcile import GAP_NO_MATERIALIZATION, Report
 from backfill_assets.engine.plan.reconcile import reconcile as reconcile_request
+from backfill_assets.engine.plan.reconcile_records import GAP_NO_MATERIALIZATION, Report
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
 from backfill_assets.engine.store.storage import Warehouse

@@ -8,7 +8,7 @@ Nothing here opens a catalog or reads a file: that is the service's operations' 
 """
 
 from backfill_assets.engine.plan.clearing import ClearInput
-from backfill_assets.engine.plan.reconcile import CellReport, Report, ReportRequest
+from backfill_assets.engine.plan.reconcile_records import CellReport, Report, ReportRequest
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.handoffs import ACCEPTED, DECLINED, Handoff
 from backfill_assets.engine.store.pauses import Pause, status_text

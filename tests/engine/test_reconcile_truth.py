@@ -11,15 +11,9 @@ from backfill_assets.engine.model.cells import CellUpdate
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import RunIdentity
 from backfill_assets.engine.model.retries import StepRetries
-from backfill_assets.engine.plan.reconcile import (
-    CELL_ROLLED_BACK,
-    NOT_REPRODUCIBLE,
-    ReportTotals,
-    count_decisions,
-    decisions_now,
-    reconcile,
-)
+from backfill_assets.engine.plan.reconcile import count_decisions, decisions_now, reconcile
 from backfill_assets.engine.plan.reconcile_downstream import SideEffectStatus
+from backfill_assets.engine.plan.reconcile_records import CELL_ROLLED_BACK, NOT_REPRODUCIBLE, ReportTotals
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.outbox import send_once

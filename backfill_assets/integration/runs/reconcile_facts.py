@@ -9,7 +9,7 @@ import dagster as dg
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.model.graph import AssetGraph
-from backfill_assets.engine.plan.reconcile import Report
+from backfill_assets.engine.plan.reconcile_records import Report
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.ledger import Ledger
