@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed
 # The package alone, as a user gets it (make demo); STAMP adds the test extra (every optional part, pytest, …).
 CORE_STAMP := $(VENV)/.installed-core
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+# Some machines set PYTHONDONTWRITEBYTECODE: then every process (each code server, daemon, CLI call and run worker)
+# compiles the package from source again, about 0.5 s of CPU each, and pytest rewrites every test module anew.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo demo-postgres demo-distributed test test-fast test-compat test-release screenshots lint typecheck dev bench bench-scale reliability clean
 
@@ -101,9 +104,9 @@ dev: $(STAMP)
 
 # Benchmarks: ours against a plain loop, naive Dagster and Airflow 3 (docs/BENCHMARKS.md); never part of `make test`.
 # Sizes and contenders as flags, e.g. make bench BENCH_ARGS="--with-airflow --reps 1" (python -m bench.run --help).
-# `make bench`: the 20-day side by side (F, N, O, B; A with --with-airflow), each contender 3 times interleaved,
+# `make bench`: the 20-day side by side (F, F2, N, O, B; A with --with-airflow), each contender 3 times interleaved,
 # the depends-on-past measurements (ours' chain and UI backfill, N's UI backfill) and the micro-benchmarks.
-# `make bench-scale`: all of it with Airflow, plus the scale curve (one run per size: F and B at 10, 40, 120 and
+# `make bench-scale`: all of it with Airflow, plus the scale curve (one run per size: F, F2, B at 10, 40, 120 and
 # 365 days, O and A up to 120, N up to 40), in one run. Both rewrite docs/BENCHMARKS.md and leave the results file
 # it names in bench/results/ (committed with it). Duration on 2 cores: `make bench` about 25 min (an estimate);
 # `make bench-scale` 54 min measured (docs/BENCHMARKS.md gives the run).

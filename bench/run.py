@@ -1,17 +1,17 @@
 """``python -m bench.run`` (``make bench``): every contender on the same data, the micro-benchmarks, the report.
 
-Every contender of the side by side runs ``--reps`` times (default 3), interleaved (F,N,A,O,B then B,O,A,N,F, ...),
-each time on fresh homes; its figures are the medians, with the spread beside them (``bench/repetitions.py``).
+Every contender of the side by side runs ``--reps`` times (default 3), interleaved (F,F2,N,A,O,B then B,O,A,N,F2,F,
+...), each time on fresh homes; its figures are the medians, with the spread beside them (``bench/repetitions.py``).
 Then the depends-on-past measurements (``bench/past.py``; ``--no-past`` skips them), and the published tables' cost:
 B at 365 days with the Iceberg tables on and off, twice each (``bench/published_tables.py``, ~15 min; ``--tables-days
 0`` skips it). With ``--scale 10,40,120,365``
-(``make bench-scale``) the same run then measures the scale curve, one repetition per size: F and B at every size,
-O and A (with ``--with-airflow``) up to 120 days, N up to 40, each size on its own folders and the same source.
+(``make bench-scale``) the same run then measures the scale curve, one repetition per size: F, F2 and B at every
+size, O and A (with ``--with-airflow``) up to 120 days, N up to 40, each size on its own folders and the same source.
 With ``--celery`` (``make bench BENCH_ARGS=--celery``) it also measures the throughput of a 40-day request
 with 1 and with 2 Celery workers (``bench/distributed.py``, ~25 min on 2 cores: not part of the default run).
 
 Example: python -m bench.run --days 10 --orders-per-day 2000 --only F,O
-Example: python -m bench.run --days 3 --orders-per-day 500 --only F,B --reps 1 --scale 2,4 --no-past --no-micro \
+Example: python -m bench.run --days 3 --orders-per-day 500 --only F,F2,B --reps 1 --scale 2,4 --no-past --no-micro \
     --no-doc --tables-days 3 --tables-reps 1
 """
 
@@ -43,8 +43,9 @@ from .workspace import REPO, Sizes, Workspace
 
 RESULTS = REPO / "bench" / "results"
 DOC = REPO / "docs" / "BENCHMARKS.md"
-CONTENDERS = ("F", "N", "A", "O", "B")
-DEFAULT = ("F", "N", "O", "B")  # A (Airflow) only with --with-airflow: it installs its own virtualenv
+# F2: the floor's loop on two processes at once (bench/contenders/floor.py).
+CONTENDERS = ("F", "F2", "N", "A", "O", "B")
+DEFAULT = ("F", "F2", "N", "O", "B")  # A (Airflow) only with --with-airflow: it installs its own virtualenv
 INVOKED_AS = "BENCH_INVOKED_AS"  # set by the Makefile's targets: the doc names the make command too
 
 
@@ -70,7 +71,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--only", default=None, help=f"comma-separated subset of {','.join(CONTENDERS)}")
     p.add_argument("--reps", type=int, default=3, help="repetitions of each contender in the side by side")
     p.add_argument("--scale", type=day_counts, default=[], metavar="DAYS,DAYS,...",
-                   help="also the scale curve (one repetition per size): F and B at each size, "
+                   help="also the scale curve (one repetition per size): F, F2 and B at each size, "
                         + ", ".join(f"{n} up to {d} days" for n, d in SCALE_MAX_DAYS.items()))
     p.add_argument("--no-past", action="store_true", help="skip the depends-on-past measurements")
     p.add_argument("--ui-days", type=int, default=UI_DAYS, help="days of the depends-on-past UI backfill")
@@ -108,7 +109,7 @@ def scale_contenders(args: argparse.Namespace, days: int) -> list[str]:
     """The contenders of the scale curve at ``days`` (``--only`` narrows them, ``--with-airflow`` adds A)."""
     if args.micro_only:
         return []
-    wanted = {n.strip().upper() for n in args.only.split(",")} if args.only else {"F", "N", "O", "B"}
+    wanted = {n.strip().upper() for n in args.only.split(",")} if args.only else set(DEFAULT)
     if args.with_airflow and not args.only:
         wanted.add("A")
     return [n for n in SCALE_CONTENDERS if n in wanted and on_curve_at(n, days)]
@@ -128,10 +129,10 @@ def tables_days(args: argparse.Namespace, names: list[str]) -> int:
 
 def run_contender(name: str, ws: Workspace, sizes: Sizes, args: argparse.Namespace) -> Outcome:
     # Imported late: each contender pulls in only what it needs (Dagster, or nothing but subprocesses).
-    if name == "F":
+    if name in ("F", "F2"):
         from .contenders import floor
 
-        return floor.run(ws, sizes)
+        return floor.run(ws, sizes, name)
     if name == "N":
         from .contenders import naive
 

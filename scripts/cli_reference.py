@@ -5,7 +5,7 @@
 
 The text is what ``backfill-assets … --help`` prints, taken from click's own help formatter with a fixed width
 (100 columns) and a fixed program name, so it does not depend on the terminal, on ``sys.argv[0]`` or on the
-folder it runs in. tests/integration/test_cli_reference.py checks that the committed page is current.
+folder it runs in. tests/doors/test_cli_reference.py checks that the committed page is current.
 """
 
 from __future__ import annotations

@@ -49,12 +49,14 @@ class AppContext:
         source); the instance is opened only by an operation that needs it."""
         from backfill_assets.engine.model.request_model import RequestSource
         from backfill_assets.integration.location_resources import resources_opener
+        from backfill_assets.integration.runs.direct_tick import DirectTick
         from backfill_assets.integration.selection import selector_of
         from backfill_assets.integration.service_wiring import backfills_for_home
 
         location = self.code_location()
         return backfills_for_home(location.graph, self.home, None, RequestSource.CLI, default_user(),
-                                  selector_of(location.defs, location.graph), resources_opener(location.defs))
+                                  selector_of(location.defs, location.graph), resources_opener(location.defs),
+                                  DirectTick(location.module_name, str(Path.cwd())))
 
 
 def ensure_home(home: Path) -> Path:

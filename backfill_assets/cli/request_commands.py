@@ -81,7 +81,7 @@ def request_options(command):
 @json_option
 @click.pass_obj
 def create(app: AppContext, dry_run: bool, wait_seconds: float | None, as_json: bool, **options) -> None:
-    """Validate and freeze a backfill request; the driver sensor submits its runs.
+    """Validate and freeze a backfill request and queue its first runs; the driver sensor submits the rest.
 
     Example: backfill-assets request create --assets daily_revenue --from 2022-10-01 --to 2022-10-31
     --reason "FX fix" --max-active 2   (auto: 2 runs of 16 and 15 days; --partitions-per-run 1: 31 runs)

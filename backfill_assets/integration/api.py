@@ -50,6 +50,7 @@ from backfill_assets.integration.partitioning import check_partitioning
 from backfill_assets.integration.published_io import PUBLISHED_IO_MANAGER, PublishedDataIOManager
 from backfill_assets.integration.request_jobs import build_clear_job, build_report_job, build_request_job
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
+from backfill_assets.integration.runs.run_end_tick import ticking_executor
 from backfill_assets.integration.sensors.adoption import build_adoption_sensor
 from backfill_assets.integration.sensors.cleanup import build_gc_sensor
 from backfill_assets.integration.sensors.driver import build_driver_sensor
@@ -321,7 +322,8 @@ def backfill_definitions(
         else build_gated_asset(spec, graph, config_classes.get(spec.name))
         for spec in graph
     ]
-    executor = _data_executor(executor)
+    # A request's run ticks its driver when it ends: the next day of a chain need not wait for the sensor's pass.
+    executor = ticking_executor(_data_executor(executor), graph, backfill)
     chunk_job = build_chunk_job(graph, executor, config_classes)
     request_job, report_job = build_request_job(graph), build_report_job(graph)
     chunk_job, report_job = _with_resources([chunk_job, report_job], {BACKFILL_RESOURCE: backfill, **resources})

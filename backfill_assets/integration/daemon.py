@@ -9,6 +9,10 @@ that keeps ``dagster-daemon run`` keeps every promise, at Dagster's pace (sensor
 One daemon per instance: the daemon holds a lease in the catalog while it runs (``integration/runs/instance_lease.py``);
 a second one, or one started beside a running ``dagster-daemon run``, refuses to start naming the first.
 
+Its workspace is reloaded (a new code server per location) when a location's code files changed, checked every
+minute, and otherwise every ``--reload-seconds``; Dagster's reloads every minute whatever happened
+(``integration/runs/dagster_adapter/workspace_reload.py``).
+
 Example: backfill-assets-daemon run -m my_project.definitions
          backfill-assets-daemon --backstop-seconds 60 run -w workspace.yaml
 """
@@ -25,6 +29,9 @@ from backfill_assets.engine.store.daemon_lease import DEFAULT_LEASE_SECONDS, MIN
 from backfill_assets.integration.runs.instance_lease import LEASE_SECONDS_ENV
 from backfill_assets.integration.runs.waker import DEFAULT_POLL_SECONDS
 
+# Dagster's daemon starts new code servers every 60 s; this one when the code changed, or after this long.
+DEFAULT_RELOAD_SECONDS = 600.0
+
 if TYPE_CHECKING:
     from backfill_assets.integration.runs.instance_lease import InstanceLease
 
@@ -40,9 +47,14 @@ if TYPE_CHECKING:
               show_default=True, envvar=LEASE_SECONDS_ENV,
               help="How long the instance's daemon lease lasts unrenewed: after a crash on another host, a new "
                    "daemon may start this long after the last renewal (on the same host, at once).")
+@click.option("--reload-seconds", type=click.FloatRange(min=60.0), default=DEFAULT_RELOAD_SECONDS, show_default=True,
+              help="Seconds between reloads of the workspace (new code servers) while no code file changed. A "
+                   "changed file is still picked up within a minute, as by dagster-daemon, which reloads every 60 s.")
 @click.pass_context
-def main(ctx: click.Context, backstop_seconds: float | None, poll_seconds: float, lease_seconds: float) -> None:
-    ctx.obj = {"backstop_seconds": backstop_seconds, "poll_seconds": poll_seconds, "lease_seconds": lease_seconds}
+def main(ctx: click.Context, backstop_seconds: float | None, poll_seconds: float, lease_seconds: float,
+         reload_seconds: float) -> None:
+    ctx.obj = {"backstop_seconds": backstop_seconds, "poll_seconds": poll_seconds, "lease_seconds": lease_seconds,
+               "reload_seconds": reload_seconds}
 
 
 @main.command(
@@ -71,7 +83,8 @@ def run(ctx: click.Context) -> None:
         return woken_daemons(instance, waker)
 
     try:
-        run_dagster_daemon(make_daemons, list(ctx.args))  # Dagster's command ends with SystemExit, even at 0
+        # Dagster's command ends with SystemExit, even at 0
+        run_dagster_daemon(make_daemons, list(ctx.args), reload_seconds=options["reload_seconds"])
     finally:
         if lease is not None:
             lease.release()

@@ -3,6 +3,7 @@ answered by the integration's modules for it, in the engine's and the service's 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -26,22 +27,30 @@ from backfill_assets.integration.runs.cell_facts import cell_facts_source
 from backfill_assets.integration.runs.cell_runs import runs_touching_cell
 from backfill_assets.integration.runs.dagster_adapter import cancel_backfill, run_queue_limits
 from backfill_assets.integration.runs.reconcile_facts import record_lost_materialization, request_run_facts
-from backfill_assets.service.ports import DagsterPort, RequestRunFacts, StoppedRequestRuns
+from backfill_assets.service.ports import DagsterPort, DrivenNow, RequestRunFacts, StoppedRequestRuns
 
 # Where the limits come from when the instance's own run queue is read (a dagster.yaml path otherwise).
 INSTANCE_QUEUE = "the instance's run queue"
+
+# A driver tick done in this process (``runs/direct_tick.DirectTick``): instance, graph, catalog, request id.
+DriveNow = Callable[[dg.DagsterInstance, AssetGraph, Catalog, str], DrivenNow]
+NOT_LOADED = "this process has not imported the code location as a module"
+
+logger = logging.getLogger("backfill_assets.dagster_port")
 
 
 class InstancePort(DagsterPort):
     """A Dagster instance as the service asks of it. ``instance_of`` opens it, on the first question only (the CLI's
     commands that ask Dagster nothing never open it); ``home`` is the Dagster home whose daemon a wake-up hints;
     ``queue_limits`` the run queue's limits when the caller read them itself (the CLI, from dagster.yaml), else
-    they are the instance's own."""
+    they are the instance's own; ``drive`` does a request's driver tick in this process (None: left to the
+    daemon's sensor)."""
 
     def __init__(
         self, instance_of: Callable[[], dg.DagsterInstance], home: Path | str | None,
-        queue_limits: QueueLimits | None = None, limits_from: str = INSTANCE_QUEUE,
+        queue_limits: QueueLimits | None = None, limits_from: str = INSTANCE_QUEUE, drive: DriveNow | None = None,
     ):
+        self._drive = drive
         self._instance_of = instance_of
         self._instance: dg.DagsterInstance | None = None
         self._home = home
@@ -49,9 +58,9 @@ class InstancePort(DagsterPort):
         self._limits_from = limits_from  # how a concurrency note names where the limits are set
 
     @classmethod
-    def of(cls, instance: dg.DagsterInstance) -> InstancePort:
+    def of(cls, instance: dg.DagsterInstance, drive: DriveNow | None = None) -> InstancePort:
         """An instance already open: its home is its root directory, its limits its run queue's."""
-        return cls(lambda: instance, instance.root_directory)
+        return cls(lambda: instance, instance.root_directory, drive=drive)
 
     @property
     def instance(self) -> dg.DagsterInstance:
@@ -66,6 +75,18 @@ class InstancePort(DagsterPort):
 
     def wake_daemon(self) -> None:
         wake_daemon(self._home)
+
+    def drive_now(self, graph: AssetGraph, catalog: Catalog, request_id: str) -> DrivenNow:
+        if self._drive is None:
+            return DrivenNow(left_to_sensor=NOT_LOADED)
+        try:
+            driven = self._drive(self.instance, graph, catalog, request_id)
+        except Exception as exc:  # noqa: BLE001 - the sensor submits what this tick could not; create succeeded
+            logger.debug("request %s left to the driver sensor", request_id, exc_info=True)
+            return DrivenNow(left_to_sensor=f"{type(exc).__name__}: {exc}")
+        if driven.run_keys:
+            self.wake_daemon()  # a woken run queue dequeues them now (the wake-up of the create came before them)
+        return driven
 
     def cell_facts(
         self, graph: AssetGraph, catalog: Catalog, cells: Sequence[tuple[str, str]]

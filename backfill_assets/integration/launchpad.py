@@ -4,6 +4,8 @@ one error policy.
 - One job, one op (``<job>_op``, or the name the job keeps), run in the run's own process, in the manual lane.
 - Who asks, when the config names nobody, is the run's ``dagster/user`` tag, else ``launchpad``; it goes to the
   service builder as ``user``, and what Dagster recorded of the launch (``launching_user``) as ``system_user``.
+- What the run did is the service's record as the ``result`` metadata (``result_metadata``): what the CLI's
+  ``--json`` prints and the Python call returns, whichever job.
 - Every library error (a ``BackfillError``, a ``StorageError``) fails the run with one line and no retry: nothing
   was written. A ``FieldMessage`` names its fields as this job's config keys. Anything else is a bug and keeps its
   traceback.
@@ -11,6 +13,7 @@ one error policy.
 No ``from __future__ import annotations`` here: Dagster reads each op's config class from its annotation.
 """
 
+import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Optional
@@ -21,6 +24,7 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import BackfillError, FieldMessage, StorageError, bounded
 from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.integration.first_ticks import tick_of_run
 from backfill_assets.integration.launching_user import DAGSTER_USER_TAG, launching_user
 from backfill_assets.integration.resources import BACKFILL_RESOURCE
 from backfill_assets.integration.service_wiring import backfills_for_instance
@@ -64,6 +68,17 @@ def library_errors_as_failure() -> Iterator[None]:
         raise dg.Failure(description=failure_line(exc), allow_retries=False) from exc
 
 
+def result_metadata(result: Any) -> dg.MetadataValue:
+    """A job's ``result`` metadata: the service's record as JSON (its ``as_dict()``, a list of them for a list; times
+    as text), what the CLI's ``--json`` prints and the Python call returns."""
+    plain = [_plain(item) for item in result] if isinstance(result, list) else _plain(result)
+    return dg.MetadataValue.json(json.loads(json.dumps(plain, default=str)))
+
+
+def _plain(result: Any) -> Any:
+    return result.as_dict() if hasattr(result, "as_dict") else result
+
+
 def launchpad_backfills(
     context: dg.OpExecutionContext, graph: AssetGraph, user: str, resources: frozenset[str] = frozenset(),
     select_assets: Optional[Callable[[str], tuple[str, ...]]] = None,
@@ -75,6 +90,8 @@ def launchpad_backfills(
         graph, context.instance, backfill.catalog(), M.RequestSource.LAUNCHPAD, user=user,
         warehouse=backfill.warehouse(), select_assets=select_assets, system_user=launching_user(context.run.tags),
         tables=backfill.published_tables(), resources={n: getattr(context.resources, n) for n in resources},
+        # A request made here queues its first runs itself, for the module this run was loaded from.
+        first_tick=tick_of_run(context.run) or False,
     )
 
 

@@ -12,7 +12,6 @@ An operation whose result is a refusal of the data (a registered file its checks
 summary, its result in the failure's metadata.
 """
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -23,7 +22,7 @@ from pydantic import Field
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.engine.model.graph import AssetGraph
-from backfill_assets.integration.launchpad import launchpad_job
+from backfill_assets.integration.launchpad import launchpad_job, result_metadata
 from backfill_assets.service import Backfills
 from backfill_assets.service.registering import register_resources
 
@@ -173,16 +172,6 @@ OPERATIONS = (
 )
 
 
-def _as_json(result: Any) -> Any:
-    """The service record as JSON (times as text); the CLI's ``--json`` differs for some: docs/SERVICE.md."""
-    plain = [_plain(item) for item in result] if isinstance(result, list) else _plain(result)
-    return json.loads(json.dumps(plain, default=str))
-
-
-def _plain(result: Any) -> Any:
-    return result.as_dict() if hasattr(result, "as_dict") else result
-
-
 def build_operation_job(graph: AssetGraph, operation: Operation) -> dg.JobDefinition:
     def run(context: dg.OpExecutionContext, config: Any, backfills: Backfills, user: str) -> dg.Output:
         result = operation.call(backfills, config, user)
@@ -190,7 +179,7 @@ def build_operation_job(graph: AssetGraph, operation: Operation) -> dg.JobDefini
         if request_id:
             context.instance.add_run_tags(context.run_id, {T.REPORT_OF: request_id})
         summary = operation.summary(result)
-        metadata: dict[str, Any] = {"summary": summary, "result": dg.MetadataValue.json(_as_json(result))}
+        metadata: dict[str, Any] = {"summary": summary, "result": result_metadata(result)}
         refused = operation.failure(result)
         if refused:
             raise dg.Failure(description=refused, metadata=metadata, allow_retries=False)

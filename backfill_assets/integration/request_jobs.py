@@ -7,8 +7,11 @@ is: the same validation, dry run and create, its requests recorded as made from 
 the run with the same one-line message and writes nothing; ``dry_run: true`` shows the plan and writes nothing;
 otherwise the frozen request is created and the driver sensor carries it out. ``backfill_clear`` is the same
 adapter over ``Backfills.clear``, a dry run unless ``dry_run: false``. ``launchpad.py`` builds the three, with its
-asking user and its one error policy. A run that created a request, and a report
-run, are tagged ``backfill/report_of=<request id>``; the request's own runs carry ``backfill/request_id``.
+asking user and its one error policy. Besides the fields the UI shows (the plan and the report as Markdown), each
+run's metadata holds ``result``: the service's record (the plan, the request created, the clear, the
+reconciliation), what the CLI's ``--json`` prints, as the operation jobs' ``result`` is. A run that created a
+request, and a report run, are tagged ``backfill/report_of=<request id>``; the request's own runs carry
+``backfill/request_id``.
 """
 
 
@@ -22,7 +25,7 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.request_input import RequestInput, parse_conf_text
-from backfill_assets.integration.launchpad import launchpad_job
+from backfill_assets.integration.launchpad import launchpad_job, result_metadata
 from backfill_assets.integration.selection import select_assets
 from backfill_assets.integration.ui_markdown import plan_markdown, report_markdown
 from backfill_assets.service import Backfills, ClearInput, CreatedRequest, RequestPlan
@@ -126,11 +129,12 @@ def build_clear_job(graph: AssetGraph, assets: Sequence[dg.AssetsDefinition]) ->
         fields = config.model_dump(exclude=set(RequestOptionsConfig.model_fields) | {"dry_run"})
         asked = ClearInput(**fields, **config.options(user))
         planned = backfills.clear(asked, dry_run=True)
-        created = None if config.dry_run else backfills.clear(asked).created
+        cleared = planned if config.dry_run else backfills.clear(asked)
         context.log.info(f"clear {config.select!r}: {', '.join(planned.assets)}; {planned.first}..{planned.last} "
                          f"({planned.days_asked})")
-        return outcome_output(context, planned.plan, created,  # type: ignore[arg-type]
-                              {"selected_assets": ", ".join(planned.assets), "days_asked": planned.days_asked})
+        return outcome_output(context, planned.plan, cleared.created,  # type: ignore[arg-type]
+                              {"selected_assets": ", ".join(planned.assets), "days_asked": planned.days_asked},
+                              record=cleared)
 
     return launchpad_job(graph, CLEAR_JOB, CLEAR_OP, BackfillClearConfig, clear_backfill_cells,
                          "Airflow's clear from the Launchpad: the selected assets' cells over the days, as one request "
@@ -140,8 +144,11 @@ def build_clear_job(graph: AssetGraph, assets: Sequence[dg.AssetsDefinition]) ->
 
 def outcome_output(
     context: dg.OpExecutionContext, plan: RequestPlan, created: CreatedRequest | None, extra: dict | None = None,
+    record: Any = None,
 ) -> dg.Output:
-    """The op's output: the plan (and the request, when one was created) as metadata the Launchpad shows."""
+    """The op's output: the plan (and the request, when one was created) as metadata the Launchpad shows, and
+    ``result``, the service's record (``record``, by default the request created, else the plan) as the CLI's
+    ``--json`` prints it."""
     metadata: dict[str, Any] = {"dry_run": True}
     title, message = f"Dry run: nothing was written (code version {plan.code_version})", None
     if created is not None:
@@ -165,6 +172,7 @@ def outcome_output(
         "concurrency_bound_by": "; ".join(plan.concurrency.binding),
         "concurrency_raise_in": plan.concurrency.raise_in or "",
         "plan": dg.MetadataValue.md(plan_markdown(title, plan, [*plan.notes(), message])),
+        "result": result_metadata(record if record is not None else created or plan),
     })
 
 
@@ -196,6 +204,7 @@ def build_report_job(graph: AssetGraph) -> dg.JobDefinition:
                 "table_days_behind": sum(len(t.days_behind) for t in reconciled.tables),
                 "runs": dg.MetadataValue.url(runs_filter_url(config.request_id)),
                 "report": dg.MetadataValue.md(report_markdown(report)),
+                "result": result_metadata(reconciled),
             },
         )
 

@@ -21,7 +21,7 @@ from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.store.transactions import atomic
 from backfill_assets.engine.tables.published_tables import PublishedTables, SyncReport, published_tables_of
 
-from .ports import DagsterPort
+from .ports import DagsterPort, DrivenNow
 
 # The queue a request is measured against when no Dagster instance is known: nothing lowers its max_active.
 NO_RUN_QUEUE = QueueLimits(None, [], "no Dagster instance")
@@ -75,6 +75,17 @@ class ServiceContext:
         saves a timer period, the ledger already holds the work."""
         if self.dagster is not None:
             self.dagster.wake_daemon()
+
+    def drive_now(self, request_id: str) -> DrivenNow:
+        """The request's first driver tick done here, so its first runs are queued before the operation returns.
+        The driver sensor drives every request anyway: whatever fails here is left to it, never the operation's
+        failure (the request is already committed)."""
+        if self.dagster is None:
+            return DrivenNow(left_to_sensor="no Dagster instance")
+        try:
+            return self.dagster.drive_now(self.graph, self.catalog, request_id) or DrivenNow()
+        except Exception as exc:  # noqa: BLE001 - an optimisation of the sensor's work, never a failed create
+            return DrivenNow(left_to_sensor=f"{type(exc).__name__}: {exc}")
 
     @property
     def warehouse(self) -> Warehouse:

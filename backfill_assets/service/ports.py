@@ -19,6 +19,7 @@ from typing import Protocol
 from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.overrides import Override
+from backfill_assets.engine.model.states import RunStatus
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.plan.planning import CellFacts
 from backfill_assets.engine.store.catalog import Catalog
@@ -33,7 +34,7 @@ class RequestRunFacts:
     FAILURE, CANCELED, ...), the version ids its materializations carry, and the runs marked cancelled without their
     worker's confirmation."""
 
-    run_statuses: Mapping[str, str] = field(default_factory=dict)
+    run_statuses: Mapping[str, RunStatus] = field(default_factory=dict)
     materialized_version_ids: frozenset[str] = frozenset()
     forced_cancels: frozenset[str] = frozenset()
 
@@ -44,6 +45,15 @@ class StoppedRequestRuns:
 
     terminated: tuple[str, ...] = ()
     forced: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DrivenNow:
+    """One driver tick done by the operation's own process: the run keys of the runs it queued (the driver sensor's
+    own keys), or why it left the request to the sensor's next pass (``left_to_sensor``, empty when it ticked)."""
+
+    run_keys: tuple[str, ...] = ()
+    left_to_sensor: str = ""
 
 
 class DagsterPort(Protocol):
@@ -57,6 +67,12 @@ class DagsterPort(Protocol):
 
     def wake_daemon(self) -> None:
         """A hint to the daemon that there is new work (a request made, resumed, confirmed, a cascade)."""
+
+    def drive_now(self, graph: AssetGraph, catalog: Catalog, request_id: str) -> DrivenNow:
+        """One driver tick for the request, in this process: the runs the driver sensor would submit now (its run
+        keys, tags, config and job), queued through the instance's run coordinator, so they need not wait for the
+        daemon's next pass over its sensors. The tick records its decisions as the sensor's does, so of the two at
+        the same moment one submits. Never raises: what cannot be done here is left to the sensor."""
 
     # ---- facts about runs --------------------------------------------------------------------------------------
 

@@ -182,7 +182,8 @@ def skip(
     context: ServiceContext, asset: str, partition_key: str | None, first: str | None, last: str | None, by: str,
     reason: str, undo: bool,
 ) -> SkipMarks:
-    cells = override_plan.skip_cells(context.graph, asset, partition_key, first, last)
+    newest = context.graph.calendar.newest_complete_key(utc_now())
+    cells = override_plan.skip_cells(context.graph, asset, partition_key, first, last, newest, undo)
     with context.atomic():
         marks = SkipMarks(asset, undo, tuple(override_plan.skip(context.catalog, cells, by, reason, undo,
                                                                 context.seen_user)))

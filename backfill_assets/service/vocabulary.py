@@ -1,5 +1,5 @@
 """The engine's words a door needs to parse its input and render the service's records, named here so that a door
-imports the service alone (tests/integration/test_door_layering.py holds the CLI and the Launchpad jobs to it).
+imports the service alone (tests/doors/test_door_layering.py holds the CLI and the Launchpad jobs to it).
 
 Only values and records cross: inputs (``ClearInput``), record types a renderer names (``Report``, ``Pause``,
 ``Version``), the statuses a record holds (a handoff's, a catalog schema's standing) and how a status is worded

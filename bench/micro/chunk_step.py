@@ -9,10 +9,8 @@ alone; ``PROFILE=1`` prints the timed run's profile (``PROFILE_OUT=<file>`` also
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from ..dagster_home import PRODUCT_STORAGE, PRODUCT_YAML
-from ..workspace import REPO
+from .alternating import alternate, main, measure_in_fresh_interpreter
 
 DAYS = 30
 REPS = 3
@@ -83,18 +81,12 @@ def _one(variant: str, days: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-chunk-") as tmp:
         home = Path(tmp) / "home"
         home.mkdir()
-        done = subprocess.run([sys.executable, "-m", "bench.micro.chunk_step", "--one", variant, str(days), str(home)],
-                              cwd=REPO, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"chunk_step {variant} failed:\n{done.stderr[-3000:]}")
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        return measure_in_fresh_interpreter(["-m", "bench.micro.chunk_step", "--one", variant, str(days), str(home)],
+                                            f"chunk_step {variant}")
 
 
 def run(days: int = DAYS, reps: int = REPS) -> dict:
-    measured: dict[str, list[dict]] = {v: [] for v in VARIANTS}
-    for rep in range(reps):
-        for variant in (VARIANTS if rep % 2 == 0 else VARIANTS[::-1]):
-            measured[variant].append(_one(variant, days))
+    measured = alternate(VARIANTS, reps, lambda variant: _one(variant, days))
     result: dict = {"days": days, "assets": 3, "reps": reps}
     for variant, runs in measured.items():
         per_day = [r["cpu_ms_per_asset_day"] for r in runs]
@@ -106,7 +98,4 @@ def run(days: int = DAYS, reps: int = REPS) -> dict:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--one"]:
-        print(json.dumps(_measure(sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]))))
-    else:
-        print(json.dumps(run(*(int(a) for a in sys.argv[1:3])), indent=2))
+    main(_measure, run)

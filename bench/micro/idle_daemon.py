@@ -25,6 +25,7 @@ from ..dagster_home import PRODUCT_STORAGE, PRODUCT_YAML, daemons_alive, open_in
 from ..orders import MODULE
 from ..services import service, wait_until
 from ..workspace import REPO
+from .alternating import alternate
 
 WINDOW_S = 30.0
 REPS = 3
@@ -33,7 +34,7 @@ SETTLE_S = 5.0  # after the first heartbeats: the code server's first load and t
 VARIANTS = ("dagster", "shipped")
 
 
-def _one(variant: str) -> float:
+def _one(variant: str, window_s: float = WINDOW_S) -> float:
     with tempfile.TemporaryDirectory(prefix="bench-idle-") as tmp:
         home = Path(tmp)
         config = yaml.safe_load(PRODUCT_YAML.read_text())
@@ -48,21 +49,20 @@ def _one(variant: str) -> float:
                            f"the daemon ({variant})", READY_TIMEOUT_S, [daemon])
             time.sleep(SETTLE_S)
             with CpuGroups(sessions={"daemon": [daemon.pid]}) as cpu:
-                time.sleep(WINDOW_S)
+                time.sleep(window_s)
             return cpu.result()["parts_s"]["daemon"]
 
 
-def run(reps: int = REPS) -> dict:
-    measured: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    for rep in range(reps):
-        for variant in (VARIANTS if rep % 2 == 0 else VARIANTS[::-1]):
-            measured[variant].append(_one(variant))
-    result: dict = {"window_s": WINDOW_S, "reps": reps}
-    for variant, cpu in measured.items():
+def run(reps: int = REPS, window_s: float = WINDOW_S) -> dict:
+    measured = alternate(VARIANTS, reps, lambda variant: {"cpu_s": _one(variant, window_s)})
+    result: dict = {"window_s": window_s, "reps": reps}
+    for variant, found in measured.items():
+        cpu = [f["cpu_s"] for f in found]
         result[variant] = {"cpu_s": round(statistics.median(cpu), 2), "range": [round(min(cpu), 2), round(max(cpu), 2)]}
     result["ratio"] = round(result["shipped"]["cpu_s"] / result["dagster"]["cpu_s"], 3)
     return result
 
 
 if __name__ == "__main__":
-    print(json.dumps(run(*(int(a) for a in sys.argv[1:2])), indent=2))
+    # python -m bench.micro.idle_daemon [REPS [WINDOW_S]]: a window past 60 s includes Dagster's workspace reload.
+    print(json.dumps(run(*(int(a) for a in sys.argv[1:3])), indent=2))

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +23,6 @@ from datetime import date, timedelta
 from pathlib import Path
 
 # Only the standard library up here: the measured process runs this file as a script and times its imports.
-REPO = Path(__file__).resolve().parents[2]
 DAYS = 10
 REPS = 3
 ORDERS_PER_DAY = 500
@@ -104,12 +102,11 @@ def _one(variant: str, days: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-gc-") as tmp:
         home = Path(tmp) / "home"
         home.mkdir()
+        from bench.micro.alternating import measure_in_fresh_interpreter  # not at the top: see the imports
+
         # -P: the script's folder (bench/micro, whose module names are generic) stays off sys.path.
-        command = [sys.executable, "-P", __file__, "--one", variant, str(days), str(home)]
-        done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"process_gc {variant} failed:\n{done.stderr[-3000:]}")
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        return measure_in_fresh_interpreter(["-P", __file__, "--one", variant, str(days), str(home)],
+                                            f"process_gc {variant}")
 
 
 def _summary(runs: list[dict], key: str) -> dict:
@@ -118,10 +115,9 @@ def _summary(runs: list[dict], key: str) -> dict:
 
 
 def run(days: int = DAYS, reps: int = REPS) -> dict:
-    measured: dict[str, list[dict]] = {v: [] for v in VARIANTS}
-    for rep in range(reps):
-        for variant in (VARIANTS if rep % 2 == 0 else VARIANTS[::-1]):
-            measured[variant].append(_one(variant, days))
+    from bench.micro.alternating import alternate
+
+    measured = alternate(VARIANTS, reps, lambda variant: _one(variant, days))
     result: dict = {"days": days, "assets": len(ASSETS), "reps": reps}
     for variant, runs in measured.items():
         result[variant] = {key: _summary(runs, key) for key in MEASURES}

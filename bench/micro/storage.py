@@ -33,13 +33,14 @@ import pandas as pd
 from s3fs import S3FileSystem
 from upath import UPath
 
-from backfill_assets.engine.model.graph import INTERVAL_ARG
+from backfill_assets.engine.model.graph import INTERVAL_ARG, RUN_ARG
 from backfill_assets.engine.model.identity import RunIdentity, make_version_id, params_digest
 from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.db import dispose_all
 from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.wap.gate import Gate
+from backfill_assets.engine.wap.run_context import run_context_of
 from backfill_assets.examples.orders.domain import RAW_ORDERS
 from backfill_assets.examples.orders.resources import OrdersSource
 from backfill_assets.examples.orders.source import SourceSystem
@@ -99,7 +100,8 @@ def _gate(backend: Backend, frame: pd.DataFrame, available: dict, n: int) -> flo
     def step() -> pd.DataFrame:
         gate = Gate(backend.catalog, backend.warehouse, GRAPH[RAW_ORDERS], _identity(f"gate-{n}"))
         gate.begin()
-        outcome = gate.conclude(gate.write_and_audit(frame, available))
+        # The attempt, as the gated step gives it: the example's source checks read the source once per attempt.
+        outcome = gate.conclude(gate.write_and_audit(frame, {**available, RUN_ARG: run_context_of(gate)}))
         if not outcome.published:
             raise AssertionError(f"{backend.name}: {gate.version_id} was not published: {outcome.error}")
         current = backend.catalog.current(RAW_ORDERS, DAY)

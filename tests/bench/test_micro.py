@@ -3,9 +3,21 @@ publishers once died on a renamed field without any test noticing, and its paren
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from bench.micro import cas, driver_tick, lookup, planning, process_gc, propagation, reconcile
+from bench.micro import (
+    alembic_scripts,
+    between_trees,
+    cas,
+    driver_tick,
+    lookup,
+    planning,
+    process_gc,
+    propagation,
+    reconcile,
+)
 from bench.report import process_gc_paragraph
 from bench.workspace import Workspace
 
@@ -62,3 +74,17 @@ def test_the_collector_micro_benchmark_measures_both_variants_and_renders():
             assert result[variant][key]["median"] > 0, (variant, key, result)
     [paragraph] = [line for line in process_gc_paragraph(result) if line]
     assert "`python -m bench.micro.process_gc`" in paragraph and f"**{result['run_cpu_ms_ratio']}**" in paragraph
+
+
+def test_the_alembic_scripts_micro_benchmark_compares_the_shipped_storage_with_dagsters():
+    result = alembic_scripts.run(runs=2, reps=1)
+    assert result["dagster"]["storage"] == "SqliteEventLogStorage"
+    assert result["shipped"]["storage"] == "SqliteEventLogReusingEngines"
+    assert result["ratio"] > 0
+
+
+def test_a_micro_benchmark_alternates_between_two_checkouts():
+    tree = Path(__file__).resolve().parents[2]
+    result = between_trees.run("bench.micro.alembic_scripts", "shipped", 1, 2, [tree, tree], figure="cpu_ms")
+    [found] = result["trees"].values()  # one checkout named twice: measured 2 x 2 times
+    assert len(found["values"]) == 4 and found["min"] > 0 and found["ratio_to_first"] == 1.0

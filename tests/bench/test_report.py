@@ -1,5 +1,6 @@
-"""docs/BENCHMARKS.md from a synthetic results dict (no contender runs): the target rows, the scale curve,
-how contender B asks for chunk runs, and naive Dagster's stock instance."""
+"""docs/BENCHMARKS.md from a synthetic results dict (no contender runs): the target rows (B against the floor in CPU
+and against the two-process floor in wall among them), the scale curve, how contender B asks for chunk runs, and
+naive Dagster's stock instance."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from bench.contenders.ours import AUTO_FLAG, DEFAULT_PATH, FIXED_K, batching_mod
 from bench.dagster_facts import RUN_START_PHASE
 from bench.dagster_home import PRODUCT_YAML, instance_config, make_home
 from bench.report import ratios, write_report
-from bench.run import parse_args, scale_contenders
+from bench.run import chosen, parse_args, scale_contenders
 from bench.scale import b_over_f, marginal_b_vs_f, scale_growth
 from bench.storage_report import KEY as WAREHOUSE_S3_VS_LOCAL
 
@@ -25,10 +26,10 @@ EARLIER_RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "2
 CHECK = {"days": 20, "missing_days": 0, "orders": 400_000, "revenue_cny": 359_230_942.13}
 
 
-def contender(name: str, wall: float, runs: int = 20, **details) -> dict:
-    return {"contender": name, "title": f"contender {name}", "wall_s": wall, "cpu_s": wall * 1.5,
-            "peak_rss_mb": 1000.0, "peak_process_rss_mb": 300.0, "processes": 10, "runs": runs,
-            "check": dict(CHECK), "details": details}
+def contender(name: str, wall: float, runs: int = 20, cpu: float | None = None, **details) -> dict:
+    return {"contender": name, "title": f"contender {name}", "wall_s": wall,
+            "cpu_s": wall * 1.5 if cpu is None else cpu, "peak_rss_mb": 1000.0, "peak_process_rss_mb": 300.0,
+            "processes": 10, "runs": runs, "check": dict(CHECK), "details": details}
 
 
 def ours(name: str, wall: float, first_run: float, run_start_median: float, runs: int = 20) -> dict:
@@ -40,10 +41,10 @@ def ours(name: str, wall: float, first_run: float, run_start_median: float, runs
                      run_coordinator="BackfillRunCoordinator", run_launcher="DefaultRunLauncher")
 
 
-def point(days: int, walls: dict[str, float]) -> dict:
+def point(days: int, walls: dict[str, float], cpus: dict[str, float] | None = None) -> dict:
     contenders = {}
     for name, wall in walls.items():
-        c = contender(name, wall, runs=days)
+        c = contender(name, wall, runs=days, cpu=(cpus or {}).get(name))
         c["check"] = {**CHECK, "days": days, "orders": days * 20_000}
         contenders[name] = c
     return {"days": days, "sizes": {"days": days}, "contenders": contenders, "checks_agree": True}
@@ -52,7 +53,8 @@ def point(days: int, walls: dict[str, float]) -> dict:
 @pytest.fixture
 def results() -> dict:
     contenders = {
-        "F": contender("F", 8.0, runs=0),
+        "F": contender("F", 8.0, runs=0, cpu=16.0),  # B/F in CPU 36 / 16 = 2.25: missed
+        "F2": contender("F2", 12.0, runs=0, cpu=17.0),  # B/F2 in wall 24 / 12 = 2.0: met
         "N": contender("N", 240.0, first_run_start_s=34.7, run_coordinator="QueuedRunCoordinator",
                        run_launcher="DefaultRunLauncher", breakdown={"runs": 20, RUN_START_PHASE: {"n": 0}}),
         "A": contender("A", 80.0, first_task_start_s=5.0),
@@ -105,7 +107,14 @@ def test_target_rows_judge_each_figure(results, tmp_path):
     text = rendered(results, tmp_path)
     assert row(text, "O/A (one interval per run vs Airflow 3)")[3:] == ["0.5", "≤ 0.6", "met"]
     assert row(text, "default request path (B) / A")[3:] == ["0.3", "≤ 0.25", "**missed**"]
-    assert row(text, "B/F (default path vs the plain loop, side by side)")[3:] == ["3.0", "≤ 3.0", "met"]
+    # B against the floor: in CPU against F, in wall against F2 (the floor on two processes); B/F in wall (24 / 8)
+    # is the earlier target, still shown.
+    assert row(text, "B/F in CPU (default path vs the plain loop, side by side, 20 d)")[3:] == [
+        "2.25", "≤ 2.0", "**missed**"]
+    assert row(text, "B/F2 in wall (default path vs the plain loop on two processes, side by side, 20 d)")[3:] == [
+        "2.0", "≤ 2.0", "met"]
+    assert row(text, "B/F in wall (default path vs the plain loop, side by side, 20 d)")[1:] == [
+        "earlier target", "6.37", "3.0", "≤ 3.0", "met"]
     assert row(text, "B/N (default path vs naive Dagster)")[3:] == ["0.1", "≤ 0.1", "met"]
     # The first run counts from `request create` returning (the command's 1.5 s are not in it) ...
     assert row(text, "first run started after `request create` returned, s (O; the command itself: 1.5 s)")[3:] == [
@@ -127,8 +136,13 @@ def test_each_target_row_names_the_group_of_what_it_asks_for_and_no_issue_or_ses
     text = rendered(results, tmp_path)
     assert "| figure | group | earlier (20261201T165151Z) / beside | measured | target | verdict |" in text
     groups = {
-        "B/F (default path vs the plain loop, side by side)": "batches near the floor",
-        "B/F at 365 d (scale curve)": "batches near the floor",
+        "B/F in CPU (default path vs the plain loop, side by side, 20 d)": "batches near the floor",
+        "B/F2 in wall (default path vs the plain loop on two processes, side by side, 20 d)": "batches near the floor",
+        "B/F in CPU at 365 d (scale curve)": "batches near the floor",
+        "B/F2 in wall at 365 d (scale curve)": "batches near the floor",
+        "B's marginal CPU per day / F's (least-squares slopes of CPU s over the scale curve's sizes)":
+            "batches near the floor",
+        "B/F in wall (default path vs the plain loop, side by side, 20 d)": "earlier target",
         "B/N (default path vs naive Dagster)": "ahead of Dagster and Airflow",
         "O/A (one interval per run vs Airflow 3)": "ahead of Dagster and Airflow",
         "first run started after `request create` was invoked, s (O)": "start at once",
@@ -149,7 +163,7 @@ def test_first_run_is_not_judged_against_airflow_when_airflow_did_not_run(result
     results["ratios"] = ratios(results["contenders"])
     text = rendered(results, tmp_path)
     assert row(text, "first run started after `request create` was invoked, s (B)")[5] == "not measured (A not run)"
-    assert row(text, "O/A (one interval per run vs Airflow 3)")[5] == "not measured"
+    assert row(text, "O/A (one interval per run vs Airflow 3)")[5] == "not measured (A not run)"
 
 
 def test_the_scale_table_lists_every_size_with_slope_growth_and_cross_check(results, tmp_path):
@@ -161,33 +175,64 @@ def test_the_scale_table_lists_every_size_with_slope_growth_and_cross_check(resu
     assert not [line for line in text.splitlines() if line.startswith("| **N** | 120 |")]
     assert "10 d: **True**; 40 d: **True**; 120 d: **True**" in text
     summary = [line for line in text.splitlines() if line.startswith("| **B** | 10→120 |")]
-    assert summary == ["| **B** | 10→120 | 7.0 | 7.0 | 0.536 | 10→120 | 10.0 | 0.7 | 0.16 | met |"]
+    assert summary == ["| **B** | 10→120 | 7.0 | 7.0 | 0.536 | 0.804 | 10→120 | 10.0 | 0.7 | 0.16 | met |"]
     # N is a reference, compared with A over its own sizes (10 -> 40), and judged by no target.
-    assert "| **N** | 10→40 | 4.0 | 4.0 | 12.0 | 10→40 | 3.5 | 1.14 | 3.6 |  |" in text
+    assert "| **N** | 10→40 | 4.0 | 4.0 | 12.0 | 18.0 | 10→40 | 3.5 | 1.14 | 3.6 |  |" in text
 
 
 def test_b_and_the_floor_at_365_days_b_over_f_at_each_size_and_their_slopes(results, tmp_path):
     points = results["scale"]["points"]
-    for p, f_wall in zip(points, (4.0, 10.0, 26.0), strict=True):
-        p["contenders"]["F"] = point(p["days"], {"F": f_wall})["contenders"]["F"]
-    points.append(point(365, {"F": 75.0, "B": 180.0}))
+    for p, f_wall, f_cpu, f2_wall in zip(points, (4.0, 10.0, 26.0), (6.0, 15.0, 39.0), (5.0, 15.0, 35.0),
+                                         strict=True):
+        p["contenders"].update(point(p["days"], {"F": f_wall, "F2": f2_wall}, {"F": f_cpu})["contenders"])
+    points.append(point(365, {"F": 75.0, "F2": 90.0, "B": 180.0}, {"F": 100.0}))
     results["scale"] = {"sizes": [10, 40, 120, 365], "points": points, "growth": scale_growth(points)}
     growth = results["scale"]["growth"]
     # B's growth against A's is over the sizes both ran (10 -> 120), its own growth over all of its sizes.
     assert growth["B"]["a_span"] == [10, 120] and growth["B"]["growth_vs_a"] == 0.7 and growth["B"]["growth"] == 18.0
-    assert marginal_b_vs_f(growth) == {"b_slope_s_per_day": growth["B"]["slope_s_per_day"],
-                                       "f_slope_s_per_day": growth["F"]["slope_s_per_day"],
-                                       "ratio": round(growth["B"]["slope_s_per_day"]
-                                                      / growth["F"]["slope_s_per_day"], 2)}
-    assert [r["b_over_f"] for r in b_over_f(points)] == [2.5, 3.0, 2.692, 2.4]
+    assert "a_span" not in growth["F2"]  # a floor, like F: a reference, not compared with Airflow
+    m = marginal_b_vs_f(growth)
+    slope = lambda name, key: growth[name][key]  # noqa: E731
+    assert m == {"b_slope_s_per_day": slope("B", "slope_s_per_day"), "f_slope_s_per_day": slope("F", "slope_s_per_day"),
+                 "ratio": round(slope("B", "slope_s_per_day") / slope("F", "slope_s_per_day"), 2),
+                 "b_cpu_slope_s_per_day": slope("B", "cpu_slope_s_per_day"),
+                 "f_cpu_slope_s_per_day": slope("F", "cpu_slope_s_per_day"),
+                 "cpu_ratio": round(slope("B", "cpu_slope_s_per_day") / slope("F", "cpu_slope_s_per_day"), 2),
+                 "f2_slope_s_per_day": slope("F2", "slope_s_per_day")}
+    # B's CPU over F's, B's wall over F2's (the targets), B's wall over F's (the earlier target), at each size.
+    assert [(r["b_over_f_cpu"], r["b_over_f2"], r["b_over_f"]) for r in b_over_f(points)] == [
+        (2.5, 2.0, 2.5), (3.0, 2.0, 3.0), (2.692, 2.0, 2.692), (2.7, 2.0, 2.4)]
     text = rendered(results, tmp_path)
-    assert row(text, "B/F at 365 d (scale curve)")[3:] == ["2.4", "≤ 2", "**missed**"]
-    ratio = marginal_b_vs_f(growth)["ratio"]
-    assert row(text, "B's marginal cost per day / F's (least-squares slopes of the scale curve)")[3:] == [
-        str(ratio), "≤ 2", "met" if ratio <= 2 else "**missed**"]
-    assert row(text, "365")[:4] == ["365", "180.0", "75.0", "**2.4**"]
-    assert row(text, "**F** | 365")[:3] == ["**F**", "365", "75.0"]
-    assert "F, B at every size; N up to 40 days; A up to 120 days; O up to 120 days" in text
+    assert row(text, "B/F in CPU at 365 d (scale curve)")[1:] == [
+        "batches near the floor", "", "2.7", "≤ 2", "**missed**"]
+    assert row(text, "B/F2 in wall at 365 d (scale curve)")[1:] == ["batches near the floor", "", "2.0", "≤ 2", "met"]
+    assert row(text, "B/F in wall at 365 d (scale curve)")[1:] == ["earlier target", "", "2.4", "≤ 2", "**missed**"]
+    assert "| B/F in CPU at 120 d (scale curve) |" not in text  # the targets name 20 and 365 days
+    cpu_row = row(text, "B's marginal CPU per day / F's (least-squares slopes of CPU s over the scale curve's sizes)")
+    assert cpu_row[1:] == ["batches near the floor", "", str(m["cpu_ratio"]), "≤ 2",
+                           "met" if m["cpu_ratio"] <= 2 else "**missed**"]
+    wall_row = row(text,
+                   "B's marginal wall per day / F's (least-squares slopes of wall s over the scale curve's sizes)")
+    assert wall_row[1:4] == ["earlier target", "", str(m["ratio"])]
+    assert row(text, "365") == ["365", "270.0", "100.0", "**2.7**", "180.0", "90.0", "**2.0**", "75.0", "2.4"]
+    assert row(text, "**F** | 365")[:4] == ["**F**", "365", "75.0", "100.0"]
+    assert row(text, "**F2** | 365")[:3] == ["**F2**", "365", "90.0"]
+    assert f"in CPU: B {m['b_cpu_slope_s_per_day']} s/day, F {m['f_cpu_slope_s_per_day']} s/day" in text
+    assert "F, F2, B at every size; N up to 40 days; A up to 120 days; O up to 120 days" in text
+
+
+def test_the_curve_judges_b_against_the_floor_at_20_and_at_365_days_when_it_has_them(results, tmp_path):
+    points = [point(days, {"F": 0.2 * days, "F2": 0.12 * days, "B": 0.4 * days}, {"F": 0.2 * days})
+              for days in (10, 20, 365)]
+    results["scale"] = {"sizes": [10, 20, 365], "points": points, "growth": scale_growth(points)}
+    text = rendered(results, tmp_path)
+    # B's CPU is 1.5 x its wall here: 0.6 s per day against F's 0.2.
+    assert [row(text, f"B/F in CPU at {d} d (scale curve)")[3] for d in (20, 365)] == ["3.0", "3.0"]
+    assert [row(text, f"B/F2 in wall at {d} d (scale curve)")[3:] for d in (20, 365)] == [
+        ["3.333", "≤ 2", "**missed**"]] * 2
+    assert "| B/F in CPU at 10 d (scale curve) |" not in text
+    assert row(text, "B's marginal CPU per day / F's (least-squares slopes of CPU s over the scale curve's sizes)")[
+        3] == "3.0"
 
 
 def test_without_a_scale_curve_the_scale_rows_say_how_to_measure_it(results, tmp_path):
@@ -195,7 +240,9 @@ def test_without_a_scale_curve_the_scale_rows_say_how_to_measure_it(results, tmp
     text = rendered(results, tmp_path)
     assert "## Scale curve" not in text
     assert row(text, "scale: wall growth curve (O)")[5] == "not measured (`make bench-scale`)"
-    assert row(text, "B/F at 365 d (scale curve)")[5] == "not measured (`make bench-scale`)"
+    assert row(text, "B/F in CPU at 365 d (scale curve)")[5] == "not measured (`make bench-scale`)"
+    assert row(text, "B/F2 in wall at 365 d (scale curve)")[5] == "not measured (`make bench-scale`)"
+    assert row(text, "B/F in wall at 365 d (scale curve)")[5] == "not measured (`make bench-scale`)"
 
 
 def test_the_report_renders_results_of_older_runs(results, tmp_path):
@@ -208,9 +255,27 @@ def test_the_report_renders_results_of_older_runs(results, tmp_path):
         c["details"].pop("first_run_after_invocation_s", None)
         if "first_run_start_s" in c["details"] and "create_command_s" in c["details"]:
             c["details"]["first_run_start_s"] = 2.0
+    # Older runs: no F2, no ratio of CPU stored, no CPU slope on the curve.
+    del old["contenders"]["F2"]
+    old["ratios"] = {key: value for key, value in ratios(old["contenders"]).items() if key != "B/F CPU"}
+    old["scale"] = copy.deepcopy(results["scale"])
+    for p in old["scale"]["points"]:
+        p["contenders"]["F"] = point(p["days"], {"F": p["days"] / 5}, {"F": p["days"] / 5})["contenders"]["F"]
+    old["scale"]["growth"] = scale_growth(old["scale"]["points"])
+    for g in old["scale"]["growth"].values():
+        g.pop("cpu_slope_s_per_day")
     text = rendered(old, tmp_path)
     assert ("| run start (RUN_STARTING -> first step) median s (O) | earlier target |  |  | ≤ 0.5 | not measured |"
             in text)
+    # B/F in CPU from the stored medians (36 / 16); F2 did not run.
+    assert row(text, "B/F in CPU (default path vs the plain loop, side by side, 20 d)")[3] == "2.25"
+    assert row(text, "B/F2 in wall (default path vs the plain loop on two processes, side by side, 20 d)")[3:] == [
+        "", "≤ 2.0", "not measured (F2 not run)"]
+    assert row(text, "B/F2 in wall at 365 d (scale curve)")[5] == "not measured (F2 not on the curve)"
+    # The CPU slopes from the sizes and CPU seconds: B 1.5 x 0.536 s/day, F 0.2 s/day.
+    assert row(text, "B/F in CPU at 120 d (scale curve)")[3] == "4.375"
+    assert row(text, "B's marginal CPU per day / F's (least-squares slopes of CPU s over the scale curve's sizes)")[
+        3] == "4.02"
     # 2.0 s from the invocation, the command 1.5 s: 0.5 s after it returned.
     assert row(text, "first run started after `request create` returned, s (O; the command itself: 1.5 s)")[3] == (
         "0.5")
@@ -279,16 +344,30 @@ def test_naive_dagster_runs_on_dagsters_stock_coordinator_and_launcher(tmp_path)
         instance.dispose()
 
 
-def test_the_scale_curve_runs_f_and_b_at_every_size_o_and_airflow_to_120_days_naive_dagster_to_40():
+def test_the_scale_curve_runs_both_floors_and_b_at_every_size_o_and_airflow_to_120_days_naive_dagster_to_40():
     args = parse_args(["--with-airflow", "--scale", "365,120,10,40,10"])
     assert args.scale == [10, 40, 120, 365]
-    assert scale_contenders(args, 40) == ["F", "N", "A", "O", "B"]
-    assert scale_contenders(args, 120) == ["F", "A", "O", "B"]
-    assert scale_contenders(args, 365) == ["F", "B"]
-    assert scale_contenders(parse_args(["--scale", "10"]), 10) == ["F", "N", "O", "B"]
+    assert scale_contenders(args, 40) == ["F", "F2", "N", "A", "O", "B"]
+    assert scale_contenders(args, 120) == ["F", "F2", "A", "O", "B"]
+    assert scale_contenders(args, 365) == ["F", "F2", "B"]
+    assert scale_contenders(parse_args(["--scale", "10"]), 10) == ["F", "F2", "N", "O", "B"]
     assert scale_contenders(parse_args(["--only", "O,A", "--scale", "10"]), 10) == ["A", "O"]
+    assert scale_contenders(parse_args(["--only", "f2,B", "--scale", "10"]), 10) == ["F2", "B"]
     with pytest.raises(SystemExit):
         parse_args(["--scale", "0,10"])
+
+
+def test_the_side_by_side_has_the_two_process_floor_by_default_and_with_only():
+    assert chosen(parse_args([])) == ["F", "F2", "N", "O", "B"]
+    assert chosen(parse_args(["--with-airflow"])) == ["F", "F2", "N", "A", "O", "B"]
+    assert chosen(parse_args(["--only", "B,F2,F"])) == ["F", "F2", "B"]
+
+
+def test_b_against_the_floor_is_a_ratio_of_cpu_against_f_and_of_wall_against_f2(results):
+    r = ratios(results["contenders"])
+    assert (r["B/F CPU"], r["B/F2"], r["B/F"]) == (2.25, 2.0, 3.0)
+    del results["contenders"]["F2"]
+    assert ratios(results["contenders"])["B/F2"] is None
 
 
 def tables_result(wall_ratio: float) -> dict:

@@ -1,10 +1,11 @@
-"""The side by side's repetitions (interleaving, medians, spread) and a depends-on-past chain's cost per day beyond
-its step, on synthetic figures."""
+"""The side by side's repetitions (interleaving, medians, spread), how the two-process floor splits the days, and a
+depends-on-past chain's cost per day beyond its step, on synthetic figures."""
 
 from __future__ import annotations
 
 import pytest
 
+from bench.contenders.floor import spans
 from bench.past_facts import DayStep, beyond_step, chain_summary
 from bench.past_report import past_section, past_target_rows
 from bench.repetitions import interleaved, spread_text, summarize
@@ -19,6 +20,17 @@ def outcome(wall: float, first_run: float, run_start: float) -> dict:
 def test_repetitions_alternate_the_order_so_no_contender_always_runs_first():
     assert interleaved(["F", "N", "B"], 3) == [(0, "F"), (0, "N"), (0, "B"), (1, "B"), (1, "N"), (1, "F"),
                                                (2, "F"), (2, "N"), (2, "B")]
+
+
+@pytest.mark.parametrize(("days", "parts", "expected"), [
+    ("abcde", 2, [("a", "c"), ("d", "e")]),  # consecutive halves, the first one a day longer
+    ("abcd", 2, [("a", "b"), ("c", "d")]),
+    ("ab", 2, [("a", "a"), ("b", "b")]),
+    ("a", 2, [("a", "a")]),  # one day: one process
+    ("abcde", 1, [("a", "e")]),  # F: every day in one loop
+])
+def test_the_two_process_floor_splits_the_days_in_consecutive_halves(days, parts, expected):
+    assert spans(list(days), parts) == expected
 
 
 def test_a_contender_is_its_medians_with_the_spread_and_the_median_repetitions_details():

@@ -1,6 +1,6 @@
 """A backfill request whose steps run on two Celery workers that share no folder: every cell is
 published exactly once, by a worker, reads verify, the request reconciles exactly. A worker killed mid-step:
-tests/reliability/test_worker_kills.py."""
+tests/distributed/test_worker_kills.py."""
 
 from __future__ import annotations
 

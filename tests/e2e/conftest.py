@@ -18,6 +18,7 @@ dequeued (it stays QUEUED: an in-flight cell).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import time
 from contextlib import contextmanager
@@ -326,3 +327,26 @@ def release_held_run(e2e: E2E, run_id: str) -> None:
         return True
 
     poll(released, 30, f"the release of run {run_id}", interval=0.5)
+
+
+def home_under_dagster_daemon(tmp_path_factory: pytest.TempPathFactory, name: str, stock_classes: bool,
+                              seeded: tuple[str, str]) -> Iterator[E2E]:
+    """A home under Dagster's own ``dagster-daemon run``: Dagster's own classes only (``stock_classes``), or the
+    shipped dagster.yaml; its source seeded over the ``seeded`` days. For a module-scoped fixture to yield from."""
+    from tests.homes import write_stock_instance_yaml
+
+    home = tmp_path_factory.mktemp(name) / "dagster_home"
+    with pytest.MonkeyPatch.context() as mp:
+        prepare_home(mp, home, seed_from=seeded[0], seed_to=seeded[1])
+        if stock_classes:
+            write_stock_instance_yaml(home)  # replaces the test instance yaml prepare_home wrote
+        else:
+            shutil.copy(PACKAGE_DIR / "instance" / "dagster.yaml", home / "dagster.yaml")
+        instance = dg.DagsterInstance.get()
+        daemon, log = start_daemon(instance, home, command=DAGSTER_DAEMON)
+        try:
+            yield E2E(home, instance, daemon, log)
+        finally:
+            stop_process(daemon)
+            instance.dispose()
+            db.dispose_all()

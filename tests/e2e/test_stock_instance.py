@@ -27,7 +27,6 @@ from dagster._core.storage.schedules import SqliteScheduleStorage
 
 from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import tags as T
-from backfill_assets.engine.store import db
 from backfill_assets.engine.store.outbox import deliveries
 from backfill_assets.examples.orders.domain import (
     CUSTOMER_SNAPSHOT,
@@ -38,11 +37,10 @@ from backfill_assets.examples.orders.domain import (
 )
 from backfill_assets.integration import instance_template
 from backfill_assets.integration.jobs import BACKFILL_JOB
-from tests.homes import write_stock_instance_yaml
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 
-from .conftest import E2E, poll, prepare_home, start_daemon, stop_process
-from .services import DAGSTER_DAEMON, dagster_env
+from .conftest import E2E, home_under_dagster_daemon, poll
+from .services import dagster_env
 
 pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("e2e/test_stock_instance")]
 
@@ -61,18 +59,7 @@ ADOPTION_TIMEOUT = 90.0
 @pytest.fixture(scope="module")
 def stock(tmp_path_factory: pytest.TempPathFactory):
     """Dagster's own ``dagster-daemon run`` on a home of Dagster's own classes."""
-    home = tmp_path_factory.mktemp("stock") / "dagster_home"
-    with pytest.MonkeyPatch.context() as mp:
-        prepare_home(mp, home, seed_from=SEED_FROM, seed_to=SEED_TO)
-        write_stock_instance_yaml(home)  # replaces the test instance yaml prepare_home wrote
-        instance = dg.DagsterInstance.get()
-        daemon, log = start_daemon(instance, home, command=DAGSTER_DAEMON)
-        try:
-            yield E2E(home, instance, daemon, log)
-        finally:
-            stop_process(daemon)
-            instance.dispose()
-            db.dispose_all()
+    yield from home_under_dagster_daemon(tmp_path_factory, "stock", True, (SEED_FROM, SEED_TO))
 
 
 def test_the_home_is_dagsters_own_and_complete_as_it_is(stock):

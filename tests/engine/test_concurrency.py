@@ -15,7 +15,7 @@ BACKFILL_RUN = {T.LANE: T.LANE_BACKFILL, T.REQUEST_ID: "req-1", T.TEAM: "team:in
 
 def run_queue_limits(home: Path) -> tuple[int | None, list[RunLimit]]:
     """The limits under ``concurrency.runs`` of ``home``'s dagster.yaml, the block the shipped files use. Only this
-    test reads YAML: every door takes the limits from Dagster's instance (tests/integration/test_queue_limits.py)."""
+    test reads YAML: every door takes the limits from Dagster's instance (tests/doors/test_door_records.py)."""
     runs = yaml.safe_load((home / "dagster.yaml").read_text(encoding="utf-8"))["concurrency"]["runs"]
     return runs.get("max_concurrent_runs"), run_limits(runs.get("tag_concurrency_limits"))
 

@@ -16,7 +16,8 @@ from upath import UPath
 from backfill_assets.engine.model.errors import IntegrityError, UnsafeName
 from backfill_assets.engine.model.identity import RunIdentity, params_digest
 from backfill_assets.engine.model.intervals import BusinessCalendar
-from backfill_assets.engine.store.storage import DATA_FILE, IDENTITY_METADATA_KEY, MANIFEST_FILE, Warehouse
+from backfill_assets.engine.store.parquet_files import IDENTITY_METADATA_KEY
+from backfill_assets.engine.store.storage import DATA_FILE, MANIFEST_FILE, Warehouse
 
 CALENDAR = BusinessCalendar("Asia/Shanghai", date(2022, 9, 1))
 KEY = "2022-10-01"
@@ -187,6 +188,26 @@ def test_reads_outside_the_root_are_refused(warehouse_root, warehouse):
         with pytest.raises(UnsafeName):
             warehouse.remove_version(path)
     assert outside.read_bytes() == b"not yours"
+
+
+def test_a_symlink_inside_the_root_leading_out_of_it_is_refused(tmp_path):
+    root = tmp_path / "warehouse"
+    outside = tmp_path / "elsewhere"
+    (outside / "attempt=1").mkdir(parents=True)
+    (outside / "attempt=1" / DATA_FILE).write_bytes(b"not yours")
+    (root / "daily_revenue" / f"date={KEY}" / "_runs").mkdir(parents=True)
+    (root / "daily_revenue" / f"date={KEY}" / "_runs" / "run-1").symlink_to(outside)
+    warehouse = Warehouse(str(root))
+    with pytest.raises(UnsafeName):
+        warehouse.version_dir("daily_revenue", KEY, "run-1", 1)
+    with pytest.raises(UnsafeName):
+        warehouse.read_bytes(str(root / "daily_revenue" / f"date={KEY}" / "_runs" / "run-1" / "attempt=1" / DATA_FILE))
+    # A root that is itself a symlink is the warehouse: what lies below it is inside.
+    linked = tmp_path / "linked-root"
+    linked.symlink_to(tmp_path / "other-warehouse", target_is_directory=True)
+    (tmp_path / "other-warehouse").mkdir()
+    written = write(Warehouse(str(linked)))
+    assert Warehouse(str(linked)).read_bytes(written.path)
 
 
 def test_read_identity_closes_the_file_it_opens(warehouse):

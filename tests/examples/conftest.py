@@ -20,7 +20,7 @@ from backfill_assets.engine.model.settings import Settings
 from backfill_assets.engine.store.db import dispose_all
 from backfill_assets.examples import orders, web_visits
 from backfill_assets.integration.runs import local_runs
-from tests.homes import HasStores, fresh_home, shipped_storage
+from tests.homes import HasStores, fresh_home, in_process_instance
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,6 @@ def denv(domain, tmp_path, monkeypatch):
     home = tmp_path / "dagster_home"
     settings = fresh_home(home, monkeypatch)
     domain.definitions.seed(domain.days[0], domain.days[-1], domain.per_day)
-    with dg.instance_for_test(temp_dir=str(home), overrides=shipped_storage()) as instance:
+    with in_process_instance(home) as instance:
         yield DomainEnv(domain, home, settings, instance)
     dispose_all()

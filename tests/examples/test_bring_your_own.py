@@ -21,8 +21,8 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.settings import Settings
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.db import dispose_all
+from tests.driver_harness import drive
 from tests.homes import HasStores, fresh_home
-from tests.integration.driver_harness import drive
 from tests.readme_blocks import drill_module, saved_files
 
 PACKAGE = "my_meters"

@@ -10,7 +10,7 @@ from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.intervals import iso
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.wap.audit import check_names
-from tests.integration.driver_harness import drive
+from tests.driver_harness import drive
 
 
 def _defect(day: str, asset: str) -> dict:

@@ -41,8 +41,14 @@ def test_the_executor_runs_the_data_jobs_and_the_launchpad_jobs_stay_in_process(
     for job in CONTROL_JOBS:
         assert defs.resolve_job_def(job).executor_def is dg.in_process_executor, job
     default = orders_definitions()
-    for job in (*DATA_JOBS, *CONTROL_JOBS):
+    for job in CONTROL_JOBS:
         assert default.resolve_job_def(job).executor_def is dg.in_process_executor, job
+    # The data jobs' executor is Dagster's, wrapped to tick a request's driver when its run ends
+    # (integration/runs/run_end_tick.py): the same name and config, so the jobs' snapshots are unchanged.
+    for job in DATA_JOBS:
+        executor = default.resolve_job_def(job).executor_def
+        assert executor.name == dg.in_process_executor.name, job
+        assert executor.config_schema is dg.in_process_executor.config_schema, job
 
 
 def test_an_executor_that_is_not_an_executor_definition_is_refused():

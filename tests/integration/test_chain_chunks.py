@@ -14,9 +14,8 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.assets.chunks import CHUNK_JOB, op_name
+from tests.driver_harness import drive
 from tests.orders import DEFS, run_partitions
-
-from .driver_harness import drive
 
 DAYS = ["2022-09-01", "2022-09-02", "2022-09-03", "2022-09-04", "2022-09-05"]  # the seeded days; 09-01 is first
 

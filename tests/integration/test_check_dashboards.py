@@ -20,10 +20,9 @@ from backfill_assets.engine.wap.audit import CHECK_BUSINESS_TOTALS, CHECK_PRIMAR
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.examples.orders.source import SourceSystem
 from backfill_assets.integration.sensors.driver import cell_facts_source
+from tests.instance_env import ORDERS_PER_DAY
 from tests.orders import CALENDAR, DAILY_PARTITIONS, GRAPH, run_chunk, run_partitions
 from tests.specs import spec_of
-
-from .conftest import ORDERS_PER_DAY
 
 PUBLISHED, TWICE, REJECTED_ONLY = "2022-10-16", "2022-10-17", "2022-10-18"
 PIPELINE = [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE]

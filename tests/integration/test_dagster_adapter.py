@@ -12,12 +12,16 @@ import yaml
 from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.settings import PACKAGE_DIR
+from backfill_assets.examples.orders.domain import RAW_ORDERS
 from backfill_assets.integration.jobs import PRODUCTION_JOB
+from backfill_assets.integration.keys import asset_key
 from backfill_assets.integration.runs.dagster_adapter import (
     cancel_backfill,
     enforces_one_run_per_tag_value,
     list_backfills,
+    materialization_of_version,
 )
+from tests.homes import shipped_storage
 from tests.orders import DEFS as defs
 from tests.orders import GRAPH
 from tests.orders import MODULE as CODE_LOCATION_MODULE
@@ -103,3 +107,23 @@ def test_a_job_backfill_on_a_stock_coordinator_is_adopted_saying_it_is_not_paced
         "runs as they come, outside the backfill lane and team limits; its tag(s) backfill/max_active=1 are not "
         "applied"
     )
+
+
+def test_a_check_evaluation_targets_the_materialization_of_the_version_it_judged(tmp_path):
+    """The newest materialization of the day, or an older one when a concurrent publish landed after it, among the
+    latest ``look_back``; none when no materialization carries the version."""
+    (tmp_path / "dagster.yaml").write_text(yaml.safe_dump(shipped_storage()))
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+        for version_id in ("v1", "v2", "v3"):
+            instance.report_runless_asset_event(dg.AssetMaterialization(
+                asset_key=asset_key(RAW_ORDERS), partition=DAYS[0], metadata={"version_id": version_id}
+            ))
+        stored = {
+            r.asset_materialization.metadata["version_id"].value: r.storage_id
+            for r in instance.fetch_materializations(asset_key(RAW_ORDERS), limit=10).records
+        }
+        for version_id in ("v3", "v2", "v1"):
+            target = materialization_of_version(instance, RAW_ORDERS, DAYS[0], version_id)
+            assert target is not None and target.storage_id == stored[version_id]
+        assert materialization_of_version(instance, RAW_ORDERS, DAYS[0], "v1", look_back=2) is None
+        assert materialization_of_version(instance, RAW_ORDERS, DAYS[1], "v3") is None

@@ -31,7 +31,7 @@ from backfill_assets.integration.request_jobs import REQUEST_JOB, REQUEST_OP
 from backfill_assets.integration.resources import BackfillResource
 from backfill_assets.integration.sensors.driver import DRIVER_SENSOR
 from backfill_assets.integration.sensors.propagation import propagate_once
-from tests.integration.driver_harness import drive
+from tests.driver_harness import drive
 from tests.locations import prefixed_berlin as berlin
 from tests.locations import prefixed_new_york as new_york
 

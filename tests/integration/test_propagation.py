@@ -15,10 +15,9 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS
 from backfill_assets.integration.sensors.propagation import propagate_once
 from backfill_assets.service.context import os_user
+from tests.driver_harness import drive
+from tests.instance_env import SEED_FROM, SEED_TO
 from tests.orders import GRAPH, run_partitions
-
-from .conftest import SEED_FROM, SEED_TO
-from .driver_harness import drive
 
 DAYS = ["2022-09-01", "2022-09-02", "2022-09-03", "2022-09-04", "2022-09-05"]
 

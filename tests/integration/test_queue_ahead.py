@@ -18,9 +18,8 @@ from backfill_assets.examples.orders.domain import RAW_ORDERS
 from backfill_assets.integration.runs.dagster_adapter import enforces_one_run_per_tag_value
 from backfill_assets.integration.sensors.driver import drive_request, run_request_for
 from tests.homes import shipped_storage
+from tests.instance_env import Env
 from tests.orders import GRAPH
-
-from .conftest import Env
 
 SLOT_LIMIT = {"key": T.SLOT, "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
 DAYS = ("2022-09-01", "2022-09-05")

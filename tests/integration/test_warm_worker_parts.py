@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from backfill_assets.integration.runs.code_files import files_digest as fingerprint
 from backfill_assets.integration.runs.warm_launcher import RunWorker, WarmRunLauncher
-from backfill_assets.integration.runs.warm_worker import changed_file, fingerprint, source_files, start_ticks
+from backfill_assets.integration.runs.warm_worker import changed_file, source_files, start_ticks
 
 
 def test_a_changed_or_removed_source_file_is_named_and_an_unchanged_one_is_not(tmp_path: Path):

@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 from backfill_assets.cli import cli
 from backfill_assets.engine.model.settings import Settings
 from backfill_assets.examples.orders.source import SourceSystem
-from tests.homes import HasStores, shipped_storage
+from tests.homes import HasStores, in_process_instance
 from tests.orders import CALENDAR as calendar
 from tests.orders import MODULE
 
@@ -103,7 +103,7 @@ def make_env(
         finally:
             instance.dispose()
         return
-    with dg.instance_for_test(temp_dir=str(home), overrides=shipped_storage()) as instance:
+    with in_process_instance(home) as instance:
         yield RelEnv(home, variables, instance, monkeypatch, backend).activate()
 
 

@@ -8,7 +8,7 @@ import json
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS
 from backfill_assets.integration.runs.local_runs import LocalRun
-from tests.integration.driver_harness import drive
+from tests.driver_harness import drive
 from tests.orders import run_partitions
 
 from .envs import RelEnv

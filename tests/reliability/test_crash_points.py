@@ -27,7 +27,7 @@ from backfill_assets.engine.wap import faults
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.runs.runs import RUN_KEY_TAG
 from backfill_assets.integration.sensors.driver import drive_request, run_config_for, run_tags_for
-from tests.integration.driver_harness import drive
+from tests.driver_harness import drive
 from tests.orders import GRAPH, run_partitions
 
 from . import children, mode

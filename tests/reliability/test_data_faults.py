@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from backfill_assets.engine.store.parquet_files import parquet_table
 from backfill_assets.engine.store.schema import reads
-from backfill_assets.engine.store.storage import parquet_table
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from tests.orders import run_partitions
 

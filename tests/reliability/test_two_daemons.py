@@ -29,8 +29,8 @@ from backfill_assets.engine.store.schema import versions
 from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.runs.runs import RUN_KEY_TAG
 from backfill_assets.integration.sensors.driver import drive_request
+from tests.driver_harness import execute_submission
 from tests.e2e.services import stop_process
-from tests.integration.driver_harness import execute_submission
 from tests.orders import DEFS, MODULE, run_partitions
 
 from . import mode

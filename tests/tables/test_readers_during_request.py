@@ -156,7 +156,7 @@ def start_the_run_to_kill(e2e: E2E) -> tuple[subprocess.Popen, str]:
     args = {"partition": KILLED_DAY, "assets": [ASSET], "tags": {},
             "run_config": {"ops": {ASSET: {"config": {"usd_to_cny": 7.7, "eur_to_cny": 8.1}}}}}
     env = {k: v for k, v in os.environ.items() if k != ENV_HOLD}  # the held request's hold is not this run's
-    child = subprocess.Popen([sys.executable, "-m", "tests.integration.crash_runner", json.dumps(args)], cwd=REPO,
+    child = subprocess.Popen([sys.executable, "-m", "tests.crash_runner", json.dumps(args)], cwd=REPO,
                              env={**env, ENV_FAULT: AFTER_PUBLISH_COMMIT}, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, start_new_session=True)
     return child, before.version_id

@@ -60,7 +60,22 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
-        env = os.environ if environ is None else environ
+        if environ is not None:
+            return cls._read(environ)
+        # A gated asset-day asks ~8 times (each opening of the catalog or warehouse) and resolving the home is a
+        # file-system walk: the last answer is kept for as long as what it was read from (the five variables and
+        # the working directory a relative home resolves against) is unchanged, so a process whose environment
+        # changes (a test switching homes) reads again.
+        key = (os.getcwd(), *(os.environ.get(name) for name in _SETTINGS_VARIABLES))
+        last = _last_settings
+        if last is not None and last[0] == key:
+            return last[1]
+        settings = cls._read(os.environ)
+        _remember_settings(key, settings)
+        return settings
+
+    @classmethod
+    def _read(cls, env: Mapping[str, str]) -> "Settings":
         home_raw = env.get(ENV_DAGSTER_HOME)
         if not home_raw:
             raise InvalidInput(f"{ENV_DAGSTER_HOME} is not set; point it at the Dagster instance folder")
@@ -72,6 +87,15 @@ class Settings:
             source_url=env.get(ENV_SOURCE_URL) or f"sqlite:///{home / 'source.db'}",
             sink_path=env.get(ENV_SINK_PATH) or str(home / "sink" / "alerts.jsonl"),
         )
+
+
+_SETTINGS_VARIABLES = (ENV_DAGSTER_HOME, ENV_WAREHOUSE, ENV_CATALOG_URL, ENV_SOURCE_URL, ENV_SINK_PATH)
+_last_settings: tuple[tuple[str | None, ...], Settings] | None = None
+
+
+def _remember_settings(key: tuple[str | None, ...], settings: Settings) -> None:
+    global _last_settings
+    _last_settings = (key, settings)  # one assignment of a tuple: a reader in another thread sees old or new
 
 
 @dataclass(frozen=True)

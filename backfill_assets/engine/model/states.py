@@ -31,6 +31,8 @@ class RunStatus(StrEnum):
     FAILURE = "FAILURE"
     CANCELING = "CANCELING"
     CANCELED = "CANCELED"
+    # Not Dagster's: a run id the catalog names that Dagster has no record of (deleted, or another instance's).
+    UNKNOWN = "unknown"
 
 
 # A run in one of these has ended: nothing it was writing will change any more.

@@ -28,6 +28,9 @@ SLOT = "backfill/slot"
 REPORT_OF = "backfill/report_of"
 # Where a run forked by the warm run launcher runs: host:pid:start_ticks (terminate and health checks find it).
 RUN_WORKER = "backfill/run_worker"
+# A request's run queued by the driver tick its previous run did when it ended (the run id of that run), rather
+# than by the driver sensor's tick or `request create`'s.
+QUEUED_BY = "backfill/queued_by"
 # A batched (chunk) run: the days and assets it writes (it is an op job, so Dagster's partition tags do not apply).
 CHUNK_FIRST = "backfill/chunk_first"
 CHUNK_LAST = "backfill/chunk_last"
@@ -52,6 +55,7 @@ PRIORITY_BACKFILL = -5
 DAGSTER_BACKFILL = "dagster/backfill"
 DAGSTER_PARTITION = "dagster/partition"
 DAGSTER_SENSOR = "dagster/sensor_name"
+DAGSTER_RUN_KEY = "dagster/run_key"
 DAGSTER_SCHEDULE = "dagster/schedule_name"
 DAGSTER_PRIORITY = "dagster/priority"
 DAGSTER_ROOT_RUN_ID = "dagster/root_run_id"

@@ -102,22 +102,36 @@ def rollback(
 
 
 def skip_cells(
-    graph: AssetGraph, asset: str, partition: str | None, first: str | None, last: str | None
+    graph: AssetGraph, asset: str, partition: str | None, first: str | None, last: str | None,
+    newest_complete: str | None, undo: bool,
 ) -> list[tuple[str, str]]:
-    """The cells one ``skip`` names: PARTITION, or the days --from..--to (validated, bounded)."""
+    """The cells one ``skip`` names: PARTITION, or the days --from..--to (validated, bounded). A mark (not its
+    ``undo``) is refused past the ``newest_complete`` interval, as a request is: a day whose data is not all in yet
+    cannot be judged not worth computing. Withdrawing a mark is allowed on any day."""
     graph.require(asset)
     calendar = graph.calendar
     if partition is not None:
         if first is not None or last is not None:
             raise InvalidField("give {partition_key} or {from_day}/{to_day}, not both")
         calendar.interval(partition)  # validates the key as a business day
+        if not undo:
+            _require_complete(partition, "{partition_key}", newest_complete)
         return [(asset, partition)]
     if first is None or last is None:
         raise InvalidField("name the cell: {partition_key}, or {from_day} D {to_day} D for a range")
+    if not undo:
+        calendar.day_of_key(last)  # a malformed day is named as such before it is compared
+        _require_complete(last, "{to_day}", newest_complete)
     days = (calendar.day_of_key(last) - calendar.day_of_key(first)).days + 1
     if days > MAX_PARTITIONS:
         raise InvalidInput(f"the range has {days} days; at most {MAX_PARTITIONS} at once")
     return [(asset, key) for key in calendar.keys_between(first, last)]
+
+
+def _require_complete(day: str, field: str, newest_complete: str | None) -> None:
+    if newest_complete is None or day > newest_complete:
+        raise InvalidField(field + " {value} is past the newest complete interval ({newest})", value=day,
+                           newest=newest_complete or "none yet")
 
 
 def skip(

@@ -14,7 +14,7 @@ from backfill_assets.engine.model.cells import Cell, CellOrigin, SkipKind
 from backfill_assets.engine.model.errors import ManifestMismatch
 from backfill_assets.engine.model.graph import NOT_VERSIONED, AssetGraph
 from backfill_assets.engine.model.overrides import Override, OverrideAction
-from backfill_assets.engine.model.states import FINISHED_RUN_STATUSES, IN_PROGRESS, VersionState
+from backfill_assets.engine.model.states import FINISHED_RUN_STATUSES, IN_PROGRESS, RunStatus, VersionState
 from backfill_assets.engine.plan.reconcile_downstream import affected_downstream_report
 from backfill_assets.engine.plan.reconcile_records import (
     CELL_ROLLED_BACK,
@@ -79,7 +79,7 @@ def recomputed_on_current_upstream(version: Version, replaced: Version | None) -
 class _Facts:
     """What reconcile knows beyond the catalog (see ``reconcile``'s arguments)."""
 
-    run_status_of: Callable[[str], str | None]
+    run_status_of: Callable[[str], RunStatus | None]
     materialized_version_ids: set[str] | None
     warehouse: Warehouse | None
     forced_cancels: frozenset[str]
@@ -126,7 +126,7 @@ def reconcile(
     request_id: str,
     graph: AssetGraph,
     *,
-    run_status_of: Callable[[str], str | None],
+    run_status_of: Callable[[str], RunStatus | None],
     materialized_version_ids: set[str] | None = None,
     warehouse: Warehouse | None = None,
     forced_cancels: frozenset[str] = frozenset(),
@@ -175,13 +175,13 @@ def reconcile(
         gaps=gaps,
         stale_downstream=stale,
         handoffs=tuple(Handoffs(catalog).list(request_id)),
-        runs=tuple(ReportRun(r, run_status_of(r) or "unknown", facts.reads_as(r)) for r in run_ids),
+        runs=tuple(ReportRun(r, run_status_of(r) or RunStatus.UNKNOWN, facts.reads_as(r)) for r in run_ids),
         side_effects=side_effects,
     )
 
 
 def still_retrying(
-    cell: Cell, vs: list[Version], graph: AssetGraph, run_status_of: Callable[[str], str | None]
+    cell: Cell, vs: list[Version], graph: AssetGraph, run_status_of: Callable[[str], RunStatus | None]
 ) -> bool:
     """Whether a submitted cell is being tried again: a later attempt of its logical run is computing (a step
     retry, or a re-execution in another Dagster run), or its latest attempt failed in the cell's run, which goes on
@@ -331,7 +331,7 @@ def _decided_by(cells: tuple[CellReport, ...], action: OverrideAction) -> int:
 
 def _gap(
     version: Version,
-    run_status_of: Callable[[str], str | None],
+    run_status_of: Callable[[str], RunStatus | None],
     materialized: set[str] | None,
     warehouse: Warehouse | None,
 ) -> str | None:

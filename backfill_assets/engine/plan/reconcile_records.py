@@ -10,7 +10,7 @@ from typing import Any
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.overrides import Override
-from backfill_assets.engine.model.states import VersionState
+from backfill_assets.engine.model.states import RunStatus, VersionState
 from backfill_assets.engine.plan.reconcile_downstream import SideEffectCell, StaleCell
 from backfill_assets.engine.store.handoffs import Handoff
 from backfill_assets.engine.store.ledger import RequestRecord
@@ -82,7 +82,7 @@ class CellReport(JsonRecord):
     submitted_at: str | None = None  # when the driver created the cell's (latest) run
     # The person's override that decides the cell now: an accept or reject of its version, or its skip mark.
     override: Override | None = None
-    run_status: str | None = None  # Dagster's status of the cell's (latest) run
+    run_status: RunStatus | None = None  # Dagster's status of the cell's (latest) run
     # FORCED_CANCEL when that run was marked cancelled without its worker's confirmation, whatever Dagster shows
     run_reads_as: str | None = None
 
@@ -125,7 +125,7 @@ class ReportRun(JsonRecord):
     """One Dagster run of the request as reconcile reads it."""
 
     run_id: str
-    status: str  # Dagster's run status, "unknown" when Dagster has no record of the run
+    status: RunStatus  # Dagster's run status, UNKNOWN when Dagster has no record of the run
     reads_as: str | None  # FORCED_CANCEL when it was marked cancelled without its worker's confirmation
 
 

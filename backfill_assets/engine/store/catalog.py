@@ -155,20 +155,30 @@ class Catalog(OverrideLog, ReadLog):
         source_fingerprint: str | None = None,
         manifest_sha256: str | None = None,
     ) -> Version:
+        stats_json = json.dumps(stats, default=str)
+        inputs_json = json.dumps(input_versions, sort_keys=True)
         with begin(self.engine) as conn:
+            before = self._get(conn, version_id)
             self._transition(
                 conn,
                 version_id,
                 VersionState.VERIFYING,
+                from_state=before.state,
                 path=path,
                 rows=rows,
                 sha256=sha256,
                 manifest_sha256=manifest_sha256,
-                stats_json=json.dumps(stats, default=str),
-                input_versions_json=json.dumps(input_versions, sort_keys=True),
+                stats_json=stats_json,
+                input_versions_json=inputs_json,
                 source_fingerprint=source_fingerprint,
             )
-            return self._get(conn, version_id)
+        # The row as the update left it, without reading it back: the update changed exactly these columns of the
+        # row read above (conditional on its state), and the JSON columns decode as a read would decode them.
+        return replace(
+            before, state=VersionState.VERIFYING.value, path=path, rows=rows, sha256=sha256,
+            manifest_sha256=manifest_sha256, stats=json.loads(stats_json), input_versions=json.loads(inputs_json),
+            source_fingerprint=source_fingerprint,
+        )
 
     def reject(self, version_id: str, checks: list[dict[str, Any]], error: str) -> Version:
         with begin(self.engine) as conn:

@@ -165,6 +165,15 @@ class Ledger:
             raise NotFound(f"unknown request {quoted(request_id)}")
         return RequestRecord(dict(row._mapping))
 
+    def status_of(self, request_id: str) -> str | None:
+        """The request's status alone (None: no such request), in one read of one column: what a step asks before
+        every publish."""
+        with read(self.reader, self.engine) as conn:
+            status: str | None = conn.execute(
+                sa.select(requests.c.status).where(requests.c.request_id == request_id)
+            ).scalar()
+        return status
+
     def exists(self, request_id: str) -> bool:
         with read(self.reader, self.engine) as conn:
             return conn.execute(

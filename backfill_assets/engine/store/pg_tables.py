@@ -37,7 +37,7 @@ from backfill_assets.engine.model.errors import BackfillError, CatalogBusy, quot
 from backfill_assets.engine.model.identity import table_name_of
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.db import create_engine
-from backfill_assets.engine.store.storage import DAY_COLUMN
+from backfill_assets.engine.store.parquet_files import DAY_COLUMN
 
 LOADED, SERVING, SYNCED = "_loaded", "_serving", "_synced"
 LOCK_NOT_AVAILABLE = "55P03"  # SQLSTATE of a lock waited on past lock_timeout

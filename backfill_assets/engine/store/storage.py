@@ -15,17 +15,15 @@ published, since only the catalog pointer makes a version visible.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
+import os
 import posixpath
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import date
 from functools import cache
 from typing import TYPE_CHECKING, Any, Iterator
 
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 from upath import UPath
 
@@ -37,6 +35,15 @@ from backfill_assets.engine.model.identity import (
     validate_run_id,
 )
 from backfill_assets.engine.model.run_context import ENGINE_DIR  # an external engine's output (gc removes it too)
+from backfill_assets.engine.store.parquet_files import (
+    IDENTITY_METADATA_KEY,
+    column_stats,
+    dictionary_columns,
+    frame_of_table,
+    frame_schema,
+    parquet_payload,
+    parquet_table,
+)
 from backfill_assets.engine.wap.faults import AFTER_DATA_FILE, AFTER_MANIFEST, fault_point
 
 if TYPE_CHECKING:
@@ -45,12 +52,6 @@ if TYPE_CHECKING:
 PARTITION_COLUMN = "date"
 DATA_FILE = "data.parquet"
 MANIFEST_FILE = "_manifest.json"
-IDENTITY_METADATA_KEY = b"backfill_assets.identity"
-# The day of the data interval, added to every data file as a date column: what a published table is partitioned
-# by (an Iceberg table adds the file itself, placed by this column's bounds). Readers through the library never see
-# it (``_frame_of`` drops it); a frame that already has a column of this name is refused when it is written.
-DAY_COLUMN = "partition_date"
-DAY_COLUMN_METADATA_KEY = b"backfill_assets.day_column"
 # What the file system says about the object itself, for the caller to judge (a missing version is an integrity
 # failure, not a storage outage).
 FILE_ANSWERS = (FileNotFoundError, FileExistsError)
@@ -67,34 +68,16 @@ class WrittenVersion:
     manifest_sha256: str | None = None  # of _manifest.json's bytes as written: the catalog keeps it with the version
 
 
-def frame_schema(frame: pd.DataFrame) -> dict[str, str]:
-    return {str(col): str(dtype) for col, dtype in frame.dtypes.items()}
-
-
-def column_stats(frame: pd.DataFrame) -> dict[str, Any]:
-    stats: dict[str, Any] = {}
-    for col in frame.columns:
-        series = frame[col]
-        entry: dict[str, Any] = {"nulls": int(series.isna().sum())}
-        if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
-            entry.update(
-                min=_scalar(series.min()), max=_scalar(series.max()), sum=_scalar(series.sum())
-            )
-        else:
-            entry["distinct"] = int(series.nunique(dropna=True))
-        stats[str(col)] = entry
-    return stats
-
-
-def _scalar(value: Any) -> Any:
-    if pd.isna(value):
-        return None
-    return value.item() if hasattr(value, "item") else value
-
-
 class Warehouse:
     def __init__(self, root: str):
         self.root = UPath(root)
+        self._resolved_root: str | None = None
+
+    def _local_root(self) -> str:
+        """The local root with its symlinks resolved, once per warehouse object."""
+        if self._resolved_root is None:
+            self._resolved_root = os.path.realpath(self.root.path)
+        return self._resolved_root
 
     def version_dir(self, asset: str, partition_key: str, run_id: str, attempt_no: int) -> UPath:
         validate_asset_name(asset)
@@ -111,8 +94,10 @@ class Warehouse:
     def _ensure_inside(self, path: UPath) -> None:
         # Defence in depth behind name validation: a symlinked or odd root must still not be escaped.
         if _is_local(self.root):
-            root = self.root.resolve()
-            if not _is_local(path) or root not in path.resolve().parents:
+            # Every path resolved on the file system (symlinks followed), compared as text below the root's own
+            # resolution, taken once: UPath's resolve and parents cost ~15x the os.path calls on every read.
+            root = self._local_root()
+            if not _is_local(path) or not os.path.realpath(path.path).startswith(root.rstrip(os.sep) + os.sep):
                 raise UnsafeName(f"path {path} escapes the warehouse root {root}")
             return
         # An object store has no symlinks, but a key may still climb out with "..": compare normalized keys, in the
@@ -132,7 +117,8 @@ class Warehouse:
     ) -> WrittenVersion:
         """Write ``data.parquet`` then ``_manifest.json``; refuse to overwrite either. ``day``: the partition's
         business day (``YYYY-MM-DD``), written as the ``partition_date`` column for the published tables."""
-        payload = parquet_payload(frame, identity_labels, day)
+        stats = column_stats(frame)
+        payload = parquet_payload(frame, identity_labels, day, dictionary_columns(frame, stats))
         sha = hashlib.sha256(payload).hexdigest()
 
         with storage_call(self.root, "creating", directory):
@@ -141,7 +127,6 @@ class Warehouse:
         self._write_once(data_path, payload)
         fault_point(AFTER_DATA_FILE)
         schema = frame_schema(frame)
-        stats = column_stats(frame)
         manifest = {
             "rows": len(frame),
             "sha256": sha,
@@ -260,33 +245,6 @@ class Warehouse:
         return json.loads(raw) if raw else {}
 
 
-def parquet_payload(frame: pd.DataFrame, identity_labels: dict[str, str], day: str | None) -> bytes:
-    """A frame as the bytes of a version's data file: the identity in the schema metadata, the day as a date
-    column, timestamps in microseconds (what Iceberg and most engines read; a value finer than that is refused
-    rather than truncated)."""
-    if day is not None and DAY_COLUMN in frame.columns:
-        raise IntegrityError(
-            f"the frame has a column named {DAY_COLUMN!r}, which the published tables reserve for the partition's "
-            "day (written to every data file); rename the column"
-        )
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    meta = dict(table.schema.metadata or {})
-    meta[IDENTITY_METADATA_KEY] = json.dumps(identity_labels, sort_keys=True).encode()
-    if day is not None:
-        table = table.append_column(
-            pa.field(DAY_COLUMN, pa.date32(), nullable=False),
-            pa.array([date.fromisoformat(day)] * table.num_rows, pa.date32()),
-        )
-        meta[DAY_COLUMN_METADATA_KEY] = DAY_COLUMN.encode()
-    table = table.replace_schema_metadata(meta)
-    buffer = io.BytesIO()
-    try:
-        pq.write_table(table, buffer, coerce_timestamps="us", allow_truncated_timestamps=False)
-    except pa.ArrowInvalid as exc:
-        raise IntegrityError(f"the frame cannot be stored: {' '.join(str(exc).split())[:300]}") from exc
-    return buffer.getvalue()
-
-
 def first_stored_version(root: str) -> str | None:
     """A version's manifest in the warehouse at ``root`` (``<asset>/date=<key>/_runs/<run>/attempt=<n>/``), or None
     when it holds none: the first found ends the walk, which goes no deeper than that layout."""
@@ -387,19 +345,3 @@ def _backend_errors() -> tuple[type[BaseException], ...]:
 def _relative(root: UPath, target: UPath) -> str:
     root_text, text = str(root).rstrip("/"), str(target)
     return text[len(root_text) + 1:] if text.startswith(root_text + "/") else text
-
-
-def frame_of_table(table: pa.Table) -> pd.DataFrame:
-    """A data file's table as the frame its transform returned: without the day column the library added, and
-    timestamps in pandas' nanoseconds again."""
-    if (table.schema.metadata or {}).get(DAY_COLUMN_METADATA_KEY) and DAY_COLUMN in table.column_names:
-        table = table.drop_columns([DAY_COLUMN])
-    return table.to_pandas(coerce_temporal_nanoseconds=True)
-
-
-def parquet_table(payload: bytes) -> pa.Table:
-    """A Parquet file held in memory, read by Arrow alone: through a Python file object (``io.BytesIO``) with
-    pre-buffering, Arrow's I/O threads call back into Python and, at interpreter exit, one may still be joinable —
-    the process then aborts ("terminate called without an active exception", apache/arrow#34314): 9 of 60 short
-    processes on Python 3.13 and 3 of 40 on 3.11 did, none of 60 read this way."""
-    return pq.read_table(pa.BufferReader(payload), pre_buffer=False)

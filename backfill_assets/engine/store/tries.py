@@ -19,7 +19,7 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.identity import validate_asset_name, validate_partition_key
 from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.overrides import Override
-from backfill_assets.engine.model.states import FINISHED_RUN_STATUSES, VersionState
+from backfill_assets.engine.model.states import FINISHED_RUN_STATUSES, RunStatus, VersionState
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.schema import request_items, requests, versions
@@ -65,7 +65,7 @@ class Try(JsonRecord):
     request_reason: str | None
     version_written: bool
     decision: M.CellDecision | None  # the ledger's, for a request's run that wrote nothing
-    run_status: str | None = None  # its Dagster run's status, when the caller's runs have it
+    run_status: RunStatus | None = None  # its Dagster run's status, when the caller's runs have it
     this_request: bool = False  # a try of the request the caller asked about
     overrides: tuple[Override, ...] = ()  # a person's accept / reject of its version, oldest first
 
@@ -89,7 +89,7 @@ class RunTouch:
     """A Dagster run that was to write the cell (its partition and asset selected), as Dagster records it."""
 
     run_id: str
-    status: str  # a RunStatus value (Dagster's)
+    status: RunStatus
     lane: str
     request_id: str | None
     created_at: str | None  # UTC ISO-8601, as every stored time

@@ -29,8 +29,8 @@ from backfill_assets.engine.model.identity import table_name_of
 from backfill_assets.engine.model.settings import TableSettings
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
+from backfill_assets.engine.store.parquet_files import DAY_COLUMN
 from backfill_assets.engine.store.pointer_log import PointerChanges, pointer_changes
-from backfill_assets.engine.store.storage import DAY_COLUMN
 from backfill_assets.engine.tables.records import SyncResult, TableLag
 from backfill_assets.engine.wap.faults import AFTER_TABLE_COMMIT, BEFORE_TABLE_COMMIT, fault_point
 
@@ -273,13 +273,16 @@ def _commit(table: Table, changes: PointerChanges, lost_commits: int) -> None:
         in_days = In(DAY_COLUMN, days)  # type: ignore[call-arg, arg-type]
         old_files = [task.file for task in table.scan(row_filter=in_days).plan_files()] \
             if table.current_snapshot() is not None else []
+        # Read once: pyiceberg rebuilds it from the transaction's updates on every access (~1 ms), and the
+        # overwrite adds none until it exits.
+        metadata = tx.table_metadata
         with tx.update_snapshot(snapshot_properties=_summary(changes, lost_commits)).overwrite() as overwrite:
             for data_file in old_files:
                 overwrite.delete_data_file(data_file)
             for version in changes.days.values():
                 if not version.rows:
                     continue  # an empty day holds no rows: its old files go, nothing comes
-                overwrite.append_data_file(parquet_file_to_data_file(table.io, tx.table_metadata, str(version.path)))
+                overwrite.append_data_file(parquet_file_to_data_file(table.io, metadata, str(version.path)))
         # The snapshot's manifests are written; only the catalog's swap of the table's metadata is left.
         fault_point(BEFORE_TABLE_COMMIT)
 

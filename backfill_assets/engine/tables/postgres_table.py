@@ -26,8 +26,9 @@ from backfill_assets.engine.model.settings import TableSettings
 from backfill_assets.engine.store import pg_tables as pg
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
+from backfill_assets.engine.store.parquet_files import DAY_COLUMN, parquet_table
 from backfill_assets.engine.store.pointer_log import current_pointers
-from backfill_assets.engine.store.storage import DAY_COLUMN, Warehouse, parquet_table
+from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.tables.records import SyncResult, TableLag
 
 # How long a sync waits for the asset's lock and the parent table (a long query of a reader holds it), and how

@@ -8,7 +8,8 @@ from upath import UPath
 
 from backfill_assets.engine.model.errors import BackfillError
 from backfill_assets.engine.model.run_context import RunContext
-from backfill_assets.engine.store.storage import parquet_table, storage_call
+from backfill_assets.engine.store.parquet_files import parquet_table
+from backfill_assets.engine.store.storage import storage_call
 
 
 class NoEngineOutput(BackfillError):

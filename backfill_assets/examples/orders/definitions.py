@@ -41,16 +41,19 @@ from .resources import AlertSink, OrdersSource
 from .source import seed  # noqa: F401 - `backfill-assets seed` fills this demo's source
 
 
-def _source_rows(interval, orders_source: OrdersSource) -> int:
-    return orders_source.system().summary(interval).rows
+# The fingerprint (taken before the extract) and the checks (after the write) share one summary of the source per
+# attempt: the version's recorded fingerprint describes the very reading its count and totals were checked against,
+# and a source that changed between that reading and the extract fails the checks.
+def _source_rows(interval, orders_source: OrdersSource, run) -> int:
+    return orders_source.summary(interval, run.version_id).rows
 
 
-def _source_totals(interval, orders_source: OrdersSource) -> dict[str, float]:
-    return {"amount": orders_source.system().summary(interval).amount_sum}
+def _source_totals(interval, orders_source: OrdersSource, run) -> dict[str, float]:
+    return {"amount": orders_source.summary(interval, run.version_id).amount_sum}
 
 
-def _source_fingerprint(interval, orders_source: OrdersSource) -> str:
-    return orders_source.system().summary(interval).fingerprint
+def _source_fingerprint(interval, orders_source: OrdersSource, run) -> str:
+    return orders_source.summary(interval, run.version_id).fingerprint
 
 
 class FxRates(dg.Config):

@@ -9,9 +9,9 @@ from typing import Optional
 
 import dagster as dg
 
-from backfill_assets import Settings
+from backfill_assets import Interval, Settings
 
-from .source import SourceSystem
+from .source import SourceSummary, SourceSystem
 
 
 @lru_cache(maxsize=8)
@@ -26,6 +26,17 @@ class OrdersSource(dg.ConfigurableResource):
 
     def system(self) -> SourceSystem:
         return source_system(self.url or Settings.from_env().source_url)
+
+    def summary(self, interval: Interval, attempt: str) -> SourceSummary:
+        """The source's count and amount total for ``interval``, read once per ``attempt`` (its version id): the
+        fingerprint recorded with a version and the checks that judge it then describe one reading of the source,
+        and a new attempt (a retry, a re-run) reads it again."""
+        return _summary_of_attempt(self.url or Settings.from_env().source_url, attempt, interval)
+
+
+@lru_cache(maxsize=64)  # a few attempts at once per process (a chunk's assets, a step's days); older ones are done
+def _summary_of_attempt(url: str, attempt: str, interval: Interval) -> SourceSummary:
+    return source_system(url).summary(interval)
 
 
 class AlertSink(dg.ConfigurableResource):

@@ -6,11 +6,9 @@ import uuid
 import warnings
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Callable
 
 import dagster as dg
 
-from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.day_order import DayOrder, declared_order, runs_serially, why_order, why_serial
 from backfill_assets.engine.model.errors import AssetOwnedElsewhere, BackfillError
@@ -36,6 +34,7 @@ from backfill_assets.integration.assets.dashboard import (
     rejection_observation,
 )
 from backfill_assets.integration.assets.partitions import daily_partitions_for
+from backfill_assets.integration.assets.publish_guard import unless_run_stopped
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
 from backfill_assets.integration.assets.retries import retry_policy_of
 from backfill_assets.integration.assets.table_sync import publishing_catalog, sync_tables_after_step
@@ -46,10 +45,6 @@ from backfill_assets.integration.published_io import PUBLISHED_IO_MANAGER
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
 from backfill_assets.integration.runs.run_identity import identity_from_context, logical_run_for
 from backfill_assets.integration.step_context import StepContext
-
-# A run in one of these may not publish: it was asked to stop, or was marked cancelled without its worker's
-# confirmation (`request cancel` when its code server did not answer), and its worker is still going.
-STOPPED_RUN_STATUSES = (dg.DagsterRunStatus.CANCELING, dg.DagsterRunStatus.CANCELED)
 
 
 class GateConfig(dg.Config):
@@ -88,27 +83,6 @@ def _check_results(outcome: GateOutcome) -> list[dg.AssetCheckResult]:
         )
         for c in outcome.checks
     ]
-
-
-def unless_run_stopped(
-    instance: dg.DagsterInstance, run_id: str, ledger: Ledger | None = None, request_id: str | None = None
-) -> Callable[[], str | None]:
-    """Why the run's step may not publish (its run, or the request it works for, was cancelled), or None.
-
-    The request matters too: a run created after ``request cancel`` stopped looking (its sensor tick was delayed
-    past the cancel's wait) is never terminated, but must not publish for a request that no longer exists.
-    """
-
-    def guard() -> str | None:
-        run = instance.get_run_by_id(run_id)
-        if run is not None and run.status in STOPPED_RUN_STATUSES:
-            return f"run {run_id} is {run.status.value}: it was cancelled, so it may not publish"
-        if ledger is not None and request_id and ledger.exists(request_id):
-            if ledger.get(request_id).status == M.CANCELLED:
-                return f"request {request_id} was cancelled, so run {run_id} may not publish"
-        return None
-
-    return guard
 
 
 def log_logical_run(context, catalog, identity: RunIdentity) -> None:

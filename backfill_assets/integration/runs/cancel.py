@@ -158,6 +158,10 @@ def _stop_runs(
             # Answered False: nothing to cancel yet (a launch in progress); the next round gets it.
         acted.update(forced)
         time.sleep(POLL_SECONDS)
+    # A run asked while its launch was still in progress answers False, yet Dagster has already marked it
+    # CANCELING: its worker then starts, sees the pending termination and ends it CANCELED. That is our stop too.
+    acted.update(r.run_id for r in runs_of_request(instance, request_id)
+                 if r.run_id in asked and r.status == dg.DagsterRunStatus.CANCELED)
     return StoppedRuns(ids=frozenset(acted), forced=forced)
 
 

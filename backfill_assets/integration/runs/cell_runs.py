@@ -20,7 +20,7 @@ from backfill_assets.engine.model.intervals import iso
 from backfill_assets.engine.model.request_model import MAX_PARTITIONS_PER_RUN
 from backfill_assets.engine.store.tries import RunTouch
 from backfill_assets.integration.runs.run_identity import lane_from_tags, request_id_from_tags
-from backfill_assets.integration.runs.runs import run_assets, run_partition_keys, status_name
+from backfill_assets.integration.runs.runs import run_assets, run_partition_keys, run_status
 
 # The newest runs of each query: a cell tried more often than this shows its newest tries of each kind.
 RUNS_LIMIT = 500
@@ -66,7 +66,7 @@ def _touch(record: dg.RunRecord) -> RunTouch:
     run = record.dagster_run
     return RunTouch(
         run_id=run.run_id,
-        status=status_name(run),
+        status=run_status(run),
         lane=lane_from_tags(run.tags),
         request_id=request_id_from_tags(run.tags),
         created_at=iso(_aware(record.create_timestamp)),

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Mapping
 
 import dagster as dg
@@ -50,6 +53,21 @@ HOLD_FALLBACK_SECONDS = 30.0
 DAEMON_SUBMITTED_TAGS = (T.DAGSTER_BACKFILL, T.DAGSTER_SENSOR, T.DAGSTER_SCHEDULE)
 
 logger = logging.getLogger("backfill_assets.run_coordinator")
+
+# False while a process that is not the daemon queues a run the daemon will launch (``submitted_elsewhere``).
+_PREWARM_HERE: ContextVar[bool] = ContextVar("prewarm_here", default=True)
+
+
+@contextmanager
+def submitted_elsewhere() -> Iterator[None]:
+    """Runs submitted inside are queued for the daemon to launch, although they carry a sensor's tags
+    (``request create``'s own driver tick): this process starts no warm run worker for them."""
+    token = _PREWARM_HERE.set(False)
+    try:
+        yield
+    finally:
+        _PREWARM_HERE.reset(token)
+
 
 
 class BackfillRunCoordinator(dg.QueuedRunCoordinator):
@@ -113,7 +131,7 @@ class BackfillRunCoordinator(dg.QueuedRunCoordinator):
         """Let a warm run launcher start importing the run's code location while the run waits in the queue.
         Only for runs the daemon submits (sensors, schedules, backfills), which the same daemon will launch: a
         webserver or CLI process that merely queues a run must not keep a warm worker of its own."""
-        if not any(key in run.tags for key in DAEMON_SUBMITTED_TAGS):
+        if not _PREWARM_HERE.get() or not any(key in run.tags for key in DAEMON_SUBMITTED_TAGS):
             return
         prewarm = getattr(self._instance.run_launcher, "prewarm", None)
         if prewarm is not None:

@@ -9,6 +9,7 @@ import dagster as dg
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.states import RunStatus
 from backfill_assets.engine.plan.reconcile_records import Report
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
@@ -16,18 +17,18 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.integration.keys import asset_key
 from backfill_assets.integration.runs.cancel import forced_cancels
-from backfill_assets.integration.runs.runs import runs_of_request, status_name
+from backfill_assets.integration.runs.runs import run_status, runs_of_request
 from backfill_assets.service.ports import RequestRunFacts
 from backfill_assets.service.reconciling import report_of
 
 
-def run_statuses(instance: dg.DagsterInstance, run_ids: Iterable[str]) -> dict[str, str]:
+def run_statuses(instance: dg.DagsterInstance, run_ids: Iterable[str]) -> dict[str, RunStatus]:
     """Each run's status name, for the runs Dagster has (200 ids per query)."""
     ids = sorted(set(run_ids))
-    statuses: dict[str, str] = {}
+    statuses: dict[str, RunStatus] = {}
     for start in range(0, len(ids), 200):
         for run in instance.get_runs(filters=dg.RunsFilter(run_ids=ids[start : start + 200])):
-            statuses[run.run_id] = status_name(run)
+            statuses[run.run_id] = run_status(run)
     return statuses
 
 

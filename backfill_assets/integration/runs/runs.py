@@ -106,10 +106,6 @@ def run_status(run: dg.DagsterRun) -> RunStatus:
     return RunStatus(run.status.value)
 
 
-def status_name(run: dg.DagsterRun) -> str:
-    return run_status(run).value
-
-
 def runs_of_request(instance: dg.DagsterInstance, request_id: str) -> list[dg.DagsterRun]:
     runs = list(instance.get_runs(filters=dg.RunsFilter(tags={T.REQUEST_ID: request_id})))
     if not request_id.startswith(T.ADOPTED_PREFIX):

@@ -30,7 +30,6 @@ every fork; one changed file makes it answer ``stale`` and exit, and the launche
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import os
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from backfill_assets.engine.store.wakeup import wake_daemon
+from backfill_assets.integration.runs.code_files import files_digest
 from backfill_assets.process_gc import collect_less_often, freeze_long_lived_objects
 
 
@@ -66,13 +66,6 @@ def source_files() -> dict[str, tuple[int, int]]:
             continue
         files[resolved] = (stat.st_mtime_ns, stat.st_size)
     return files
-
-
-def fingerprint(files: dict[str, tuple[int, int]]) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(files):
-        digest.update(f"{path}\0{files[path][0]}\0{files[path][1]}\n".encode())
-    return digest.hexdigest()[:12]
 
 
 def changed_file(files: dict[str, tuple[int, int]]) -> str | None:
@@ -150,6 +143,14 @@ def _exit_child(run: Callable[[], None]) -> None:
         os._exit(code)  # never run the parent's atexit handlers or flush its buffers twice
 
 
+def _join_run_end_ticks() -> None:
+    """The run's own driver tick (``run_end_tick.py``), which the child's ``os._exit`` would cut short; a run that
+    started none never imported the module."""
+    module = sys.modules.get("backfill_assets.integration.runs.run_end_tick")
+    if module is not None:
+        module.join_run_end_ticks()
+
+
 def _read_line(fd: int) -> bytes:
     data = b""
     while not data.endswith(b"\n"):
@@ -181,6 +182,7 @@ def _spare_child(read_fd: int, instance_ref_json: str, stdout_fd: int) -> None:
         try:
             execute_run_on(instance, message["execute_run_args"])
         finally:
+            _join_run_end_ticks()
             wake_daemon(message.get("home"))
 
     _exit_child(run)
@@ -196,6 +198,7 @@ def _run_child(execute_run_args_json: str, home: str | None, stdout_fd: int) -> 
         try:
             execute_run(execute_run_args_json)
         finally:
+            _join_run_end_ticks()
             wake_daemon(home)
 
     _exit_child(run)
@@ -233,7 +236,7 @@ def serve(lines, out) -> int:
         return 1
     freeze_long_lived_objects()  # before the first fork: the children share these pages and never collect them
     files = source_files()
-    print_ = fingerprint(files)
+    print_ = files_digest(files)
     instance_ref = hello["instance_ref"]
     spare = _fork_spare(instance_ref, out.fileno())
     _send(out, {"ready": True, "pid": os.getpid(), "fingerprint": print_})

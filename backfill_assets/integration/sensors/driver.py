@@ -185,6 +185,14 @@ def drive_request(
     return result.submissions
 
 
+def drives(graph: AssetGraph, record: RequestRecord) -> bool:
+    """Whether this code location's driver submits the runs of an open request."""
+    if record.source not in M.DRIVEN_SOURCES and record.spec.downstream == M.DownstreamPolicy.NONE:
+        return False  # adopted backfills are run by Dagster's own backfill daemon
+    # Another code location's request is its own driver's (locations sharing a catalog share its ledger).
+    return set(record.spec.assets) <= set(graph.names)
+
+
 def build_driver_sensor(
     graph: AssetGraph, jobs: list[dg.JobDefinition], backfill: BackfillResource | None = None
 ) -> dg.SensorDefinition:
@@ -200,12 +208,13 @@ def build_driver_sensor(
     def backfill_driver(context: dg.SensorEvaluationContext) -> Iterator[dg.RunRequest]:
         catalog, instance = resource.get().catalog(), evaluation_instance(context)
         loaded = code_version(sources=graph.code_sources)
+        # The code version this code server runs, where `request create`'s own tick reads it (runs/direct_tick.py):
+        # a request frozen under other code is left to this sensor, which blocks it.
+        context.update_cursor(loaded)
         ledger = Ledger(catalog)
         for record in ledger.list(statuses=M.ACTIVE_STATUSES):
-            if record.source not in M.DRIVEN_SOURCES and record.spec.downstream == M.DownstreamPolicy.NONE:
-                continue  # adopted backfills are run by Dagster's own backfill daemon
-            if not set(record.spec.assets) <= set(graph.names):
-                continue  # another code location's request (locations sharing a catalog share its ledger)
+            if not drives(graph, record):
+                continue
             for submission in drive_request(graph, instance, catalog, record, loaded):
                 yield run_request_for(graph, record, submission)
             if record.source == M.RequestSource.LAUNCHPAD and ledger.get(record.request_id).status in M.CLOSED_STATUSES:

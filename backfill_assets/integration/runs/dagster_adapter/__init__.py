@@ -7,7 +7,8 @@ the SQLite and PostgreSQL event logs giving a pool slot freed while a step regis
 (``pool_claims.py``; PostgreSQL's in ``postgres_event_log.py``, named by deploy/'s dagster.yaml files), and the
 PostgreSQL run storage adding a run and its tags in one transaction (``postgres_run_storage.py``: a restart between
 Dagster's two inserts left a run invisible to every tag query, so its cell was requested and published twice), and
-a Pipes session inside a gated step leaving the step's events to the gate (``pipes_sessions.py``).
+a Pipes session inside a gated step leaving the step's events to the gate (``pipes_sessions.py``), and a sensor's run
+created outside the daemon as its tick would create it (``sensor_runs.py``: ``request create``'s own driver tick).
 
 Dagster 1.13 has no public API that lists backfills with their target partitions; ``DagsterInstance .get_backfills``
 returns ``PartitionBackfill`` objects whose classes live in ``dagster._core.execution.backfill``. A check evaluation
@@ -17,7 +18,7 @@ materialization, so Dagster would never show a day it rejected as Failed without
 ``report_materialization_planned`` records. A run launcher (``warm_launcher.py``) must start a run worker as
 ``dagster api execute_run`` does: Dagster exports ``DefaultRunLauncher`` but not ``ExecuteRunArgs``, the command's
 body, ``recon_repository_from_origin`` nor ``CheckRunHealthResult``/``WorkerStatus``, which run monitoring reads.
-tests/integration/test_warm_launcher.py runs real runs through them. The shipped dagster.yaml's SQLite storages are
+tests/e2e/test_warm_launcher.py runs real runs through them. The shipped dagster.yaml's SQLite storages are
 Dagster's, keeping their SQLAlchemy engines and connections (no public hook reaches how a storage creates them);
 tests/integration/test_sqlite_storage.py pins it against Dagster's class. Everything else in the project goes
 through ``import dagster as dg`` (tests/engine/test_layering.py keeps the engine free of Dagster).
@@ -72,6 +73,7 @@ from .run_worker import (
     storage_modules_of,
     worker_health,
 )
+from .sensor_runs import SensorOrigin, SensorRuns, sensor_origin
 from .sqlite_event_log import (
     KEPT_ENGINES,
     SqliteEventLogReusingEngines,
@@ -121,4 +123,7 @@ __all__ = [
     "SqliteScheduleStorageKeepingConnections",
     "AssignsFreedPoolSlots",
     "events_left_to_the_gate",
+    "SensorOrigin",
+    "SensorRuns",
+    "sensor_origin",
 ]

@@ -146,14 +146,26 @@ def sensors_pending_since(workspace_process_context, since: float, max_interval:
     return max(0.0, min(waits)) if waits else None
 
 
-def run_dagster_daemon(make_daemons, args: list[str]) -> None:
-    """Run ``dagster-daemon run ARGS`` in this process with the daemons ``make_daemons(instance)`` returns."""
+def run_dagster_daemon(make_daemons, args: list[str], reload_seconds: float | None = None) -> None:
+    """Run ``dagster-daemon run ARGS`` in this process with the daemons ``make_daemons(instance)`` returns; with
+    ``reload_seconds``, its workspace reloads when the code changed (``workspace_reload.py``), not every minute."""
+    import contextlib
     import functools
 
     from dagster._daemon import cli as daemon_cli
 
-    controller = daemon_cli.daemon_controller_from_instance
-    daemon_cli.daemon_controller_from_instance = functools.partial(controller, gen_daemons=make_daemons)
+    from .workspace_reload import install_reload_on_change
+
+    dagster_controller = functools.partial(daemon_cli.daemon_controller_from_instance, gen_daemons=make_daemons)
+
+    @contextlib.contextmanager
+    def controller(*controller_args, **kwargs):
+        with dagster_controller(*controller_args, **kwargs) as made:
+            if reload_seconds is not None:
+                install_reload_on_change(made, reload_seconds)
+            yield made
+
+    daemon_cli.daemon_controller_from_instance = controller
     daemon_cli.run_command.main(args=args, prog_name="backfill-assets-daemon run")
 
 

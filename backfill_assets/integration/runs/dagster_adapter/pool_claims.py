@@ -15,11 +15,24 @@ claims only when a slot is really free.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-class AssignsFreedPoolSlots:
+if TYPE_CHECKING:
+    from dagster._core.storage.event_log.base import ConcurrencyClaimStatus
+    from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
+
+    # What the mixin is placed before, as the checker sees it: its super() is a SqlEventLogStorage's method.
+    _MixedInto = SqlEventLogStorage
+else:
+    _MixedInto = object
+
+
+class AssignsFreedPoolSlots(_MixedInto):
     """Mixed in before a ``SqlEventLogStorage`` subclass."""
 
-    def claim_concurrency_slot(self, concurrency_key: str, run_id: str, step_key: str, priority: int | None = None):
+    def claim_concurrency_slot(
+        self, concurrency_key: str, run_id: str, step_key: str, priority: int | None = None
+    ) -> ConcurrencyClaimStatus:
         status = super().claim_concurrency_slot(concurrency_key, run_id, step_key, priority)
         if status.is_claimed or status.is_assigned or not self.has_unassigned_slots(concurrency_key):
             return status

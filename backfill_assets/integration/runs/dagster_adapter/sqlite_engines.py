@@ -9,6 +9,8 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import Pool
 
+from .alembic_scripts import keep_alembic_script_directories
+
 # Dagster's SQLite storages create (and dispose) an engine for every connection: every statement is compiled again
 # and the file is opened and closed on every use (the close checkpoints the WAL and deletes it, the next open makes
 # it again). Kept, a run's CPU per gated asset-day fell by about two fifths (``python -m bench.micro.chunk_step``)
@@ -73,6 +75,7 @@ class ConfiguredWithoutDirectory:
 
     def __init__(self, inst_data=None):
         self._inst_data = inst_data
+        keep_alembic_script_directories()
 
     @classmethod
     def config_type(cls):

@@ -14,38 +14,57 @@ hands each user its own connection (``QueuePool``) and keeps a few of them open 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
+from dagster import DagsterInstance
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
+from sqlalchemy.engine import Connection
 from sqlalchemy.pool import QueuePool
 
 from .sqlite_engines import ConfiguredWithoutDirectory, KeptEngines
+
+if TYPE_CHECKING:
+    from dagster._serdes import ConfigurableClassData
+
+    class _DagsterStorage:
+        """What the mixin is placed before, as the checker sees it: both of Dagster's SQLite storages have these."""
+
+        _conn_string: str
+        _inst_data: ConfigurableClassData | None
+
+        def register_instance(self, instance: DagsterInstance) -> None: ...
+
+        def dispose(self) -> None: ...
+
+else:
+    _DagsterStorage = object
 
 # Connections kept open per storage between uses; more are opened (and closed after use) when threads need them.
 KEPT_CONNECTIONS = 4
 
 
-class _KeepingConnections(ConfiguredWithoutDirectory):
-    """What both storages add to Dagster's class (``_dagster_class``, in ``_subdirectory`` of the instance)."""
+class _KeepingConnections(ConfiguredWithoutDirectory, _DagsterStorage):
+    """What both storages add to Dagster's class (opened by ``_open`` in the instance's directory)."""
 
-    _dagster_class: type
-    _subdirectory: tuple[str, ...]
-
-    def __init__(self, inst_data=None):
+    def __init__(self, inst_data: ConfigurableClassData | None = None) -> None:
         # Dagster's constructor needs the file, which Dagster's from_local creates (and migrates): both run in
         # register_instance, once the instance's directory is known.
         ConfiguredWithoutDirectory.__init__(self, inst_data)
         self._engines = KeptEngines(QueuePool, kept=1, pool_size=KEPT_CONNECTIONS, max_overflow=-1)
 
-    def register_instance(self, instance) -> None:
+    def _open(self, instance_directory: str) -> None:
+        raise NotImplementedError  # each storage opens its own Dagster class's file
+
+    def register_instance(self, instance: DagsterInstance) -> None:
         if not hasattr(self, "_conn_string"):
-            prepared = self._dagster_class.from_local(os.path.join(instance.root_directory, *self._subdirectory))
-            self._dagster_class.__init__(self, prepared._conn_string, inst_data=self._inst_data)
+            self._open(instance.root_directory)
         super().register_instance(instance)
 
     @contextmanager
-    def connect(self):
+    def connect(self) -> Iterator[Connection]:
         with self._engines.get(self._conn_string).connect() as conn, conn.begin():
             yield conn
 
@@ -63,8 +82,9 @@ class SqliteRunStorageKeepingConnections(_KeepingConnections, SqliteRunStorage):
           class: SqliteRunStorageKeepingConnections
     """
 
-    _dagster_class = SqliteRunStorage
-    _subdirectory = ("history", "")
+    def _open(self, instance_directory: str) -> None:
+        prepared = SqliteRunStorage.from_local(os.path.join(instance_directory, "history", ""))
+        SqliteRunStorage.__init__(self, prepared._conn_string, inst_data=self._inst_data)
 
 
 class SqliteScheduleStorageKeepingConnections(_KeepingConnections, SqliteScheduleStorage):
@@ -76,5 +96,6 @@ class SqliteScheduleStorageKeepingConnections(_KeepingConnections, SqliteSchedul
           class: SqliteScheduleStorageKeepingConnections
     """
 
-    _dagster_class = SqliteScheduleStorage
-    _subdirectory = ("schedules",)
+    def _open(self, instance_directory: str) -> None:
+        prepared = SqliteScheduleStorage.from_local(os.path.join(instance_directory, "schedules"))
+        SqliteScheduleStorage.__init__(self, prepared._conn_string, inst_data=self._inst_data)

@@ -34,7 +34,7 @@ def test_repairing_a_replaced_version_leaves_the_table_on_the_serving_one(env):
     [submission] = drive_request(GRAPH, env.instance, env.catalog, record, code_version())
     args = {"partition": DAY, "assets": list(submission.assets),
             "tags": {**run_tags_for(record), RUN_KEY_TAG: submission.run_key}}
-    crashed = subprocess.run([sys.executable, "-m", "tests.integration.crash_runner", json.dumps(args)], cwd=REPO,
+    crashed = subprocess.run([sys.executable, "-m", "tests.crash_runner", json.dumps(args)], cwd=REPO,
                              env={**os.environ, ENV_FAULT: AFTER_PUBLISH_COMMIT}, capture_output=True, timeout=120)
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
     lost_event = env.catalog.current(ORDER_FACTS, DAY)

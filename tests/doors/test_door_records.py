@@ -15,9 +15,8 @@ from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from backfill_assets.integration.service_wiring import backfills_for_home
+from tests.instance_env import environment
 from tests.orders import DEFS, GRAPH, run_partitions
-
-from .conftest import environment
 
 DAY = "2022-09-01"
 PIPELINE = [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE]

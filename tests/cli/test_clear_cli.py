@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from backfill_assets.cli import cli
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
-from tests.integration.driver_harness import drive
-from tests.integration.test_request_cli import request_tables
+from tests.cli.test_request_cli import request_tables
+from tests.driver_harness import drive
 from tests.orders import CALENDAR, run_partitions
 
 PIPELINE = [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE]

@@ -19,9 +19,8 @@ from backfill_assets.engine.wap.faults import AFTER_DATA_FILE, AFTER_PUBLISH_COM
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.runs.runs import RUN_KEY_TAG
 from backfill_assets.integration.sensors.driver import drive_request, run_tags_for
+from tests.driver_harness import drive
 from tests.orders import GRAPH, run_partitions
-
-from .driver_harness import drive
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -94,7 +93,7 @@ def _crash(env, record, submission, fault: str) -> int:
     args = {"partition": submission.partition, "assets": list(submission.assets),
             "tags": {**run_tags_for(record), RUN_KEY_TAG: submission.run_key}}
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.integration.crash_runner", json.dumps(args)],
+        [sys.executable, "-m", "tests.crash_runner", json.dumps(args)],
         cwd=REPO, env={**os.environ, ENV_FAULT: fault}, capture_output=True, timeout=120,
     )
     return proc.returncode

@@ -17,10 +17,9 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.runs.runs import RUN_KEY_TAG
 from backfill_assets.integration.sensors.driver import drive_request, run_tags_for
+from tests.driver_harness import drive
+from tests.instance_env import environment
 from tests.orders import GRAPH, run_chunk, run_partitions
-
-from .conftest import environment
-from .driver_harness import drive
 
 # One worker builds the module's tries once (xdist would otherwise build them on each worker its tests went to).
 pytestmark = pytest.mark.xdist_group("integration/test_cell_tries")

@@ -19,10 +19,9 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.sensors.propagation import propagate_once
 from tests.corruption import file_halved_before_its_audits
+from tests.driver_harness import drive
 from tests.engine.catalog_helpers import begin_verified, identity
 from tests.orders import GRAPH, run_partitions
-
-from .driver_harness import drive
 
 DAY, DAY2 = "2022-09-01", "2022-09-02"
 PIPELINE = [RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE]
@@ -339,8 +338,14 @@ BAD_INPUT = [
                  id="skip-day-and-range"),
     pytest.param(["skip", DAILY_REVENUE, "--from", DAY2, "--to", DAY, "--reason", "x"], "is before --from",
                  id="skip-backward-range"),
+    pytest.param(["skip", DAILY_REVENUE, "2099-01-01", "--reason", "x"], "past the newest complete interval",
+                 id="skip-future-day"),
+    pytest.param(["skip", DAILY_REVENUE, "--from", DAY, "--to", "2099-01-01", "--reason", "x"],
+                 "--to 2099-01-01 is past the newest complete interval", id="skip-range-into-the-future"),
     pytest.param(["skip", DAILY_REVENUE, "--from", "2022-09-01", "--to", "9999-12-01", "--reason", "x"],
-                 "at most", id="skip-huge-range"),
+                 "past the newest complete interval", id="skip-huge-range"),
+    pytest.param(["skip", DAILY_REVENUE, "--from", "2022-09-01", "--to", "9999-12-01", "--undo", "--reason", "x"],
+                 "at most", id="unskip-huge-range"),
     pytest.param(["skip", DAILY_REVENUE, DAY, "--undo", "--reason", "x"], "not marked skipped",
                  id="skip-undo-unmarked"),
 ]

@@ -25,10 +25,9 @@ from backfill_assets.integration.runs.reconcile_facts import request_report
 from backfill_assets.integration.runs.runs import RUN_KEY_TAG
 from backfill_assets.integration.sensors.driver import drive_request, run_tags_for
 from backfill_assets.integration.ui_markdown import report_markdown
+from tests.driver_harness import drive, execute_submission
 from tests.orders import GRAPH, MODULE
 from tests.specs import spec_of
-
-from .driver_harness import drive, execute_submission
 
 DAYS = ["2022-09-01", "2022-09-02", "2022-09-03"]
 WIDE = {"COLUMNS": "250"}  # rich tables at this width keep a paused status on one line

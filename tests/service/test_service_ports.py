@@ -16,7 +16,7 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.examples.orders.domain import RAW_ORDERS
 from backfill_assets.service import Backfills, RequestInput
 from backfill_assets.service.context import ServiceContext
-from backfill_assets.service.ports import DagsterPort, RequestRunFacts, StoppedRequestRuns
+from backfill_assets.service.ports import DagsterPort, DrivenNow, RequestRunFacts, StoppedRequestRuns
 from tests.orders import GRAPH
 
 DAYS = ["2022-09-01", "2022-09-02"]
@@ -38,6 +38,10 @@ class FakeDagster(DagsterPort):
 
     def wake_daemon(self) -> None:
         self.calls.append("wake")
+
+    def drive_now(self, graph, catalog, request_id: str) -> DrivenNow:
+        self.calls.append(f"drive_now {request_id}")
+        return DrivenNow(left_to_sensor="the fake submits nothing")
 
     def cell_facts(self, graph, catalog, cells: Sequence[tuple[str, str]]):
         self.calls.append(f"cell_facts {len(cells)}")
@@ -90,8 +94,8 @@ def test_the_service_asks_dagster_through_its_port_and_returns_the_ports_answers
     assert backfills.reconcile(request_id).report.request.request_id == request_id
     cancelled = backfills.cancel(request_id, terminate_timeout=0.5)
     assert (cancelled.terminated_runs, cancelled.forced_runs) == (("run-1",), ())
-    assert dagster.calls == [f"cell_facts {len(DAYS)}", "wake", f"request_run_facts {request_id}",
-                             f"stop {request_id} 0.5"]
+    assert dagster.calls == [f"cell_facts {len(DAYS)}", "wake", f"drive_now {request_id}",
+                             f"request_run_facts {request_id}", f"stop {request_id} 0.5"]
 
 
 def test_the_instance_port_answers_every_question_the_service_declares():
@@ -99,5 +103,17 @@ def test_the_instance_port_answers_every_question_the_service_declares():
     from backfill_assets.integration.dagster_port import InstancePort
 
     declared = {name for name, value in vars(DagsterPort).items() if callable(value) and not name.startswith("_")}
-    assert len(declared) == 11
+    assert len(declared) == 12
     assert declared - set(vars(InstancePort)) == set()
+
+
+class FailingDrive(FakeDagster):
+    def drive_now(self, graph, catalog, request_id: str) -> DrivenNow:
+        raise RuntimeError("the code location would not load")
+
+
+def test_a_create_whose_own_driver_tick_fails_still_creates_the_request_for_the_sensor(env):
+    backfills = Backfills(ServiceContext(graph=GRAPH, catalog=env.catalog, dagster=FailingDrive()))
+    created = backfills.create(asked())
+    cells = Ledger(env.catalog).cells(created.request.request_id)
+    assert created.request.status == "open" and {c.decision for c in cells} == {"pending"}

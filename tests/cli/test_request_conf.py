@@ -23,7 +23,7 @@ from backfill_assets.integration.assets.chunks import CHUNK_JOB, op_name
 from backfill_assets.integration.jobs import BACKFILL_JOB, PRODUCTION_JOB
 from backfill_assets.integration.request_jobs import REQUEST_JOB, REQUEST_OP
 from backfill_assets.integration.sensors.driver import drive_request, run_config_for
-from tests.integration.driver_harness import drive
+from tests.driver_harness import drive
 from tests.orders import DEFS, GRAPH, run_partitions
 
 DAY = "2022-09-01"
