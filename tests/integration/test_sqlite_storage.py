@@ -253,6 +253,8 @@ def reporting():
 
 # Values that differ between two runs of the same events: ids made at random, clocks, durations, process ids.
 _VARYING_KEYS = {"timestamp", "duration_ms", "pid", "start_time", "end_time", "log_key"}
+# A duration in a message as Dagster's format_duration writes it: 533ms, 2.1s (a loaded machine), 4m52s, 1h4m.
+DURATION = re.compile(r"\b(\d+h)?(\d+m)?\d+(\.\d+)?\s*(ms|s)\b|\b\d+h\d+m\b")
 
 
 def _normalized(value: Any, run_ids: dict[str, str]) -> Any:
@@ -268,7 +270,7 @@ def _normalized(value: Any, run_ids: dict[str, str]) -> Any:
                 pass
         for run_id, name in run_ids.items():
             value = value.replace(run_id, name)
-        return re.sub(r"\d+(\.\d+)?\s*ms\b", "N ms", value)
+        return DURATION.sub("N ms", value)
     return value
 
 

@@ -29,6 +29,7 @@ from . import mode
 from .daemon import (
     Daemon,
     assert_each_cell_ran_once_and_published,
+    explain_runs,
     instance_yaml,
     request_runs,
     wait_until_closed,
@@ -77,6 +78,13 @@ def wait_for_moment(env, request_id: str, moment: str, rng: random.Random, timeo
     return f"{moment} not seen in {timeout} s"
 
 
+def explain_cells(env, request_id: str) -> str:
+    """Every cell of the request that did not publish, with its decision and reason (a failed request's why)."""
+    cells = Ledger(env.catalog).cells(request_id)
+    return "\n".join(f"  {c.asset} {c.partition_key} {c.decision}: {c.reason}" for c in cells
+                     if c.decision != M.PUBLISHED)
+
+
 def run_request_under_faults(env, daemon: Daemon, days: list[str], fault, klass, label: str, rng) -> None:
     """One request of order_facts over ``days`` with FAULTS_PER_REQUEST faults injected while it runs.
 
@@ -102,7 +110,8 @@ def run_request_under_faults(env, daemon: Daemon, days: list[str], fault, klass,
     started = time.monotonic()
     try:
         status = wait_until_closed(env.catalog, request_id, daemon, REQUEST_TIMEOUT)
-        assert status == M.COMPLETED, status
+        assert status == M.COMPLETED, \
+            f"{status}\n{explain_cells(env, request_id)}\n{explain_runs(env.instance, request_id)}"
         for note in assert_each_cell_ran_once_and_published(env, request_id):
             klass.note(note)
     except Exception as exc:  # noqa: BLE001 - counted against every fault of this request
