@@ -4,11 +4,15 @@ shipped dagster.yaml configures (Dagster's classes, keeping their engines and co
 Each measurement is a fresh interpreter on a fresh DAGSTER_HOME with the same seeded source: a two-day chunk run
 warms the process up, then one chunk run of ``DAYS`` days x 3 assets is timed. The variants alternate, ``REPS``
 times each; the figures are medians and the ratio is ours / Dagster's. ``python -m bench.micro.chunk_step`` runs it
-alone; ``PROFILE=1`` prints the timed run's profile (``PROFILE_OUT=<file>`` also saves it whole).
+alone. ``PROFILE=1`` prints the timed run's profile (cProfile, on the wall clock; ``PROFILE=cpu``: on the CPU clock;
+``PROFILE_OUT=<file>`` also saves it whole); ``PROFILE=sample`` samples it on the CPU clock instead
+(``cpu_sampler.py``: shares undistorted by cProfile's cost per Python call). ``CHUNK_ORDERS_PER_DAY``: the source's
+orders per day (default ``ORDERS_PER_DAY``; the benchmark's own size is 20,000).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import sys
@@ -21,6 +25,7 @@ import yaml
 
 from ..dagster_home import PRODUCT_STORAGE, PRODUCT_YAML
 from .alternating import alternate, main, measure_in_fresh_interpreter
+from .cpu_sampler import CpuSampler
 
 DAYS = 30
 REPS = 3
@@ -50,19 +55,25 @@ def _measure(variant: str, days: int, home: Path) -> dict:
     from ..plain import CALENDAR
 
     keys = [(FIRST + timedelta(n)).isoformat() for n in range(days + 2)]
-    SourceSystem(Settings.from_env().source_url).seed(CALENDAR, keys[0], keys[-1], ORDERS_PER_DAY)
+    orders = int(os.environ.get("CHUNK_ORDERS_PER_DAY") or ORDERS_PER_DAY)
+    SourceSystem(Settings.from_env().source_url).seed(CALENDAR, keys[0], keys[-1], orders)
     assets = (RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert run_chunk(instance, {a: keys[:2] for a in assets}, defs=defs).success
         profile = None
-        if os.environ.get("PROFILE"):
+        sampler = CpuSampler() if os.environ.get("PROFILE") == "sample" else None
+        if os.environ.get("PROFILE") and sampler is None:
             import cProfile
 
-            profile = cProfile.Profile()
+            # PROFILE=cpu: the profiler's clock is the process's CPU time (a commit's fsync wait is not CPU).
+            profile = cProfile.Profile(time.process_time) if os.environ["PROFILE"] == "cpu" else cProfile.Profile()
             profile.enable()
         wall, cpu = time.perf_counter(), time.process_time()
-        run = run_chunk(instance, {a: keys[2:] for a in assets}, defs=defs)
+        with sampler or contextlib.nullcontext():
+            run = run_chunk(instance, {a: keys[2:] for a in assets}, defs=defs)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        if sampler is not None:
+            sampler.report(int(os.environ.get("PROFILE_TOP") or 80))
         if profile is not None:
             import pstats
 

@@ -119,11 +119,17 @@ def test_a_check_evaluation_targets_the_materialization_of_the_version_it_judged
                 asset_key=asset_key(RAW_ORDERS), partition=DAYS[0], metadata={"version_id": version_id}
             ))
         stored = {
-            r.asset_materialization.metadata["version_id"].value: r.storage_id
+            r.asset_materialization.metadata["version_id"].value: (r.storage_id, r.run_id, r.timestamp)
             for r in instance.fetch_materializations(asset_key(RAW_ORDERS), limit=10).records
         }
+        # v3 as the storage that stored it remembers it, the others read back
+        assert instance.event_log_storage.stored_materialization(asset_key(RAW_ORDERS), DAYS[0], "v3") is not None
         for version_id in ("v3", "v2", "v1"):
             target = materialization_of_version(instance, RAW_ORDERS, DAYS[0], version_id)
-            assert target is not None and target.storage_id == stored[version_id]
+            assert target is not None
+            assert (target.storage_id, target.run_id, target.timestamp) == stored[version_id]
         assert materialization_of_version(instance, RAW_ORDERS, DAYS[0], "v1", look_back=2) is None
         assert materialization_of_version(instance, RAW_ORDERS, DAYS[1], "v3") is None
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:  # a process that stored none of them
+        target = materialization_of_version(instance, RAW_ORDERS, DAYS[0], "v3")
+        assert target is not None and (target.storage_id, target.run_id, target.timestamp) == stored["v3"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from datetime import date, datetime
+from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,7 @@ from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.parquet_files import DAY_COLUMN
 from backfill_assets.engine.store.pointer_log import PointerChanges, pointer_changes
 from backfill_assets.engine.tables.records import SyncResult, TableLag
-from backfill_assets.engine.wap.faults import AFTER_TABLE_COMMIT, BEFORE_TABLE_COMMIT, fault_point
+from backfill_assets.engine.wap.faults import AFTER_TABLE_COMMIT, fault_point
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog as IcebergCatalog
@@ -262,40 +262,10 @@ def _file_schema(version: Version) -> Any:
 
 
 def _commit(table: Table, changes: PointerChanges, lost_commits: int) -> None:
-    """Switch every changed day in one snapshot: its current files out, its new file in."""
-    from pyiceberg.expressions import In
-    from pyiceberg.io.pyarrow import parquet_file_to_data_file
+    """Switch every changed day in one snapshot (``iceberg_commit``, which imports pyiceberg when a sync runs)."""
+    from backfill_assets.engine.tables.iceberg_commit import commit_changes
 
-    days = [date.fromisoformat(key) for key in changes.days]
-    with table.transaction() as tx:
-        _evolve_schema(tx, changes)
-        # pyiceberg's In takes (term, values) positionally; mypy sees only the __init__ pydantic makes of its fields.
-        in_days = In(DAY_COLUMN, days)  # type: ignore[call-arg, arg-type]
-        old_files = [task.file for task in table.scan(row_filter=in_days).plan_files()] \
-            if table.current_snapshot() is not None else []
-        # Read once: pyiceberg rebuilds it from the transaction's updates on every access (~1 ms), and the
-        # overwrite adds none until it exits.
-        metadata = tx.table_metadata
-        with tx.update_snapshot(snapshot_properties=_summary(changes, lost_commits)).overwrite() as overwrite:
-            for data_file in old_files:
-                overwrite.delete_data_file(data_file)
-            for version in changes.days.values():
-                if not version.rows:
-                    continue  # an empty day holds no rows: its old files go, nothing comes
-                overwrite.append_data_file(parquet_file_to_data_file(table.io, metadata, str(version.path)))
-        # The snapshot's manifests are written; only the catalog's swap of the table's metadata is left.
-        fault_point(BEFORE_TABLE_COMMIT)
-
-
-def _evolve_schema(tx: Any, changes: PointerChanges) -> None:
-    """Columns a new version adds join the table's schema (union by name); a changed type fails the sync."""
-    names = set(tx.table_metadata.schema().column_names)
-    for version in changes.days.values():
-        schema = _file_schema(version)
-        if set(schema.names) - names:
-            with tx.update_schema() as update:
-                update.union_by_name(schema)
-            names |= set(schema.names)
+    commit_changes(table, changes, _summary(changes, lost_commits), _file_schema)
 
 
 def _summary(changes: PointerChanges, lost_commits: int) -> dict[str, str]:

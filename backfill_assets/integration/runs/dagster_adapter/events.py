@@ -22,6 +22,12 @@ def materialization_of_version(
 
     ``AssetCheckResult`` computes it only in a single-partition step; this is the same record, built from the public
     ``fetch_materializations``, for the evaluations a multi-day step reports itself."""
+    # Stored by this process (the shipped SQLite event log remembers it): no read at all.
+    remembered = getattr(instance.event_log_storage, "stored_materialization", None)
+    known = remembered(asset_key(asset), partition, version_id) if remembered is not None else None
+    if known is not None:
+        storage_id, run_id, timestamp = known
+        return AssetCheckEvaluationTargetMaterializationData(storage_id=storage_id, run_id=run_id, timestamp=timestamp)
     # The newest first, alone: it is the step's own materialization, stored a moment ago, unless a concurrent publish
     # landed after it. Each record read is a materialization deserialized (~1.6 ms, its checks table included), and
     # a day backfilled again has older ones.
