@@ -79,13 +79,15 @@ if TYPE_CHECKING:
         unique_key,
     )
     from backfill_assets.integration.api import (
-        BackfillAsset,
         backfill_definitions,
-        gated_asset,
-        side_effect_asset,
     )
     from backfill_assets.integration.assets.partitions import (
         daily_partitions_for,
+    )
+    from backfill_assets.integration.declarations import (
+        BackfillAsset,
+        gated_asset,
+        side_effect_asset,
     )
     from backfill_assets.integration.external import (
         run_external,
@@ -156,9 +158,9 @@ _PUBLIC = {
     "matches_schema": "backfill_assets.engine.wap.audit",
     "totals_match": "backfill_assets.engine.wap.audit",
     "not_empty": "backfill_assets.engine.wap.audit",
-    "BackfillAsset": "backfill_assets.integration.api",
-    "gated_asset": "backfill_assets.integration.api",
-    "side_effect_asset": "backfill_assets.integration.api",
+    "BackfillAsset": "backfill_assets.integration.declarations",
+    "gated_asset": "backfill_assets.integration.declarations",
+    "side_effect_asset": "backfill_assets.integration.declarations",
     "backfill_definitions": "backfill_assets.integration.api",
     "graph_of": "backfill_assets.integration.graphs",
     "daily_partitions_for": "backfill_assets.integration.assets.partitions",

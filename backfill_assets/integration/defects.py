@@ -26,8 +26,8 @@ import pydantic
 from backfill_assets.engine.model.asset_config import CONFIG_ARG
 from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.graph import INTERVAL_ARG, parameter_names
-from backfill_assets.integration.api import BackfillAsset
 from backfill_assets.integration.assets.user_config import declare_config
+from backfill_assets.integration.declarations import BackfillAsset
 
 DAY_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}")
 

@@ -16,6 +16,7 @@ import pytest
 from backfill_assets.engine.model.errors import PublishConflict
 from backfill_assets.engine.store import pg_tables
 from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.pg_types import PgTableError
 from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.store.transactions import atomic
 from backfill_assets.engine.tables.published_tables import PublishedTables
@@ -221,7 +222,7 @@ def test_a_new_column_joins_the_table_and_a_changed_type_is_refused(pg_url, sqli
 
     changed = pd.DataFrame({"n": ["one"], "marker": ["run-c"], "amount": [2.0]})
     published(sqlite_catalog, warehouse, asset, D3, "run-c", frame=changed)
-    with pytest.raises(pg_tables.PgTableError, match="column 'n' is bigint in the table but text"):
+    with pytest.raises(PgTableError, match="column 'n' is bigint in the table but text"):
         tables.sync(sqlite_catalog, asset)
     assert set(days_of(pg_url, asset)) == {D1, D2}
     assert tables.lag(sqlite_catalog, asset).days_behind == (D3,)

@@ -25,35 +25,30 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any, Iterator
+from typing import Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, make_url
 
-from backfill_assets.engine.model.errors import BackfillError, CatalogBusy, quoted
+from backfill_assets.engine.model.errors import CatalogBusy, quoted
 from backfill_assets.engine.model.identity import table_name_of
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.db import create_engine
 from backfill_assets.engine.store.parquet_files import DAY_COLUMN
+from backfill_assets.engine.store.pg_types import MAX_IDENTIFIER_BYTES, PgTableError, csv_ready, table_columns
 
 LOADED, SERVING, SYNCED = "_loaded", "_serving", "_synced"
 LOCK_NOT_AVAILABLE = "55P03"  # SQLSTATE of a lock waited on past lock_timeout
 # Two-key advisory locks (class, hashtext(name)) live apart from the catalog's one-key ones.
 LOCK_CLASS = 0x62667462  # "bftb"
-MAX_IDENTIFIER_BYTES = 63  # PostgreSQL's NAMEDATALEN - 1: a longer name would be truncated silently
 VERSION_TABLE_INFIX = "__v_"
 VERSION_DIGEST_CHARS = 12
 ASSET_PREFIX_CHARS = MAX_IDENTIFIER_BYTES - len(VERSION_TABLE_INFIX) - VERSION_DIGEST_CHARS
 
 _engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
-
-
-class PgTableError(BackfillError):
-    """A PostgreSQL published table could not be brought to the pointers (it keeps serving what it held)."""
 
 
 @dataclass(frozen=True)
@@ -220,56 +215,6 @@ def loaded_table(conn: Connection, schema: str, version_id: str) -> str | None:
 # ---- loading a version ---------------------------------------------------------------------------------------------
 
 
-def pg_type(field: pa.Field[Any]) -> str | None:
-    """The PostgreSQL type of an Arrow column, spelled as ``format_type`` spells it (None: a column of nulls
-    only, whose type no version has said yet; it is left out)."""
-    t = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
-    if pa.types.is_null(t):
-        return None
-    if pa.types.is_boolean(t):
-        return "boolean"
-    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t) \
-            or pa.types.is_uint8(t) or pa.types.is_uint16(t):
-        return "integer"
-    if pa.types.is_int64(t) or pa.types.is_uint32(t):
-        return "bigint"
-    if pa.types.is_uint64(t):
-        return "numeric(20,0)"
-    if pa.types.is_floating(t):
-        return "double precision"
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "text"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
-        return "bytea"
-    if pa.types.is_date(t):
-        return "date"
-    if pa.types.is_timestamp(t):
-        return "timestamp with time zone" if t.tz else "timestamp without time zone"
-    if pa.types.is_time(t):
-        return "time without time zone"
-    if pa.types.is_decimal(t):
-        return f"numeric({t.precision},{t.scale})"
-    raise PgTableError(
-        f"column {quoted(field.name)} is of type {t}, which the PostgreSQL published table cannot hold "
-        "(supported: integers, floats, strings, booleans, dates, times, timestamps, decimals, binary)"
-    )
-
-
-def table_columns(table: pa.Table) -> list[tuple[str, str]]:
-    """(name, PostgreSQL type) of every column the version's table gets, in the file's order."""
-    columns: list[tuple[str, str]] = []
-    for field in table.schema:
-        if len(field.name.encode()) > MAX_IDENTIFIER_BYTES or not field.name or "\x00" in field.name:
-            raise PgTableError(f"column {quoted(field.name)}: a PostgreSQL column name is 1 to 63 bytes")
-        typ = pg_type(field)
-        if typ is not None:
-            columns.append((field.name, typ))
-    names = [n for n, _ in columns]
-    if len(set(names)) != len(names):
-        raise PgTableError(f"the data file has duplicate column names: {quoted(names, 200)}")
-    return columns
-
-
 def load_version(engine: Engine, schema: str, version: Version, table: pa.Table, wait_seconds: float) -> str:
     """Create the version's own table and COPY its rows in one transaction, checking the count against
     ``version.rows``; returns the table's name. A version already loaded is left as it is."""
@@ -308,7 +253,7 @@ def _copy(conn: Connection, target: str, table: pa.Table, names: list[str]) -> i
     """COPY the table's columns ``names`` as CSV through psycopg2; returns the rows the server says it copied."""
     payload = io.BytesIO()
     # pyarrow-stubs type pa.table's mapping as arrays only; pyarrow takes chunked arrays there too.
-    selected = pa.table({n: _csv_ready(table.column(n)) for n in names})  # type: ignore[misc]
+    selected = pa.table({n: csv_ready(table.column(n)) for n in names})  # type: ignore[misc]
     pacsv.write_csv(selected, payload, pacsv.WriteOptions(include_header=False))
     payload.seek(0)
     column_list = ", ".join(_q(n) for n in names)
@@ -320,19 +265,6 @@ def _copy(conn: Connection, target: str, table: pa.Table, names: list[str]) -> i
         return int(cursor.rowcount)
     finally:
         cursor.close()
-
-
-def _csv_ready(column: pa.ChunkedArray[Any]) -> pa.ChunkedArray[Any] | pa.Array[Any]:
-    """A column as Arrow's CSV writer renders it for COPY: categories as their values, half floats widened, bytes
-    as PostgreSQL's hex ``\\x…``."""
-    if pa.types.is_dictionary(column.type):
-        column = pc.cast(column, column.type.value_type)
-    if pa.types.is_float16(column.type):
-        column = pc.cast(column, pa.float64())
-    if pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type) \
-            or pa.types.is_fixed_size_binary(column.type):
-        return pa.array([None if b is None else "\\x" + b.hex() for b in column.to_pylist()], pa.string())
-    return column
 
 
 # ---- switching days ------------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from backfill_assets.engine.store import pg_tables as pg
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.parquet_files import DAY_COLUMN, parquet_table
+from backfill_assets.engine.store.pg_types import PgTableError
 from backfill_assets.engine.store.pointer_log import current_pointers
 from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.tables.records import SyncResult, TableLag
@@ -50,7 +51,7 @@ class PostgresTables:
 
     def __init__(self, settings: TableSettings):
         if not settings.postgres_url:
-            raise pg.PgTableError("the postgres published tables need a PostgreSQL database URL")
+            raise PgTableError("the postgres published tables need a PostgreSQL database URL")
         self.settings = settings
         self.url = settings.postgres_url
         self.schema = settings.postgres_schema
@@ -90,7 +91,7 @@ class PostgresTables:
     def _rows_of(self, version: Version) -> pa.Table:
         table = parquet_table(self.warehouse.verify_version(version))
         if table.num_rows != version.rows:
-            raise pg.PgTableError(f"version {version.version_id}: its file holds {table.num_rows} rows, the catalog "
+            raise PgTableError(f"version {version.version_id}: its file holds {table.num_rows} rows, the catalog "
                                   f"says {version.rows}")
         if DAY_COLUMN not in table.column_names:  # written before data files carried their day: add it here
             day = date.fromisoformat(version.partition_key)
