@@ -14,7 +14,7 @@ from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.states import RunStatus
 from backfill_assets.engine.plan.reconcile_records import Report
 from backfill_assets.engine.store.catalog import Catalog
-from backfill_assets.engine.store.catalog_records import Version
+from backfill_assets.engine.store.catalog_records import Version, VersionRun
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.integration.keys import asset_key
@@ -61,7 +61,7 @@ def carried_version_ids(instance: dg.DagsterInstance, cells: Iterable[tuple[str,
 
 
 def materialized_version_ids(
-    instance: dg.DagsterInstance, versions: Iterable[Version], statuses: Mapping[str, RunStatus],
+    instance: dg.DagsterInstance, versions: Iterable[VersionRun], statuses: Mapping[str, RunStatus],
     overridden: set[str],
 ) -> set[str]:
     """Which of these versions' published ones Dagster holds a materialization of.
@@ -73,7 +73,7 @@ def materialized_version_ids(
     holds a materialization of that day at all (a wiped day is looked at). Every other published version (a run
     that died between the catalog's publish and its event: the gap reconcile is for) is looked up in its days'
     materializations, as each one was before; reading all of them back cost ~10 s at ten years of three assets."""
-    published = [v for v in versions if v.published_at]
+    published = [v for v in versions if v.published]
     per_run_day = Counter((v.dagster_run_id, v.asset, v.partition_key) for v in published)
     assets = {v.asset for v in published}
     days_held = {asset: instance.get_materialized_partitions(asset_key(asset)) for asset in assets}
@@ -93,7 +93,7 @@ def request_run_facts(instance: dg.DagsterInstance, catalog: Catalog, request_id
     of its published versions that Dagster holds materializations of, and the runs whose cancellation was forced."""
     cells = Ledger(catalog).cells(request_id)
     runs = runs_of_request(instance, request_id)
-    versions = catalog.versions_of_request(request_id)
+    versions = catalog.version_runs_of_request(request_id)
     statuses = run_statuses(instance, [r.run_id for r in runs] + [v.dagster_run_id for v in versions])
     overrides = catalog.overrides_of_cells(c.key for c in cells)
     overridden = {o.version_id for of_cell in overrides.values() for o in of_cell if o.version_id}
