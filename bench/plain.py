@@ -16,14 +16,18 @@ import pyarrow.parquet as pq
 
 from backfill_assets.engine.model.intervals import BusinessCalendar
 from backfill_assets.examples.orders import transforms
-from backfill_assets.examples.orders.domain import DAILY_REVENUE, DEMO_FIRST_DAY, DEMO_TIMEZONE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.examples.orders.domain import DAILY_REVENUE, DEMO_TIMEZONE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.examples.orders.source import SourceSystem
+
+from .locations import EARLIEST_FIRST_DAY
 
 # The macro benchmark's graph. customer_snapshot (depends on the past, never batched) and revenue_alert (a side
 # effect) are left out so that every contender can run the days in parallel and in batches.
 ASSETS = (RAW_ORDERS, ORDER_FACTS, DAILY_REVENUE)
 UPSTREAM = {RAW_ORDERS: None, ORDER_FACTS: RAW_ORDERS, DAILY_REVENUE: ORDER_FACTS}
-CALENDAR = BusinessCalendar(DEMO_TIMEZONE, date.fromisoformat(DEMO_FIRST_DAY))
+# From the earliest first day of the benchmark's locations (bench/locations): a day's interval does not depend on
+# where the calendar starts, and the floor and the seeding must know every location's days.
+CALENDAR = BusinessCalendar(DEMO_TIMEZONE, date.fromisoformat(EARLIEST_FIRST_DAY))
 
 
 def partition_file(root: Path, asset: str, key: str) -> Path:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .checks import agree
 from .distributed_report import KEY as CELERY_KEY
+from .locations import AUTO, DEMO, LOCATIONS, location_for
 from .machine import describe_machine
 from .outcome import Outcome
 from .past_plan import CHAIN_DAYS, UI_DAYS, PastPlan
@@ -62,8 +63,13 @@ def day_counts(text: str) -> list[int]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
-    p.add_argument("--days", type=int, default=Sizes.days, help="business days backfilled (from 2022-09-01)")
-    p.add_argument("--orders-per-day", type=int, default=Sizes.orders_per_day)
+    p.add_argument("--days", type=int, default=Sizes.days,
+                   help="business days backfilled (from the location's first day: 2022-09-01, or 2016-01-01)")
+    p.add_argument("--orders-per-day", type=int, default=Sizes.orders_per_day,
+                   help="orders seeded per day, at every size of the run (lower: ten years seeded in minutes)")
+    p.add_argument("--location", choices=[AUTO, *LOCATIONS], default=AUTO,
+                   help="the orders code location whose days every contender runs (bench/locations); auto: the "
+                        "demo's when the run's largest size fits before today, else ten-years")
     p.add_argument("--max-active", type=int, default=Sizes.max_active, help="runs in flight at once, every contender")
     p.add_argument("--partitions-per-run", type=int, default=Sizes.partitions_per_run,
                    help="K of contender B only when `request create` knows no `auto` (B takes the default path)")
@@ -125,6 +131,26 @@ def past_parts(args: argparse.Namespace, names: list[str]) -> tuple[str, ...]:
 def tables_days(args: argparse.Namespace, names: list[str]) -> int:
     """Days of the published tables' cost measurement (0: not measured; it runs B, so only with B)."""
     return args.tables_days if "B" in names and not args.micro_only and args.tables_days > 0 else 0
+
+
+def chosen_location(args: argparse.Namespace, names: list[str], now: datetime) -> str:
+    """The location of every contender of this run: ``--location``, or the one its largest size fits in. Naive
+    Dagster, Airflow and the depends-on-past measurements run the demo's days only: refused on another."""
+    from .plain import CALENDAR
+
+    largest = max([args.days, *args.scale])
+    newest = CALENDAR.newest_complete_key(now) or ""
+    try:
+        location = LOCATIONS[args.location] if args.location != AUTO else location_for(largest, newest)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    if location.last_of(largest) > newest:
+        raise SystemExit(f"{largest} days from {location.first_day} end after {newest}, the newest complete day")
+    refused = sorted({*names, *(n for d in args.scale for n in scale_contenders(args, d))} & {"N", "A"})
+    refused += ["the depends-on-past measurements (--no-past)"] if past_parts(args, names) else []
+    if location != DEMO and refused:
+        raise SystemExit(f"the {location.name} location runs F, F2, O and B only, not: {', '.join(refused)}")
+    return location.name
 
 
 def run_contender(name: str, ws: Workspace, sizes: Sizes, args: argparse.Namespace) -> Outcome:
@@ -245,10 +271,12 @@ def all_checks_agree(results: dict) -> bool | None:
 def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=".*is currently in (preview|beta).*")
     args = parse_args(argv)
-    sizes = Sizes(args.days, args.orders_per_day, args.max_active, args.partitions_per_run)
     names = chosen(args)
+    now = datetime.now(timezone.utc)
+    sizes = Sizes(args.days, args.orders_per_day, args.max_active, args.partitions_per_run,
+                  chosen_location(args, names, now))
     began = time.monotonic()
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = now.strftime("%Y%m%dT%H%M%SZ")
     results: dict = {"timestamp": stamp, "machine": describe_machine(), "sizes": sizes.as_dict(),
                      "command": command_line(argv), "reps": max(1, args.reps), "contenders": {}, "micro": {}}
     ws = Workspace(keep=args.keep)

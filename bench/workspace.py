@@ -10,10 +10,11 @@ from pathlib import Path
 
 from backfill_assets.examples.orders.source import SourceSystem
 
+from .locations import DEMO, LOCATIONS, Location
 from .plain import CALENDAR
 
 REPO = Path(__file__).resolve().parent.parent
-FIRST_DAY = "2022-09-01"  # the first partition of the project's (and the naive location's) partitions
+FIRST_DAY = DEMO.first_day  # the first partition of the project's (and the naive location's) partitions
 
 
 @dataclass(frozen=True)
@@ -24,10 +25,17 @@ class Sizes:
     orders_per_day: int = 20_000
     max_active: int = 2
     partitions_per_run: int = 31
+    # Which orders code location the days are taken from and ours run (bench/locations): the demo's, or the one
+    # whose calendar starts early enough for ten years.
+    location: str = DEMO.name
+
+    @property
+    def code_location(self) -> Location:
+        return LOCATIONS[self.location]
 
     @property
     def keys(self) -> list[str]:
-        keys = [FIRST_DAY]
+        keys = [self.code_location.first_day]
         while len(keys) < self.days:
             keys.append(CALENDAR.next_key(keys[-1]))
         return keys

@@ -141,10 +141,12 @@ class OursStack:
 
 
 @contextmanager
-def ours_stack(base: Path, source_url: str, max_active: int, **extra_env: str) -> Iterator[OursStack]:
+def ours_stack(base: Path, source_url: str, max_active: int, module: str = CODE_LOCATION_MODULE,
+               **extra_env: str) -> Iterator[OursStack]:
+    """``module``: the orders code location the daemon serves and the CLI loads (``BACKFILL_MODULE``)."""
     home = make_home(base / "home", max_active)
-    env = dagster_env(home, source_url, **extra_env)
-    argv = daemon_argv(CODE_LOCATION_MODULE)
+    env = dagster_env(home, source_url, BACKFILL_MODULE=module, **extra_env)
+    argv = daemon_argv(module)
     # Create the instance's SQLite storage before the daemon opens it: two processes migrating a fresh home at
     # once leave two alembic heads and one of them fails (seen in the bench smoke test under `make test`).
     instance = open_instance(home)
@@ -169,7 +171,8 @@ def run(ws: Workspace, sizes: Sizes, contender: str, timeout: float, extra_env: 
     """O (one interval per run) or B (the default request path, chunk runs). ``extra_env``: settings of the daemon
     and the CLI beyond the bench's; ``after``: more details, read from the stack once the request is closed."""
     base = ws.dir(contender)
-    with ours_stack(base, ws.source_url, sizes.max_active, **(extra_env or {})) as stack:
+    module = sizes.code_location.module
+    with ours_stack(base, ws.source_url, sizes.max_active, module, **(extra_env or {})) as stack:
         mode = FIXED_K if contender == "O" else cli_batching_mode(stack.env)
         partitions = partitions_argv(mode, 1 if contender == "O" else sizes.partitions_per_run)
         argv = request_argv(ASSETS, sizes.first, sizes.last, "--reprocess", "completed", "--max-active",
@@ -185,6 +188,7 @@ def run(ws: Workspace, sizes: Sizes, contender: str, timeout: float, extra_env: 
             "cells": stack.ledger.counts(created.request_id),
             "partitions_per_run": record.spec.partitions_per_run,  # K as the request resolved it
             "partitions_flag": " ".join(partitions) or "(none: the default path)",
+            "code_location": module,
             **first_run_figures(records, created),
             "last_run_end_s": last_end(records, created.invoked),
             "driver_interval_s": DRIVER_INTERVAL_SECONDS,

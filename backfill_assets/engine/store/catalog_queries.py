@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection, Engine
 from backfill_assets.engine.model.errors import InvalidField, NotFound, quoted
 from backfill_assets.engine.model.identity import parse_version_id, validate_asset_name, validate_partition_key
 from backfill_assets.engine.model.states import VERIFIED, VersionState
-from backfill_assets.engine.store.catalog_records import Consumer, Version
+from backfill_assets.engine.store.catalog_records import Consumer, Version, VersionRun
 from backfill_assets.engine.store.schema import pointers, publish_log, reads, versions
 from backfill_assets.engine.store.transactions import read
 
@@ -88,6 +88,17 @@ class CatalogQueries:
         if published_only:
             criteria.append(versions.c.published_at.is_not(None))
         return self.versions_where(*criteria)
+
+    def version_runs_of_request(self, request_id: str) -> list[VersionRun]:
+        """Every version a request's runs wrote, as its day, run and whether it was published (oldest first)."""
+        c = versions.c
+        with self._reading() as conn:
+            rows = conn.execute(
+                sa.select(c.version_id, c.asset, c.partition_key, c.dagster_run_id, c.published_at)
+                .where(c.request_id == request_id).order_by(c.created_at)
+            ).all()
+        return [VersionRun(r.version_id, r.asset, r.partition_key, r.dagster_run_id, r.published_at is not None)
+                for r in rows]
 
     def versions_by_id(self, version_ids: Iterable[str]) -> list[Version]:
         return self._in_chunks(versions.c.version_id, version_ids)

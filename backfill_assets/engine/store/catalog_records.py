@@ -69,6 +69,18 @@ _FIELDS = frozenset(f.name for f in fields(Version))
 
 
 @dataclass(frozen=True)
+class VersionRun:
+    """A version's day, the Dagster run that wrote it and whether it was ever published: what reconcile asks of
+    Dagster about it, read without parsing the version's JSON columns."""
+
+    version_id: str
+    asset: str
+    partition_key: str
+    dagster_run_id: str
+    published: bool
+
+
+@dataclass(frozen=True)
 class Consumer:
     consumer: str
     consumer_version_id: str | None
