@@ -78,3 +78,19 @@ def race_sync(catalog_url: str, pg_url: str, warehouse_root: str, asset: str, ba
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which fails the test
         results.put(("error", asset, f"{type(exc).__name__}: {exc}"))
         barrier.abort()
+
+
+def sql(pg_url: str, query: str, *params) -> list[tuple]:
+    conn = psycopg2.connect(pg_url)
+    try:
+        with conn, conn.cursor() as cur:
+            cur.execute(query, params or None)
+            return cur.fetchall() if cur.description else []
+    finally:
+        conn.close()
+
+
+def version_tables(pg_url: str, asset: str) -> set[str]:
+    rows = sql(pg_url, "SELECT tablename FROM pg_tables WHERE schemaname = 'published' AND tablename LIKE %s",
+                f"{asset}\\_\\_v\\_%")
+    return {r[0] for r in rows}
