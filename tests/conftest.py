@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import signal
 import tempfile
 import uuid
 from contextlib import contextmanager
@@ -36,7 +37,25 @@ hypothesis_settings.register_profile("backfill", database=None, deadline=None)
 hypothesis_settings.load_profile("backfill")
 
 
+def _take_ctrl_c_again() -> None:
+    """A suite started as a background job of a script (``make test &``, ``nohup``) inherits SIGINT ignored.
+    Dagster maps SIGTERM to whatever SIGINT does each time it restores its handlers after an in-process run
+    (``dagster._utils.interrupts.setup_interrupt_handlers``), so SIGTERM then became ignored too, in this process
+    and in every ``tail -F`` its compute-log manager starts next: each captured step waited 30 s for a tail that
+    would not stop, and the tails outlived the suite (two browser tests timed out at 300 s that way). The tests
+    run as they would from a terminal: Ctrl-C and SIGTERM back to Python's defaults."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def pytest_configure(config):
+    _take_ctrl_c_again()
+    _use_ram_tmpdir()
+
+
+def _use_ram_tmpdir() -> None:
     """Every test's files (Dagster homes with their SQLite storage, catalogs, warehouses, sockets) go under a RAM
     filesystem when there is one and TMPDIR does not say otherwise: SQLite commits there do not wait for the disk,
     which takes a third off an in-process run and speeds every daemon and code server of the suite. Nothing else
