@@ -33,10 +33,14 @@ def launch_operation(ui: UI, e2e: BrowserE2E, job: str, config: dict[str, str], 
 
 
 def test_a_request_is_paused_and_resumed_from_the_launchpad(e2e: BrowserE2E, ui: UI):
-    e2e.prepare([DAY], [RAW_ORDERS])
     backfills = backfills_for_instance(DEFS, e2e.instance, e2e.catalog)
-    holder = backfills.create(RequestInput(assets=[ORDER_FACTS], from_day=DAY, to_day=DAY, requested_by="ana"))
-    # Paused at once, it keeps its claim on the day: the request below waits for it, and nothing else moves it.
+    # A holder that can never run: frozen on another build and left to the daemon's driver (no first tick here),
+    # which blocks it on the code version. A runnable one could publish its day, and be completed, before the
+    # pause below on a fast worker. Paused, it keeps its claim: the request below waits for it.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BACKFILL_CODE_VERSION", "an-earlier-build")
+        holder = backfills_for_instance(DEFS, e2e.instance, e2e.catalog, first_tick=False).create(
+            RequestInput(assets=[ORDER_FACTS], from_day=DAY, to_day=DAY, requested_by="ana"))
     backfills.pause(holder.request.request_id, by="ana", reason="hold the day")
     waiting = backfills.create(RequestInput(assets=[ORDER_FACTS], from_day=DAY, to_day=DAY, requested_by="ana",
                                             wait_for_overlap=True)).request.request_id
