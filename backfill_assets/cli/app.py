@@ -73,6 +73,14 @@ class AppContext:
                 return quick
         return self.service()
 
+    def reading_service(self) -> Backfills:
+        """The service of a command that reads the catalog and the graph's shape alone (``request show``, ``request
+        list``): on the code location's snapshot while it still describes it (no Dagster imported), else loaded."""
+        from backfill_assets.integration.snapshot_service import snapshot_service
+
+        quick = snapshot_service(self.home, resolve_module_name(self.module, Path.cwd()), Path.cwd(), default_user())
+        return quick if quick is not None else self.service()
+
     def remember_location(self, backfills: Backfills) -> None:
         """After a command that loaded the code location and read the run queue's limits: their snapshot, for the
         next ``request create``."""

@@ -168,7 +168,7 @@ def list_requests(app: AppContext, statuses: tuple[str, ...], as_json: bool) -> 
 
     Example: backfill-assets request list --status failed --json
     """
-    summaries = app.service().list(statuses)
+    summaries = app.reading_service().list(statuses)
 
     def human() -> None:
         table = Table()
@@ -201,7 +201,7 @@ def show(app: AppContext, request_id: str, cell: str | None, as_json: bool) -> N
     if cell is not None:
         show_cell_tries(app, request_id, cell, as_json)
         return
-    detail = app.service().show(request_id)
+    detail = app.reading_service().show(request_id)
     emit(detail.as_dict(), as_json, lambda: _print_detail(detail))
 
 

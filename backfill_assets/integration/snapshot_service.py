@@ -1,9 +1,10 @@
-"""The service for ``request create`` without Dagster: the code location's snapshot (``location_cache.py``) and a
-``backfill-assets-daemon`` watching this home, whose driver sensor queues the request's first runs as soon as the
-create wakes it (``runs/waker.py``: the wake-up file is read every 50 ms). Nothing here imports Dagster.
+"""The service for ``request create`` (and ``request show``, ``request list``) without Dagster: the code location's
+snapshot (``location_cache.py``) and, for a create, a ``backfill-assets-daemon`` watching this home, whose driver
+sensor queues the request's first runs as soon as the create wakes it (``runs/waker.py``: the wake-up file is read
+every 50 ms). Nothing here imports Dagster.
 
-Used only when both hold: a snapshot that still describes the code location, and the daemon's lease on the
-catalog live and held for this home (``engine/store/daemon_lease.py``). Otherwise the command loads the code
+A create uses it only when both hold: a snapshot that still describes the code location, and the daemon's lease on
+the catalog live and held for this home (``engine/store/daemon_lease.py``). Otherwise the command loads the code
 location and ticks the driver itself (``runs/direct_tick.py``), as under Dagster's own daemon, whose sensors a
 wake-up does not reach.
 """
@@ -33,9 +34,9 @@ from backfill_assets.service.ports import DrivenNow, RequestRunFacts
 WOKEN = "backfill-assets-daemon's driver sensor, woken by the create"
 
 
-class WokenDaemonPort:
-    """The Dagster port of a create that leaves its first tick to a watching ``backfill-assets-daemon``: the run
-    queue's limits as the snapshot recorded them, the wake-up, and no question to Dagster itself."""
+class SnapshotPort:
+    """The Dagster port of a service on a snapshot: the run queue's limits as the snapshot recorded them, the
+    wake-up (a create leaves its first tick to the watching daemon), and no question to Dagster's instance."""
 
     def __init__(self, home: Path, limits: QueueLimits):
         self._home, self._limits = home, limits
@@ -71,16 +72,23 @@ def daemon_watches(catalog: Catalog, home: Path) -> bool:
             and os.path.realpath(lease.who.instance) == os.path.realpath(home))
 
 
-def create_service(home: Path, module: str, cwd: Path, user: str) -> Backfills | None:
-    """The service ``request create`` can freeze a request with, without importing Dagster or the code location;
-    None when a snapshot or a watching daemon is missing (the caller loads the code location)."""
+def snapshot_service(home: Path, module: str, cwd: Path, user: str) -> Backfills | None:
+    """The service on the code location's snapshot, for the operations that read the catalog and the graph's shape
+    alone (``request show``, ``request list``): None without a snapshot that still describes the code location."""
     snapshot = recall(home, module, cwd)
     if snapshot is None:
         return None
-    catalog = Catalog.of_settings(Settings.from_env())
-    if not daemon_watches(catalog, home):
-        return None
     return Backfills(ServiceContext(
-        graph=snapshot.graph, catalog=catalog, dagster=WokenDaemonPort(home, snapshot.queue_limits),  # type: ignore[arg-type]
+        graph=snapshot.graph, catalog=Catalog.of_settings(Settings.from_env()),
+        dagster=SnapshotPort(home, snapshot.queue_limits),  # type: ignore[arg-type]
         source=M.RequestSource.CLI, user=user,
     ))
+
+
+def create_service(home: Path, module: str, cwd: Path, user: str) -> Backfills | None:
+    """The service ``request create`` can freeze a request with, without importing Dagster or the code location;
+    None when a snapshot or a watching daemon is missing (the caller loads the code location)."""
+    quick = snapshot_service(home, module, cwd, user)
+    if quick is None or not daemon_watches(quick.catalog, home):
+        return None
+    return quick
