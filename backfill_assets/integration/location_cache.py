@@ -90,7 +90,10 @@ def recall(home: Path, module: str, cwd: Path) -> LocationSnapshot | None:
 def _key(home: Path, module: str, cwd: Path, files: list[str]) -> str:
     h = hashlib.sha256()
     environ = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_ENV)
-    h.update(json.dumps([module, str(cwd), sys.executable, sys.version, sys.path, environ]).encode())
+    # The import path as loading the code location makes it (``cli/code_location.py`` puts the working directory
+    # first when it is missing), so a snapshot written after a load and read before one agree.
+    path = sys.path if str(cwd) in sys.path else [str(cwd), *sys.path]
+    h.update(json.dumps([module, str(cwd), sys.executable, sys.version, path, environ]).encode())
     for path in files:
         h.update(path.encode() + b"\0" + _content(Path(path)) + b"\0")
     for folder in _site_folders():
