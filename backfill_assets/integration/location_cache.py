@@ -92,8 +92,8 @@ def _key(home: Path, module: str, cwd: Path, files: list[str]) -> str:
     environ = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_ENV)
     # The import path as loading the code location makes it (``cli/code_location.py`` puts the working directory
     # first when it is missing), so a snapshot written after a load and read before one agree.
-    path = sys.path if str(cwd) in sys.path else [str(cwd), *sys.path]
-    h.update(json.dumps([module, str(cwd), sys.executable, sys.version, path, environ]).encode())
+    import_path = sys.path if str(cwd) in sys.path else [str(cwd), *sys.path]
+    h.update(json.dumps([module, str(cwd), sys.executable, sys.version, import_path, environ]).encode())
     for path in files:
         h.update(path.encode() + b"\0" + _content(Path(path)) + b"\0")
     for folder in _site_folders():
