@@ -59,6 +59,39 @@ class AppContext:
                                   DirectTick(location.module_name, str(Path.cwd())))
 
 
+    def creating_service(self, conf_given: bool) -> Backfills:
+        """``request create``'s service. While a ``backfill-assets-daemon`` watches this home, the code location's
+        snapshot from its last load, if nothing it came from changed (integration/location_cache.py): no Dagster
+        imported, the woken daemon's driver sensor queues the first runs. Otherwise (or with ``--conf``, which the
+        code location's own config classes check) the loaded code location's, which ticks the driver itself."""
+        if not conf_given:
+            from backfill_assets.integration.snapshot_service import create_service
+
+            module = resolve_module_name(self.module, Path.cwd())
+            quick = create_service(self.home, module, Path.cwd(), default_user())
+            if quick is not None:
+                return quick
+        return self.service()
+
+    def reading_service(self) -> Backfills:
+        """The service of a command that reads the catalog and the graph's shape alone (``request show``, ``request
+        list``): on the code location's snapshot while it still describes it (no Dagster imported), else loaded."""
+        from backfill_assets.integration.snapshot_service import snapshot_service
+
+        quick = snapshot_service(self.home, resolve_module_name(self.module, Path.cwd()), Path.cwd(), default_user())
+        return quick if quick is not None else self.service()
+
+    def remember_location(self, backfills: Backfills) -> None:
+        """After a command that loaded the code location and read the run queue's limits: their snapshot, for the
+        next ``request create``."""
+        if self._location is None:
+            return  # the snapshot's own service: nothing new to remember
+        from backfill_assets.integration.location_cache import remember
+
+        remember(self.home, self._location.module_name, Path.cwd(), self._location.graph,
+                 backfills.context.queue_limits())
+
+
 def ensure_home(home: Path) -> Path:
     """Create the instance folder and give it the shipped dagster.yaml (embedded SQLite default) unless it has its
     own (which the daemon checks when it starts: ``instance_template.missing_blocks``)."""

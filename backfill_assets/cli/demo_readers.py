@@ -7,7 +7,6 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from backfill_assets.engine.model.settings import Settings, TableSettings
-from backfill_assets.engine.tables.iceberg_table import CATALOG_NAME
 from backfill_assets.service import Backfills
 
 if TYPE_CHECKING:
@@ -46,6 +45,8 @@ def compare_readers(settings: Settings, backfills: Backfills, asset: str, measur
     """The month read three ways; None when the published tables are off (``BACKFILL_PUBLISHED_TABLES=none``)."""
     import duckdb
     from pyiceberg.catalog.sql import SqlCatalog
+
+    from backfill_assets.engine.tables.iceberg_table import CATALOG_NAME  # pyarrow: only when the demo reads
 
     tables = TableSettings.from_env(settings)
     if "iceberg" not in tables.kinds or tables.iceberg_catalog_name:

@@ -87,11 +87,12 @@ def create(app: AppContext, dry_run: bool, wait_seconds: float | None, as_json: 
     --reason "FX fix" --max-active 2   (auto: 2 runs of 16 and 15 days; --partitions-per-run 1: 31 runs)
     """
     asked = request_input(options)
-    backfills = app.service()
     if dry_run:
-        show_outcome(backfills.plan(asked), None, as_json)
+        show_outcome(app.service().plan(asked), None, as_json)
         return
+    backfills = app.creating_service(conf_given=bool(asked.conf))
     created = backfills.create(asked)
+    app.remember_location(backfills)
     if wait_seconds is None or not as_json:  # with --wait --json, one object: the wait's, holding the request
         show_outcome(None, created, as_json)
     if wait_seconds is not None:
@@ -167,7 +168,7 @@ def list_requests(app: AppContext, statuses: tuple[str, ...], as_json: bool) -> 
 
     Example: backfill-assets request list --status failed --json
     """
-    summaries = app.service().list(statuses)
+    summaries = app.reading_service().list(statuses)
 
     def human() -> None:
         table = Table()
@@ -200,7 +201,7 @@ def show(app: AppContext, request_id: str, cell: str | None, as_json: bool) -> N
     if cell is not None:
         show_cell_tries(app, request_id, cell, as_json)
         return
-    detail = app.service().show(request_id)
+    detail = app.reading_service().show(request_id)
     emit(detail.as_dict(), as_json, lambda: _print_detail(detail))
 
 

@@ -7,7 +7,7 @@ import getpass
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.errors import BackfillError, InvalidField, InvalidInput
@@ -17,11 +17,13 @@ from backfill_assets.engine.model.settings import Settings, code_version
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.operations import Operations
-from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.store.transactions import atomic
 from backfill_assets.engine.tables.published_tables import PublishedTables, SyncReport, published_tables_of
 
 from .ports import DagsterPort, DrivenNow
+
+if TYPE_CHECKING:  # the warehouse imports pandas and pyarrow: opened only by the operations that touch files
+    from backfill_assets.engine.store.storage import Warehouse
 
 # The queue a request is measured against when no Dagster instance is known: nothing lowers its max_active.
 NO_RUN_QUEUE = QueueLimits(None, [], "no Dagster instance")
@@ -40,7 +42,7 @@ class ServiceContext:
     graph: AssetGraph
     catalog: Catalog
     dagster: DagsterPort | None = None
-    warehouse_of: Callable[[], Warehouse] = field(default=lambda: Warehouse(Settings.from_env().warehouse_root))
+    warehouse_of: Callable[[], Warehouse] = field(default=lambda: settings_warehouse())
     source: M.RequestSource = M.RequestSource.PYTHON
     # Who acts when an operation names nobody (the requester of a consumer cascade): the OS user, the UI's user.
     user: str = "unknown"
@@ -146,6 +148,13 @@ class ServiceContext:
     def code_version(self) -> str:
         """The code version a request created now freezes (the package and the code location's files)."""
         return code_version(sources=self.graph.code_sources)
+
+
+def settings_warehouse() -> Warehouse:
+    """The warehouse the environment's settings name (imported here: most operations never open it)."""
+    from backfill_assets.engine.store.storage import Warehouse
+
+    return Warehouse(Settings.from_env().warehouse_root)
 
 
 def os_user() -> str:

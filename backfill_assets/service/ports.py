@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.model.graph import AssetGraph
@@ -25,7 +25,9 @@ from backfill_assets.engine.plan.planning import CellFacts
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import PointerMove, Version
 from backfill_assets.engine.store.tries import RunTouch
-from backfill_assets.engine.wap.gate import GateOutcome
+
+if TYPE_CHECKING:  # the gate imports pandas: the port only names its outcome
+    from backfill_assets.engine.wap.gate import GateOutcome
 
 
 @dataclass(frozen=True)

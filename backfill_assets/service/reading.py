@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from backfill_assets.engine.model.errors import InvalidField, NotFound
 from backfill_assets.engine.model.states import VERIFIED, VersionState
@@ -20,6 +18,9 @@ from backfill_assets.engine.store.pointer_log import current_pointers
 
 from .context import ServiceContext
 from .versions import require_cell
+
+if TYPE_CHECKING:  # pandas only where a frame is read
+    import pandas as pd
 
 # The version's fields a reader is told (``read --json``): which version the rows came from, and its digest.
 READ_IDENTITY = ("version_id", "asset", "partition_key", "sha256", "rows")

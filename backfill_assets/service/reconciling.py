@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.json_records import JsonRecord
@@ -15,11 +15,13 @@ from backfill_assets.engine.plan.reconcile import reconcile as reconcile_request
 from backfill_assets.engine.plan.reconcile_records import GAP_NO_MATERIALIZATION, Report
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
-from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.tables.records import SyncResult, TableLag
 
 from .context import ServiceContext
 from .ports import DagsterPort, RequestRunFacts
+
+if TYPE_CHECKING:  # the warehouse module imports pandas and pyarrow: only where files are read
+    from backfill_assets.engine.store.storage import Warehouse
 
 
 class RepairAction(StrEnum):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backfill_assets.engine.model.errors import BackfillError, InvalidInput, quoted
 from backfill_assets.engine.model.graph import AssetGraph
@@ -21,20 +21,14 @@ from backfill_assets.engine.model.overrides import Override, validate_person, va
 from backfill_assets.engine.model.settings import worker_label
 from backfill_assets.engine.store.catalog_records import Consumer, Version
 from backfill_assets.engine.tables.published_tables import SyncReport
-from backfill_assets.engine.wap.audit import CheckOutcome
-from backfill_assets.engine.wap.compute import published_inputs
-from backfill_assets.engine.wap.gate import Gate, GateOutcome
-from backfill_assets.engine.wap.registration import (
-    RegisteredFile,
-    audit_resources,
-    read_registered_file,
-    refuse_unjudgeable,
-    registration_identity,
-    registration_run_id,
-)
 
 from .context import ServiceContext
 from .versions import consumer_cascade, tell_dagster
+
+if TYPE_CHECKING:  # write-audit-publish brings pandas and pyarrow: imported by a registration, not by the service
+    from backfill_assets.engine.wap.audit import CheckOutcome
+    from backfill_assets.engine.wap.gate import GateOutcome
+    from backfill_assets.engine.wap.registration import RegisteredFile
 
 
 @dataclass(frozen=True)
@@ -88,6 +82,8 @@ class Registration:
 def register_resources(graph: AssetGraph) -> frozenset[str]:
     """Every resource of the code location an asset's audits ask for: what ``register`` may need opened (a
     registered file is judged by its asset's audits), so a door that runs it (the Launchpad's job) provides them."""
+    from backfill_assets.engine.wap.registration import audit_resources
+
     return frozenset(r for spec in graph if spec.is_data_asset for r in audit_resources(spec))
 
 
@@ -98,6 +94,16 @@ def register(
     """Every input checked before anything is written (the asset, the day, the approver — an approver of the code
     location's ``AccessPolicy`` as for ``accept`` —, the reason, then the file and what its checks need); then the
     gate: begin, write, audit, and publish or reject in one transaction with the override and trail rows."""
+    from backfill_assets.engine.wap.compute import published_inputs
+    from backfill_assets.engine.wap.gate import Gate
+    from backfill_assets.engine.wap.registration import (
+        audit_resources,
+        read_registered_file,
+        refuse_unjudgeable,
+        registration_identity,
+        registration_run_id,
+    )
+
     graph = context.graph
     spec = graph.require(asset, data_only=False)
     if spec.side_effect:

@@ -50,7 +50,9 @@ def test_the_console_scripts_are_the_entry_points_that_set_the_collector():
 )
 def test_a_console_script_freezes_what_it_imported_and_works_at_the_default_pace(function: str, argv: list[str]):
     young, frozen = _collector_at_exit(function, argv)
-    assert frozen > 100_000  # Dagster's or pandas' objects: never walked again by a full collection
+    # What it imported (the CLI's start: SQLAlchemy, click, rich; the daemon's: Dagster), never walked again by a
+    # full collection. The CLI imports Dagster and pandas only in the commands that need them.
+    assert frozen > 50_000
     assert young == DEFAULT_YOUNG_GENERATION_THRESHOLD  # cyclic garbage (an open transaction's) is freed promptly
 
 

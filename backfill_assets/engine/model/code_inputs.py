@@ -29,7 +29,7 @@ import sysconfig
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from backfill_assets.engine.model.errors import InvalidInput
 
@@ -100,13 +100,15 @@ class CodeSources:
 
 
 def find_code_sources(
-    modules: Iterable[str], inputs: CodeInputs | None = None, library_dir: Path = LIBRARY_DIR
+    modules: Iterable[str], inputs: CodeInputs | None = None, library_dir: Path = LIBRARY_DIR,
+    module_files: Mapping[str, str | None] | None = None,
 ) -> CodeSources:
-    """The files and distributions of the code location whose callables come from ``modules`` (module names)."""
+    """The files and distributions of the code location whose callables come from ``modules`` (module names).
+    ``module_files``: each module's file when the modules are not imported in this process (a graph snapshot's)."""
     inputs = inputs or CodeInputs()
     walk = _Walk(library_dir)
     for name in sorted(set(modules)):
-        own = getattr(sys.modules.get(name), "__file__", None)
+        own = (module_files or {}).get(name) or getattr(sys.modules.get(name), "__file__", None)
         if own and _is_under(Path(own), library_dir):
             walk.imported.update(_imports(own))  # this library's example: only the imports of its own module
         else:

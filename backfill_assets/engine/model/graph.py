@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -162,14 +163,20 @@ class AssetGraph:
         the installed distributions they import (engine/model/code_inputs.py). Found once: the driver and every
         step ask, and the loaded code does not change."""
         if self._code_sources is None:
-            modules = {
-                getattr(inspect.unwrap(fn), "__module__", None) or ""  # a decorated transform: its own module
-                for spec in self._specs.values()
-                for fn in (spec.transform, spec.fingerprint, spec.deliver, spec.idempotency_key)
-                if fn is not None
-            }
-            self._code_sources = find_code_sources(sorted(modules - {""}), self.code_inputs)
+            modules = self.code_modules()
+            self._code_sources = find_code_sources(sorted(modules), self.code_inputs, module_files=modules)
         return self._code_sources
+
+    def code_modules(self) -> dict[str, str | None]:
+        """The modules the transforms and hooks come from, each with its file (None: built in): where the code
+        version starts looking (``code_sources``)."""
+        names = {
+            getattr(inspect.unwrap(fn), "__module__", None) or ""  # a decorated transform: its own module
+            for spec in self._specs.values()
+            for fn in (spec.transform, spec.fingerprint, spec.deliver, spec.idempotency_key)
+            if fn is not None
+        }
+        return {name: getattr(sys.modules.get(name), "__file__", None) for name in sorted(names - {""})}
 
     def require(self, name: object, data_only: bool = True) -> DeclaredAsset:
         """The spec of a known asset, or a one-line error naming the known ones."""

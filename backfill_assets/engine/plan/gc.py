@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from backfill_assets.engine.model.errors import InvalidField
 from backfill_assets.engine.model.intervals import iso
 from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.catalog import Catalog
-from backfill_assets.engine.store.storage import Warehouse
+
+if TYPE_CHECKING:  # the warehouse module imports pandas and pyarrow: only where files are read
+    from backfill_assets.engine.store.storage import Warehouse
 
 PURGEABLE = (
     VersionState.SUPERSEDED,

@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from backfill_assets.engine.model.access import OPEN_ACCESS, AccessPolicy
 from backfill_assets.engine.model.errors import IntegrityError, InvalidField, InvalidInput, NotFound, PlanError
 from backfill_assets.engine.model.graph import AssetGraph
@@ -24,8 +26,10 @@ from backfill_assets.engine.model.overrides import Override, validate_person, va
 from backfill_assets.engine.model.request_model import MAX_PARTITIONS
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.catalog import Catalog, PointerMove, Version
-from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.store.transactions import atomic
+
+if TYPE_CHECKING:  # the warehouse module imports pandas and pyarrow: only where files are read
+    from backfill_assets.engine.store.storage import Warehouse
 
 S = VersionState
 # Why a version in each state other than REJECTED cannot be accepted.

@@ -7,7 +7,7 @@ materialization), so the same report is produced by the CLI, tests and the HTML 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import AbstractSet, Any, Callable, Iterable
+from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Iterable
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell, CellOrigin, SkipKind
@@ -36,7 +36,9 @@ from backfill_assets.engine.store.catalog import Catalog, Version
 from backfill_assets.engine.store.handoffs import Handoffs
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.pauses import Pauses
-from backfill_assets.engine.store.storage import Warehouse
+
+if TYPE_CHECKING:  # the warehouse module imports pandas and pyarrow: only where files are read
+    from backfill_assets.engine.store.storage import Warehouse
 
 
 def _change(version: Version, replaced: Version | None) -> dict[str, Any] | None:

@@ -14,7 +14,6 @@ from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.settings import Settings, TableSettings
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
-from backfill_assets.engine.tables.iceberg_table import IcebergTables, quiet_pyiceberg
 from backfill_assets.engine.tables.records import SyncResult, TableLag
 
 log = logging.getLogger(__name__)
@@ -51,6 +50,8 @@ class PublishedTables:
         self.settings = settings
         self.kinds: tuple[TableKind, ...] = tuple(kinds) if kinds is not None else _kinds_of(settings)
         if self.kinds:
+            from backfill_assets.engine.tables.iceberg_table import quiet_pyiceberg  # pyarrow: only with tables on
+
             quiet_pyiceberg()
 
     @property
@@ -117,6 +118,8 @@ def published_tables_of(settings: Settings, environ: Mapping[str, str] | None = 
 def _kinds_of(settings: TableSettings) -> tuple[TableKind, ...]:
     kinds: list[TableKind] = []
     if "iceberg" in settings.kinds:
+        from backfill_assets.engine.tables.iceberg_table import IcebergTables
+
         kinds.append(IcebergTables(settings))
     if "postgres" in settings.kinds:
         from backfill_assets.engine.tables.postgres_table import PostgresTables

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from backfill_assets import FLOAT, INT, STRING, TIMESTAMP, BusinessCalendar
+
+if TYPE_CHECKING:  # the expectations take frames; the names and the calendar need no pandas (the CLI imports them)
+    import pandas as pd
 
 RAW_ORDERS = "raw_orders"
 ORDER_FACTS = "order_facts"

@@ -4,7 +4,7 @@ cancels."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 import dagster as dg
 
@@ -16,12 +16,14 @@ from backfill_assets.engine.plan.reconcile_records import Report
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version, VersionRun
 from backfill_assets.engine.store.ledger import Ledger
-from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.integration.keys import asset_key
 from backfill_assets.integration.runs.cancel import forced_cancels
 from backfill_assets.integration.runs.runs import run_status, runs_of_request
 from backfill_assets.service.ports import RequestRunFacts
 from backfill_assets.service.reconciling import report_of
+
+if TYPE_CHECKING:  # the warehouse module imports pandas and pyarrow: only where files are read
+    from backfill_assets.engine.store.storage import Warehouse
 
 
 def run_statuses(instance: dg.DagsterInstance, run_ids: Iterable[str]) -> dict[str, RunStatus]:

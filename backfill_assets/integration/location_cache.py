@@ -1,0 +1,150 @@
+"""What a command needs to freeze a request, kept from the last time the code location was loaded: its asset graph
+(``engine/model/graph_snapshot.py``) and the run queue's limits, so that ``request create`` need not import Dagster
+and the code location (~1.5 s of a 2 s command).
+
+A snapshot is used only while nothing it was made from can have changed. Its key, computed again before each use:
+
+- the module, the working directory, the interpreter and ``sys.path``;
+- the environment, but for a few variables a shell changes on its own (a code location may read any other);
+- the content of every first-party module the process had imported once the code location was loaded (this
+  library's, the code location's, their packages': anything imported from outside the interpreter's standard
+  library and site-packages), so an edit anywhere, a new import included, is a new key;
+- what is installed: the entries of every site-packages folder on ``sys.path`` (a distribution's folder names its
+  version);
+- the Dagster home's ``dagster.yaml`` (the run queue's limits come from it).
+
+And the code version is never taken from the snapshot: freezing computes it as a loaded code location does, from
+the files themselves (``settings.code_version``), and a snapshot whose code inputs (the files and distributions
+the version covers) are no longer what it recorded is stale too. A stale, unreadable or missing snapshot is
+simply not used: the command loads the code location, and writes a new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from backfill_assets.engine.model.code_inputs import CodeSources
+from backfill_assets.engine.model.concurrency import RunLimit
+from backfill_assets.engine.model.errors import BackfillError
+from backfill_assets.engine.model.graph import AssetGraph
+from backfill_assets.engine.model.graph_snapshot import SnapshotGraph, graph_of_record, graph_record
+from backfill_assets.engine.plan.creation import QueueLimits
+
+CACHE_DIR = ".backfill_cache"
+# Set by a shell or a terminal on its own; a code location reading them at import would be strange.
+VOLATILE_ENV = frozenset({"_", "OLDPWD", "PWD", "SHLVL", "COLUMNS", "LINES", "TERM", "TERM_PROGRAM",
+                          "TERM_PROGRAM_VERSION", "TERM_SESSION_ID", "WINDOWID", "PS1", "SSH_TTY", "SSH_CLIENT",
+                          "SSH_CONNECTION", "STY", "TMUX", "TMUX_PANE"})
+
+
+@dataclass(frozen=True)
+class LocationSnapshot:
+    """A code location as the last load saw it: its graph (no callables) and the run queue's limits."""
+
+    graph: SnapshotGraph
+    queue_limits: QueueLimits
+
+
+def snapshot_path(home: Path, module: str, cwd: Path) -> Path:
+    name = hashlib.sha256(f"{module}\0{cwd}".encode()).hexdigest()[:16]
+    return home / CACHE_DIR / f"location-{name}.json"
+
+
+def remember(home: Path, module: str, cwd: Path, graph: AssetGraph, limits: QueueLimits) -> None:
+    """Write the snapshot of a code location this process has just loaded (``graph``) and the limits it read.
+    Never fails the command: a snapshot not written is a slower next command."""
+    try:
+        files = _first_party_files()
+        record = {"key": _key(home, module, cwd, files), "files": files, "graph": graph_record(graph),
+                  "code_sources": _sources_record(graph.code_sources()), "queue_limits": _limits_record(limits)}
+        path = snapshot_path(home, module, cwd)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(record, sort_keys=True))
+        partial.replace(path)  # atomic: a reader sees the old snapshot or the new one, never half of one
+    except (OSError, BackfillError, TypeError, ValueError):
+        return
+
+
+def recall(home: Path, module: str, cwd: Path) -> LocationSnapshot | None:
+    """The code location's snapshot if it still describes it (see the module's docstring), else None."""
+    try:
+        record = json.loads(snapshot_path(home, module, cwd).read_text())
+        if record["key"] != _key(home, module, cwd, record["files"]):
+            return None
+        graph = graph_of_record(record["graph"])
+        if _sources_record(graph.code_sources()) != record["code_sources"]:
+            return None
+        return LocationSnapshot(graph, _limits_of(record["queue_limits"]))
+    except (OSError, BackfillError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _key(home: Path, module: str, cwd: Path, files: list[str]) -> str:
+    h = hashlib.sha256()
+    environ = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_ENV)
+    # The import path as loading the code location makes it (``cli/code_location.py`` puts the working directory
+    # first when it is missing), so a snapshot written after a load and read before one agree.
+    import_path = sys.path if str(cwd) in sys.path else [str(cwd), *sys.path]
+    h.update(json.dumps([module, str(cwd), sys.executable, sys.version, import_path, environ]).encode())
+    for path in files:
+        h.update(path.encode() + b"\0" + _content(Path(path)) + b"\0")
+    for folder in _site_folders():
+        h.update(folder.encode() + b"\0" + "\n".join(sorted(os.listdir(folder))).encode())
+    h.update(_content(home / "dagster.yaml"))
+    return h.hexdigest()
+
+
+def _content(path: Path) -> bytes:
+    try:
+        return hashlib.sha256(path.read_bytes()).digest()
+    except OSError:
+        return b"missing"
+
+
+def _installed_roots() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    roots = {os.path.realpath(paths[name]) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    roots.add(os.path.realpath(sys.base_prefix))
+    return tuple(sorted(roots))
+
+
+def _first_party_files() -> list[str]:
+    """Every module file imported in this process from outside the interpreter's own and installed folders."""
+    roots = _installed_roots()
+    found = set()
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and file.endswith(".py"):
+            real = os.path.realpath(file)
+            if not any(real == root or real.startswith(root + os.sep) for root in roots):
+                found.add(real)
+    return sorted(found)
+
+
+def _site_folders() -> list[str]:
+    installed = {os.path.realpath(p) for p in (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])}
+    return sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)} & installed
+                  | {p for p in installed if os.path.isdir(p)})
+
+
+def _sources_record(sources: CodeSources) -> dict[str, Any]:
+    return {"files": [list(f) for f in sources.files], "files_digest": sources.files_digest(),
+            "distributions": [list(d) for d in sources.distributions]}
+
+
+def _limits_record(limits: QueueLimits) -> dict[str, Any]:
+    return {"max_concurrent_runs": limits.max_concurrent_runs, "source": limits.source,
+            "limits": [{"key": t.key, "value": t.value, "per_value": t.per_value, "limit": t.limit}
+                       for t in limits.limits]}
+
+
+def _limits_of(record: dict[str, Any]) -> QueueLimits:
+    return QueueLimits(record["max_concurrent_runs"], [RunLimit(**t) for t in record["limits"]], record["source"])

@@ -1,0 +1,186 @@
+"""The code location's snapshot that lets ``request create`` skip importing Dagster (integration/location_cache.py):
+read back only while it still describes the code location, and never freezing another code version than a fresh
+load of the code location computes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from backfill_assets.engine.model.concurrency import RunLimit
+from backfill_assets.engine.model.settings import ENV_CODE_VERSION
+from backfill_assets.engine.plan.creation import QueueLimits
+from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.daemon_lease import DaemonLease, LeaseHolder
+from backfill_assets.engine.store.wakeup import create_wakeup_file
+from backfill_assets.integration.location_cache import recall, remember, snapshot_path
+from backfill_assets.integration.snapshot_service import create_service
+
+MODULE = "snaploc.definitions"
+LIMITS = QueueLimits(4, [RunLimit("backfill/lane", 2, "backfill")], "dagster.yaml")
+TRANSFORM = '''
+import pandas as pd
+
+from backfill_assets import BusinessCalendar, gated_asset, not_empty
+
+
+@gated_asset(calendar=BusinessCalendar("Europe/Berlin", "2024-01-01"), audits=[not_empty()])
+def daily_usage(interval) -> pd.DataFrame:
+    """kWh per meter and business day."""
+    return pd.DataFrame({"sensor_id": ["a"], "kwh": [1.0]})
+'''
+DEFINITIONS = '''
+from backfill_assets import backfill_definitions
+from snaploc.assets import daily_usage
+
+defs = backfill_definitions(assets=[daily_usage], location="snaploc")
+'''
+# A fresh interpreter: the snapshot read back (no Dagster imported) and the code version it freezes, or the code
+# location loaded and the version a run of it computes.
+RECALLED = """
+import json, sys
+from pathlib import Path
+from backfill_assets.integration.location_cache import recall
+from backfill_assets.engine.model.settings import code_version
+found = recall(Path(sys.argv[1]), sys.argv[2], Path.cwd())
+print(json.dumps({"version": found and code_version(sources=found.graph.code_sources),
+                  "dagster": "dagster" in sys.modules}))
+"""
+LOADED = """
+import json, sys
+from pathlib import Path
+from backfill_assets.cli.code_location import load_code_location
+from backfill_assets.engine.model.settings import code_version
+from backfill_assets.integration.location_cache import remember
+from backfill_assets.engine.plan.creation import QueueLimits
+location = load_code_location(sys.argv[2], Path.cwd())
+remember(Path(sys.argv[1]), sys.argv[2], Path.cwd(), location.graph, QueueLimits(None, [], "none"))
+print(json.dumps({"version": code_version(sources=location.graph.code_sources)}))
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A code location of its own package in a project folder (the working directory), outside this library."""
+    root = tmp_path / "project"
+    (root / "snaploc").mkdir(parents=True)
+    (root / "snaploc" / "__init__.py").write_text("")
+    (root / "snaploc" / "assets.py").write_text(TRANSFORM)
+    (root / "snaploc" / "definitions.py").write_text(DEFINITIONS)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    monkeypatch.chdir(root)
+    monkeypatch.delenv(ENV_CODE_VERSION, raising=False)
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("BACKFILL_CATALOG_URL", f"sqlite:///{tmp_path / 'catalog.db'}")
+    return root, home
+
+
+def _run(script: str, home: Path, cwd: Path) -> dict:
+    done = subprocess.run([sys.executable, "-c", script, str(home), MODULE], cwd=cwd, capture_output=True, text=True,
+                          check=True, env=_env(cwd))
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _env(cwd: Path) -> dict[str, str]:
+    import os
+
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), *sys.path[1:]])}
+
+
+def test_a_recalled_snapshot_freezes_the_version_a_fresh_load_computes_without_importing_dagster(project):
+    root, home = project
+    loaded = _run(LOADED, home, root)
+    recalled = _run(RECALLED, home, root)
+    assert recalled == {"version": loaded["version"], "dagster": False}
+    assert "loc-" in loaded["version"]  # the code location's own files are part of it
+
+
+@pytest.mark.parametrize("change", ["edit the transform", "add a data file", "edit dagster.yaml", "set a variable"])
+def test_a_snapshot_is_not_read_once_anything_it_came_from_changed(project, change):
+    root, home = project
+    first = _run(LOADED, home, root)["version"]
+    env_change = {}
+    if change == "edit the transform":
+        (root / "snaploc" / "assets.py").write_text(TRANSFORM.replace("1.0", "2.0"))
+    elif change == "add a data file":
+        (root / "snaploc" / "usage.sql").write_text("select 1")
+    elif change == "edit dagster.yaml":
+        (home / "dagster.yaml").write_text("telemetry:\n  enabled: true\n")
+    else:
+        env_change = {"TEAM_SETTING": "changed"}
+    done = subprocess.run([sys.executable, "-c", RECALLED, str(home), MODULE], cwd=root, capture_output=True,
+                          text=True, check=True, env={**_env(root), **env_change})
+    assert json.loads(done.stdout.strip().splitlines()[-1])["version"] is None
+    if change in ("edit the transform", "add a data file"):  # and a fresh load freezes the new code's version
+        assert _run(LOADED, home, root)["version"] != first
+
+
+def test_a_damaged_or_missing_snapshot_is_not_read(project):
+    root, home = project
+    assert recall(home, MODULE, root) is None
+    _run(LOADED, home, root)
+    snapshot_path(home, MODULE, root).write_text("{not json")
+    assert recall(home, MODULE, root) is None
+
+
+def test_the_queue_limits_come_back_as_they_were_read(project):
+    root, home = project
+    sys.path.insert(0, str(root))
+    try:
+        from backfill_assets.cli.code_location import load_code_location
+
+        location = load_code_location(MODULE, root)
+        remember(home, MODULE, root, location.graph, LIMITS)
+        found = recall(home, MODULE, root)
+    finally:
+        sys.path.remove(str(root))
+        for name in [m for m in sys.modules if m.split(".")[0] == "snaploc"]:
+            del sys.modules[name]
+    assert found is not None and found.queue_limits == LIMITS
+    assert found.graph.names == location.graph.names and found.graph.calendar == location.graph.calendar
+
+
+def test_the_quick_create_service_needs_a_daemon_watching_this_home(project, tmp_path):
+    root, home = project
+    sys.path.insert(0, str(root))
+    try:
+        from backfill_assets.cli.code_location import load_code_location
+
+        remember(home, MODULE, root, load_code_location(MODULE, root).graph, LIMITS)
+        catalog = Catalog(f"sqlite:///{tmp_path / 'catalog.db'}")
+        assert create_service(home, MODULE, root, "ana") is None  # no daemon: the command loads the location
+        elsewhere = LeaseHolder.this_process(str(tmp_path / "elsewhere"))
+        DaemonLease(catalog).acquire(elsewhere, 60)
+        create_wakeup_file(home)
+        assert create_service(home, MODULE, root, "ana") is None  # a daemon of another home
+        DaemonLease(catalog).release(elsewhere)
+        DaemonLease(catalog).acquire(LeaseHolder.this_process(str(home)), 60)
+        quick = create_service(home, MODULE, root, "ana")
+        assert quick is not None and quick.graph.names == ("daily_usage",)
+        assert quick.context.queue_limits() == LIMITS
+    finally:
+        sys.path.remove(str(root))
+        for name in [m for m in sys.modules if m.split(".")[0] == "snaploc"]:
+            del sys.modules[name]
+
+
+def test_the_snapshot_graph_keeps_every_flag_the_request_reads():
+    from backfill_assets.engine.model.graph_snapshot import graph_of_record, graph_record
+    from tests.orders import GRAPH
+
+    back = graph_of_record(json.loads(json.dumps(graph_record(GRAPH))))
+    for spec in GRAPH:
+        again = back[spec.name]
+        assert (again.upstream, again.depends_on_past, again.side_effect, again.order, again.parallel_days,
+                again.pool, again.target, again.retries, again.owners) == (
+                    spec.upstream, spec.depends_on_past, spec.side_effect, spec.order, spec.parallel_days,
+                    spec.pool, spec.target, spec.retries, spec.owners)
+        assert (again.config is None) == (spec.config is None)
+    assert (back.calendar, back.location, back.access, back.cleanup) == (
+        GRAPH.calendar, GRAPH.location, GRAPH.access, GRAPH.cleanup)
