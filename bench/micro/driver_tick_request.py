@@ -15,8 +15,8 @@ the sensor through ``build_sensor_context``, on the wall clock and on the proces
   a long request).
 
 Prints one JSON line: per kind, the median, p99 (nearest rank) and max of each clock, and the cells settled.
-``PROFILE=1`` in the environment prints the profile of each settlement tick to stderr (cProfile inflates the
-times several-fold: for where the time goes, never for figures).
+``PROFILE=first`` (``settlement``, ``idle``) in the environment prints the profile of each tick of that kind to
+stderr (cProfile inflates the times several-fold: for where the time goes, never for figures).
 """
 
 from __future__ import annotations
@@ -116,7 +116,10 @@ def _timed(call: Callable[[], list[dg.RunRequest]]) -> tuple[dict, list[dg.RunRe
     return {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu}, requested
 
 
-def _profiled(call: Callable[[], list[dg.RunRequest]]) -> Callable[[], list[dg.RunRequest]]:
+def _maybe_profiled(kind: str, call: Callable[[], list[dg.RunRequest]]) -> Callable[[], list[dg.RunRequest]]:
+    if os.environ.get("PROFILE") != kind:
+        return call
+
     def profiled() -> list[dg.RunRequest]:
         profiler = cProfile.Profile()
         requested = profiler.runcall(call)
@@ -150,18 +153,18 @@ def _one_request(base: Path, days: int, done: int, per_run: str, location: Locat
                 return list(sensor(context))
 
             times: dict[str, list[dict]] = {kind: [] for kind in KINDS}
-            took, requested = _timed(evaluate)
+            took, requested = _timed(_maybe_profiled("first", evaluate))
             times["first"].append(took)
             assert requested, "the first tick submitted nothing"
             _launch(instance, catalog, request_id, requested, finished=True)
-            took, requested = _timed(_profiled(evaluate) if os.environ.get("PROFILE") else evaluate)
+            took, requested = _timed(_maybe_profiled("settlement", evaluate))
             times["settlement"].append(took)
             settled = _settled(catalog, request_id)
             assert settled > 0, settled
             _launch(instance, catalog, request_id, requested, finished=False)
             # No idle tick once the settlement submitted nothing: every day was in the runs it settled.
             for _ in range(idle if requested else 0):
-                took, requested = _timed(evaluate)
+                took, requested = _timed(_maybe_profiled("idle", evaluate))
                 assert not requested, len(requested)
                 times["idle"].append(took)
             return {"times": times, "settled": settled, "cells": len(keys) * len(ASSETS),

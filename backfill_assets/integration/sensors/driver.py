@@ -153,7 +153,7 @@ def drive_request(
     by_run: dict[tuple[str, str, str], str] = {}
     errors: dict[tuple[str, str, str], str | None] = {}
     if settling:
-        for v in catalog.versions_of_dagster_runs(settling):
+        for v in catalog.version_outcomes_of_dagster_runs(settling):
             by_run[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
             errors[(v.asset, v.partition_key, v.dagster_run_id)] = v.error
     pending = [c.key for c in sorted(cells, key=lambda c: c.ordinal) if c.decision == M.PENDING]
