@@ -14,7 +14,8 @@ the sensor through ``build_sensor_context``, on the wall clock and on the proces
 - ``idle`` **idle** ticks: the runs it submitted are running, every slot is taken, nothing changes (most ticks of
   a long request).
 
-Prints one JSON line: per kind, the median, p99 (nearest rank) and max of each clock, and the cells settled.
+Prints one JSON line: per kind, the median, p99 (nearest rank), max and values of each clock, and the cells
+settled.
 ``PROFILE=first`` (``settlement``, ``idle``) in the environment prints the profile of each tick of that kind to
 stderr (cProfile inflates the times several-fold: for where the time goes, never for figures).
 """
@@ -178,7 +179,7 @@ def _summary(values: list[float]) -> dict:
     ordered = sorted(values)
     p99 = ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
     return {"median": round(statistics.median(ordered), 4), "p99": round(p99, 4), "max": round(ordered[-1], 4),
-            "n": len(ordered)}
+            "n": len(ordered), "values": [round(v, 4) for v in values]}
 
 
 def request_ticks(base: Path, days: int, done: int, per_run: str, location: Location, reps: int, idle: int) -> dict:
