@@ -10,6 +10,9 @@ each settle the two runs finished since the one before and submit two more (made
 as if the daemon launched them), then ``IDLE_TICKS`` while every slot is taken and nothing changes (most ticks of a
 long request). The first tick's decisions meet runs of others in flight (production, a UI range run): the cells
 they write must be left alone. ``PROFILE=1`` in the environment prints the profile of every timed tick.
+
+With ``--days D`` it measures instead one open request by its size (``driver_tick_request.py``): ``python -m
+bench.micro.driver_tick --days 3650 --done 1000 [--per-run auto] [--location ten-years] [--reps 3] [--idle 5]``.
 """
 
 from __future__ import annotations
