@@ -10,16 +10,21 @@ each settle the two runs finished since the one before and submit two more (made
 as if the daemon launched them), then ``IDLE_TICKS`` while every slot is taken and nothing changes (most ticks of a
 long request). The first tick's decisions meet runs of others in flight (production, a UI range run): the cells
 they write must be left alone. ``PROFILE=1`` in the environment prints the profile of every timed tick.
+
+With ``--days D`` it measures instead one open request by its size (``driver_tick_request.py``): ``python -m
+bench.micro.driver_tick --days 3650 --done 1000 [--per-run auto] [--location ten-years] [--reps 3] [--idle 5]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import cProfile
 import io
 import json
 import os
 import pstats
 import statistics
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -46,6 +51,7 @@ from backfill_assets.integration.sensors.driver import DRIVER_SENSOR
 
 from ..dagster_home import make_home, open_instance
 from ..environ import environment
+from ..locations import LOCATIONS, TEN_YEARS
 from ..orders import DEFS, GRAPH
 from ..plain import ASSETS, CALENDAR
 from ..workspace import Workspace
@@ -277,7 +283,27 @@ def run(ws: Workspace) -> dict:
     return out
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.micro.driver_tick", description=__doc__.split("\n")[0])
+    parser.add_argument("--days", type=int, help="measure one open request of this many days (see request_ticks)")
+    parser.add_argument("--done", type=int, default=0, help="of its days, finished before its first tick")
+    parser.add_argument("--per-run", default="auto", help="the request's partitions_per_run (auto as B resolves it)")
+    parser.add_argument("--location", choices=sorted(LOCATIONS), default=TEN_YEARS.name)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--idle", type=int, default=5, help="idle ticks timed per repetition")
+    args = parser.parse_args(argv)
+    if args.days is None:
+        _history_sizes()
+        return
+    from .driver_tick_request import request_ticks  # it builds on this module's rows
+
+    with tempfile.TemporaryDirectory(prefix="bench-tick-") as folder:
+        result = request_ticks(Path(folder), args.days, args.done, args.per_run, LOCATIONS[args.location],
+                               args.reps, args.idle)
+    print(json.dumps(result))
+
+
+def _history_sizes() -> None:
     workspace = Workspace()
     try:
         result = run(workspace)
@@ -288,3 +314,7 @@ if __name__ == "__main__":
                 print(f"--- {name}\n{text}")
     finally:
         workspace.close()
+
+
+if __name__ == "__main__":
+    main()

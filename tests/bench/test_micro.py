@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from bench.locations import TEN_YEARS
 from bench.micro import (
     alembic_scripts,
     between_trees,
     cas,
     driver_tick,
+    driver_tick_request,
     lookup,
     planning,
     process_gc,
@@ -65,6 +67,14 @@ def test_the_driver_tick_micro_benchmark_runs_at_a_tiny_size(workspace, monkeypa
     for size in ("small", "large"):
         assert result[size]["idle_tick_median_s"] > 0 and result[size]["submitted"] == in_flight_cells
     assert result["large"]["runs"] > result["small"]["runs"]
+
+
+def test_the_driver_tick_micro_benchmark_measures_one_request_by_its_size(tmp_path):
+    result = driver_tick_request.request_ticks(tmp_path, days=12, done=2, per_run="2", location=TEN_YEARS, reps=1,
+                                               idle=1)
+    # 4 runs of 2 days (2 slots, a queued run behind each) settle at once, then the last 2 days run.
+    assert (result["cells"], result["partitions_per_run"], result["settled_per_settlement"]) == (36, 2, 24)
+    assert [result[f"{kind}_cpu_s"]["n"] for kind in driver_tick_request.KINDS] == [1, 1, 1]
 
 
 def test_the_collector_micro_benchmark_measures_both_variants_and_renders():

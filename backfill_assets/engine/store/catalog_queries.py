@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection, Engine
 from backfill_assets.engine.model.errors import InvalidField, NotFound, quoted
 from backfill_assets.engine.model.identity import parse_version_id, validate_asset_name, validate_partition_key
 from backfill_assets.engine.model.states import VERIFIED, VersionState
-from backfill_assets.engine.store.catalog_records import Consumer, Version, VersionRun
+from backfill_assets.engine.store.catalog_records import Consumer, Version, VersionOutcome, VersionRun
 from backfill_assets.engine.store.schema import pointers, publish_log, reads, versions
 from backfill_assets.engine.store.transactions import read
 
@@ -106,6 +106,21 @@ class CatalogQueries:
     def versions_of_dagster_runs(self, run_ids: Iterable[str]) -> list[Version]:
         """Every version written by these Dagster runs (attempts), oldest first."""
         return self._in_chunks(versions.c.dagster_run_id, run_ids)
+
+    def version_outcomes_of_dagster_runs(self, run_ids: Iterable[str]) -> list[VersionOutcome]:
+        """How each version these Dagster runs wrote ended (no JSON column parsed), oldest first per chunk."""
+        c = versions.c
+        values = list(run_ids)
+        found: list[VersionOutcome] = []
+        with self._reading() as conn:
+            for start in range(0, len(values), 500):  # bounded IN lists, as in _in_chunks
+                rows = conn.execute(
+                    sa.select(c.asset, c.partition_key, c.dagster_run_id, c.state, c.error)
+                    .where(c.dagster_run_id.in_(values[start : start + 500])).order_by(c.created_at)
+                ).all()
+                found.extend(VersionOutcome(r.asset, r.partition_key, r.dagster_run_id, r.state, r.error)
+                             for r in rows)
+        return found
 
     def versions_of_partitions(self, partition_keys: Iterable[str]) -> list[Version]:
         """Every version of any asset for these partitions, oldest first within each chunk of keys."""

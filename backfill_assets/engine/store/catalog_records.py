@@ -81,6 +81,18 @@ class VersionRun:
 
 
 @dataclass(frozen=True)
+class VersionOutcome:
+    """How a Dagster run's version of a cell ended (its state, and the error it ended with): what a driver tick
+    settles the cell with, read without parsing the version's JSON columns."""
+
+    asset: str
+    partition_key: str
+    dagster_run_id: str
+    state: str
+    error: str | None
+
+
+@dataclass(frozen=True)
 class Consumer:
     consumer: str
     consumer_version_id: str | None

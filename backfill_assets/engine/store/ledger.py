@@ -19,10 +19,9 @@ from backfill_assets.engine.store.request_record import (
 )
 from backfill_assets.engine.store.schema import request_items, requests
 from backfill_assets.engine.store.tick_tokens import StaleTick, TickSnapshot, advance_token, read_token
+from backfill_assets.engine.store.tick_writes import column_values, write_tick_cells
 from backfill_assets.engine.store.transactions import begin, read
 
-# Cell fields stored under another column name: request_items.run_id is the Dagster run of the cell.
-_COLUMN_OF = {"dagster_run_id": "run_id"}
 _REQUEST_ID_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
@@ -225,9 +224,7 @@ class Ledger:
                     return False
                 if not advance_token(conn, request_id, snapshot.token, now):
                     return False
-                for u in updates:
-                    if _write_cell(conn, request_id, u, now, expect=seen.get(u.key)) != 1:
-                        raise StaleTick(f"{u.asset} {u.partition_key} changed since the tick read it")
+                write_tick_cells(conn, request_id, updates, seen, now)
         except (StaleTick, sa.exc.IntegrityError):  # IntegrityError: another tick inserted the first token
             return False
         return True
@@ -353,20 +350,13 @@ class Ledger:
         )
 
 
-def _write_cell(
-    conn: sa.Connection, request_id: str, update: CellUpdate, now: str, expect: Cell | None = None
-) -> int:
-    """Write one cell update; with ``expect``, only while the cell has the decision and run key it had then.
-    Returns the rows written (0: the cell is not there, or changed since ``expect``)."""
+def _write_cell(conn: sa.Connection, request_id: str, update: CellUpdate, now: str) -> int:
+    """Write one cell update; returns the rows written (0: the cell is not there)."""
     c = request_items.c
-    values = {_COLUMN_OF.get(k, k): v for k, v in update.values.items()}
-    if values.get("decision") == M.SUBMITTED and "run_key" in values:
-        values["submitted_at"] = now  # the request's "created" time of the cell's run
     where = [c.request_id == request_id, c.asset == update.asset, c.partition_key == update.partition_key]
-    if expect is not None:
-        where += [c.decision == str(expect.decision),
-                  c.run_key.is_(None) if expect.run_key is None else c.run_key == expect.run_key]
-    return conn.execute(request_items.update().where(*where).values(updated_at=now, **values)).rowcount
+    return conn.execute(
+        request_items.update().where(*where).values(updated_at=now, **column_values(update, now))
+    ).rowcount
 
 
 def _item_rows(

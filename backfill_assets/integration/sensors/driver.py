@@ -153,10 +153,10 @@ def drive_request(
     by_run: dict[tuple[str, str, str], str] = {}
     errors: dict[tuple[str, str, str], str | None] = {}
     if settling:
-        for v in catalog.versions_of_dagster_runs(settling):
+        for v in catalog.version_outcomes_of_dagster_runs(settling):
             by_run[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
             errors[(v.asset, v.partition_key, v.dagster_run_id)] = v.error
-    pending = [c.key for c in sorted(cells, key=lambda c: c.ordinal) if c.decision == M.PENDING]
+    pending = [c.key for c in sorted((c for c in cells if c.decision == M.PENDING), key=lambda c: c.ordinal)]
     result = tick(
         graph,
         record,
