@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
 BACKENDS = ("sqlite", "postgres")
 SIDECARS = ("-wal", "-shm", "-journal")
+# The code location's snapshot a command that loaded it leaves in the home (integration/location_cache.py): named
+# by a digest of the module and folder, never by anything a command was given.
+LOCATION_SNAPSHOT = re.compile(r"/\.backfill_cache/location-[0-9a-f]{16}\.json$")
 
 
 def files_under(*roots: Path) -> set[str]:
@@ -16,8 +20,9 @@ def files_under(*roots: Path) -> set[str]:
     for root in roots:
         for dirpath, _dirs, filenames in os.walk(root):
             for name in filenames:
-                if not name.endswith(SIDECARS):
-                    found.add(os.path.join(dirpath, name))
+                path = os.path.join(dirpath, name)
+                if not name.endswith(SIDECARS) and not LOCATION_SNAPSHOT.search(path):
+                    found.add(path)
     return found
 
 
