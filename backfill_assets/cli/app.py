@@ -83,7 +83,7 @@ class AppContext:
 
     def remember_location(self, backfills: Backfills) -> None:
         """After a command that loaded the code location and read the run queue's limits: their snapshot, for the
-        next ``request create``."""
+        next ``request create``, ``request show`` or ``request list``."""
         if self._location is None:
             return  # the snapshot's own service: nothing new to remember
         from backfill_assets.integration.location_cache import remember

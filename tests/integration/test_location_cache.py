@@ -215,3 +215,24 @@ def test_a_distribution_reinstalled_at_the_same_version_is_another_key(tmp_path,
         os.utime(path, ns=(later, later))
     assert sorted(os.listdir(site)) == ["snappkg", "snappkg-1.0.dist-info"]  # the listing alone is the same
     assert installed_digest([str(site)]) != before
+
+
+def _cli(root: Path, *args: str) -> tuple[dict, bool]:
+    """``backfill-assets ... --json`` from the project's folder: its JSON, and whether it imported Dagster (the
+    interpreter's import log, set for every call alike since the key covers the environment)."""
+    env = {**_env(root), "BACKFILL_MODULE": MODULE, "PYTHONPROFILEIMPORTTIME": "1"}
+    done = subprocess.run([str(Path(sys.executable).parent / "backfill-assets"), *args, "--json"], cwd=root, env=env,
+                          capture_output=True, text=True, check=True)
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    return json.loads(done.stdout), "dagster" in imported
+
+
+def test_a_request_show_that_loaded_the_code_location_leaves_its_snapshot_for_the_next(project):
+    root, home = project
+    created, _ = _cli(root, "request", "create", "--assets", "daily_usage", "--from", "2024-01-02", "--to",
+                      "2024-01-02", "--requested-by", "ana")
+    snapshot_path(home, MODULE, root).unlink()  # as from a folder no command had loaded the code location in
+    shown, loaded = _cli(root, "request", "show", created["request_id"])
+    assert loaded and snapshot_path(home, MODULE, root).is_file()
+    again, loaded = _cli(root, "request", "show", created["request_id"])
+    assert not loaded and again == shown
