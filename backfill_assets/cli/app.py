@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import warnings
@@ -18,6 +17,7 @@ from backfill_assets.engine.model.settings import ENV_DAGSTER_HOME, Settings
 from backfill_assets.integration import instance_template
 
 from .code_location import CodeLocation, load_code_location, resolve_module_name
+from .json_text import json_text
 
 if TYPE_CHECKING:
     from backfill_assets.service import Backfills
@@ -83,7 +83,7 @@ class AppContext:
 
     def remember_location(self, backfills: Backfills) -> None:
         """After a command that loaded the code location and read the run queue's limits: their snapshot, for the
-        next ``request create``."""
+        next ``request create``, ``request show`` or ``request list``."""
         if self._location is None:
             return  # the snapshot's own service: nothing new to remember
         from backfill_assets.integration.location_cache import remember
@@ -162,7 +162,7 @@ def _usage_error(exc: click.UsageError) -> NoReturn:
 
 def emit(data: Any, as_json: bool, human: Any = None) -> None:
     if as_json:
-        click.echo(json.dumps(data, indent=2, default=str, sort_keys=True))
+        click.echo(json_text(data))
     elif callable(human):
         human()
     else:

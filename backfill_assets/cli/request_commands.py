@@ -201,8 +201,10 @@ def show(app: AppContext, request_id: str, cell: str | None, as_json: bool) -> N
     if cell is not None:
         show_cell_tries(app, request_id, cell, as_json)
         return
-    detail = app.reading_service().show(request_id)
+    backfills = app.reading_service()
+    detail = backfills.show(request_id)
     emit(detail.as_dict(), as_json, lambda: _print_detail(detail))
+    app.remember_location(backfills)  # a show that had to load the code location: the next one reads its snapshot
 
 
 def _print_detail(detail: RequestDetail) -> None:

@@ -10,7 +10,9 @@ A snapshot is used only while nothing it was made from can have changed. Its key
   library's, the code location's, their packages': anything imported from outside the interpreter's standard
   library and site-packages), so an edit anywhere, a new import included, is a new key;
 - what is installed: the entries of every site-packages folder on ``sys.path`` (a distribution's folder names its
-  version);
+  version), and of each distribution's metadata folder (``*.dist-info``, ``*.egg-info``) and its ``RECORD`` the
+  inode, size and times (stat only, no read): a package reinstalled at the same version (a local project built
+  again, non-editable) keeps its folder's name but gets a new folder and ``RECORD``;
 - the Dagster home's ``dagster.yaml`` (the run queue's limits come from it).
 
 And the code version is never taken from the snapshot: freezing computes it as a loaded code location does, from
@@ -42,6 +44,8 @@ CACHE_DIR = ".backfill_cache"
 VOLATILE_ENV = frozenset({"_", "OLDPWD", "PWD", "SHLVL", "COLUMNS", "LINES", "TERM", "TERM_PROGRAM",
                           "TERM_PROGRAM_VERSION", "TERM_SESSION_ID", "WINDOWID", "PS1", "SSH_TTY", "SSH_CLIENT",
                           "SSH_CONNECTION", "STY", "TMUX", "TMUX_PANE"})
+# An installed distribution's metadata folder (wheel and legacy installs).
+METADATA_SUFFIXES = (".dist-info", ".egg-info")
 
 
 @dataclass(frozen=True)
@@ -96,10 +100,32 @@ def _key(home: Path, module: str, cwd: Path, files: list[str]) -> str:
     h.update(json.dumps([module, str(cwd), sys.executable, sys.version, import_path, environ]).encode())
     for path in files:
         h.update(path.encode() + b"\0" + _content(Path(path)) + b"\0")
-    for folder in _site_folders():
-        h.update(folder.encode() + b"\0" + "\n".join(sorted(os.listdir(folder))).encode())
+    h.update(installed_digest(_site_folders()))
     h.update(_content(home / "dagster.yaml"))
     return h.hexdigest()
+
+
+def installed_digest(folders: list[str]) -> bytes:
+    """What is installed in ``folders`` (site-packages): their entries, and each distribution metadata folder's
+    and its ``RECORD``'s identity on disk (see the module's docstring)."""
+    h = hashlib.sha256()
+    for folder in folders:
+        entries = sorted(os.listdir(folder))
+        h.update(folder.encode() + b"\0" + "\n".join(entries).encode() + b"\0")
+        for entry in entries:
+            if entry.endswith(METADATA_SUFFIXES):
+                meta = os.path.join(folder, entry)
+                h.update(f"{entry}\0{_identity(meta)}\0{_identity(os.path.join(meta, 'RECORD'))}\n".encode())
+    return h.digest()
+
+
+def _identity(path: str) -> str:
+    """A file's or folder's identity on disk: written again (a new inode, size or time), it is another."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
 def _content(path: Path) -> bytes:

@@ -100,3 +100,14 @@ def publish_events(catalog: Catalog, request_id: str, asset: str, n: int) -> Non
         _insert(conn, request_items, cells)
         _insert(conn, publish_log, log)
         conn.execute(log_head.update().where(log_head.c.id == 1).values(seq=n))
+
+
+def request_cells(catalog: Catalog, request_id: str, assets: list[str], keys: list[str]) -> None:
+    """An open request over ``keys`` x ``assets`` whose every cell is pending: a request just made, no run yet."""
+    now = iso(utc_now())
+    cells = [dict(request_id=request_id, asset=asset, partition_key=key, ordinal=ordinal, origin="planned",
+                  decision=M.PENDING, updated_at=now)
+             for ordinal, (key, asset) in enumerate((k, a) for k in keys for a in assets)]
+    with catalog.engine.begin() as conn:
+        conn.execute(requests.insert().values(**request_row(request_id, assets, keys)))
+        _insert(conn, request_items, cells)

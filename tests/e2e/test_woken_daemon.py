@@ -8,18 +8,23 @@ with no wake-up at all, nothing would move for ten minutes).
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections import Counter
+from pathlib import Path
 
 import dagster as dg
 import pytest
 
+from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.store import db
 from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
+from backfill_assets.integration.location_cache import snapshot_path
 from backfill_assets.integration.runs.warm_launcher import RunWorker
 from tests.orders import CALENDAR
 
-from .conftest import E2E, FINISHED, Webserver, poll, prepare_home, start_daemon, stop_process
+from .conftest import E2E, FINISHED, Webserver, dagster_env, poll, prepare_home, start_daemon, stop_process
 from .test_ui_adoption import LAUNCH
 
 pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("e2e/test_woken_daemon")]
@@ -130,3 +135,75 @@ def test_a_ui_backfill_of_a_depends_on_past_asset_does_not_wait_for_the_backfill
     assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
     published = {day: e2e.catalog.current(CUSTOMER_SNAPSHOT, day) for day in days}
     assert all(published.values()), published
+
+
+# ---- request create on the code location's snapshot (integration/location_cache.py) ------------------------------
+
+# A project of its own whose code location is the orders example's definitions: a code-location file this test
+# may edit (the daemon serves the example's module; both freeze the same assets under the same code version).
+PROJECT_MODULE = "woken_project.definitions"
+PROJECT_DEFINITIONS = '''"""The project's code location: the orders example's assets{mark}."""
+from backfill_assets.examples.orders.definitions import defs
+
+__all__ = ["defs"]
+'''
+SNAPSHOT_DAYS = ("2022-09-15", "2022-09-16", "2022-09-09")  # days no other test of this daemon requests
+
+
+def cli_process(project: Path, *args: str) -> tuple[dict, set[str]]:
+    """``backfill-assets ... --json`` as a user runs it, from the project's folder: its JSON, and every module the
+    process imported (the interpreter's own import log, ``PYTHONPROFILEIMPORTTIME``, set for every call alike: the
+    snapshot's key covers the environment)."""
+    env = {**dagster_env(), "BACKFILL_MODULE": PROJECT_MODULE, "PYTHONPROFILEIMPORTTIME": "1"}
+    done = subprocess.run([dagster_bin("backfill-assets"), *args, "--json"], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{args}: exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    return json.loads(done.stdout), imported
+
+
+def create_in_project(e2e: E2E, project: Path, day: str) -> tuple[str, bool]:
+    """A one-day raw_orders request made by a ``request create`` process, and whether that process imported Dagster
+    (it loaded the code location instead of reading its snapshot)."""
+    e2e.assert_daemon_alive()
+    created, imported = cli_process(project, "request", "create", "--assets", RAW_ORDERS, "--from", day, "--to", day,
+                                    "--reprocess", "completed", "--requested-by", "e2e-tester")
+    return created["request_id"], "dagster" in imported
+
+
+def published_by(e2e: E2E, request_id: str, day: str) -> None:
+    """The request's run was started by the woken daemon (its timer passes every ten minutes) and published."""
+    e2e.wait(request_id, timeout=str(TIMEOUT))
+    assert e2e.run_records(request_id), request_id
+    assert e2e.catalog.current(RAW_ORDERS, day).request_id == request_id
+
+
+def test_request_create_reads_the_snapshot_a_load_wrote_until_a_code_location_file_changes(woken, tmp_path):
+    e2e, _ = woken
+    project = tmp_path / "project"
+    (project / "woken_project").mkdir(parents=True)
+    (project / "woken_project" / "__init__.py").write_text("")
+    definitions = project / "woken_project" / "definitions.py"
+    definitions.write_text(PROJECT_DEFINITIONS.format(mark=""))
+    snapshot = snapshot_path(e2e.home, PROJECT_MODULE, project)
+    first, second, edited = SNAPSHOT_DAYS
+
+    # No snapshot yet: the command loads the code location (Dagster with it) and writes one.
+    request_id, loaded = create_in_project(e2e, project, first)
+    assert loaded and snapshot.is_file()
+    published_by(e2e, request_id, first)
+    written = snapshot.read_text()
+
+    # The next command freezes its request on the snapshot: Dagster is never imported; the daemon queues the runs.
+    request_id, loaded = create_in_project(e2e, project, second)
+    assert not loaded
+    published_by(e2e, request_id, second)
+    shown, imported = cli_process(project, "request", "show", request_id)
+    assert shown["status"] == "completed" and "dagster" not in imported
+
+    # An edited code-location file: the snapshot no longer describes the code location; the command loads it again
+    # and writes the new snapshot.
+    definitions.write_text(PROJECT_DEFINITIONS.format(mark=", as the project names them"))
+    request_id, loaded = create_in_project(e2e, project, edited)
+    assert loaded and snapshot.read_text() != written
+    published_by(e2e, request_id, edited)

@@ -17,7 +17,7 @@ from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.daemon_lease import DaemonLease, LeaseHolder
 from backfill_assets.engine.store.wakeup import create_wakeup_file
-from backfill_assets.integration.location_cache import recall, remember, snapshot_path
+from backfill_assets.integration.location_cache import installed_digest, recall, remember, snapshot_path
 from backfill_assets.integration.snapshot_service import create_service
 
 MODULE = "snaploc.definitions"
@@ -184,3 +184,55 @@ def test_the_snapshot_graph_keeps_every_flag_the_request_reads():
         assert (again.config is None) == (spec.config is None)
     assert (back.calendar, back.location, back.access, back.cleanup) == (
         GRAPH.calendar, GRAPH.location, GRAPH.access, GRAPH.cleanup)
+
+
+def _install(site: Path, version_hash: str) -> Path:
+    """A wheel's install of ``snappkg`` 1.0 into ``site``: its module, and its dist-info whose RECORD lists it."""
+    (site / "snappkg").mkdir(parents=True)
+    (site / "snappkg" / "__init__.py").write_text(f"BUILD = {version_hash!r}\n")
+    meta = site / "snappkg-1.0.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: snappkg\nVersion: 1.0\n")
+    (meta / "RECORD").write_text(f"snappkg/__init__.py,sha256={version_hash},20\nsnappkg-1.0.dist-info/RECORD,,\n")
+    return meta
+
+
+@pytest.mark.parametrize("same_size", [True, False])
+def test_a_distribution_reinstalled_at_the_same_version_is_another_key(tmp_path, same_size):
+    import os
+    import shutil
+
+    site = tmp_path / "site-packages"
+    first = _install(site, "a" * 8)
+    before = installed_digest([str(site)])
+    assert installed_digest([str(site)]) == before  # reading what is installed changes nothing
+    installed_at = first.stat().st_mtime_ns
+    shutil.rmtree(site / "snappkg")
+    shutil.rmtree(first)  # non-editable reinstall of a project built again: same folder names, new files
+    again = _install(site, ("b" if same_size else "bb") * 8)
+    later = installed_at + 1_000_000_000  # a reinstall happens after the install it replaces
+    for path in (again / "RECORD", again):
+        os.utime(path, ns=(later, later))
+    assert sorted(os.listdir(site)) == ["snappkg", "snappkg-1.0.dist-info"]  # the listing alone is the same
+    assert installed_digest([str(site)]) != before
+
+
+def _cli(root: Path, *args: str) -> tuple[dict, bool]:
+    """``backfill-assets ... --json`` from the project's folder: its JSON, and whether it imported Dagster (the
+    interpreter's import log, set for every call alike since the key covers the environment)."""
+    env = {**_env(root), "BACKFILL_MODULE": MODULE, "PYTHONPROFILEIMPORTTIME": "1"}
+    done = subprocess.run([str(Path(sys.executable).parent / "backfill-assets"), *args, "--json"], cwd=root, env=env,
+                          capture_output=True, text=True, check=True)
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    return json.loads(done.stdout), "dagster" in imported
+
+
+def test_a_request_show_that_loaded_the_code_location_leaves_its_snapshot_for_the_next(project):
+    root, home = project
+    created, _ = _cli(root, "request", "create", "--assets", "daily_usage", "--from", "2024-01-02", "--to",
+                      "2024-01-02", "--requested-by", "ana")
+    snapshot_path(home, MODULE, root).unlink()  # as from a folder no command had loaded the code location in
+    shown, loaded = _cli(root, "request", "show", created["request_id"])
+    assert loaded and snapshot_path(home, MODULE, root).is_file()
+    again, loaded = _cli(root, "request", "show", created["request_id"])
+    assert not loaded and again == shown

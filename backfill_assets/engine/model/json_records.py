@@ -16,11 +16,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from enum import Enum
+from functools import cache
 from typing import Any
+
+# Already plain: most fields of most records (exact types: an enum deriving from str is turned into its value).
+PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
 
 
 def plain(value: Any) -> Any:
     """``value`` as plain data (see the module's docstring): what a record's field becomes in its JSON."""
+    if type(value) in PLAIN_TYPES:
+        return value
     if isinstance(value, Enum):
         return value.value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -37,7 +43,17 @@ def as_json_dict(record: Any) -> dict[str, Any]:
     """A dataclass's fields, in order, each as plain data (a nested record by its own ``as_dict`` when it has one)."""
     if not dataclasses.is_dataclass(record) or isinstance(record, type):
         raise TypeError(f"as_json_dict takes a dataclass instance, not {type(record).__name__}")
-    return {f.name: plain(getattr(record, f.name)) for f in dataclasses.fields(record)}
+    walked = {}
+    for name in _field_names(type(record)):
+        value = getattr(record, name)
+        walked[name] = value if type(value) in PLAIN_TYPES else plain(value)  # a call saved on 10,000s of cells
+    return walked
+
+
+@cache
+def _field_names(kind: type) -> tuple[str, ...]:
+    """A dataclass's field names, in order: asked once per class, not once per record."""
+    return tuple(f.name for f in dataclasses.fields(kind))
 
 
 class JsonRecord:

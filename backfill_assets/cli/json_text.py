@@ -1,0 +1,78 @@
+"""The text of the CLI's ``--json``: ``json.dumps(data, indent=2, sort_keys=True, default=str)`` byte for byte, in
+a tenth of its time on a large request.
+
+Python's ``json`` module uses its C encoder only without ``indent``; with it, every value of a ten-year request's
+``request show`` (10,950 cells of 12 fields) went through the pure-Python encoder. Here the containers are laid out
+as ``json.dumps`` lays them out, and a dict or list that holds only plain scalars (each cell) is encoded by one call
+of the C encoder whose item separator carries the newline and the indentation. Anything else (a nested container,
+a key that is not text, a value only ``default=str`` can word) takes the same path ``json.dumps`` takes.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+INDENT = "  "
+# Exact types only: the C and the Python encoders word these alike (a subclass, an enum, goes the general way).
+SCALARS = frozenset({str, int, float, bool, type(None)})
+_LEAF = json.JSONEncoder(sort_keys=True, default=str)
+
+
+def json_text(data: Any) -> str:
+    """``json.dumps(data, indent=2, sort_keys=True, default=str)``."""
+    parts: list[str] = []
+    _encode(data, 0, parts)
+    return "".join(parts)
+
+
+@cache
+def _flat_encoder(level: int) -> json.JSONEncoder:
+    """The C encoder for a flat container at ``level``: each item on its own line, indented for that level."""
+    return json.JSONEncoder(sort_keys=True, default=str, separators=(",\n" + INDENT * (level + 1), ": "))
+
+
+def _encode(value: Any, level: int, parts: list[str]) -> None:
+    if isinstance(value, (list, tuple)):
+        _encode_list(value, level, parts)
+    elif isinstance(value, dict):
+        _encode_dict(value, level, parts)
+    else:
+        parts.append(_LEAF.encode(value))
+
+
+def _encode_list(items: list[Any] | tuple[Any, ...], level: int, parts: list[str]) -> None:
+    if not items:
+        parts.append("[]")
+        return
+    inner, outer = "\n" + INDENT * (level + 1), "\n" + INDENT * level
+    if all(type(item) in SCALARS for item in items):
+        parts.append("[" + inner + _flat_encoder(level).encode(list(items))[1:-1] + outer + "]")
+        return
+    parts.append("[")
+    for index, item in enumerate(items):
+        parts.append(inner if index == 0 else "," + inner)
+        _encode(item, level + 1, parts)
+    parts.append(outer + "]")
+
+
+def _encode_dict(mapping: dict[Any, Any], level: int, parts: list[str]) -> None:
+    if not mapping:
+        parts.append("{}")
+        return
+    inner, outer = "\n" + INDENT * (level + 1), "\n" + INDENT * level
+    if all(type(key) is str and type(item) in SCALARS for key, item in mapping.items()):
+        parts.append("{" + inner + _flat_encoder(level).encode(mapping)[1:-1] + outer + "}")
+        return
+    parts.append("{")
+    for index, (key, item) in enumerate(sorted(mapping.items())):  # as json.dumps sorts: by key, never by value
+        parts.append((inner if index == 0 else "," + inner) + _key_text(key) + ": ")
+        _encode(item, level + 1, parts)
+    parts.append(outer + "}")
+
+
+def _key_text(key: Any) -> str:
+    """A key as ``json.dumps`` words it (text as is; a number, true, false or null as its JSON text; any other key
+    refused with its own TypeError): the one key of a dict it encodes."""
+    return json.dumps({key: 0})[1:-len(": 0}")]
