@@ -109,8 +109,8 @@ def run_racers(target, per_process_args: list[tuple], timeout: float = 120.0) ->
                 process.join(timeout=5)
         results.close()
     errors = [r for r in collected if r[0] == "error"]
-    assert errors == []
-    assert [p.exitcode for p in processes] == [0] * len(processes)
+    assert errors == [], f"racers failed: {errors}"  # a helper module: pytest does not rewrite its asserts
+    assert [p.exitcode for p in processes] == [0] * len(processes), [p.exitcode for p in processes]
     return collected
 
 
