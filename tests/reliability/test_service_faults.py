@@ -210,9 +210,10 @@ def test_postgres_restarted_mid_request_finishes_every_cell_once(pg_daemon_env, 
 
 
 def test_a_run_that_failed_before_writing_is_resubmitted_under_the_next_round_key_at_most_twice(env):
-    from backfill_assets.engine.plan.driver_tick import MAX_RELAUNCHES, tick
+    from backfill_assets.engine.plan.driver_tick import tick
     from backfill_assets.engine.plan.planning import CellFacts
     from backfill_assets.engine.plan.settling import RunView
+    from backfill_assets.engine.plan.tick_settlement import MAX_RELAUNCHES
 
     day = "2022-09-07"
     request_id = env.cli_json("request", "create", "--assets", ORDER_FACTS, "--from", day, "--to", day,

@@ -13,6 +13,10 @@ from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.tables.postgres_table import PostgresTables
 from tests.engine.catalog_helpers import PASSED, identity
 
+# The days both PostgreSQL table modules publish.
+D1, D2, D3 = "2022-10-01", "2022-10-02", "2022-10-03"
+DAYS = [D1, D2, D3]
+
 SCHEMA = "published"
 
 

@@ -14,6 +14,10 @@ from backfill_assets.engine.store import pg_tables
 from backfill_assets.engine.store.pg_types import PgTableError
 from backfill_assets.engine.tables.published_tables import PublishedTables
 from tests.tables.pg_table_helpers import (
+    D1,
+    D2,
+    D3,
+    DAYS,
     days_of,
     pointers_of,
     published,
@@ -23,9 +27,6 @@ from tests.tables.pg_table_helpers import (
 )
 
 pytestmark = pytest.mark.postgres
-
-D1, D2, D3 = "2022-10-01", "2022-10-02", "2022-10-03"
-DAYS = [D1, D2, D3]
 
 
 # ---- a catalog elsewhere: the table follows by syncing ------------------------------------------------------------

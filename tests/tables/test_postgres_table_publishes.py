@@ -21,6 +21,10 @@ from backfill_assets.engine.wap.gate import Gate
 from tests.engine.catalog_helpers import ASSET, identity, run_racers
 from tests.orders import GRAPH
 from tests.tables.pg_table_helpers import (
+    D1,
+    D2,
+    D3,
+    DAYS,
     days_of,
     frame_of,
     pointers_of,
@@ -32,9 +36,6 @@ from tests.tables.pg_table_helpers import (
 )
 
 pytestmark = pytest.mark.postgres
-
-D1, D2, D3 = "2022-10-01", "2022-10-02", "2022-10-03"
-DAYS = [D1, D2, D3]
 
 
 # ---- the catalog on the same database: the publish switches its day ---------------------------------------------

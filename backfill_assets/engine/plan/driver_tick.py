@@ -10,10 +10,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from backfill_assets.engine.model import request_model as M
-from backfill_assets.engine.model.cells import PREVIOUS_NOT_PUBLISHED, Cell, CellOrigin, CellUpdate, SkipKind
+from backfill_assets.engine.model.cells import Cell, CellOrigin, CellUpdate, SkipKind
 from backfill_assets.engine.model.code_inputs import changed_parts
 from backfill_assets.engine.model.graph import AssetGraph
-from backfill_assets.engine.model.states import RunStatus
 from backfill_assets.engine.plan.chunking import (
     BATCH,
     CHAIN,
@@ -24,22 +23,12 @@ from backfill_assets.engine.plan.chunking import (
 )
 from backfill_assets.engine.plan.planning import CREATE, FOLLOW, CellFacts, Decision, decide, run_key
 from backfill_assets.engine.plan.readiness import chain_readiness, readiness
-from backfill_assets.engine.plan.settling import (
-    RunView,
-    Settled,
-    closing_status,
-    followed_outcome,
-    settle,
-)
+from backfill_assets.engine.plan.settling import RunView, closing_status
+from backfill_assets.engine.plan.tick_settlement import settle_finished, settle_followed
 from backfill_assets.engine.store.request_record import RequestRecord
 
-# A cell whose run failed before writing anything is resubmitted at most this many times (new run keys).
-MAX_RELAUNCHES = 2
 # With queue-ahead, runs waiting in the queue behind each running run of a request.
 QUEUED_PER_SLOT = 1
-# Statuses under which a cell whose run failed before writing goes back to pending rather than failing: a pause
-# must not turn a cell its resume would retry into a failed one.
-RELAUNCHING = (M.OPEN, M.PAUSED)
 # A submitted cell whose run does not exist yet is requested again only once its submission is this old (or older
 # than the daemon now driving): until then the driver that recorded it may still be creating its run, and a second
 # driver asking for the same run key then would make a second run of it.
@@ -125,10 +114,12 @@ def tick(
     cells = [c if c.decision in M.TERMINAL_CELLS else replace(c) for c in cells]
 
     # 1. Settle submitted cells whose runs have finished.
-    relaunch = _settle_finished(graph, record, cells, runs_by_key, version_state_of, result, version_error_of)
+    relaunch = settle_finished(graph, record, cells, runs_by_key, version_state_of, result.cell_updates,
+                               version_error_of)
     # Cells set pending again are decided on the next tick: one tick writes a cell once (the ledger compares each
     # write with what the tick read).
-    relaunch |= _settle_followed(graph, cells, followed_runs or {}, version_state_of, result, version_error_of)
+    relaunch |= settle_followed(graph, cells, followed_runs or {}, version_state_of, result.cell_updates,
+                                version_error_of)
 
     # A cell the driver submitted has its run key (an adopted backfill's own cells, submitted without one, are
     # Dagster's: adoption.driven_cells leaves them out).
@@ -136,14 +127,8 @@ def tick(
     # Submitted cells whose run does not exist yet are re-requested under the same run key: Dagster launches
     # a run key once per sensor, so a tick that died after recording them cannot lose or duplicate them.
     # A paused request launches nothing, these included: they are re-requested after its resume.
-    resubmit: dict[str, list[Cell]] = {}
     if record.status != M.PAUSED:
-        for cell in cells:
-            missing = cell.decision == M.SUBMITTED and cell.run_key not in runs_by_key
-            if missing and cell.run_key is not None and _may_rerequest(cell, rerequest_before):
-                resubmit.setdefault(cell.run_key, []).append(cell)
-    for key, group in resubmit.items():
-        result.submissions.append(_submission(spec, group, key))
+        result.submissions.extend(_resubmissions(spec, cells, runs_by_key, rerequest_before))
 
     # 2. Stop on a code version change, before submitting anything new.
     if record.code_version != loaded_code_version and record.status in (M.OPEN, M.BLOCKED):
@@ -172,79 +157,9 @@ def tick(
     return result
 
 
-def _settle_followed(
-    graph: AssetGraph,
-    cells: list[Cell],
-    followed_runs: dict[str, RunView],
-    version_state_of: Callable[[str, str, str], str | None],
-    result: TickResult,
-    version_error_of: Callable[[str, str, str], str | None] | None = None,
-) -> set[tuple[str, str]]:
-    """Settle the following cells whose run has ended (``settling.followed_outcome``); returns those set pending
-    again, to be decided on the next tick."""
-    again: set[tuple[str, str]] = set()
-    for cell in cells:
-        if cell.decision != M.FOLLOWING or not cell.dagster_run_id:
-            continue
-        run = followed_runs.get(cell.dagster_run_id)
-        state = version_state_of(cell.asset, cell.partition_key, run.run_id) if run else None
-        error = version_error_of(cell.asset, cell.partition_key, run.run_id) if run and version_error_of else None
-        settled = followed_outcome(run, cell.dagster_run_id, state, graph[cell.asset].side_effect, error)
-        if settled is None:
-            continue
-        result.cell_updates.append(settled.of(cell))
-        if settled.decision == M.PENDING:
-            again.add(cell.key)
-    return again
-
-
 def _follow(cell: Cell, decision: Decision, facts: CellFacts) -> CellUpdate:
     """The cell waits for the run another requester has in flight for it, and will take that run's outcome."""
     return cell.change(decision=M.FOLLOWING, reason=decision.reason, dagster_run_id=facts.in_flight_run_id)
-
-
-def _settle_finished(
-    graph: AssetGraph,
-    record: RequestRecord,
-    cells: list[Cell],
-    runs_by_key: dict[str, RunView],
-    version_state_of: Callable[[str, str, str], str | None],
-    result: TickResult,
-    version_error_of: Callable[[str, str, str], str | None] | None = None,
-) -> set[tuple[str, str]]:
-    """Settle the submitted cells whose runs have finished; returns the cells going back to pending to be
-    resubmitted (their run failed before writing them).
-
-    A depends-on-past asset's run stops at its first day that does not publish: the later days it did not
-    attempt are skipped naming their previous day, never resubmitted in this request (Airflow's depends_on_past).
-    Days are visited in order so that the first day that did not publish is known before the later ones."""
-    relaunch: set[tuple[str, str]] = set()
-    cut_short: set[tuple[str | None, str]] = set()  # (run key, asset) of chains a day did not publish in
-    submitted = sorted((c for c in cells if c.decision == M.SUBMITTED), key=lambda c: (c.asset, c.partition_key))
-    for cell in submitted:
-        run = runs_by_key.get(cell.run_key) if cell.run_key is not None else None
-        if run is not None and not cell.dagster_run_id:
-            result.cell_updates.append(cell.change(dagster_run_id=run.run_id))
-        state = version_state_of(cell.asset, cell.partition_key, run.run_id) if run else None
-        side_effect = graph[cell.asset].side_effect
-        error = version_error_of(cell.asset, cell.partition_key, run.run_id) if run and version_error_of else None
-        settled = settle(run, state, side_effect, error)
-        chain = (cell.run_key, cell.asset)
-        if settled is None or run is None:  # settle() settles only a finished run
-            continue
-        if chain in cut_short and state is None and run.status == RunStatus.FAILURE:
-            previous = graph.calendar.previous_key(cell.partition_key)
-            settled = Settled(M.SKIPPED, PREVIOUS_NOT_PUBLISHED.format(previous), run.run_id, SkipKind.LEFT_UNPUBLISHED)
-        elif record.status in RELAUNCHING and not side_effect and _failed_before_writing(cell, run, state):
-            # Nothing of this cell was written (e.g. Dagster could not launch the run while its storage was
-            # restarting): resubmit it under the next round's run key, decided afresh on the next tick (for a
-            # paused request, the first tick after its resume).
-            settled = Settled(M.PENDING, f"run {run.run_id[:8]} failed before writing; resubmitting", None)
-            relaunch.add(cell.key)
-        if graph[cell.asset].depends_on_past and settled.decision not in M.SUCCESS_CELLS + (M.PENDING,):
-            cut_short.add(chain)
-        result.cell_updates.append(settled.of(cell))
-    return relaunch
 
 
 @dataclass
@@ -397,20 +312,21 @@ def _slot_occupancy(in_flight: set[str], runs_by_key: dict[str, RunView], max_ac
     return occupancy
 
 
+def _resubmissions(
+    spec: M.RequestSpec, cells: list[Cell], runs_by_key: dict[str, RunView], rerequest_before: str | None
+) -> list[Submission]:
+    """The submitted cells whose run does not exist yet, requested again under their run keys."""
+    resubmit: dict[str, list[Cell]] = {}
+    for cell in cells:
+        missing = cell.decision == M.SUBMITTED and cell.run_key not in runs_by_key
+        if missing and cell.run_key is not None and _may_rerequest(cell, rerequest_before):
+            resubmit.setdefault(cell.run_key, []).append(cell)
+    return [_submission(spec, group, key) for key, group in resubmit.items()]
+
+
 def _may_rerequest(cell: Cell, before: str | None) -> bool:
     """Whether a submitted cell whose run is missing may be requested again now (see ``REREQUEST_GRACE_SECONDS``)."""
     return before is None or not cell.submitted_at or cell.submitted_at < before
-
-
-def _failed_before_writing(cell: Cell, run: RunView | None, version_state: str | None) -> bool:
-    """A failed run that wrote no version of the cell, within the relaunch budget."""
-    if run is None or run.status != RunStatus.FAILURE or version_state is not None:
-        return False
-    try:
-        round_no = int(str(cell.run_key).rsplit("/", 1)[-1])
-    except ValueError:
-        return False
-    return round_no <= MAX_RELAUNCHES
 
 
 def _submission(spec: M.RequestSpec, cells: list[Cell], key: str) -> Submission:
