@@ -24,7 +24,7 @@ from backfill_assets.integration.graphs import graph_of
 from backfill_assets.integration.location_resources import Opener, given_resources, resources_opener
 from backfill_assets.integration.selection import selector_of
 from backfill_assets.service import Backfills
-from backfill_assets.service.context import ServiceContext, os_user
+from backfill_assets.service.context import ServiceContext, os_user, settings_warehouse
 
 
 def backfills_for_instance(
@@ -57,7 +57,7 @@ def backfills_for_instance(
         graph=graph,
         catalog=catalog or Catalog.of_settings(Settings.from_env()),
         dagster=InstancePort.of(instance, _first_tick(definitions, first_tick)),
-        warehouse_of=lambda: warehouse or Warehouse(Settings.from_env().warehouse_root),
+        warehouse_of=lambda: warehouse or settings_warehouse(),
         source=source,
         user=user or os_user(),
         select_assets=selector,
@@ -87,6 +87,6 @@ def backfills_for_home(
         graph=graph, catalog=Catalog.of_settings(Settings.from_env()),
         dagster=InstancePort(dg.DagsterInstance.get, home, queue_limits, limits_from=f"{home}/dagster.yaml",
                              drive=drive),
-        warehouse_of=lambda: Warehouse(Settings.from_env().warehouse_root), source=source, user=user,
+        source=source, user=user,
         select_assets=select_assets, resources_of=resources_of,
     ))
