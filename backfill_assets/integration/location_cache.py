@@ -146,13 +146,32 @@ def _first_party_files() -> list[str]:
     """Every module file imported in this process from outside the interpreter's own and installed folders."""
     roots = _installed_roots()
     found = set()
+    resolve = _RealPaths()
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
         if isinstance(file, str) and file.endswith(".py"):
-            real = os.path.realpath(file)
+            real = resolve.file(file)
             if not any(real == root or real.startswith(root + os.sep) for root in roots):
                 found.add(real)
     return sorted(found)
+
+
+class _RealPaths:
+    """``os.path.realpath`` of many files at once: each folder is resolved once (``realpath`` would look at every
+    component of every file's path again, ~25,000 ``lstat`` calls per command with Dagster imported); a file is
+    resolved on its own only when it is itself a symbolic link."""
+
+    def __init__(self) -> None:
+        self._folders: dict[str, str] = {}
+
+    def file(self, path: str) -> str:
+        if os.path.islink(path):
+            return os.path.realpath(path)
+        folder, name = os.path.split(os.path.abspath(path))
+        real_folder = self._folders.get(folder)
+        if real_folder is None:
+            real_folder = self._folders[folder] = os.path.realpath(folder)
+        return os.path.join(real_folder, name)
 
 
 def _site_folders() -> list[str]:

@@ -236,3 +236,29 @@ def test_a_request_show_that_loaded_the_code_location_leaves_its_snapshot_for_th
     assert loaded and snapshot_path(home, MODULE, root).is_file()
     again, loaded = _cli(root, "request", "show", created["request_id"])
     assert not loaded and again == shown
+
+
+def test_first_party_files_are_named_by_their_real_paths_through_linked_folders_and_files(tmp_path, monkeypatch):
+    """The key names each first-party file as ``os.path.realpath`` does, though folders are resolved once each."""
+    from backfill_assets.integration.location_cache import _first_party_files
+
+    real = tmp_path / "real" / "linkpkg"
+    real.mkdir(parents=True)
+    (real / "__init__.py").write_text("")
+    (real / "inner.py").write_text("VALUE = 1\n")
+    (tmp_path / "elsewhere.py").write_text("VALUE = 2\n")
+    (real / "linked.py").symlink_to(tmp_path / "elsewhere.py")
+    (tmp_path / "through").symlink_to(tmp_path / "real")
+    monkeypatch.syspath_prepend(str(tmp_path / "through"))
+    for name in ("linkpkg", "linkpkg.inner", "linkpkg.linked"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import linkpkg.inner  # noqa: F401
+    import linkpkg.linked  # noqa: F401
+
+    files = _first_party_files()
+    for name in ("linkpkg", "linkpkg.inner", "linkpkg.linked"):
+        assert str(Path(sys.modules[name].__file__).resolve()) in files
+    assert str((tmp_path / "elsewhere.py").resolve()) in files
+    assert not any(f.startswith(str(tmp_path / "through")) for f in files)
+    for name in ("linkpkg", "linkpkg.inner", "linkpkg.linked"):
+        monkeypatch.delitem(sys.modules, name)
