@@ -20,10 +20,12 @@ PRODUCT_STORAGE = ("event_log_storage", "run_storage", "schedule_storage")
 STOCK_DEQUEUE_INTERVAL_S = 1  # the run queue's polling as in every earlier measurement of N
 
 
-def instance_config(product: dict, max_runs: int, stock: bool = False) -> dict:
+def instance_config(product: dict, max_runs: int, stock: bool = False, pool_limit: int = 0) -> dict:
     """The instance config of a contender's DAGSTER_HOME (see :func:`make_home`); ``product`` is left unchanged."""
     config = yaml.safe_load(yaml.safe_dump(product))  # a deep copy
     config.setdefault("concurrency", {}).setdefault("runs", {})["max_concurrent_runs"] = max_runs
+    if pool_limit:
+        config["concurrency"].setdefault("pools", {})["default_limit"] = pool_limit
     if stock:
         coordinator = config.get("run_coordinator") or {}
         interval = (coordinator.get("config") or {}).get("dequeue_interval_seconds", STOCK_DEQUEUE_INTERVAL_S)
@@ -35,9 +37,9 @@ def instance_config(product: dict, max_runs: int, stock: bool = False) -> dict:
     return config
 
 
-def make_home(home: Path, max_runs: int, stock: bool = False) -> Path:
+def make_home(home: Path, max_runs: int, stock: bool = False, pool_limit: int = 0) -> Path:
     """The project's dagster.yaml (run coordinator and launcher, tag limits, pools, sensors), with at most
-    ``max_runs`` runs at once.
+    ``max_runs`` runs at once (and ``pool_limit`` steps at once per pool, when not 0).
 
     ``stock`` (naive Dagster, N): what a Dagster user has today, Dagster's own run launcher, coordinator and
     storage classes (:data:`PRODUCT_ONLY` and :data:`PRODUCT_STORAGE` removed, whatever the product's file
@@ -46,7 +48,7 @@ def make_home(home: Path, max_runs: int, stock: bool = False) -> Path:
     (which the lane limit and ``--max-active`` already hold to two).
     """
     home.mkdir(parents=True, exist_ok=True)
-    config = instance_config(yaml.safe_load(PRODUCT_YAML.read_text()), max_runs, stock)
+    config = instance_config(yaml.safe_load(PRODUCT_YAML.read_text()), max_runs, stock, pool_limit)
     (home / "dagster.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return home
 

@@ -191,6 +191,12 @@ def _instance_text(results: dict, name: str) -> str:
     return f"`{d['run_coordinator']}`, `{d['run_launcher']}`" + (f"; daemon: `{daemon}`" if daemon else "")
 
 
+def _pools(sizes: dict) -> str:
+    limit = sizes.get("pool_limit") or 0
+    return (f"our steps {limit} at once per pool (`--pool-limit {limit}`)" if limit
+            else "our steps one at a time per pool (the shipped dagster.yaml)")
+
+
 def _b_k(results: dict):
     return results["contenders"].get("B", {}).get("details", {}).get("partitions_per_run", "-")
 
@@ -289,6 +295,7 @@ def _machine(results: dict) -> list[str]:
         f"- {pkgs}",
         f"- {s['days']} days ({s['first_day']}..{s['last_day']}) x {s['orders_per_day']:,} orders/day; "
         f"max {s['max_active']} runs at once; B: K = {_b_k(results)} days per run; "
+        f"{_pools(s)}; "
         f"{results.get('reps', 1)} repetition(s) of the side by side",
         f"- command: `{results['command']}`; whole benchmark {results['total_s']} s; source seeded in "
         f"{seed.get('seconds')} s ({seed.get('rows')} rows)", "",

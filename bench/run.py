@@ -73,6 +73,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-active", type=int, default=Sizes.max_active, help="runs in flight at once, every contender")
     p.add_argument("--partitions-per-run", type=int, default=Sizes.partitions_per_run,
                    help="K of contender B only when `request create` knows no `auto` (B takes the default path)")
+    p.add_argument("--pool-limit", type=int, default=Sizes.pool_limit,
+                   help="steps at once per pool for ours (the source's among them); 0: the shipped dagster.yaml's (1)")
     p.add_argument("--with-airflow", action="store_true", help="also run A (creates bench/airflow/.venv if missing)")
     p.add_argument("--only", default=None, help=f"comma-separated subset of {','.join(CONTENDERS)}")
     p.add_argument("--reps", type=int, default=3, help="repetitions of each contender in the side by side")
@@ -274,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     names = chosen(args)
     now = datetime.now(timezone.utc)
     sizes = Sizes(args.days, args.orders_per_day, args.max_active, args.partitions_per_run,
-                  chosen_location(args, names, now))
+                  chosen_location(args, names, now), args.pool_limit)
     began = time.monotonic()
     stamp = now.strftime("%Y%m%dT%H%M%SZ")
     results: dict = {"timestamp": stamp, "machine": describe_machine(), "sizes": sizes.as_dict(),

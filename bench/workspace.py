@@ -28,6 +28,9 @@ class Sizes:
     # Which orders code location the days are taken from and ours run (bench/locations): the demo's, or the one
     # whose calendar starts early enough for ten years.
     location: str = DEMO.name
+    # Steps at once in each pool (the source's `source_system` among them) for our contenders; 0: the shipped
+    # dagster.yaml's (one). F2 reads the source from two processes at once, which a limit of 1 forbids B.
+    pool_limit: int = 0
 
     @property
     def code_location(self) -> Location:

@@ -141,10 +141,10 @@ class OursStack:
 
 
 @contextmanager
-def ours_stack(base: Path, source_url: str, max_active: int, module: str = CODE_LOCATION_MODULE,
+def ours_stack(base: Path, source_url: str, max_active: int, module: str = CODE_LOCATION_MODULE, pool_limit: int = 0,
                **extra_env: str) -> Iterator[OursStack]:
     """``module``: the orders code location the daemon serves and the CLI loads (``BACKFILL_MODULE``)."""
-    home = make_home(base / "home", max_active)
+    home = make_home(base / "home", max_active, pool_limit=pool_limit)
     env = dagster_env(home, source_url, BACKFILL_MODULE=module, **extra_env)
     argv = daemon_argv(module)
     # Create the instance's SQLite storage before the daemon opens it: two processes migrating a fresh home at
@@ -172,7 +172,7 @@ def run(ws: Workspace, sizes: Sizes, contender: str, timeout: float, extra_env: 
     and the CLI beyond the bench's; ``after``: more details, read from the stack once the request is closed."""
     base = ws.dir(contender)
     module = sizes.code_location.module
-    with ours_stack(base, ws.source_url, sizes.max_active, module, **(extra_env or {})) as stack:
+    with ours_stack(base, ws.source_url, sizes.max_active, module, sizes.pool_limit, **(extra_env or {})) as stack:
         mode = FIXED_K if contender == "O" else cli_batching_mode(stack.env)
         partitions = partitions_argv(mode, 1 if contender == "O" else sizes.partitions_per_run)
         argv = request_argv(ASSETS, sizes.first, sizes.last, "--reprocess", "completed", "--max-active",

@@ -344,6 +344,16 @@ def test_naive_dagster_runs_on_dagsters_stock_coordinator_and_launcher(tmp_path)
         instance.dispose()
 
 
+def test_a_pool_limit_changes_only_the_pools_default_limit_and_zero_keeps_the_shipped_one():
+    product = yaml.safe_load(PRODUCT_YAML.read_text())
+    assert instance_config(product, 2, pool_limit=0)["concurrency"]["pools"] == product["concurrency"]["pools"]
+    two = instance_config(product, 2, pool_limit=2)
+    assert two["concurrency"]["pools"] == {**product["concurrency"]["pools"], "default_limit": 2}
+    assert {k: v for k, v in two.items() if k != "concurrency"} == {
+        k: v for k, v in instance_config(product, 2).items() if k != "concurrency"}
+    assert parse_args(["--pool-limit", "2"]).pool_limit == 2 and parse_args([]).pool_limit == 0
+
+
 def test_the_scale_curve_runs_both_floors_and_b_at_every_size_o_and_airflow_to_120_days_naive_dagster_to_40():
     args = parse_args(["--with-airflow", "--scale", "365,120,10,40,10"])
     assert args.scale == [10, 40, 120, 365]
