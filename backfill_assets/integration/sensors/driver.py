@@ -14,7 +14,13 @@ from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.model.states import FINISHED_RUN_STATUSES
 from backfill_assets.engine.plan.adoption import driven_cells
-from backfill_assets.engine.plan.driver_tick import REREQUEST_GRACE_SECONDS, Submission, TickResult, tick
+from backfill_assets.engine.plan.driver_tick import (
+    QUEUED_PER_SLOT,
+    REREQUEST_GRACE_SECONDS,
+    Submission,
+    TickResult,
+    tick,
+)
 from backfill_assets.engine.plan.idle_ticks import IdleTicks, TickInputs
 from backfill_assets.engine.plan.propagation import PROPAGATION_CURSOR, propagation_cursor
 from backfill_assets.engine.plan.settling import RunView
@@ -38,7 +44,8 @@ from backfill_assets.integration.sensors.evaluation import SensorResource, evalu
 
 DRIVER_SENSOR = "backfill_driver"
 DRIVER_INTERVAL_SECONDS = SENSOR_INTERVAL_SECONDS
-# The cells whose facts a tick reads at once when it first decides one (doubling if it decides more).
+# The cells whose facts a tick reads at once when it first decides one (doubling if it decides more), unless its
+# runs can take more (``facts_window``).
 FACTS_WINDOW = 32
 
 
@@ -125,6 +132,16 @@ def _runs_by_id(instance: dg.DagsterInstance, ids: tuple[str, ...]) -> dict[str,
     return {run.run_id: run_view(run) for run in instance.get_runs(filters=dg.RunsFilter(run_ids=list(ids)))}
 
 
+def facts_window(record: RequestRecord, queue_ahead: bool) -> int:
+    """How many pending cells' facts a tick reads when it first decides one: as many as its runs can take when every
+    slot is free (K days of each asset per run), so that a batched tick reads them in one go. Each read asks
+    Dagster for each asset's partition status, whatever its size: doubling from a few cells, a ten-year request's
+    first tick (four runs of 366 days) read its facts in nine."""
+    spec = record.spec
+    runs = spec.effective_max_active * (QUEUED_PER_SLOT + 1 if queue_ahead else 1)
+    return max(FACTS_WINDOW, runs * spec.partitions_per_run * len(spec.assets))
+
+
 def rerequest_before(catalog: Catalog) -> str:
     """Submitted cells recorded before this time whose run is missing are requested again: older than the grace
     (whoever recorded them has long created their runs, or died), or older than the daemon now holding the
@@ -180,7 +197,7 @@ def drive_request(
         runs_by_key,
         lambda a, p, run_id: by_run.get((a, p, run_id)),
         # Read when decided (most ticks decide nothing: every slot is taken), for the cells decided.
-        cell_facts_source(graph, catalog, instance, pending, window=FACTS_WINDOW),
+        cell_facts_source(graph, catalog, instance, pending, window=facts_window(record, queue_ahead)),
         loaded_code_version,
         cascade_confirmed=record.confirmed_at is not None,
         hold_open=hold_open,
