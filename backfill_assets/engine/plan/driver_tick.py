@@ -277,9 +277,9 @@ def _days_the_slots_take(graph: AssetGraph, ready: list[Cell], facts_of: Callabl
 
     The runs are known once the days to create reach K runs' worth of each slot ``chunk_size`` spreads over (it
     then cuts K days a run whatever comes after) and one more run has begun after the free slots' runs (the last
-    of them can grow no more). A day with nothing to create neither counts nor breaks a run in ``contiguous_chunks``
-    but for its adjacency, which the days to create carry. Days whose cells interleave in request order (cells a
-    cascade appended) are all decided: their runs' order is then known only from what is created."""
+    of them can grow no more). As in ``contiguous_chunks``, a day with nothing to create is in no run, and a run
+    ends where the next day to create is not adjacent to its last. Days whose cells interleave in request order
+    (cells a cascade appended) are all decided: their runs' order is then known only from what is created."""
     by_day: dict[str, list[Cell]] = {}
     for cell in sorted(ready, key=lambda c: c.ordinal):
         if cell.partition_key in by_day and next(reversed(by_day)) != cell.partition_key:
