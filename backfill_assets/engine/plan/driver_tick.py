@@ -16,6 +16,7 @@ from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.plan.chunking import (
     BATCH,
     CHAIN,
+    adjacent,
     chain_chunks,
     chunk_size,
     contiguous_chunks,
@@ -236,11 +237,13 @@ def _submit_pending(
             continue
         if slots.free <= 0:
             break
-        creates = _decided(spec, graph, ready, facts_of, result)
         if kind == BATCH:
+            creates = _decided(spec, graph, _days_the_slots_take(graph, ready, facts_of, spec, batch_size, slots),
+                               facts_of, result)
             days = len({c.partition_key for c in creates})
             chunks = contiguous_chunks(creates, chunk_size(batch_size, days, slots.free, slots.max_active))
         else:
+            creates = _decided(spec, graph, ready, facts_of, result)
             chunks = [creates] if creates else []  # one interval, one run
         for chunk in chunks:
             if slots.free <= 0:
@@ -263,6 +266,42 @@ def _decided(spec: M.RequestSpec, graph: AssetGraph, ready: list[Cell], facts_of
         else:
             result.cell_updates.append(cell.skip(decision.reason, decision.skip_kind))
     return creates
+
+
+def _days_the_slots_take(graph: AssetGraph, ready: list[Cell], facts_of: Callable[[str, str], CellFacts],
+                         spec: M.RequestSpec, batch_size: int, slots: _Slots) -> list[Cell]:
+    """The ready cells of a batch group whose days decide this tick's runs, in ``ready``'s order: days in request
+    order (the order its runs are cut in) until the free slots' runs are known. A later day is decided, and its
+    skip or follow recorded, on the tick that reaches it (a ten-year request's thousands of days are not decided
+    every time two runs are submitted).
+
+    The runs are known once the days to create reach K runs' worth of each slot ``chunk_size`` spreads over (it
+    then cuts K days a run whatever comes after) and one more run has begun after the free slots' runs (the last
+    of them can grow no more). As in ``contiguous_chunks``, a day with nothing to create is in no run, and a run
+    ends where the next day to create is not adjacent to its last. Days whose cells interleave in request order
+    (cells a cascade appended) are all decided: their runs' order is then known only from what is created."""
+    by_day: dict[str, list[Cell]] = {}
+    for cell in sorted(ready, key=lambda c: c.ordinal):
+        if cell.partition_key in by_day and next(reversed(by_day)) != cell.partition_key:
+            return ready
+        by_day.setdefault(cell.partition_key, []).append(cell)
+    enough = batch_size * max(min(slots.free, slots.max_active), 1)
+    taken: set[tuple[str, str]] = set()
+    create_days, runs, run_days, last = 0, 0, 0, ""
+    for day, day_cells in by_day.items():
+        taken.update(c.key for c in day_cells)
+        if not any(decide(spec, graph[c.asset], facts_of(c.asset, c.partition_key)).action == CREATE
+                   for c in day_cells):
+            continue
+        create_days += 1
+        if runs and run_days < batch_size and adjacent(last, day):
+            run_days += 1
+        else:
+            runs, run_days = runs + 1, 1
+        last = day
+        if create_days >= enough and runs > slots.free:
+            break
+    return [c for c in ready if c.key in taken]
 
 
 def _submit_chain(

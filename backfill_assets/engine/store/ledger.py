@@ -18,7 +18,14 @@ from backfill_assets.engine.store.request_record import (
     RequestRecord as RequestRecord,  # re-exported: service, integration
 )
 from backfill_assets.engine.store.schema import request_items, requests
-from backfill_assets.engine.store.tick_tokens import StaleTick, TickSnapshot, advance_token, read_token
+from backfill_assets.engine.store.tick_tokens import (
+    LedgerState,
+    StaleTick,
+    TickSnapshot,
+    advance_token,
+    read_ledger_state,
+    read_token,
+)
 from backfill_assets.engine.store.tick_writes import column_values, write_tick_cells
 from backfill_assets.engine.store.transactions import begin, read
 
@@ -207,6 +214,12 @@ class Ledger:
         with self.reader.connect() as conn:
             token = read_token(conn, request_id)
         return TickSnapshot(token, self.get(request_id), self.cells(request_id))
+
+    def state(self, request_id: str) -> LedgerState | None:
+        """The request's ``LedgerState`` (token, row, cells counted by decision): what an idle tick compares with
+        the state its last tick left, without reading a cell."""
+        with self.reader.connect() as conn:
+            return read_ledger_state(conn, request_id)
 
     # ---- write ------------------------------------------------------------------------------------------------
 

@@ -4,13 +4,50 @@ else (``TickSnapshot``) and records its decisions only if it can move the token 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
+from typing import Any, Iterable
 
 import sqlalchemy as sa
 
 from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.store.request_record import RequestRecord
-from backfill_assets.engine.store.schema import driver_ticks
+from backfill_assets.engine.store.schema import driver_ticks, request_items, requests
+
+
+@dataclass(frozen=True)
+class LedgerState:
+    """What of a request's ledger an idle driver tick would meet, in a few values: its tick token, its row, and how
+    many of its cells have each decision. Every change a tick could act on moves one of them: a tick's records move
+    the token; a cancel or pause the row; cells added move the count, and a finished cell reopened the pending
+    count (``Ledger.add_cells``). Equal states, with equal runs, make equal ticks (``engine/plan/idle_ticks.py``)."""
+
+    token: int
+    row: tuple[tuple[str, Any], ...]
+    decisions: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, token: int, record: RequestRecord, cells: Iterable[Cell]) -> "LedgerState":
+        """The state a tick that read ``record`` and ``cells`` under ``token`` left, when it changed nothing."""
+        return cls(token, _row(record.row), tuple(sorted(Counter(str(c.decision) for c in cells).items())))
+
+
+def read_ledger_state(conn: sa.Connection, request_id: str) -> LedgerState | None:
+    """The request's ``LedgerState`` in three small reads, in a tick's order (token, row, cells); None if there is
+    no such request. The cells are counted in SQL, never read."""
+    token = read_token(conn, request_id)
+    row = conn.execute(sa.select(requests).where(requests.c.request_id == request_id)).first()
+    if row is None:
+        return None
+    c = request_items.c
+    counts = conn.execute(
+        sa.select(c.decision, sa.func.count()).where(c.request_id == request_id).group_by(c.decision)
+    ).all()
+    return LedgerState(token, _row(dict(row._mapping)), tuple(sorted((str(d), int(n)) for d, n in counts)))
+
+
+def _row(row: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(row.items()))
 
 
 class StaleTick(Exception):

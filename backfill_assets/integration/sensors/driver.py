@@ -14,7 +14,14 @@ from backfill_assets.engine.model.intervals import iso, utc_now
 from backfill_assets.engine.model.settings import code_version
 from backfill_assets.engine.model.states import FINISHED_RUN_STATUSES
 from backfill_assets.engine.plan.adoption import driven_cells
-from backfill_assets.engine.plan.driver_tick import REREQUEST_GRACE_SECONDS, Submission, tick
+from backfill_assets.engine.plan.driver_tick import (
+    QUEUED_PER_SLOT,
+    REREQUEST_GRACE_SECONDS,
+    Submission,
+    TickResult,
+    tick,
+)
+from backfill_assets.engine.plan.idle_ticks import IdleTicks, TickInputs
 from backfill_assets.engine.plan.propagation import PROPAGATION_CURSOR, propagation_cursor
 from backfill_assets.engine.plan.settling import RunView
 from backfill_assets.engine.store.catalog import Catalog
@@ -23,6 +30,7 @@ from backfill_assets.engine.store.daemon_lease import DaemonLease
 from backfill_assets.engine.store.handoffs import OPEN as HANDOFF_OPEN
 from backfill_assets.engine.store.handoffs import Handoffs
 from backfill_assets.engine.store.ledger import Ledger, RequestRecord
+from backfill_assets.engine.store.tick_tokens import LedgerState
 from backfill_assets.integration.assets.chunks import CHUNK_JOB, chunk_run_config, chunk_tags
 from backfill_assets.integration.jobs import BACKFILL_JOB
 from backfill_assets.integration.keys import asset_key, node_name
@@ -36,7 +44,8 @@ from backfill_assets.integration.sensors.evaluation import SensorResource, evalu
 
 DRIVER_SENSOR = "backfill_driver"
 DRIVER_INTERVAL_SECONDS = SENSOR_INTERVAL_SECONDS
-# The cells whose facts a tick reads at once when it first decides one (doubling if it decides more).
+# The cells whose facts a tick reads at once when it first decides one (doubling if it decides more), unless its
+# runs can take more (``facts_window``).
 FACTS_WINDOW = 32
 
 
@@ -110,10 +119,27 @@ def downstream_hold(catalog: Catalog, record: RequestRecord, location: str = "")
 def followed_runs(instance: dg.DagsterInstance, cells: list[Cell]) -> dict[str, RunView]:
     """The runs following cells wait for (another request's, production's, a UI backfill's), by id; a run deleted
     from Dagster is absent."""
-    ids = sorted({c.dagster_run_id for c in cells if c.decision == M.FOLLOWING and c.dagster_run_id})
+    return _runs_by_id(instance, _followed_ids(cells))
+
+
+def _followed_ids(cells: list[Cell]) -> tuple[str, ...]:
+    return tuple(sorted({c.dagster_run_id for c in cells if c.decision == M.FOLLOWING and c.dagster_run_id}))
+
+
+def _runs_by_id(instance: dg.DagsterInstance, ids: tuple[str, ...]) -> dict[str, RunView]:
     if not ids:
         return {}
-    return {run.run_id: run_view(run) for run in instance.get_runs(filters=dg.RunsFilter(run_ids=ids))}
+    return {run.run_id: run_view(run) for run in instance.get_runs(filters=dg.RunsFilter(run_ids=list(ids)))}
+
+
+def facts_window(record: RequestRecord, queue_ahead: bool) -> int:
+    """How many pending cells' facts a tick reads when it first decides one: as many as its runs can take when every
+    slot is free (K days of each asset per run), so that a batched tick reads them in one go. Each read asks
+    Dagster for each asset's partition status, whatever its size: doubling from a few cells, a ten-year request's
+    first tick (four runs of 366 days) read its facts in nine."""
+    spec = record.spec
+    runs = spec.effective_max_active * (QUEUED_PER_SLOT + 1 if queue_ahead else 1)
+    return max(FACTS_WINDOW, runs * spec.partitions_per_run * len(spec.assets))
 
 
 def rerequest_before(catalog: Catalog) -> str:
@@ -131,9 +157,14 @@ def drive_request(
     catalog: Catalog,
     record: RequestRecord,
     loaded_code_version: str,
+    idle: IdleTicks | None = None,
 ) -> list[Submission]:
+    """One tick of ``record``, recorded; the runs to request. With ``idle`` (the sensor's), a tick given what the
+    request's last tick that changed nothing was given is skipped before the request's cells are read."""
     ledger = Ledger(catalog)
     if record.status == M.WAITING and not ledger.try_claim(record.request_id):
+        return []
+    if idle is not None and _still_idle(idle, graph, instance, catalog, record, loaded_code_version):
         return []
     # The tick token first: another driver that records this request meanwhile makes this tick record nothing.
     snapshot = ledger.snapshot(record.request_id)
@@ -157,6 +188,8 @@ def drive_request(
             by_run[(v.asset, v.partition_key, v.dagster_run_id)] = v.state
             errors[(v.asset, v.partition_key, v.dagster_run_id)] = v.error
     pending = [c.key for c in sorted((c for c in cells if c.decision == M.PENDING), key=lambda c: c.ordinal)]
+    queue_ahead = enforces_one_run_per_tag_value(instance, T.SLOT)
+    hold_open = downstream_hold(catalog, record, graph.location)
     result = tick(
         graph,
         record,
@@ -164,11 +197,11 @@ def drive_request(
         runs_by_key,
         lambda a, p, run_id: by_run.get((a, p, run_id)),
         # Read when decided (most ticks decide nothing: every slot is taken), for the cells decided.
-        cell_facts_source(graph, catalog, instance, pending, window=FACTS_WINDOW),
+        cell_facts_source(graph, catalog, instance, pending, window=facts_window(record, queue_ahead)),
         loaded_code_version,
         cascade_confirmed=record.confirmed_at is not None,
-        hold_open=downstream_hold(catalog, record, graph.location),
-        queue_ahead=enforces_one_run_per_tag_value(instance, T.SLOT),
+        hold_open=hold_open,
+        queue_ahead=queue_ahead,
         version_error_of=lambda a, p, run_id: errors.get((a, p, run_id)),
         rerequest_before=rerequest_before(catalog),
         followed_runs=followed,
@@ -178,11 +211,57 @@ def drive_request(
     # Only if nothing the tick read changed: a cancel that committed meanwhile wins, and of two drivers ticking
     # this request at once (two daemons on one instance) the second submits nothing.
     if not ledger.record_tick(snapshot, result.cell_updates):
+        if idle is not None:
+            idle.forget(record.request_id)
         return []
+    if idle is not None and not adopted and changed_nothing(result, record, cells, runs_by_key):
+        # What the next tick compares with: the ledger as this tick read it, its token moved on by this record.
+        idle.remember(record.request_id, TickInputs(
+            LedgerState.of(snapshot.token + 1, record, cells), TickInputs.runs(runs_by_key),
+            TickInputs.runs(followed), loaded_code_version, queue_ahead, hold_open,
+        ), _followed_ids(cells))
+    elif idle is not None:
+        idle.forget(record.request_id)
     # An adopted request's status is the adoption sensor's: it sees the backfill's cells too.
     if not adopted and result.status and (result.status[0], result.status[1]) != (record.status, record.message):
         ledger.set_status(record.request_id, *result.status, expect_status=record.status)
     return result.submissions
+
+
+def changed_nothing(
+    result: TickResult, record: RequestRecord, cells: list[Cell], runs_by_key: dict[str, RunView]
+) -> bool:
+    """Whether a tick changed nothing and would change nothing again given the same inputs: no cell update, no run
+    request, the request's status as it was, and no submitted cell whose run is missing (its re-request waits on
+    the clock, not on an input)."""
+    if result.cell_updates or result.submissions:
+        return False
+    if result.status is not None and result.status != (record.status, record.message):
+        return False
+    return not any(c.decision == M.SUBMITTED and c.run_key not in runs_by_key for c in cells)
+
+
+def _still_idle(
+    idle: IdleTicks, graph: AssetGraph, instance: dg.DagsterInstance, catalog: Catalog, record: RequestRecord,
+    loaded_code_version: str,
+) -> bool:
+    """Whether the request's tick now is given what its last tick that changed nothing was given (``IdleTicks``):
+    its ledger state (token, row, cells counted by decision), its runs, the runs its following cells wait for."""
+    followed_ids = idle.followed_run_ids(record.request_id)
+    if followed_ids is None:
+        return False
+    state = Ledger(catalog).state(record.request_id)
+    if state is None:
+        return False
+    inputs = TickInputs(
+        state,
+        TickInputs.runs(run_views_by_key(runs_of_request(instance, record.request_id))),
+        TickInputs.runs(_runs_by_id(instance, followed_ids)),
+        loaded_code_version,
+        enforces_one_run_per_tag_value(instance, T.SLOT),
+        downstream_hold(catalog, record, graph.location),
+    )
+    return idle.unchanged(record.request_id, inputs)
 
 
 def drives(graph: AssetGraph, record: RequestRecord) -> bool:
@@ -197,6 +276,9 @@ def build_driver_sensor(
     graph: AssetGraph, jobs: list[dg.JobDefinition], backfill: BackfillResource | None = None
 ) -> dg.SensorDefinition:
     resource = SensorResource(backfill)
+    # The idle ticks of this code server's driver, per catalog: a request's cells are not read again while nothing
+    # changed.
+    idle_ticks: dict[str, IdleTicks] = {}
 
     @dg.sensor(
         name=DRIVER_SENSOR,
@@ -212,10 +294,13 @@ def build_driver_sensor(
         # a request frozen under other code is left to this sensor, which blocks it.
         context.update_cursor(loaded)
         ledger = Ledger(catalog)
-        for record in ledger.list(statuses=M.ACTIVE_STATUSES):
+        records = ledger.list(statuses=M.ACTIVE_STATUSES)
+        idle = idle_ticks.setdefault(catalog.url, IdleTicks())
+        idle.keep({r.request_id for r in records})
+        for record in records:
             if not drives(graph, record):
                 continue
-            for submission in drive_request(graph, instance, catalog, record, loaded):
+            for submission in drive_request(graph, instance, catalog, record, loaded, idle):
                 yield run_request_for(graph, record, submission)
             if record.source == M.RequestSource.LAUNCHPAD and ledger.get(record.request_id).status in M.CLOSED_STATUSES:
                 # Made in the UI: its report is read in the UI too.
