@@ -86,3 +86,18 @@ def test_idle_ticks_skip_only_a_tick_given_what_the_remembered_one_was_given(led
         assert not idle.unchanged(rid, changed)
     idle.keep({"another-request"})
     assert not idle.unchanged(rid, inputs)
+
+
+def test_a_remembered_idle_tick_is_trusted_for_a_bounded_time_then_the_request_is_ticked_in_full(ledger):
+    rid = _request(ledger)
+    state = _after_a_tick_that_changed_nothing(ledger, rid)
+    inputs = TickInputs(state, (), (), "git-abc", False, None)
+    now = [1000.0]
+    idle = IdleTicks(full_tick_seconds=30.0, clock=lambda: now[0])
+    idle.remember(rid, inputs, ())
+    now[0] += 29.9
+    assert idle.unchanged(rid, inputs)
+    now[0] += 0.1
+    assert not idle.unchanged(rid, inputs)  # a change the inputs cannot see waits 30 s at most
+    idle.remember(rid, inputs, ())  # the full tick changed nothing again: trusted anew
+    assert idle.unchanged(rid, inputs)

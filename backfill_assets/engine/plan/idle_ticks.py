@@ -11,14 +11,22 @@ recorded), so no cell's facts were read; no run of its cells had finished (one w
 version was read; no submitted cell's run was missing (the re-request waits on the clock, so such a tick is never
 remembered). What is left is the ledger (``LedgerState``), the runs of the request and those its following cells
 wait for, the code version loaded, whether the instance queues ahead, and why the request is held open.
+
+A remembered tick is trusted for ``FULL_TICK_SECONDS`` only, then the request is ticked in full again: should a
+change ever reach a request by a way ``TickInputs`` does not see, it waits that long, never forever.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from backfill_assets.engine.plan.settling import RunView
 from backfill_assets.engine.store.tick_tokens import LedgerState
+
+# A full tick of a ten-year request costs ~0.1 s of CPU: once every half minute is a small price for the bound.
+FULL_TICK_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -42,10 +50,12 @@ class IdleTicks:
     """Per request, the inputs of its last tick that changed nothing, and the runs its following cells wait for
     then (what to ask Dagster for when checking the next tick). One per driver (a code server's sensor)."""
 
-    _last: dict[str, tuple[TickInputs, tuple[str, ...]]] = field(default_factory=dict)
+    full_tick_seconds: float = FULL_TICK_SECONDS
+    clock: Callable[[], float] = time.monotonic
+    _last: dict[str, tuple[TickInputs, tuple[str, ...], float]] = field(default_factory=dict)
 
     def remember(self, request_id: str, inputs: TickInputs, followed_run_ids: tuple[str, ...]) -> None:
-        self._last[request_id] = (inputs, followed_run_ids)
+        self._last[request_id] = (inputs, followed_run_ids, self.clock())
 
     def forget(self, request_id: str) -> None:
         self._last.pop(request_id, None)
@@ -61,6 +71,9 @@ class IdleTicks:
         return last[1] if last is not None else None
 
     def unchanged(self, request_id: str, inputs: TickInputs) -> bool:
-        """Whether a tick given ``inputs`` would change nothing: they are those of the request's remembered tick."""
+        """Whether a tick given ``inputs`` would change nothing: they are those of the request's remembered tick,
+        remembered less than ``full_tick_seconds`` ago."""
         last = self._last.get(request_id)
-        return last is not None and last[0] == inputs
+        if last is None or self.clock() - last[2] >= self.full_tick_seconds:
+            return False
+        return last[0] == inputs
