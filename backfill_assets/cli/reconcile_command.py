@@ -163,7 +163,9 @@ def reconcile_command(
 
     Example: backfill-assets reconcile req-20221101-1a2b3c4d --html reconcile.html
     """
-    reconciled = app.service().reconcile(request_id, verify_files, repair)
+    backfills = app.asking_service()
+    reconciled = backfills.reconcile(request_id, verify_files, repair)
+    app.remember_location(backfills)  # a reconcile that had to load the code location: the next one reads its snapshot
     report, repaired = reconciled.report, reconciled.repaired
     if html_path is not None:
         html_path.write_text(render_html(report), encoding="utf-8")

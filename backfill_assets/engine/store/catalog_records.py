@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import sqlalchemy as sa
 
@@ -53,6 +53,15 @@ class Version(JsonRecord):
     @classmethod
     def from_row(cls, row: sa.Row[Any]) -> "Version":
         return cls.from_mapping(row._asdict())
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[sa.Row[Any]]) -> list["Version"]:
+        """``from_row`` of each row of one result, its column names read once: a row's ``_asdict`` asks the
+        result for them again (about a third of parsing a ten-year request's 10,950 versions)."""
+        if not rows:
+            return []
+        names = rows[0]._fields
+        return [cls.from_mapping(dict(zip(names, row, strict=True))) for row in rows]
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any]) -> "Version":
