@@ -169,8 +169,6 @@ def reconcile_command(
     report, repaired = reconciled.report, reconciled.repaired
     if html_path is not None:
         html_path.write_text(render_html(report), encoding="utf-8")
-    data = reconciled.as_dict()
-
     def human() -> None:
         print_report(report)
         print_tables(reconciled.tables)
@@ -179,6 +177,7 @@ def reconcile_command(
         if html_path is not None:
             click.echo(f"wrote {html_path}")
 
-    emit(data, as_json, human)
+    # The record as plain data only for --json: at ten years it is ~0.5 s the table never needed.
+    emit(reconciled.as_dict() if as_json else None, as_json, human)
     if not reconciled.complete:
         sys.exit(1)
