@@ -81,9 +81,23 @@ class AppContext:
         quick = snapshot_service(self.home, resolve_module_name(self.module, Path.cwd()), Path.cwd(), default_user())
         return quick if quick is not None else self.service()
 
+    def asking_service(self, conf_given: bool = False) -> Backfills:
+        """The service of a command that asks Dagster's instance about runs and needs the graph's shape alone
+        (``reconcile``, ``request create --dry-run``): on the code location's snapshot while it still describes it,
+        with Dagster's instance opened from this home (the code location not imported), else loaded. ``--conf``
+        is checked by the code location's own config classes: with it, loaded."""
+        if not conf_given:
+            from backfill_assets.integration.snapshot_service import instance_service
+
+            module = resolve_module_name(self.module, Path.cwd())
+            quick = instance_service(self.home, module, Path.cwd(), default_user())
+            if quick is not None:
+                return quick
+        return self.service()
+
     def remember_location(self, backfills: Backfills) -> None:
         """After a command that loaded the code location and read the run queue's limits: their snapshot, for the
-        next ``request create``, ``request show`` or ``request list``."""
+        next ``request create``, ``request show``, ``request list``, ``reconcile`` or dry run."""
         if self._location is None:
             return  # the snapshot's own service: nothing new to remember
         from backfill_assets.integration.location_cache import remember

@@ -88,7 +88,9 @@ def create(app: AppContext, dry_run: bool, wait_seconds: float | None, as_json: 
     """
     asked = request_input(options)
     if dry_run:
-        show_outcome(app.service().plan(asked), None, as_json)
+        planning = app.asking_service(conf_given=bool(asked.conf))
+        show_outcome(planning.plan(asked), None, as_json)
+        app.remember_location(planning)
         return
     backfills = app.creating_service(conf_given=bool(asked.conf))
     created = backfills.create(asked)

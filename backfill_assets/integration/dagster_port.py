@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
@@ -18,16 +19,15 @@ from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import PointerMove, Version
 from backfill_assets.engine.store.tries import RunTouch
 from backfill_assets.engine.store.wakeup import wake_daemon
-from backfill_assets.engine.wap.gate import GateOutcome
-from backfill_assets.integration.assets.dashboard import report_rollback
-from backfill_assets.integration.assets.override_events import report_override
-from backfill_assets.integration.assets.registration_events import report_registration
 from backfill_assets.integration.runs.cancel import terminate_request_runs
 from backfill_assets.integration.runs.cell_facts import cell_facts_source
 from backfill_assets.integration.runs.cell_runs import runs_touching_cell
 from backfill_assets.integration.runs.dagster_adapter import cancel_backfill, run_queue_limits
 from backfill_assets.integration.runs.reconcile_facts import record_lost_materialization, request_run_facts
 from backfill_assets.service.ports import DagsterPort, DrivenNow, RequestRunFacts, StoppedRequestRuns
+
+if TYPE_CHECKING:  # the gate imports pandas: the port only names its outcome
+    from backfill_assets.engine.wap.gate import GateOutcome
 
 # Where the limits come from when the instance's own run queue is read (a dagster.yaml path otherwise).
 INSTANCE_QUEUE = "the instance's run queue"
@@ -115,11 +115,20 @@ class InstancePort(DagsterPort):
     def record_materialization(self, version: Version) -> None:
         record_lost_materialization(self.instance, version)
 
+    # The three reports below import the gate's records, and with them pandas (~0.6 s): imported when one is made,
+    # not by every command that opens the port (reconcile and the dry run never make one).
+
     def record_rollback(self, catalog: Catalog, move: PointerMove, reason: str) -> str:
+        from backfill_assets.integration.assets.dashboard import report_rollback
+
         return report_rollback(self.instance, catalog, move, reason)
 
     def record_override(self, catalog: Catalog, move: PointerMove, record: Override) -> str:
+        from backfill_assets.integration.assets.override_events import report_override
+
         return report_override(self.instance, catalog, move, record)
 
     def record_registration(self, outcome: GateOutcome, record: Override) -> str:
+        from backfill_assets.integration.assets.registration_events import report_registration
+
         return report_registration(self.instance, outcome, record)

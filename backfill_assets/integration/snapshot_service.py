@@ -1,7 +1,9 @@
 """The service for ``request create`` (and ``request show``, ``request list``) without Dagster: the code location's
 snapshot (``location_cache.py``) and, for a create, a ``backfill-assets-daemon`` watching this home, whose driver
 sensor queues the request's first runs as soon as the create wakes it (``runs/waker.py``: the wake-up file is read
-every 50 ms). Nothing here imports Dagster.
+every 50 ms). Nothing here imports Dagster, but ``instance_service``: the service of ``reconcile`` and the dry run,
+which ask Dagster's instance about runs (its storage, opened from the home) and nothing of the code location but
+its graph's shape, so they too run on the snapshot without importing the code location.
 
 A create uses it only when both hold: a snapshot that still describes the code location, and the daemon's lease on
 the catalog live and held for this home (``engine/store/daemon_lease.py``). Otherwise the command loads the code
@@ -92,3 +94,26 @@ def create_service(home: Path, module: str, cwd: Path, user: str) -> Backfills |
     if quick is None or not daemon_watches(quick.catalog, home):
         return None
     return quick
+
+
+def instance_service(home: Path, module: str, cwd: Path, user: str) -> Backfills | None:
+    """The service on the code location's snapshot with Dagster's instance of ``home`` as its port, for the
+    operations that ask Dagster about runs and materializations (``reconcile``, the dry run): the facts come from
+    the instance's storage, which needs Dagster but not the code location. None without a snapshot that still
+    describes the code location (the caller loads it)."""
+    snapshot = recall(home, module, cwd)
+    if snapshot is None:
+        return None
+    # Imported here: the commands of the module's other services never import Dagster.
+    import dagster as dg
+
+    from backfill_assets.integration.dagster_port import InstancePort
+
+    # The instance as the loaded code location's service opens it (``service_wiring.backfills_for_home``), on the
+    # first question; the run queue's limits are the snapshot's, read from this home's dagster.yaml, which is part
+    # of the snapshot's key.
+    port = InstancePort(dg.DagsterInstance.get, home, snapshot.queue_limits, limits_from=snapshot.queue_limits.source)
+    return Backfills(ServiceContext(
+        graph=snapshot.graph, catalog=Catalog.of_settings(Settings.from_env()), dagster=port,
+        source=M.RequestSource.CLI, user=user,
+    ))

@@ -262,3 +262,53 @@ def test_first_party_files_are_named_by_their_real_paths_through_linked_folders_
     assert not any(f.startswith(str(tmp_path / "through")) for f in files)
     for name in ("linkpkg", "linkpkg.inner", "linkpkg.linked"):
         monkeypatch.delitem(sys.modules, name)
+
+def _cli_text(root: Path, *args: str) -> tuple[str, int, bool]:
+    """``backfill-assets ...`` from the project's folder: its output as printed, its exit status, and whether it
+    imported the code location (its package ``snaploc``)."""
+    env = {**_env(root), "BACKFILL_MODULE": MODULE, "PYTHONPROFILEIMPORTTIME": "1"}
+    done = subprocess.run([str(Path(sys.executable).parent / "backfill-assets"), *args], cwd=root, env=env,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    return done.stdout, done.returncode, any(name.partition(".")[0] == "snaploc" for name in imported)
+
+
+@pytest.mark.parametrize("command", [
+    ("reconcile", "{request}"), ("reconcile", "{request}", "--json"),
+    ("request", "create", "--assets", "daily_usage", "--from", "2024-01-02", "--to", "2024-01-04", "--reprocess",
+     "completed", "--dry-run"),
+    ("request", "create", "--assets", "daily_usage", "--from", "2024-01-02", "--to", "2024-01-04", "--reprocess",
+     "completed", "--dry-run", "--json"),
+])
+def test_reconcile_and_the_dry_run_on_the_snapshot_print_what_the_loaded_code_location_prints(project, command):
+    root, home = project
+    created, _ = _cli(root, "request", "create", "--assets", "daily_usage", "--from", "2024-01-02", "--to",
+                      "2024-01-03", "--requested-by", "ana")
+    argv = [part.format(request=created["request_id"]) for part in command]
+    snapshot_path(home, MODULE, root).unlink()  # as from a folder no command had loaded the code location in
+    loaded_text, loaded_status, loaded = _cli_text(root, *argv)
+    assert loaded and snapshot_path(home, MODULE, root).is_file()  # the command left its snapshot
+    quick_text, quick_status, reloaded = _cli_text(root, *argv)
+    assert not reloaded  # the facts from Dagster's instance, the graph from the snapshot
+    assert (quick_text, quick_status) == (loaded_text, loaded_status)
+    assert created["request_id"] in quick_text or "2024-01-04" in quick_text  # an answer, not an empty one
+
+
+INSTANCE_SERVICE = """
+import json, sys
+from pathlib import Path
+from backfill_assets.integration.snapshot_service import instance_service
+service = instance_service(Path(sys.argv[1]), sys.argv[2], Path.cwd(), "ana")
+print(json.dumps(service and {"port": type(service.context.dagster).__name__, "graph": service.context.graph.names,
+                              "limits": service.context.queue_limits().source,
+                              "location": "snaploc.definitions" in sys.modules}))
+"""
+
+
+def test_the_instance_service_is_the_snapshots_graph_with_dagsters_instance(project):
+    root, home = project
+    assert _run(INSTANCE_SERVICE, home, root) is None  # no snapshot: the caller loads the code location
+    _run(LOADED, home, root)
+    assert _run(INSTANCE_SERVICE, home, root) == {"port": "InstancePort", "graph": ["daily_usage"],
+                                                  "limits": "none", "location": False}

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.request_model import CellDecision
+from backfill_assets.engine.model.states import member
 
 # The reasons of a cell skipped because something before it did not publish (SkipKind.LEFT_UNPUBLISHED).
 UPSTREAM_NOT_PUBLISHED = "upstream of this request was not published"
@@ -78,14 +79,14 @@ class Cell(JsonRecord):
             asset=row["asset"],
             partition_key=row["partition_key"],
             ordinal=int(row["ordinal"]),
-            origin=CellOrigin(row["origin"]),
-            decision=CellDecision(row["decision"]),
+            origin=member(CellOrigin, row["origin"]),
+            decision=member(CellDecision, row["decision"]),
             reason=row["reason"],
             dagster_run_id=row["run_id"],
             run_key=row["run_key"],
             submitted_at=row["submitted_at"],
             updated_at=row["updated_at"],
-            skip_kind=SkipKind(row["skip_kind"]) if row.get("skip_kind") else None,
+            skip_kind=member(SkipKind, row["skip_kind"]) if row.get("skip_kind") else None,
         )
 
     def change(self, **values: Any) -> "CellUpdate":

@@ -106,6 +106,9 @@ class AssetGraph:
                     raise InvalidInput(f"{spec.name} reads side-effect asset {upstream}, which has no data")
         self._specs = {name: by_name[name] for name in _topological_names(given)}
         self._index = {name: i for i, name in enumerate(self._specs)}
+        # Asked once per published cell by reconcile's downstream report: worked out once here.
+        self._downstream = {name: tuple(s.name for s in self._specs.values() if name in s.upstream)
+                            for name in self._specs}
         self._code_sources: CodeSources | None = None
 
     def __contains__(self, name: object) -> bool:
@@ -152,7 +155,7 @@ class AssetGraph:
 
     def downstream_of(self, asset: str) -> list[str]:
         """Assets that read ``asset`` directly, in topological order."""
-        return [s.name for s in self._specs.values() if asset in s.upstream]
+        return list(self._downstream.get(asset, ()))
 
     def topological(self, assets: Iterable[str]) -> list[str]:
         return sorted(assets, key=self._index.__getitem__)

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
+from enum import Enum, StrEnum
+from typing import Any, TypeVar, cast
 
 from backfill_assets.engine.model.errors import IllegalTransition
+
+E = TypeVar("E", bound=Enum)
+
+
+def member(kind: type[E], value: Any) -> E:
+    """``kind(value)`` as a dictionary lookup (an unknown value still raises ``kind``'s own ValueError): calling an
+    enum class costs ~6 µs, and a ten-year request's reports read ~80,000 states and decisions from their rows."""
+    found = kind._value2member_map_.get(value)
+    return cast(E, found) if found is not None else kind(value)
 
 
 class VersionState(StrEnum):

@@ -14,7 +14,7 @@ from backfill_assets.engine.model.cells import Cell, CellOrigin, SkipKind
 from backfill_assets.engine.model.errors import ManifestMismatch
 from backfill_assets.engine.model.graph import NOT_VERSIONED, AssetGraph
 from backfill_assets.engine.model.overrides import Override, OverrideAction
-from backfill_assets.engine.model.states import FINISHED_RUN_STATUSES, IN_PROGRESS, RunStatus, VersionState
+from backfill_assets.engine.model.states import FINISHED_RUN_STATUSES, IN_PROGRESS, RunStatus, VersionState, member
 from backfill_assets.engine.plan.reconcile_downstream import affected_downstream_report
 from backfill_assets.engine.plan.reconcile_records import (
     CELL_ROLLED_BACK,
@@ -95,7 +95,7 @@ def _version_report(version: Version, by_id: dict[str, Version], overrides: list
     replaced = by_id.get(version.expected_previous_version_id or "")
     return VersionReport(
         version_id=version.version_id,
-        state=VersionState(version.state),
+        state=member(VersionState, version.state),
         logical_run_id=version.logical_run_id,
         dagster_run_id=version.dagster_run_id,
         attempt_no=int(version.attempt_no),
@@ -337,7 +337,7 @@ def _gap(
     materialized: set[str] | None,
     warehouse: Warehouse | None,
 ) -> str | None:
-    state = VersionState(version.state)
+    state = member(VersionState, version.state)
     if state in IN_PROGRESS and run_status_of(version.dagster_run_id) in (*FINISHED_RUN_STATUSES, None):
         return GAP_STUCK.format(state=state.value)
     if version.published_at and materialized is not None and version.version_id not in materialized:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from operator import itemgetter
+from typing import Any, Mapping, Sequence
 
 import sqlalchemy as sa
 
@@ -55,6 +56,27 @@ class Version(JsonRecord):
         return cls.from_mapping(row._asdict())
 
     @classmethod
+    def from_rows(cls, rows: Sequence[sa.Row[Any]]) -> list["Version"]:
+        """``from_row`` of each row of one result, what its columns become worked out once: a row's ``_asdict``
+        asks the result for its names again, and ``from_mapping`` renames and filters each row's (together about
+        half of parsing a ten-year request's 10,950 versions)."""
+        if not rows:
+            return []
+        # What ``from_mapping`` works out per row, worked out once: each kept column's index and field name.
+        kept = [(n, _FIELD_OF_COLUMN.get(name, name)) for n, name in enumerate(rows[0]._fields)
+                if _FIELD_OF_COLUMN.get(name, name) in _FIELDS]
+        pick, fields_ = itemgetter(*(n for n, _ in kept)), tuple(name for _, name in kept)
+        decoded = [name for name in fields_ if name in _DECODED]
+        versions: list[Version] = []
+        for row in rows:
+            data: dict[str, Any] = dict(zip(fields_, pick(row), strict=True))
+            for name in decoded:
+                raw = data[name]
+                data[name] = json.loads(raw) if raw else None
+            versions.append(cls(**data))
+        return versions
+
+    @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any]) -> "Version":
         data = dict(mapping)
         if "run_id" in data:
@@ -66,6 +88,9 @@ class Version(JsonRecord):
 
 
 _FIELDS = frozenset(f.name for f in fields(Version))
+# A column's field when the names differ: ``run_id`` is ``logical_run_id``, a JSON column its decoded field.
+_FIELD_OF_COLUMN = {"run_id": "logical_run_id", **{col: col.removesuffix("_json") for col in _JSON_COLUMNS}}
+_DECODED = frozenset(col.removesuffix("_json") for col in _JSON_COLUMNS)
 
 
 @dataclass(frozen=True)

@@ -200,7 +200,8 @@ class Ledger:
                 .where(request_items.c.request_id == request_id)
                 .order_by(request_items.c.ordinal)
             ).all()
-        return [Cell.from_row(r._asdict()) for r in rows]
+        names = rows[0]._fields if rows else ()  # read once: a row's ``_asdict`` asks its result for them again
+        return [Cell.from_row(dict(zip(names, r, strict=True))) for r in rows]
 
     def counts(self, request_id: str) -> dict[str, int]:
         counts: dict[str, int] = {d: 0 for d in (M.PENDING, *M.IN_PROGRESS_CELLS, *M.TERMINAL_CELLS)}

@@ -30,7 +30,7 @@ from backfill_assets.engine.model.settings import TableSettings
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.parquet_files import DAY_COLUMN
-from backfill_assets.engine.store.pointer_log import PointerChanges, pointer_changes
+from backfill_assets.engine.store.pointer_log import PointerChanges, pointer_changes, pointer_ids_after
 from backfill_assets.engine.tables.records import SyncResult, TableLag
 from backfill_assets.engine.wap.faults import AFTER_TABLE_COMMIT, fault_point
 
@@ -133,7 +133,7 @@ class IcebergTables:
     def lag(self, catalog: Catalog, asset: str) -> TableLag:
         """The days whose pointer moved after the table's position."""
         seq = self.position(asset)
-        return TableLag(self.kind, self.identifier(asset), asset, seq, tuple(pointer_changes(catalog, asset, seq).days))
+        return TableLag(self.kind, self.identifier(asset), asset, seq, tuple(pointer_ids_after(catalog, asset, seq)))
 
     def sync(self, catalog: Catalog, asset: str) -> SyncResult:
         """Bring the asset's table to the pointers as of now (creating it at its first published day)."""

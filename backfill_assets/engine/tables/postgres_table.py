@@ -28,7 +28,7 @@ from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.parquet_files import DAY_COLUMN, parquet_table
 from backfill_assets.engine.store.pg_types import PgTableError
-from backfill_assets.engine.store.pointer_log import current_pointers
+from backfill_assets.engine.store.pointer_log import current_pointers, pointer_ids_after
 from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.tables.records import SyncResult, TableLag
 
@@ -136,8 +136,8 @@ class PostgresTables:
         with self.engine.connect() as conn:
             served = pg.serving(conn, self.schema, asset)
             seq = pg.position(conn, self.schema, asset)
-        _, pointers = current_pointers(catalog, asset)
-        behind = tuple(d for d, v in pointers.items() if _served_id(served, d) != v.version_id)
+        pointers = pointer_ids_after(catalog, asset, 0)
+        behind = tuple(d for d, version_id in pointers.items() if _served_id(served, d) != version_id)
         return TableLag(self.kind, self.identifier(asset), asset, seq, behind)
 
     def serving(self, asset: str) -> dict[str, str]:

@@ -23,7 +23,7 @@ _POINTER_CHUNK = 500
 
 def latest_states(catalog: Catalog, cells: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
     """(asset, partition) → (state, version id) of the newest version, for the reprocess decision."""
-    return {(v.asset, v.partition_key): (v.state, v.version_id) for v in catalog.newest_versions_of_cells(cells)}
+    return catalog.newest_states_of_cells(cells)
 
 
 def failed_partitions(
