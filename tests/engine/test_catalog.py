@@ -3,9 +3,11 @@ test_catalog_rollback.py, races: test_catalog_races.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from backfill_assets.engine.model.errors import IllegalTransition, NotFound, PublishConflict
+from backfill_assets.engine.model.errors import AssetOwnedElsewhere, IllegalTransition, NotFound, PublishConflict
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.catalog import ACTION_PUBLISH, ACTION_ROLLBACK
 from backfill_assets.engine.store.ledger import Ledger
@@ -56,6 +58,18 @@ def test_a_new_attempt_abandons_the_unfinished_attempts_of_its_run_whose_publish
     assert catalog.get(other_run.version_id).state == S.WRITING.value  # another logical run is untouched
     catalog.publish(retry, PASSED)
     assert pointer_row(catalog)["version_id"] == retry
+
+
+def test_a_claim_seen_held_is_not_read_again_yet_another_location_is_still_refused(catalog):
+    # The claim is remembered per (asset, location) after its first attempt: the same catalog object asked by
+    # another location still reads the owner, and is refused before anything is written.
+    first = catalog.begin_version(replace(identity("run-a"), location="east"))
+    catalog.begin_version(replace(identity("run-b"), location="east"))
+    before = snapshot(catalog)
+    with pytest.raises(AssetOwnedElsewhere):
+        catalog.begin_version(replace(identity("run-c"), location="west"))
+    assert snapshot(catalog) == before
+    assert first.attempt_no == 1
 
 
 def test_attempts_are_numbered_per_run_and_partition(catalog):

@@ -40,6 +40,18 @@ from backfill_assets.engine.store.schema import versions
 from backfill_assets.engine.store.transactions import begin
 from backfill_assets.engine.wap.faults import IN_PUBLISH_TRANSACTION, fault_point
 
+# begin_version's statements, built once (``catalog_queries.VERSION_BY_ID`` says why).
+_SAME_RUN_OF_CELL = (
+    versions.c.asset == sa.bindparam("b_asset"),
+    versions.c.partition_key == sa.bindparam("b_partition"),
+    versions.c.run_id == sa.bindparam("b_run"),
+)
+LAST_ATTEMPT = sa.select(sa.func.max(versions.c.attempt_no)).where(*_SAME_RUN_OF_CELL)
+ABANDON_EARLIER_ATTEMPTS = versions.update().where(
+    *_SAME_RUN_OF_CELL, versions.c.state.in_([s.value for s in IN_PROGRESS])
+)
+INSERT_VERSION = versions.insert()
+
 __all__ = ["ACTION_PUBLISH", "ACTION_REPAIR", "ACTION_ROLLBACK", "Catalog", "Consumer", "PointerMove", "Version"]
 
 
@@ -56,6 +68,9 @@ class Catalog(OverrideLog, ReadLog):
         self.reader = reader_for(url)
         # Switched inside every pointer move's transaction, before its CAS (``pointer_switches``); PostgreSQL only.
         self.in_transaction_switches: list[InTransactionSwitch] = []
+        # (asset, location) claims this catalog object saw held by the location: a claim is never released or
+        # moved (asset_owners has no delete), so a later attempt of the same asset need not read it again.
+        self._claims_held: set[tuple[str, str]] = set()
 
     def add_in_transaction_switch(self, switch: InTransactionSwitch) -> None:
         """Run ``switch`` inside every later publish, accept and rollback of this catalog, before the pointer's
@@ -78,20 +93,16 @@ class Catalog(OverrideLog, ReadLog):
         collide on one version id. The pointer seen now is remembered as the CAS expectation for publish.
         """
 
-        claim_asset(self.engine, identity.asset, identity.location, iso(utc_now()))
+        if (identity.asset, identity.location) not in self._claims_held:
+            claim_asset(self.engine, identity.asset, identity.location, iso(utc_now()))
+            self._claims_held.add((identity.asset, identity.location))
 
         def txn() -> Version:
             with begin(self.engine) as conn:
-                attempt_no = 1 + (
-                    conn.execute(
-                        sa.select(sa.func.max(versions.c.attempt_no)).where(
-                            versions.c.asset == identity.asset,
-                            versions.c.partition_key == identity.partition_key,
-                            versions.c.run_id == identity.logical_run_id,
-                        )
-                    ).scalar()
-                    or 0
-                )
+                run_of_cell = {
+                    "b_asset": identity.asset, "b_partition": identity.partition_key, "b_run": identity.logical_run_id
+                }
+                attempt_no = 1 + (conn.execute(LAST_ATTEMPT, run_of_cell).scalar() or 0)
                 version_id = make_version_id(
                     identity.asset, identity.partition_key, identity.logical_run_id, attempt_no
                 )
@@ -102,22 +113,17 @@ class Catalog(OverrideLog, ReadLog):
                 # still in progress is abandoned here, so it reads as what it is and, should its process only
                 # have been cut off, its publish is refused (ABANDONED cannot become PUBLISHED).
                 conn.execute(
-                    versions.update()
-                    .where(
-                        versions.c.asset == identity.asset,
-                        versions.c.partition_key == identity.partition_key,
-                        versions.c.run_id == identity.logical_run_id,
-                        versions.c.state.in_([s.value for s in IN_PROGRESS]),
-                    )
-                    .values(
-                        state=VersionState.ABANDONED.value,
-                        error=f"abandoned: attempt {attempt_no} of the same run began (this attempt's process "
+                    ABANDON_EARLIER_ATTEMPTS,
+                    run_of_cell | {
+                        "state": VersionState.ABANDONED.value,
+                        "error": f"abandoned: attempt {attempt_no} of the same run began (this attempt's process "
                         "stopped before it concluded)",
-                        ended_at=now,
-                    )
+                        "ended_at": now,
+                    },
                 )
                 conn.execute(
-                    versions.insert().values(
+                    INSERT_VERSION,
+                    dict(
                         version_id=version_id,
                         asset=identity.asset,
                         partition_key=identity.partition_key,
@@ -137,7 +143,7 @@ class Catalog(OverrideLog, ReadLog):
                         created_at=now,
                         worker=identity.worker or None,
                         params_json=canonical_json(identity.params) if identity.params else None,
-                    )
+                    ),
                 )
                 return self._get(conn, version_id)
 

@@ -18,6 +18,24 @@ from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.pointer_switches import InTransactionSwitch, run_switches
 from backfill_assets.engine.store.schema import log_head, pointers, publish_log, requests, versions
 
+# Built once, their values bound at execution (``catalog_queries.VERSION_BY_ID`` says why). An update's SET columns
+# are the names it is executed with that are not its ``b_`` parameters.
+TRANSITION = versions.update().where(
+    versions.c.version_id == sa.bindparam("b_version_id"), versions.c.state == sa.bindparam("b_state")
+)
+SWAP_POINTER = pointers.update().where(
+    pointers.c.asset == sa.bindparam("b_asset"),
+    pointers.c.partition_key == sa.bindparam("b_partition"),
+    pointers.c.version_id == sa.bindparam("b_expected"),
+)
+NEXT_SEQ = log_head.update().where(log_head.c.id == 1).values(seq=log_head.c.seq + 1).returning(log_head.c.seq)
+INSERT_LOG = publish_log.insert()
+INSERT_POINTER = pointers.insert()
+# FOR SHARE on PostgreSQL; SQLite serializes writers anyway.
+REQUEST_STATUS_SHARED = (
+    sa.select(requests.c.status).where(requests.c.request_id == sa.bindparam("b_request_id")).with_for_update(read=True)
+)
+
 
 class PointerWrites(CatalogQueries):
     """The writing steps every pointer move takes, in the caller's transaction."""
@@ -86,21 +104,13 @@ class PointerWrites(CatalogQueries):
         """
         if not version.request_id:
             return
-        status = conn.execute(
-            sa.select(requests.c.status)
-            .where(requests.c.request_id == version.request_id)
-            .with_for_update(read=True)  # FOR SHARE on PostgreSQL; SQLite serializes writers anyway
-        ).scalar()
+        status = conn.execute(REQUEST_STATUS_SHARED, {"b_request_id": version.request_id}).scalar()
         if status == RequestStatus.CANCELLED:
             raise PublishConflict(f"request {version.request_id} was cancelled: none of its versions publish", current)
 
     @staticmethod
     def _next_seq(conn: Connection) -> int:
-        return int(
-            conn.execute(
-                log_head.update().where(log_head.c.id == 1).values(seq=log_head.c.seq + 1).returning(log_head.c.seq)
-            ).scalar_one()
-        )
+        return int(conn.execute(NEXT_SEQ).scalar_one())
 
     def _transition(
         self,
@@ -116,9 +126,7 @@ class PointerWrites(CatalogQueries):
         state = VersionState(from_state).value if from_state is not None else self._get(conn, version_id).state
         check_transition(version_id, state, target, override=override)
         result = conn.execute(
-            versions.update()
-            .where(versions.c.version_id == version_id, versions.c.state == state)
-            .values(state=target.value, **values)
+            TRANSITION, {**values, "state": target.value, "b_version_id": version_id, "b_state": state}
         )
         if result.rowcount != 1:
             raise PublishConflict(f"version {version_id} changed state concurrently", None)
@@ -129,15 +137,15 @@ class PointerWrites(CatalogQueries):
     ) -> None:
         if expected is None:
             conn.execute(
-                pointers.insert().values(
-                    asset=asset, partition_key=key, version_id=new, previous_version_id=None, updated_at=now
-                )
+                INSERT_POINTER,
+                {"asset": asset, "partition_key": key, "version_id": new, "previous_version_id": None,
+                 "updated_at": now},
             )
             return
         result = conn.execute(
-            pointers.update()
-            .where(pointers.c.asset == asset, pointers.c.partition_key == key, pointers.c.version_id == expected)
-            .values(version_id=new, previous_version_id=expected, updated_at=now)
+            SWAP_POINTER,
+            {"version_id": new, "previous_version_id": expected, "updated_at": now,
+             "b_asset": asset, "b_partition": key, "b_expected": expected},
         )
         if result.rowcount != 1:
             # Another transaction moved the pointer after we read it; name the version that won.
@@ -161,17 +169,18 @@ class PointerWrites(CatalogQueries):
         reason: str | None = None,
     ) -> None:
         conn.execute(
-            publish_log.insert().values(
-                seq=seq,
-                asset=version.asset,
-                partition_key=version.partition_key,
-                version_id=version.version_id,
-                previous_version_id=previous,
-                action=action,
-                request_id=request_id,
-                lane=lane,
-                reason=reason,
-                at=now,
-            )
+            INSERT_LOG,
+            {
+                "seq": seq,
+                "asset": version.asset,
+                "partition_key": version.partition_key,
+                "version_id": version.version_id,
+                "previous_version_id": previous,
+                "action": action,
+                "request_id": request_id,
+                "lane": lane,
+                "reason": reason,
+                "at": now,
+            },
         )
 

@@ -52,18 +52,27 @@ CUSTOMER_SNAPSHOT_SCHEMA = {
 
 
 def _latest_amendments(raw: pd.DataFrame) -> pd.DataFrame:
-    # Deliberately a different route than the transform (idxmax vs sort+tail) so the audit is independent.
+    # Deliberately a different route than the transform (idxmax vs sort+tail) so the audit is independent. The
+    # groups unsorted: only their sum is wanted, and sorting 20,000 order ids took half of this audit's time.
     if raw.empty:
         return raw
-    return raw.loc[raw.groupby("order_id")["updated_at"].idxmax()]
+    return raw.loc[raw.groupby("order_id", sort=False)["updated_at"].idxmax()]
 
 
 def expected_order_facts_totals(raw_orders: pd.DataFrame, config) -> dict[str, float]:
     """The CNY total at the rates the run was given (``config``: the asset's FxRates)."""
+    import numpy as np  # here: the CLI imports this module's names without pandas
+    import pandas as pd
+
     latest = _latest_amendments(raw_orders)
     if not len(latest):
         return {"amount_cny": 0.0}
-    amounts = (latest["amount"] * latest["currency"].map(config.to_cny())).round(2)
+    # Each order's rate by its currency's position among the rates (an unknown or missing currency: NaN, skipped
+    # by the sum, as a mapping would give it); ~3x cheaper than mapping the text column through the dict.
+    rates = config.to_cny()
+    positions = pd.Index(list(rates)).get_indexer(latest["currency"])
+    factors = np.append(np.array(list(rates.values()), dtype="float64"), np.nan)[positions]
+    amounts = pd.Series(latest["amount"].to_numpy(dtype="float64", na_value=np.nan) * factors).round(2)
     return {"amount_cny": float(amounts.sum())}
 
 
