@@ -7,7 +7,7 @@ import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 import click
 
@@ -64,33 +64,32 @@ class AppContext:
         snapshot from its last load, if nothing it came from changed (integration/location_cache.py): no Dagster
         imported, the woken daemon's driver sensor queues the first runs. Otherwise (or with ``--conf``, which the
         code location's own config classes check) the loaded code location's, which ticks the driver itself."""
-        if not conf_given:
-            from backfill_assets.integration.snapshot_service import create_service
+        from backfill_assets.integration.snapshot_service import create_service
 
-            module = resolve_module_name(self.module, Path.cwd())
-            quick = create_service(self.home, module, Path.cwd(), default_user())
-            if quick is not None:
-                return quick
-        return self.service()
+        return self._on_snapshot(create_service, conf_given)
 
     def reading_service(self) -> Backfills:
         """The service of a command that reads the catalog and the graph's shape alone (``request show``, ``request
         list``): on the code location's snapshot while it still describes it (no Dagster imported), else loaded."""
         from backfill_assets.integration.snapshot_service import snapshot_service
 
-        quick = snapshot_service(self.home, resolve_module_name(self.module, Path.cwd()), Path.cwd(), default_user())
-        return quick if quick is not None else self.service()
+        return self._on_snapshot(snapshot_service)
 
     def asking_service(self, conf_given: bool = False) -> Backfills:
         """The service of a command that asks Dagster's instance about runs and needs the graph's shape alone
         (``reconcile``, ``request create --dry-run``): on the code location's snapshot while it still describes it,
         with Dagster's instance opened from this home (the code location not imported), else loaded. ``--conf``
         is checked by the code location's own config classes: with it, loaded."""
-        if not conf_given:
-            from backfill_assets.integration.snapshot_service import instance_service
+        from backfill_assets.integration.snapshot_service import instance_service
 
-            module = resolve_module_name(self.module, Path.cwd())
-            quick = instance_service(self.home, module, Path.cwd(), default_user())
+        return self._on_snapshot(instance_service, conf_given)
+
+    def _on_snapshot(self, make: Callable[[Path, str, Path, str], Backfills | None], conf_given: bool = False
+                     ) -> Backfills:
+        """The service ``make`` builds on the code location's snapshot, else (none valid, or ``--conf`` given) the
+        loaded code location's."""
+        if not conf_given:
+            quick = make(self.home, resolve_module_name(self.module, Path.cwd()), Path.cwd(), default_user())
             if quick is not None:
                 return quick
         return self.service()
