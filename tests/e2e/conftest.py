@@ -238,15 +238,17 @@ class E2E:
              lambda: f"{count} driver tick(s) after {since} (got {self.driver_ticks_since(since)})")
 
 
-def launch_held_run(e2e: E2E, day: str) -> dg.DagsterRun:
-    """A real queued run of the whole asset job for ``day`` that the run queue never dequeues (test/hold)."""
+def launch_held_run(e2e: E2E, day: str, hold: tuple[str, str] = (HOLD_TAG, HELD)) -> dg.DagsterRun:
+    """A real queued run of the whole asset job for ``day`` that the run queue never dequeues: its ``hold`` tag
+    (key, value) has a limit of 0 in the home's run queue (test/hold here; the shipped file's own
+    ``backfill/queue_hold=held`` on a home that has no test limit)."""
     launched = subprocess.run(
         [dagster_bin("dagster"), "job", "launch", "-m", CODE_LOCATION_MODULE, "-j", "__ASSET_JOB",
-         "--tags", json.dumps({T.DAGSTER_PARTITION: day, HOLD_TAG: HELD})],
+         "--tags", json.dumps({T.DAGSTER_PARTITION: day, hold[0]: hold[1]})],
         env=dagster_env(), capture_output=True, text=True, timeout=120,
     )
     assert launched.returncode == 0, launched.stdout + launched.stderr
-    [run] = e2e.instance.get_runs(dg.RunsFilter(tags={HOLD_TAG: HELD, T.DAGSTER_PARTITION: day}))
+    [run] = e2e.instance.get_runs(dg.RunsFilter(tags={hold[0]: hold[1], T.DAGSTER_PARTITION: day}))
     assert run.status == dg.DagsterRunStatus.QUEUED
     return run
 
@@ -342,6 +344,8 @@ def home_under_dagster_daemon(tmp_path_factory: pytest.TempPathFactory, name: st
             write_stock_instance_yaml(home)  # replaces the test instance yaml prepare_home wrote
         else:
             shutil.copy(PACKAGE_DIR / "instance" / "dagster.yaml", home / "dagster.yaml")
+        # Inert until a test holds (E2E.holding_steps): the daemon, its code servers and their runs inherit it.
+        mp.setenv(ENV_HOLD, f"{AFTER_VERIFYING}={home.parent / HOLD_FILE}")
         instance = dg.DagsterInstance.get()
         daemon, log = start_daemon(instance, home, command=DAGSTER_DAEMON)
         try:

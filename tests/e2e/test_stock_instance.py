@@ -6,16 +6,25 @@ launcher (Dagster's ``DefaultRunLauncher``: a new process per run, through the c
 ``concurrency`` block (the run queue's tag limits and the pools) and ``run_monitoring``. The daemon is Dagster's own
 ``dagster-daemon run``: no wake-ups, no warm worker, no lease; sensors every ~5 s.
 
-On it, with the orders example: a CLI request over three days publishes every good cell and rejects the defect day
-(its previous version keeps serving, reconcile exact) within ``--max-active``; an overlapping request waits and
-never interleaves; and a Dagster job backfill tagged ``backfill/reprocess=none`` over those published days
-recomputes nothing.
+On it, with the orders example, one daemon for the module, each test on its own days of September 2022:
+
+    09-01..09-03  a CLI request publishing every good cell and rejecting the defect day (its previous version keeps
+                  serving, reconcile exact) within ``--max-active``; an overlapping request waiting, never
+                  interleaved; a ``backfill/reprocess=none`` job backfill recomputing nothing. Then a ``cascade``
+                  request: downstream of its publish, in order; a rollback naming who read the version
+    09-04..09-07  ``--reprocess failed`` re-running only the rejected day, ``completed`` every day, as the dry run said
+    09-08         a day with a queued run: never run again, the request follows that run
+    09-09..09-11  pause with runs in flight, resume
+    09-12..09-14  cancel with a run in its step
+    09-15..09-16  a backfill launched through the UI's GraphQL mutation, adopted, kept to its reprocess tag
+    09-17         a request frozen under other code: blocked, nothing submitted
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+from datetime import datetime
 
 import dagster as dg
 import pytest
@@ -26,7 +35,9 @@ from dagster._core.storage.runs import SqliteRunStorage
 from dagster._core.storage.schedules import SqliteScheduleStorage
 
 from backfill_assets.cli.daemon import dagster_bin
+from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
+from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.outbox import deliveries
 from backfill_assets.examples.orders.domain import (
     CUSTOMER_SNAPSHOT,
@@ -39,12 +50,12 @@ from backfill_assets.integration import instance_template
 from backfill_assets.integration.jobs import BACKFILL_JOB
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 
-from .conftest import E2E, home_under_dagster_daemon, poll
-from .services import dagster_env
+from .conftest import CODE_VERSION, E2E, FINISHED, HOLD_FILE, home_under_dagster_daemon, launch_held_run, poll
+from .services import LAUNCH_BACKFILL, Webserver, dagster_env, stop_process
 
 pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("e2e/test_stock_instance")]
 
-SEED_FROM, SEED_TO = "2022-09-01", "2022-09-03"
+SEED_FROM, SEED_TO = "2022-09-01", "2022-09-17"
 DAYS = ["2022-09-01", "2022-09-02", "2022-09-03"]
 DEFECT_DAY = "2022-09-02"
 OVERLAP_DAY = DAYS[-1]  # the overlapping request's one day, the first request's last
@@ -121,6 +132,9 @@ def test_a_request_publishes_its_good_cells_rejects_the_defect_and_a_none_backfi
     cells = {(c["asset"], c["partition_key"]): c["decision"] for c in e2e.show(a)["cells"]}
     assert {cell for cell, decision in cells.items() if decision != "published"} == {(DAILY_REVENUE, DEFECT_DAY)}
     assert cells[(DAILY_REVENUE, DEFECT_DAY)] == "rejected"
+    # `completed` re-ran the days production had published: each good cell serves the request's version now.
+    good = [(asset, day) for asset in BATCHABLE for day in DAYS if (asset, day) != (DAILY_REVENUE, DEFECT_DAY)]
+    assert all(e2e.catalog.current(asset, day).request_id == a for asset, day in good)
     # The rejected version never served: production's version of the day still does.
     assert e2e.catalog.current(DAILY_REVENUE, DEFECT_DAY).version_id == serving_before
     # Each run went through Dagster's own launcher (no warm worker's tag), at most --max-active at once.
@@ -139,7 +153,7 @@ def test_a_request_publishes_its_good_cells_rejects_the_defect_and_a_none_backfi
         env=dagster_env(), capture_output=True, text=True, timeout=120,
     )
     assert launched.returncode == 0, launched.stdout + launched.stderr
-    [backfill] = e2e.instance.get_backfills()
+    [backfill] = [b for b in e2e.instance.get_backfills() if b.tags.get(T.REPROCESS) == "none"]
     adopted = f"dg-{backfill.backfill_id}"
     poll(lambda: adopted in {r["request_id"] for r in e2e.cli_json("request", "list")}, ADOPTION_TIMEOUT,
          f"{adopted} adopted")
@@ -154,3 +168,315 @@ def test_a_request_publishes_its_good_cells_rejects_the_defect_and_a_none_backfi
     runs = e2e.instance.get_runs(dg.RunsFilter(tags={T.DAGSTER_BACKFILL: backfill.backfill_id}))
     assert sorted(r.tags[T.DAGSTER_PARTITION] for r in runs) == NONE_DAYS
     assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs), [(r.run_id, r.status) for r in runs]
+
+
+# ---- propagation and rollback, after the first request on its days -------------------------------------------
+
+CASCADE_DAY = DAYS[1]  # customer_snapshot's later day (DAYS[2]) is cascaded too: a cumulative snapshot
+
+
+def _assert_after(e2e: E2E, upstream: tuple[str, str], downstream: tuple[str, str]) -> None:
+    """The downstream cell's version read the upstream's new version, and its run (unless the same run, which runs
+    its steps in order) started only once that version had been published."""
+    up, down = e2e.catalog.current(*upstream), e2e.catalog.current(*downstream)
+    assert down.input_versions[f"{upstream[0]}/{upstream[1]}"] == up.version_id, (upstream, down.input_versions)
+    if down.dagster_run_id != up.dagster_run_id:
+        record = e2e.instance.get_run_record_by_id(down.dagster_run_id)
+        assert up.published_at and record is not None and record.start_time is not None, (upstream, downstream)
+        assert record.start_time >= datetime.fromisoformat(up.published_at).timestamp(), (upstream, downstream)
+
+
+def test_a_cascade_runs_downstream_of_its_publish_in_order_and_a_rollback_names_who_read_the_version(stock):
+    e2e = stock
+    e2e.prepare(DAYS, DATA_ASSETS)  # production serves every day; the snapshot from the calendar's first day
+    production = e2e.catalog.current(ORDER_FACTS, CASCADE_DAY).version_id
+    rid = e2e.create("--assets", ORDER_FACTS, "--from", CASCADE_DAY, "--to", CASCADE_DAY, "--reprocess", "completed",
+                     "--downstream", "cascade", "--partitions-per-run", "1")["request_id"]
+    assert e2e.wait(rid, timeout=TIMEOUT)["complete"] is True
+    cells = {(c["asset"], c["partition_key"]): (c["origin"], c["decision"]) for c in e2e.show(rid)["cells"]}
+    assert cells == {
+        (ORDER_FACTS, CASCADE_DAY): ("planned", M.PUBLISHED),
+        (DAILY_REVENUE, CASCADE_DAY): ("cascade", M.PUBLISHED),
+        (CUSTOMER_SNAPSHOT, CASCADE_DAY): ("cascade", M.PUBLISHED),
+        (CUSTOMER_SNAPSHOT, DAYS[2]): ("cascade", M.PUBLISHED),
+    }, cells
+    assert e2e.run_cells(rid) == set(cells)
+    assert all(e2e.catalog.current(asset, day).request_id == rid for asset, day in cells)
+    # In order: each downstream cell computed from its upstream's new version, once that version was published.
+    _assert_after(e2e, (ORDER_FACTS, CASCADE_DAY), (DAILY_REVENUE, CASCADE_DAY))
+    _assert_after(e2e, (ORDER_FACTS, CASCADE_DAY), (CUSTOMER_SNAPSHOT, CASCADE_DAY))
+    _assert_after(e2e, (CUSTOMER_SNAPSHOT, CASCADE_DAY), (CUSTOMER_SNAPSHOT, DAYS[2]))
+
+    # The request's order_facts turns out bad: rolled back, production's version serves again, and the rollback
+    # names every consumer that read the bad one.
+    bad = e2e.catalog.current(ORDER_FACTS, CASCADE_DAY).version_id
+    assert e2e.cli("read", ORDER_FACTS, CASCADE_DAY, "--reader", "notebook").exit_code == 0
+    rolled = e2e.cli_json("rollback", ORDER_FACTS, CASCADE_DAY, "--reason", "bad fx table")
+    assert (rolled["taken_off"], rolled["serving"]) == (bad, production), rolled
+    readers = {e2e.catalog.current(asset, CASCADE_DAY).version_id for asset in (DAILY_REVENUE, CUSTOMER_SNAPSHOT)}
+    assert {c["consumer"] for c in rolled["consumers"]} == readers | {"external:notebook"}, rolled["consumers"]
+    assert e2e.catalog.current(ORDER_FACTS, CASCADE_DAY).version_id == production
+    states = {v.version_id: v.state for v in e2e.catalog.versions_of(ORDER_FACTS, CASCADE_DAY)}
+    assert (states[bad], states[production]) == ("ROLLED_BACK", "PUBLISHED")
+    # Dagster's own event log says so: the day's latest materialization names the version serving again.
+    assert rolled["dagster_event"] == f"recorded a runless materialization of {production}"
+    latest = e2e.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(ORDER_FACTS), asset_partitions=[CASCADE_DAY]), limit=1
+    ).records[0]
+    assert latest.asset_materialization.metadata["version_id"].value == production
+    report = e2e.cli_json("reconcile", rid, expect_exit=1)  # a rolled-back cell: no longer complete
+    assert (report["complete"], report["totals"]["rolled_back"]) == (False, 1), report["totals"]
+
+
+# ---- reprocess policies, frozen requests ------------------------------------------------------------------------
+
+# Per policy: a day of order_facts serving a published version, then a day whose latest attempt was rejected.
+POLICY_DAYS = {"failed": ["2022-09-04", "2022-09-05"], "completed": ["2022-09-06", "2022-09-07"]}
+RECOMPUTED = {"failed": {"2022-09-05"}, "completed": {"2022-09-06", "2022-09-07"}}
+DROP_ROWS = {"ops": {ORDER_FACTS: {"config": {"defect": "drop_rows"}}}}
+
+
+def _order_facts_versions(e2e: E2E, days: list[str]) -> dict[str, list[str]]:
+    return {day: [v.version_id for v in e2e.catalog.versions_of(ORDER_FACTS, day)] for day in days}
+
+
+def test_reprocess_failed_reruns_only_the_rejected_day_and_completed_every_day_as_the_dry_run_said(stock):
+    e2e = stock
+    published = [days[0] for days in POLICY_DAYS.values()]
+    rejected = [days[1] for days in POLICY_DAYS.values()]
+    e2e.prepare(published + rejected, [RAW_ORDERS])
+    e2e.prepare(published, [ORDER_FACTS])
+    e2e.prepare(rejected, [ORDER_FACTS], run_config_for={d: DROP_ROWS for d in rejected}, expect_success=False)
+    before = _order_facts_versions(e2e, published + rejected)
+
+    plans, requests = {}, {}
+    for policy, days in POLICY_DAYS.items():
+        args = ("--assets", ORDER_FACTS, "--from", days[0], "--to", days[-1], "--reprocess", policy,
+                "--partitions-per-run", "1")
+        plans[policy] = {c["partition_key"]: (c["action"], c["reason"]) for c in e2e.dry_run(*args)}
+        assert {d for d, (action, _) in plans[policy].items() if action == "create"} == RECOMPUTED[policy], plans
+        created = e2e.create(*args)
+        assert (created["status"], created["code_version"]) == ("open", CODE_VERSION), created
+        requests[policy] = created["request_id"]
+
+    for policy, rid in requests.items():
+        assert e2e.wait(rid, timeout=TIMEOUT)["status"] == "completed"
+        shown = e2e.show(rid)
+        # Frozen: its cells are the days it was created over, its runs carry its code version and its policy.
+        frozen = [(ORDER_FACTS, d) for d in POLICY_DAYS[policy]]
+        assert [(c["asset"], c["partition_key"]) for c in shown["cells"]] == frozen
+        assert e2e.run_cells(rid) == {(ORDER_FACTS, d) for d in RECOMPUTED[policy]}
+        for record in e2e.run_records(rid):
+            tags = record.dagster_run.tags
+            assert (tags[T.REQUEST_ID], tags[T.CODE_VERSION], tags[T.REPROCESS]) == (rid, CODE_VERSION, policy)
+        after = _order_facts_versions(e2e, POLICY_DAYS[policy])
+        for cell in shown["cells"]:
+            day = cell["partition_key"]
+            if day in RECOMPUTED[policy]:
+                serving = e2e.catalog.current(ORDER_FACTS, day)
+                assert cell["decision"] == M.PUBLISHED and serving.request_id == rid, (policy, cell)
+                assert after[day] == [*before[day], serving.version_id], (policy, day)
+            else:  # left alone for the dry run's reason, nothing written
+                assert (cell["decision"], cell["reason"]) == ("skipped", plans[policy][day][1]), (policy, cell)
+                assert after[day] == before[day], (policy, day)
+        totals = e2e.cli_json("reconcile", rid)["totals"]
+        recomputed = len(RECOMPUTED[policy])
+        assert (totals["published"], totals["skipped"], totals["duplicate_publishes"], totals["gaps"]) == (
+            recomputed, len(POLICY_DAYS[policy]) - recomputed, 0, 0), (policy, totals)
+
+
+BLOCK_DAY = "2022-09-17"
+
+
+def test_a_request_frozen_under_other_code_is_blocked_and_submits_nothing(stock):
+    e2e = stock
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BACKFILL_CODE_VERSION", "other-code")
+        created = e2e.create("--assets", RAW_ORDERS, "--from", BLOCK_DAY, "--to", BLOCK_DAY)
+    rid = created["request_id"]
+    assert created["code_version"] == "other-code"
+    try:
+        assert e2e.wait(rid, expect_exit=1, timeout=TIMEOUT)["status"] == "blocked"
+        shown = e2e.show(rid)
+        assert f"code version changed (frozen other-code, loaded {CODE_VERSION})" in shown["message"], shown
+        assert [c["decision"] for c in shown["cells"]] == [M.PENDING]
+        assert e2e.run_records(rid) == []
+    finally:
+        assert e2e.cli_json("request", "cancel", rid)["status"] == "cancelled"
+
+
+# ---- in-flight days, pause and resume, cancel -------------------------------------------------------------------
+
+IN_FLIGHT_DAY = "2022-09-08"
+# The shipped concurrency block's own hold (limit 0): Dagster's coordinator never dequeues a run tagged so.
+SHIPPED_HOLD = (T.QUEUE_HOLD, T.HELD)
+
+
+def test_a_day_with_a_queued_run_is_never_run_again_and_the_request_follows_that_run(stock):
+    e2e = stock
+    held = launch_held_run(e2e, IN_FLIGHT_DAY, hold=SHIPPED_HOLD)
+    try:
+        args = ("--assets", f"{RAW_ORDERS},{ORDER_FACTS}", "--from", IN_FLIGHT_DAY, "--to", IN_FLIGHT_DAY,
+                "--reprocess", "completed")
+        follows = f"in flight (run {held.run_id[:8]}): follows its outcome"
+        assert [(c["action"], c["reason"]) for c in e2e.dry_run(*args)] == [("follow", follows)] * 2
+        rid = e2e.create(*args)["request_id"]
+        poll(lambda: {c["decision"] for c in e2e.show(rid)["cells"]} == {M.FOLLOWING}, 60, "both cells follow")
+        e2e.wait_driver_ticks(1)  # a whole driver pass since: still following, nothing launched
+        shown = e2e.show(rid)
+        assert shown["status"] == "open" and {c["dagster_run_id"] for c in shown["cells"]} == {held.run_id}, shown
+        assert e2e.run_records(rid) == []
+        runs = e2e.instance.get_runs(dg.RunsFilter(tags={T.DAGSTER_PARTITION: IN_FLIGHT_DAY}))
+        assert [(r.run_id, r.status) for r in runs] == [(held.run_id, dg.DagsterRunStatus.QUEUED)]
+        # The followed run ends without writing the day: the cells are decided again, run once and publish.
+        e2e.instance.report_run_canceled(e2e.instance.get_run_by_id(held.run_id))
+        assert e2e.wait(rid, timeout=TIMEOUT)["status"] == "completed"
+        [record] = e2e.run_records(rid)
+        assert {c["decision"] for c in e2e.show(rid)["cells"]} == {M.PUBLISHED}
+        assert {e2e.catalog.current(a, IN_FLIGHT_DAY).dagster_run_id for a in (RAW_ORDERS, ORDER_FACTS)} == {
+            record.dagster_run.run_id}
+    finally:
+        run = e2e.instance.get_run_by_id(held.run_id)
+        if run.status == dg.DagsterRunStatus.QUEUED:
+            e2e.instance.report_run_canceled(run)
+
+
+PAUSE_DAYS = ["2022-09-09", "2022-09-10", "2022-09-11"]
+CANCEL_DAYS = ["2022-09-12", "2022-09-13", "2022-09-14"]
+
+
+def _one_running_one_queued(e2e: E2E, request_id: str) -> list[dg.DagsterRun] | None:
+    """The request's runs once one is in its step (held there) and one waits queued behind it: with
+    ``--max-active 1`` the driver creates no other run."""
+    runs = [r.dagster_run for r in e2e.run_records(request_id)]
+    statuses = sorted(r.status.value for r in runs)
+    in_step = (e2e.home.parent / f"{HOLD_FILE}.held").exists()
+    return runs if statuses == ["QUEUED", "STARTED"] and in_step else None
+
+
+def _create_one_at_a_time(e2e: E2E, days: list[str]) -> str:
+    (e2e.home.parent / f"{HOLD_FILE}.held").unlink(missing_ok=True)  # the marker a held step leaves
+    return e2e.create("--assets", RAW_ORDERS, "--from", days[0], "--to", days[-1], "--max-active", "1",
+                      "--partitions-per-run", "1", "--reprocess", "completed")["request_id"]
+
+
+def _frozen(e2e: E2E, request_id: str) -> tuple:
+    """The frozen request: its row but its status and message, and its cells in order."""
+    ledger = Ledger(e2e.catalog)
+    row = {k: v for k, v in ledger.get(request_id).row.items() if k not in ("status", "message", "closed_at")}
+    return row, [(c.asset, c.partition_key, c.ordinal, c.origin) for c in ledger.cells(request_id)]
+
+
+def _finished_runs(e2e: E2E, request_id: str) -> list[dg.DagsterRun]:
+    runs = [r.dagster_run for r in e2e.run_records(request_id)]
+    return runs if runs and all(r.status in FINISHED for r in runs) else []
+
+
+def test_a_request_paused_with_runs_in_flight_settles_them_launches_nothing_and_resumes_its_frozen_cells(stock):
+    e2e = stock
+    with e2e.holding_steps():
+        rid = _create_one_at_a_time(e2e, PAUSE_DAYS)
+        frozen = _frozen(e2e, rid)
+        in_flight = poll(lambda: _one_running_one_queued(e2e, rid), 120, "a run in its step, one queued behind it")
+        paused = e2e.cli_json("request", "pause", rid, "--reason", "warehouse maintenance", "--by", "alice")
+        assert (paused["status"], paused["already_paused"], paused["in_flight"]) == (M.PAUSED, False, 2), paused
+    # Released: both runs finish (the second dequeued once the first ends) and their cells settle; the runs' own
+    # ends and the sensor's passes launch nothing more while the request is paused.
+    ended = poll(lambda: _finished_runs(e2e, rid), float(TIMEOUT), "the runs in flight to finish")
+    e2e.wait_driver_ticks(1)  # a whole driver pass after both ends (and after the runs' own end ticks)
+    runs = [r.dagster_run for r in e2e.run_records(rid)]
+    assert {r.run_id for r in runs} == {r.run_id for r in in_flight} == {r.run_id for r in ended}
+    assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs), [(r.run_id, r.status) for r in runs]
+    shown = e2e.show(rid)
+    decisions = {c["partition_key"]: c["decision"] for c in shown["cells"]}
+    done = {r.tags[T.DAGSTER_PARTITION] for r in runs}
+    assert decisions == {d: M.PUBLISHED if d in done else M.PENDING for d in PAUSE_DAYS}, decisions
+    assert shown["status"] == M.PAUSED and shown["pause"]["paused_by"] == "alice", shown
+
+    resumed = e2e.cli_json("request", "resume", rid, "--by", "bob")
+    assert resumed["status"] == M.OPEN and resumed["pause"]["resumed_by"] == "bob", resumed
+    assert e2e.wait(rid, timeout=TIMEOUT)["status"] == "completed"
+    assert {c["decision"] for c in e2e.show(rid)["cells"]} == {M.PUBLISHED}
+    assert sorted(r.dagster_run.tags[T.DAGSTER_PARTITION] for r in e2e.run_records(rid)) == PAUSE_DAYS
+    assert _frozen(e2e, rid) == frozen
+
+
+def test_cancelling_a_request_with_a_run_in_its_step_stops_its_runs_and_publishes_nothing(stock):
+    e2e = stock
+    with e2e.holding_steps():
+        rid = _create_one_at_a_time(e2e, CANCEL_DAYS)
+        in_flight = poll(lambda: _one_running_one_queued(e2e, rid), 120, "a run in its step, one queued behind it")
+        out = e2e.cli_json("request", "cancel", rid)
+        assert out["status"] == "cancelled", out
+        # Both runs stopped by the cancel: the queued one cancelled in the queue, the running one terminated
+        # through its code server (or, had it not answered in time, marked cancelled: forced).
+        assert set(out["terminated_runs"]) | set(out["forced_runs"]) == {r.run_id for r in in_flight}, out
+    ended = poll(lambda: _finished_runs(e2e, rid), 60, "the request's runs to end")
+    e2e.wait_driver_ticks(1)  # a whole driver pass after both ends
+    assert {r.dagster_run.run_id for r in e2e.run_records(rid)} == {r.run_id for r in in_flight}
+    assert all(r.status != dg.DagsterRunStatus.SUCCESS for r in ended), [(r.run_id, r.status) for r in ended]
+    # The held step had written and verified its version; released after the cancel, it did not publish it.
+    ours = {r.run_id for r in in_flight}
+    written = [v for d in CANCEL_DAYS for v in e2e.catalog.versions_of(RAW_ORDERS, d) if v.dagster_run_id in ours]
+    assert written and all(v.state != "PUBLISHED" for v in written), [(v.version_id, v.state) for v in written]
+    assert all(e2e.catalog.current(RAW_ORDERS, d) is None for d in CANCEL_DAYS)
+    shown = e2e.show(rid)
+    assert shown["status"] == "cancelled"
+    assert {c["decision"] for c in shown["cells"]} == {M.CELL_CANCELLED}, shown["cells"]
+    assert e2e.claims_of(rid) == set()
+
+
+# ---- a backfill launched from the UI ------------------------------------------------------------------------------
+
+UI_DAYS = ["2022-09-15", "2022-09-16"]  # order_facts: a published day, then a rejected day
+
+
+@pytest.fixture(scope="module")
+def webserver(stock):
+    """A dagster-webserver on the stock home, for the test that launches as the UI does."""
+    server = Webserver(stock.home)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        stop_process(server.proc)
+
+
+def test_a_backfill_launched_from_the_ui_is_adopted_and_keeps_its_reprocess_tag(stock, webserver):
+    e2e = stock
+    published, rejected = UI_DAYS
+    e2e.prepare(UI_DAYS, [RAW_ORDERS])
+    e2e.prepare([published], [ORDER_FACTS])
+    e2e.prepare([rejected], [ORDER_FACTS], run_config_for={rejected: DROP_ROWS}, expect_success=False)
+    before = _order_facts_versions(e2e, UI_DAYS)
+    # What the UI's backfill dialog sends when the user adds the tag backfill/reprocess=failed.
+    launched = webserver.graphql(LAUNCH_BACKFILL, {"params": {
+        "assetSelection": [{"path": [ORDER_FACTS]}], "partitionNames": UI_DAYS,
+        "tags": [{"key": T.REPROCESS, "value": "failed"}], "title": "ui backfill on a stock instance",
+    }})["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    backfill_id = launched["backfillId"]
+    rid = f"dg-{backfill_id}"
+    poll(lambda: rid in {r["request_id"] for r in e2e.cli_json("request", "list")}, ADOPTION_TIMEOUT,
+         f"{rid} adopted")
+    assert e2e.wait(rid, timeout=TIMEOUT)["status"] == "completed"
+
+    shown = e2e.show(rid)
+    assert (shown["source"], shown["reprocess"]) == ("dagster", "failed"), shown
+    cells = {c["partition_key"]: c for c in shown["cells"]}
+    after = _order_facts_versions(e2e, UI_DAYS)
+    reason = f"latest attempt PUBLISHED ({T.REPROCESS}=failed)"
+    assert (cells[published]["decision"], cells[published]["reason"]) == ("skipped", reason), cells[published]
+    assert after[published] == before[published]
+    logs = " ".join(r.user_message for r in e2e.instance.all_logs(cells[published]["dagster_run_id"]))
+    assert f"{ORDER_FACTS} {published}: not recomputed — {reason}" in logs
+    assert cells[rejected]["decision"] == M.PUBLISHED, cells[rejected]
+    assert after[rejected] == [*before[rejected], e2e.catalog.current(ORDER_FACTS, rejected).version_id]
+    # Dagster's backfill launched one run per day, through Dagster's own queue and launcher, each with the tag.
+    runs = e2e.instance.get_runs(dg.RunsFilter(tags={T.DAGSTER_BACKFILL: backfill_id}))
+    assert sorted(r.tags[T.DAGSTER_PARTITION] for r in runs) == UI_DAYS
+    assert all(r.tags[T.REPROCESS] == "failed" and r.status == dg.DagsterRunStatus.SUCCESS for r in runs), runs
+    report = e2e.cli_json("reconcile", rid)
+    totals = report["totals"]
+    assert report["complete"] is True, report
+    assert (totals["published"], totals["skipped"], totals["duplicate_publishes"], totals["gaps"]) == (1, 1, 0, 0)
