@@ -41,6 +41,7 @@ from backfill_assets.integration.ordinary_assets import not_ours
 from backfill_assets.integration.published_io import PUBLISHED_IO_MANAGER, PublishedDataIOManager
 from backfill_assets.integration.request_jobs import build_clear_job, build_report_job, build_request_job
 from backfill_assets.integration.resources import BACKFILL_RESOURCE, BackfillResource
+from backfill_assets.integration.runs.dagster_adapter import sleep_while_waiting_for_pool_slots
 from backfill_assets.integration.runs.run_end_tick import ticking_executor
 from backfill_assets.integration.sensors.adoption import build_adoption_sensor
 from backfill_assets.integration.sensors.cleanup import build_gc_sensor
@@ -124,6 +125,8 @@ def backfill_definitions(
         executor=executor,
     )
     register_graph(built, graph)
+    # Every chunk run starts in its root asset's pool: a step waiting there must not spin a core (pool_waits.py).
+    sleep_while_waiting_for_pool_slots()
     return defs
 
 

@@ -116,6 +116,8 @@ def test_only_the_adapter_package_imports_private_dagster_modules():
         "dagster._core.errors",
         "dagster._core.events",
         "dagster._core.execution.backfill",
+        # A step waiting for a pool slot sleeps instead of spinning (pool_waits.py).
+        "dagster._core.execution.plan.instance_concurrency_context",
         # A spare run worker opens its instance from the serialized InstanceRef, typed as one.
         "dagster._core.instance.ref",
         "dagster._core.launcher",

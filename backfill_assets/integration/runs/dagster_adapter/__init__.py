@@ -4,7 +4,8 @@ asset events the public API cannot build, the four pieces of a run launcher Dags
 worker's entry point, its arguments, reconstructing a code location from a run's origin, the worker health result),
 the woken daemon loops, the SQLite event log, run and schedule storage keeping their engines and connections, and
 the SQLite and PostgreSQL event logs giving a pool slot freed while a step registered for it to that step
-(``pool_claims.py``; PostgreSQL's in ``postgres_event_log.py``, named by deploy/'s dagster.yaml files), and the
+(``pool_claims.py``; PostgreSQL's in ``postgres_event_log.py``, named by deploy/'s dagster.yaml files), a step
+waiting for a pool slot in the in-process executor sleeping instead of spinning (``pool_waits.py``), and the
 PostgreSQL run storage adding a run and its tags in one transaction (``postgres_run_storage.py``: a restart between
 Dagster's two inserts left a run invisible to every tag query, so its cell was requested and published twice), and
 a Pipes session inside a gated step leaving the step's events to the gate (``pipes_sessions.py``), and a sensor's run
@@ -60,6 +61,7 @@ from .events import (
 )
 from .pipes_sessions import events_left_to_the_gate
 from .pool_claims import AssignsFreedPoolSlots
+from .pool_waits import sleep_while_waiting_for_pool_slots
 from .run_worker import (
     RUN_WORKER_MODULES,
     WORKER_FAILED,
@@ -84,6 +86,7 @@ from .sqlite_run_storage import (
 )
 
 __all__ = [
+    "sleep_while_waiting_for_pool_slots",
     "ACTIVE",
     "CANCELLED",
     "BackfillInfo",
