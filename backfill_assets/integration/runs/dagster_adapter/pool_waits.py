@@ -18,6 +18,7 @@ that fixes it keeps its own.
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from typing import Callable
 
 from dagster._core.execution.plan.instance_concurrency_context import InstanceConcurrencyContext
@@ -41,7 +42,7 @@ def spins_while_waiting(method: Callable[[InstanceConcurrencyContext], float] | 
     method = method or InstanceConcurrencyContext.interval_to_next_pending_claim_check
     probe = object.__new__(InstanceConcurrencyContext)
     probe._pending_claims = {"probe"}
-    probe._pending_timeouts = {"probe": time.time() + _PROBE_SECONDS}
+    probe._pending_timeouts = defaultdict(float, {"probe": time.time() + _PROBE_SECONDS})
     return method(probe) <= 0
 
 
