@@ -11,7 +11,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import dagster as dg
 import pytest
@@ -143,6 +143,16 @@ class Webserver:
 
     def graphql(self, query: str, variables: dict) -> dict:
         return post_graphql(self.base, query, variables)
+
+
+def serving_webserver(home: Path) -> Iterator[Webserver]:
+    """A ready ``Webserver`` on ``home``, stopped afterwards: for a fixture to yield from."""
+    server = Webserver(home)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        stop_process(server.proc)
 
 
 def post_graphql(base: str, query: str, variables: dict) -> dict:

@@ -51,7 +51,7 @@ from backfill_assets.integration.jobs import BACKFILL_JOB
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 
 from .conftest import CODE_VERSION, E2E, FINISHED, HOLD_FILE, home_under_dagster_daemon, launch_held_run, poll
-from .services import LAUNCH_BACKFILL, Webserver, dagster_env, stop_process
+from .services import LAUNCH_BACKFILL, dagster_env, serving_webserver
 
 pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("e2e/test_stock_instance")]
 
@@ -434,12 +434,7 @@ UI_DAYS = ["2022-09-15", "2022-09-16"]  # order_facts: a published day, then a r
 @pytest.fixture(scope="module")
 def webserver(stock):
     """A dagster-webserver on the stock home, for the test that launches as the UI does."""
-    server = Webserver(stock.home)
-    try:
-        server.wait_ready()
-        yield server
-    finally:
-        stop_process(server.proc)
+    yield from serving_webserver(stock.home)
 
 
 def test_a_backfill_launched_from_the_ui_is_adopted_and_keeps_its_reprocess_tag(stock, webserver):

@@ -12,8 +12,9 @@ from backfill_assets.engine.store.outbox import deliveries
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from tests.orders import DAILY_PARTITIONS as CALENDAR_PARTITIONS
 
-from .conftest import HELD, HOLD_TAG, Webserver, launch_held_run, poll, release_held_run, report_outputs, stop_process
+from .conftest import HELD, HOLD_TAG, launch_held_run, poll, release_held_run, report_outputs
 from .services import LAUNCH_BACKFILL as LAUNCH
+from .services import Webserver, serving_webserver
 
 pytestmark = pytest.mark.daemon
 
@@ -72,12 +73,7 @@ STOPPED = ("CANCELING", "CANCELED", "COMPLETED_FAILED")
 @pytest.fixture(scope="module")
 def webserver(e2e):
     """One dagster-webserver for the module's tests (each launches its own backfill through it)."""
-    server = Webserver(e2e.home)
-    try:
-        server.wait_ready()
-        yield server
-    finally:
-        stop_process(server.proc)
+    yield from serving_webserver(e2e.home)
 
 
 def test_backfill_launched_from_the_dagster_ui_is_adopted_as_a_request_with_its_cells(e2e, webserver):
