@@ -23,10 +23,11 @@ from backfill_assets.engine.store.tick_tokens import (
     StaleTick,
     TickSnapshot,
     advance_token,
+    count_decisions,
     read_ledger_state,
     read_token,
 )
-from backfill_assets.engine.store.tick_writes import column_values, write_tick_cells
+from backfill_assets.engine.store.tick_writes import write_cell, write_tick_cells
 from backfill_assets.engine.store.transactions import begin, read
 
 _REQUEST_ID_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
@@ -205,8 +206,8 @@ class Ledger:
 
     def counts(self, request_id: str) -> dict[str, int]:
         counts: dict[str, int] = {d: 0 for d in (M.PENDING, *M.IN_PROGRESS_CELLS, *M.TERMINAL_CELLS)}
-        for cell in self.cells(request_id):
-            counts[cell.decision] = counts.get(cell.decision, 0) + 1
+        with self.reader.connect() as conn:
+            counts.update(count_decisions(conn, request_id))
         counts["planned"] = sum(counts.values())
         return counts
 
@@ -255,7 +256,7 @@ class Ledger:
             if expect_status is not None and not self._lock_if_status(conn, request_id, expect_status):
                 return False
             for u in updates:
-                _write_cell(conn, request_id, u, now)
+                write_cell(conn, request_id, u, now)
         return True
 
     def add_cells(
@@ -362,15 +363,6 @@ class Ledger:
                 .values(status=status)
             ).rowcount
         )
-
-
-def _write_cell(conn: sa.Connection, request_id: str, update: CellUpdate, now: str) -> int:
-    """Write one cell update; returns the rows written (0: the cell is not there)."""
-    c = request_items.c
-    where = [c.request_id == request_id, c.asset == update.asset, c.partition_key == update.partition_key]
-    return conn.execute(
-        request_items.update().where(*where).values(updated_at=now, **column_values(update, now))
-    ).rowcount
 
 
 def _item_rows(

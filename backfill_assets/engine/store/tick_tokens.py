@@ -39,11 +39,16 @@ def read_ledger_state(conn: sa.Connection, request_id: str) -> LedgerState | Non
     row = conn.execute(sa.select(requests).where(requests.c.request_id == request_id)).first()
     if row is None:
         return None
+    return LedgerState(token, _row(dict(row._mapping)), tuple(sorted(count_decisions(conn, request_id).items())))
+
+
+def count_decisions(conn: sa.Connection, request_id: str) -> dict[str, int]:
+    """How many of the request's cells have each decision (only those some cell has), counted in SQL."""
     c = request_items.c
     counts = conn.execute(
         sa.select(c.decision, sa.func.count()).where(c.request_id == request_id).group_by(c.decision)
     ).all()
-    return LedgerState(token, _row(dict(row._mapping)), tuple(sorted((str(d), int(n)) for d, n in counts)))
+    return {str(decision): int(n) for decision, n in counts}
 
 
 def _row(row: dict[str, Any]) -> tuple[tuple[str, Any], ...]:

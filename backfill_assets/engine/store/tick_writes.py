@@ -4,7 +4,8 @@ A settlement tick of a long request changes thousands of cells (a run of 366 day
 one UPDATE built and compiled per cell cost seconds. Here the cells the tick changes are read and locked once, each
 update is checked against them as a per-cell ``UPDATE ... WHERE decision = ? AND run_key = ?`` would check it (one
 cell changed twice in a tick: the second change expects what the tick read, so it fails as it did), and the
-cells given the same values (a finished run's cells, a new run's) are written by one UPDATE per asset.
+cells given the same values (a finished run's cells, a new run's) are written by one UPDATE per asset. And a single
+cell's update without that check (``write_cell``: ``Ledger.update_cells``), in the same columns.
 """
 
 from __future__ import annotations
@@ -30,6 +31,16 @@ def column_values(update: CellUpdate, now: str) -> dict[str, Any]:
     if values.get("decision") == M.SUBMITTED and "run_key" in values:
         values["submitted_at"] = now
     return values
+
+
+def write_cell(conn: sa.Connection, request_id: str, update: CellUpdate, now: str) -> int:
+    """Write one cell update whatever the cell holds (``Ledger.update_cells``); returns the rows written (0:
+    the cell is not there)."""
+    c = request_items.c
+    where = [c.request_id == request_id, c.asset == update.asset, c.partition_key == update.partition_key]
+    return conn.execute(
+        request_items.update().where(*where).values(updated_at=now, **column_values(update, now))
+    ).rowcount
 
 
 def write_tick_cells(
