@@ -1,6 +1,6 @@
 """docs/BENCHMARKS.md from a synthetic results dict (no contender runs): the target rows (B against the floor in CPU
-and against the two-process floor in wall among them), the scale curve, how contender B asks for chunk runs, and
-naive Dagster's stock instance."""
+and against the two-process floor in wall among them), the scale curve and how contender B asks for chunk runs (the
+contenders' homes: ``test_dagster_home.py``)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,10 @@ import json
 import re
 from pathlib import Path
 
-import dagster as dg
 import pytest
-import yaml
 
 from bench.contenders.ours import AUTO_FLAG, DEFAULT_PATH, FIXED_K, batching_mode, partitions_argv
 from bench.dagster_facts import RUN_START_PHASE
-from bench.dagster_home import PRODUCT_YAML, instance_config, make_home
 from bench.report import ratios, write_report
 from bench.run import chosen, parse_args, scale_contenders
 from bench.scale import b_over_f, marginal_b_vs_f, scale_growth
@@ -323,35 +320,6 @@ HELP_DEFAULT_AUTO = HELP_ACCEPTS_AUTO.replace("[default: 1]", "[default:\n      
 def test_contender_b_takes_the_default_request_path_the_cli_offers(help_text, mode, argv):
     assert batching_mode(help_text) == mode
     assert partitions_argv(mode, 31) == argv
-
-
-def test_naive_dagster_runs_on_dagsters_stock_coordinator_and_launcher(tmp_path):
-    product = yaml.safe_load(PRODUCT_YAML.read_text())
-    product["run_launcher"] = {"module": "backfill_assets.integration.runs.warm_launcher", "class": "WarmRunLauncher"}
-    stock = instance_config(product, 2, stock=True)
-    assert "run_launcher" not in stock and "run_coordinator" not in stock
-    assert stock["run_queue"]["dequeue_interval_seconds"] == 1
-    assert stock["concurrency"] == {**product["concurrency"], "runs": {**product["concurrency"]["runs"],
-                                                                      "max_concurrent_runs": 2}}
-    ours_config = instance_config(product, 2)
-    assert ours_config["run_launcher"] == product["run_launcher"]
-    assert ours_config["run_coordinator"] == product["run_coordinator"]
-    instance = dg.DagsterInstance.from_config(str(make_home(tmp_path / "home", 2, stock=True)))
-    try:
-        assert type(instance.run_coordinator) is dg.QueuedRunCoordinator
-        assert type(instance.run_launcher).__name__ == "DefaultRunLauncher"
-    finally:
-        instance.dispose()
-
-
-def test_a_pool_limit_changes_only_the_pools_default_limit_and_zero_keeps_the_shipped_one():
-    product = yaml.safe_load(PRODUCT_YAML.read_text())
-    assert instance_config(product, 2, pool_limit=0)["concurrency"]["pools"] == product["concurrency"]["pools"]
-    two = instance_config(product, 2, pool_limit=2)
-    assert two["concurrency"]["pools"] == {**product["concurrency"]["pools"], "default_limit": 2}
-    assert {k: v for k, v in two.items() if k != "concurrency"} == {
-        k: v for k, v in instance_config(product, 2).items() if k != "concurrency"}
-    assert parse_args(["--pool-limit", "2"]).pool_limit == 2 and parse_args([]).pool_limit == 0
 
 
 def test_the_scale_curve_runs_both_floors_and_b_at_every_size_o_and_airflow_to_120_days_naive_dagster_to_40():
