@@ -7,6 +7,9 @@ is counted by its parent only when waited for) and prints the CPU-seconds by kin
 were started, with the wall time: ``python -m bench.suite_cpu -- make test`` made the figures in docs/TESTING.md.
 It reads ``/proc`` with the standard library only (not ``cpu_groups.py``'s psutil, which groups by session) so that
 it also runs as ``python3 bench/suite_cpu.py -- .ci/run`` in a fresh clone, before the virtualenv exists.
+
+The machine's speed is measured before and after the command (``bench/yardstick.py``): ``cpu_in_yardsticks``, the
+CPU-seconds divided by their mean, compares runs made on days when the machine ran at different speeds.
 """
 
 from __future__ import annotations
@@ -20,6 +23,11 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+
+try:  # ``python -m bench.suite_cpu`` or ``python3 bench/suite_cpu.py`` (a fresh clone, no package on the path)
+    from bench.yardstick import yardstick_seconds
+except ImportError:
+    from yardstick import yardstick_seconds  # type: ignore[no-redef]
 
 SAMPLE_SECONDS = 0.5
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -101,6 +109,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    yardstick_before = yardstick_seconds()
     stop, ready, result = threading.Event(), threading.Event(), {}
     sampler = threading.Thread(
         target=lambda: result.update(zip(("cpu", "started"), sample(stop, ready), strict=True))
@@ -113,8 +122,11 @@ def main(argv: list[str]) -> int:
     stop.set()
     sampler.join()
     total = sum(result["cpu"].values())
+    yardstick = {"before_s": yardstick_before, "after_s": yardstick_seconds()}
+    yardstick["mean_s"] = round((yardstick["before_s"] + yardstick["after_s"]) / 2, 3)
     figures = {"command": command, "exit_status": status, "wall_s": round(wall, 1), "cpu_s": round(total, 1),
-               "cores_busy": round(total / wall / os.cpu_count(), 3),
+               "cores_busy": round(total / wall / os.cpu_count(), 3), "yardstick": yardstick,
+               "cpu_in_yardsticks": round(total / yardstick["mean_s"]),
                "by_kind": {k: {"cpu_s": round(v, 1), "started": result["started"][k]}
                            for k, v in result["cpu"].most_common()}}
     print(json.dumps(figures, indent=1))

@@ -22,7 +22,8 @@ def test_a_scaffolded_project_installs_in_a_fresh_virtualenv(tmp_path):
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert made.returncode == 0, made.stdout + made.stderr
     env_dir = tmp_path / "fresh"
-    venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
+    # A current pip, as the README's quick start takes (`venv --upgrade-deps`).
+    venv.EnvBuilder(with_pip=True, system_site_packages=False, upgrade_deps=True).create(env_dir)
     python = str(env_dir / "bin" / "python")
     installed = subprocess.run([python, "-m", "pip", "install", "--quiet", "-e", "."], cwd=project,
                                env=newcomer_env(), capture_output=True, text=True, timeout=840)
