@@ -30,6 +30,7 @@ except ImportError:
     from yardstick import yardstick_seconds  # type: ignore[no-redef]
 
 SAMPLE_SECONDS = 0.5
+TOP_COMMANDS = 30  # the command labels that took the most CPU, whatever their kind
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 # (kind, a fragment of its command line), first match wins: the tools before the interpreters that run them.
@@ -78,16 +79,26 @@ def _command(pid: str) -> str:
         return ""
 
 
-def sample(stop: threading.Event, ready: threading.Event) -> tuple[Counter, Counter]:
-    """CPU-seconds and processes started by kind, from when ``ready`` is set (the processes already running then
-    count from the CPU time they had) until ``stop`` is set."""
-    seen: dict[tuple[str, str], list] = {}  # (pid, start time) -> [kind, CPU-seconds counted]
+def label_of(command: str, words: int = 3) -> str:
+    """A command line's first words, each path shortened to its last part: ``python -m pytest``,
+    ``backfill-assets request show``. The interpreter's options and paths say nothing about what ran."""
+    parts = [part.rsplit("/", 1)[-1] for part in command.split()]
+    if parts and parts[0].startswith("python"):
+        parts = [part for part in parts[1:] if part not in ("-u", "-B", "-E", "-I", "-s")]
+    return " ".join(parts[:words])[:80]
+
+
+def sample(stop: threading.Event, ready: threading.Event) -> tuple[Counter, Counter, Counter]:
+    """CPU-seconds and processes started by kind, and CPU-seconds by command label, from when ``ready`` is set (the
+    processes already running then count from the CPU time they had) until ``stop`` is set."""
+    seen: dict[tuple[str, str], list] = {}  # (pid, start time) -> [kind, CPU-seconds counted, label]
     for pid in filter(str.isdigit, os.listdir("/proc")):
         now = _cpu_seconds(pid)
         if now is not None:
-            seen[(pid, now[0])] = [kind_of(_command(pid)), now[1]]
+            command = _command(pid)
+            seen[(pid, now[0])] = [kind_of(command), now[1], label_of(command)]
     ready.set()
-    cpu, started = Counter(), Counter()
+    cpu, started, by_label = Counter(), Counter(), Counter()
     while not stop.wait(SAMPLE_SECONDS):
         for pid in filter(str.isdigit, os.listdir("/proc")):
             now = _cpu_seconds(pid)
@@ -95,12 +106,14 @@ def sample(stop: threading.Event, ready: threading.Event) -> tuple[Counter, Coun
                 continue
             key = (pid, now[0])
             if key not in seen:
-                seen[key] = [kind_of(_command(pid)), 0.0]
+                command = _command(pid)
+                seen[key] = [kind_of(command), 0.0, label_of(command)]
                 started[seen[key][0]] += 1
-            kind, counted = seen[key]
+            kind, counted, label = seen[key]
             cpu[kind] += now[1] - counted
+            by_label[label] += now[1] - counted
             seen[key][1] = now[1]
-    return cpu, started
+    return cpu, started, by_label
 
 
 def main(argv: list[str]) -> int:
@@ -112,7 +125,7 @@ def main(argv: list[str]) -> int:
     yardstick_before = yardstick_seconds()
     stop, ready, result = threading.Event(), threading.Event(), {}
     sampler = threading.Thread(
-        target=lambda: result.update(zip(("cpu", "started"), sample(stop, ready), strict=True))
+        target=lambda: result.update(zip(("cpu", "started", "by_label"), sample(stop, ready), strict=True))
     )
     sampler.start()
     ready.wait()
@@ -128,7 +141,8 @@ def main(argv: list[str]) -> int:
                "cores_busy": round(total / wall / os.cpu_count(), 3), "yardstick": yardstick,
                "cpu_in_yardsticks": round(total / yardstick["mean_s"]),
                "by_kind": {k: {"cpu_s": round(v, 1), "started": result["started"][k]}
-                           for k, v in result["cpu"].most_common()}}
+                           for k, v in result["cpu"].most_common()},
+               "top_commands": {k: round(v, 1) for k, v in result["by_label"].most_common(TOP_COMMANDS) if v >= 0.05}}
     print(json.dumps(figures, indent=1))
     if args.out:
         args.out.write_text(json.dumps(figures, indent=1) + "\n")

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from bench.suite_cpu import kind_of
+from bench.suite_cpu import kind_of, label_of
 from bench.yardstick import yardstick_seconds
 from tests.readme_blocks import ROOT
 
@@ -27,6 +27,7 @@ def test_a_commands_processes_are_counted_with_the_machines_speed_beside_them(tm
     assert done.returncode == 0, done.stderr
     figures = json.loads(out.read_text())
     assert figures["exit_status"] == 0 and figures["cpu_s"] >= 0.5, figures
+    assert max(figures["top_commands"], key=figures["top_commands"].get) == "-c import time", figures
     yardstick = figures["yardstick"]
     assert yardstick["mean_s"] == round((yardstick["before_s"] + yardstick["after_s"]) / 2, 3)
     # Divided before cpu_s is rounded to a tenth: one unit either way.
@@ -37,3 +38,9 @@ def test_processes_are_told_apart_by_their_command_lines():
     assert kind_of("/v/bin/python /v/bin/dagster api grpc --lazy-load-user-code") == "code server"
     assert kind_of("/v/bin/python /v/bin/backfill-assets-daemon run -w workspace.yaml") == "daemon"
     assert kind_of("/usr/bin/python3 -c print(1)") == "python, other"
+
+
+def test_a_command_is_labelled_by_its_first_words_without_the_interpreter_or_paths():
+    assert label_of("/v/bin/python -u /v/bin/backfill-assets request show req-1 --json") == (
+        "backfill-assets request show")
+    assert label_of("/usr/bin/bash -c make test") == "bash -c make"
