@@ -27,7 +27,8 @@ def test_a_commands_processes_are_counted_with_the_machines_speed_beside_them(tm
     assert done.returncode == 0, done.stderr
     figures = json.loads(out.read_text())
     assert figures["exit_status"] == 0 and figures["cpu_s"] >= 0.5, figures
-    assert max(figures["top_commands"], key=figures["top_commands"].get) == "-c import time", figures
+    # Every process of the machine is counted (a suite may be running beside this test): the burn is among them.
+    assert figures["top_commands"].get("-c import time", 0) >= 0.5, figures["top_commands"]
     yardstick = figures["yardstick"]
     assert yardstick["mean_s"] == round((yardstick["before_s"] + yardstick["after_s"]) / 2, 3)
     # Divided before cpu_s is rounded to a tenth: one unit either way.
