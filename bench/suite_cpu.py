@@ -119,10 +119,12 @@ def sample(stop: threading.Event, ready: threading.Event) -> tuple[Counter, Coun
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="also write the figures to this JSON file")
+    parser.add_argument("--yardstick-repetitions", type=int, default=3,
+                        help="fresh interpreters timed before and after the command (the median of each counts)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    yardstick_before = yardstick_seconds()
+    yardstick_before = yardstick_seconds(args.yardstick_repetitions)
     stop, ready, result = threading.Event(), threading.Event(), {}
     sampler = threading.Thread(
         target=lambda: result.update(zip(("cpu", "started", "by_label"), sample(stop, ready), strict=True))
@@ -135,7 +137,7 @@ def main(argv: list[str]) -> int:
     stop.set()
     sampler.join()
     total = sum(result["cpu"].values())
-    yardstick = {"before_s": yardstick_before, "after_s": yardstick_seconds()}
+    yardstick = {"before_s": yardstick_before, "after_s": yardstick_seconds(args.yardstick_repetitions)}
     yardstick["mean_s"] = round((yardstick["before_s"] + yardstick["after_s"]) / 2, 3)
     figures = {"command": command, "exit_status": status, "wall_s": round(wall, 1), "cpu_s": round(total, 1),
                "cores_busy": round(total / wall / os.cpu_count(), 3), "yardstick": yardstick,
