@@ -8,8 +8,9 @@ were started, with the wall time: ``python -m bench.suite_cpu -- make test`` mad
 It reads ``/proc`` with the standard library only (not ``cpu_groups.py``'s psutil, which groups by session) so that
 it also runs as ``python3 bench/suite_cpu.py -- .ci/run`` in a fresh clone, before the virtualenv exists.
 
-The machine's speed is measured before and after the command (``bench/yardstick.py``): ``cpu_in_yardsticks``, the
-CPU-seconds divided by their mean, compares runs made on days when the machine ran at different speeds.
+The machine's speed is measured before and after the command and every five minutes while it runs
+(``bench/yardstick.py``): ``cpu_in_yardsticks``, the CPU-seconds divided by their mean, compares runs made on days
+when the machine ran at different speeds.
 """
 
 from __future__ import annotations
@@ -116,11 +117,21 @@ def sample(stop: threading.Event, ready: threading.Event) -> tuple[Counter, Coun
     return cpu, started, by_label
 
 
+def _time_during(stop: threading.Event, every: float, into: list[float]) -> None:
+    """One interpreter's yardstick every ``every`` seconds until ``stop`` (its CPU is counted with the command's:
+    about 1 CPU-second in 300)."""
+    while every > 0 and not stop.wait(every):
+        into.append(yardstick_seconds(1))
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--yardstick-repetitions", type=int, default=3,
                         help="fresh interpreters timed before and after the command (the median of each counts)")
+    parser.add_argument("--yardstick-every", type=float, default=300.0,
+                        help="seconds between timings of one interpreter while the command runs (0: none); the "
+                             "ends of a long run do not see its middle")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -129,16 +140,21 @@ def main(argv: list[str]) -> int:
     sampler = threading.Thread(
         target=lambda: result.update(zip(("cpu", "started", "by_label"), sample(stop, ready), strict=True))
     )
+    during: list[float] = []
+    timer = threading.Thread(target=_time_during, args=(stop, args.yardstick_every, during), daemon=True)
     sampler.start()
     ready.wait()
+    timer.start()
     started_at = time.monotonic()
     status = subprocess.call(command)
     wall = time.monotonic() - started_at
     stop.set()
     sampler.join()
     total = sum(result["cpu"].values())
-    yardstick = {"before_s": yardstick_before, "after_s": yardstick_seconds(args.yardstick_repetitions)}
-    yardstick["mean_s"] = round((yardstick["before_s"] + yardstick["after_s"]) / 2, 3)
+    timer.join()
+    after = yardstick_seconds(args.yardstick_repetitions)
+    yardstick = {"before_s": yardstick_before, "during_s": during, "after_s": after,
+                 "mean_s": round(sum([yardstick_before, *during, after]) / (len(during) + 2), 3)}
     figures = {"command": command, "exit_status": status, "wall_s": round(wall, 1), "cpu_s": round(total, 1),
                "cores_busy": round(total / wall / os.cpu_count(), 3), "yardstick": yardstick,
                "cpu_in_yardsticks": round(total / yardstick["mean_s"]),
