@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -89,6 +90,12 @@ def label_of(command: str, words: int = 3) -> str:
     return " ".join(parts[:words])[:80]
 
 
+def _entry(pid: str, counted: float) -> list:
+    """What ``sample`` keeps of a process: [kind, CPU-seconds counted so far, label]."""
+    command = _command(pid)
+    return [kind_of(command), counted, label_of(command)]
+
+
 def sample(stop: threading.Event, ready: threading.Event) -> tuple[Counter, Counter, Counter]:
     """CPU-seconds and processes started by kind, and CPU-seconds by command label, from when ``ready`` is set (the
     processes already running then count from the CPU time they had) until ``stop`` is set."""
@@ -96,8 +103,7 @@ def sample(stop: threading.Event, ready: threading.Event) -> tuple[Counter, Coun
     for pid in filter(str.isdigit, os.listdir("/proc")):
         now = _cpu_seconds(pid)
         if now is not None:
-            command = _command(pid)
-            seen[(pid, now[0])] = [kind_of(command), now[1], label_of(command)]
+            seen[(pid, now[0])] = _entry(pid, now[1])
     ready.set()
     cpu, started, by_label = Counter(), Counter(), Counter()
     while not stop.wait(SAMPLE_SECONDS):
@@ -107,8 +113,7 @@ def sample(stop: threading.Event, ready: threading.Event) -> tuple[Counter, Coun
                 continue
             key = (pid, now[0])
             if key not in seen:
-                command = _command(pid)
-                seen[key] = [kind_of(command), 0.0, label_of(command)]
+                seen[key] = _entry(pid, 0.0)
                 started[seen[key][0]] += 1
             kind, counted, label = seen[key]
             cpu[kind] += now[1] - counted
@@ -154,7 +159,7 @@ def main(argv: list[str]) -> int:
     timer.join()
     after = yardstick_seconds(args.yardstick_repetitions)
     yardstick = {"before_s": yardstick_before, "during_s": during, "after_s": after,
-                 "mean_s": round(sum([yardstick_before, *during, after]) / (len(during) + 2), 3)}
+                 "mean_s": round(statistics.mean([yardstick_before, *during, after]), 3)}
     figures = {"command": command, "exit_status": status, "wall_s": round(wall, 1), "cpu_s": round(total, 1),
                "cores_busy": round(total / wall / os.cpu_count(), 3), "yardstick": yardstick,
                "cpu_in_yardsticks": round(total / yardstick["mean_s"]),
