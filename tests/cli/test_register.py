@@ -22,8 +22,8 @@ from backfill_assets import backfills_for_instance
 from backfill_assets.cli import cli
 from backfill_assets.engine.model.errors import NotAuthorized
 from backfill_assets.engine.store import schema
+from backfill_assets.engine.store.day_column import DAY_COLUMN
 from backfill_assets.engine.store.operations import Operations
-from backfill_assets.engine.store.parquet_files import DAY_COLUMN
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS, REVENUE_ALERT
 from backfill_assets.integration.operation_jobs import op_name
 from tests.access_location import APPROVER, STRANGER

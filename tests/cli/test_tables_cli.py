@@ -12,7 +12,7 @@ from pyiceberg.catalog import load_catalog
 
 from backfill_assets.cli import cli
 from backfill_assets.engine.model.settings import ENV_PUBLISHED_TABLES
-from backfill_assets.engine.store.parquet_files import DAY_COLUMN
+from backfill_assets.engine.store.day_column import DAY_COLUMN
 from backfill_assets.examples.orders.domain import DAILY_REVENUE, ORDER_FACTS, RAW_ORDERS
 from backfill_assets.integration.assets import table_sync
 from tests.driver_harness import drive

@@ -27,7 +27,7 @@ import sqlalchemy as sa
 
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
-from backfill_assets.engine.store.parquet_files import DAY_COLUMN
+from backfill_assets.engine.store.day_column import DAY_COLUMN
 from backfill_assets.engine.store.schema import pointers, publish_log
 
 # The publish log's rows that move a pointer (an accept logs a publish, a reject a rollback); a repair moves none.

@@ -6,7 +6,7 @@ Iceberg field ids) from a table without the name mapping."""
 from __future__ import annotations
 
 from backfill_assets.engine.store.catalog import Catalog
-from backfill_assets.engine.store.parquet_files import DAY_COLUMN
+from backfill_assets.engine.store.day_column import DAY_COLUMN
 from backfill_assets.engine.store.storage import Warehouse
 from backfill_assets.engine.tables.iceberg_table import NAME_MAPPING, IcebergTables
 from tests.engine.catalog_helpers import run_racers

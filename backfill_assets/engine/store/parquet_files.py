@@ -13,12 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from backfill_assets.engine.model.errors import IntegrityError
+from backfill_assets.engine.store.day_column import DAY_COLUMN
 
 IDENTITY_METADATA_KEY = b"backfill_assets.identity"
-# The day of the data interval, added to every data file as a date column: what a published table is partitioned
-# by (an Iceberg table adds the file itself, placed by this column's bounds). Readers through the library never see
-# it (``frame_of_table`` drops it); a frame that already has a column of this name is refused when it is written.
-DAY_COLUMN = "partition_date"
 DAY_COLUMN_METADATA_KEY = b"backfill_assets.day_column"
 
 

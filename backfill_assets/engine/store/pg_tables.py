@@ -35,8 +35,8 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from backfill_assets.engine.model.errors import CatalogBusy, quoted
 from backfill_assets.engine.model.identity import table_name_of
 from backfill_assets.engine.store.catalog_records import Version
+from backfill_assets.engine.store.day_column import DAY_COLUMN
 from backfill_assets.engine.store.db import create_engine
-from backfill_assets.engine.store.parquet_files import DAY_COLUMN
 from backfill_assets.engine.store.pg_types import MAX_IDENTIFIER_BYTES, PgTableError, csv_ready, table_columns
 
 LOADED, SERVING, SYNCED = "_loaded", "_serving", "_synced"

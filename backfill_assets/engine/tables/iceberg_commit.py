@@ -32,7 +32,7 @@ from pyiceberg.table import Table, Transaction
 from pyiceberg.table.metadata import TableMetadata
 
 from backfill_assets.engine.store.catalog_records import Version
-from backfill_assets.engine.store.parquet_files import DAY_COLUMN
+from backfill_assets.engine.store.day_column import DAY_COLUMN
 from backfill_assets.engine.store.pointer_log import PointerChanges
 from backfill_assets.engine.wap.faults import BEFORE_TABLE_COMMIT, fault_point
 

@@ -22,14 +22,12 @@ from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-import pyarrow.parquet as pq
-
 from backfill_assets.engine.model.errors import BackfillError, quoted
 from backfill_assets.engine.model.identity import table_name_of
 from backfill_assets.engine.model.settings import TableSettings
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
-from backfill_assets.engine.store.parquet_files import DAY_COLUMN
+from backfill_assets.engine.store.day_column import DAY_COLUMN
 from backfill_assets.engine.store.pointer_log import PointerChanges, pointer_changes, pointer_ids_after
 from backfill_assets.engine.tables.records import SyncResult, TableLag
 from backfill_assets.engine.wap.faults import AFTER_TABLE_COMMIT, fault_point
@@ -247,6 +245,7 @@ def table_seq(table: Table) -> int:
 
 
 def _file_schema(version: Version) -> Any:
+    import pyarrow.parquet as pq  # here: reading a table's lag (reconcile) never needs it
     from pyarrow import fs as pafs  # noqa: F401 - pyarrow's filesystems resolve the path's scheme
     from upath import UPath
 

@@ -26,7 +26,8 @@ from backfill_assets.engine.model.settings import TableSettings
 from backfill_assets.engine.store import pg_tables as pg
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
-from backfill_assets.engine.store.parquet_files import DAY_COLUMN, parquet_table
+from backfill_assets.engine.store.day_column import DAY_COLUMN
+from backfill_assets.engine.store.parquet_files import parquet_table
 from backfill_assets.engine.store.pg_types import PgTableError
 from backfill_assets.engine.store.pointer_log import current_pointers, pointer_ids_after
 from backfill_assets.engine.store.storage import Warehouse

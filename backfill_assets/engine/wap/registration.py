@@ -31,7 +31,8 @@ from backfill_assets.engine.model.identity import RunIdentity, parameter_name_of
 from backfill_assets.engine.model.intervals import iso
 from backfill_assets.engine.model.tags import LANE_MANUAL
 from backfill_assets.engine.store.catalog_queries import CatalogQueries
-from backfill_assets.engine.store.parquet_files import DAY_COLUMN, frame_of_table, parquet_table
+from backfill_assets.engine.store.day_column import DAY_COLUMN
+from backfill_assets.engine.store.parquet_files import frame_of_table, parquet_table
 
 RUN_ID_PREFIX = "register-"
 # A file is read whole into memory, as a step's frame is; a larger day is a computation's job.
