@@ -1,11 +1,13 @@
 """The product's console scripts set the garbage collector for processes that import Dagster
 (``backfill_assets/process_gc.py``): a higher young-generation threshold while they import, then what they imported
-frozen and CPython's default threshold back before they work. (The warm worker's forked runs are checked in
-tests/e2e/test_warm_launcher.py.)"""
+frozen and CPython's default threshold back before they work; and Dagster's code server, which the product does
+not start, has what it holds collected and frozen when the driver sensor is first evaluated in it. (The warm
+worker's forked runs are checked in tests/e2e/test_warm_launcher.py.)"""
 
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -67,3 +69,34 @@ def test_the_higher_threshold_lasts_only_until_the_freeze():
         assert gc.get_threshold() == (DEFAULT_YOUNG_GENERATION_THRESHOLD, *before[1:])
     finally:
         gc.set_threshold(*before)
+
+
+# Evaluates the driver sensor twice in a fresh process, as Dagster's code server does, on an empty home.
+SENSOR_PROBE = """
+import gc, sys
+import dagster as dg
+from backfill_assets.examples.orders.definitions import defs
+from backfill_assets.integration.resources import BackfillResource
+from backfill_assets.integration.sensors.driver import DRIVER_SENSOR
+
+print("gc", gc.get_freeze_count(), gc.get_threshold()[0])
+sensor = defs.resolve_sensor_def(DRIVER_SENSOR)
+with dg.instance_for_test(temp_dir=sys.argv[1]) as instance:
+    for _ in range(2):
+        list(sensor(dg.build_sensor_context(instance=instance, resources={"backfill": BackfillResource()})))
+        print("gc", gc.get_freeze_count(), gc.get_threshold()[0])
+"""
+
+
+def test_the_driver_sensor_freezes_the_code_servers_objects_once_and_leaves_its_thresholds(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BACKFILL_")}
+    done = subprocess.run([sys.executable, "-c", SENSOR_PROBE, str(home)], env={**env, "DAGSTER_HOME": str(home)},
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (before, young), (first, young_first), (second, young_second) = [
+        tuple(int(x) for x in line.split()[1:]) for line in done.stdout.splitlines() if line.startswith("gc ")]
+    assert before == 0 and young == young_first == young_second  # the process owner's thresholds, untouched
+    assert first > 100_000  # Dagster and the code location: out of every later full collection's walk
+    assert second == first  # once per process: a later tick's objects are left to the collector

@@ -41,6 +41,7 @@ from backfill_assets.integration.runs.dagster_adapter import enforces_one_run_pe
 from backfill_assets.integration.runs.runs import run_view, run_views_by_key, runs_of_request
 from backfill_assets.integration.sensors import SENSOR_INTERVAL_SECONDS
 from backfill_assets.integration.sensors.evaluation import SensorResource, evaluation_instance
+from backfill_assets.process_gc import freeze_once
 
 DRIVER_SENSOR = "backfill_driver"
 DRIVER_INTERVAL_SECONDS = SENSOR_INTERVAL_SECONDS
@@ -288,6 +289,7 @@ def build_driver_sensor(
         description="Submits runs for open backfill requests: order, max_active, reprocess decided at submit time.",
     )
     def backfill_driver(context: dg.SensorEvaluationContext) -> Iterator[dg.RunRequest]:
+        freeze_once()  # the code server's Dagster and definitions out of the collector's reach (process_gc.py)
         catalog, instance = resource.get().catalog(), evaluation_instance(context)
         loaded = code_version(sources=graph.code_sources)
         # The code version this code server runs, where `request create`'s own tick reads it (runs/direct_tick.py):
