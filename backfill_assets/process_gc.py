@@ -27,8 +27,8 @@ not the product's to start, so its objects are frozen when the driver sensor is 
 (``freeze_once``): by then Dagster and the code location are loaded. A driver tick of a ten-year request reads and
 copies its 10,950 cells; with the process's objects left in the collector's reach, each full collection those
 allocations set off walked them all again: ``python -m bench.micro.driver_tick --days 3650 --done 1000 --location
-ten-years`` gave a first tick 0.36-0.37 s of CPU and a settlement tick 0.38-0.41 s, against 0.23 s and 0.25-0.27 s
-with the objects frozen (alternating, in-process).
+ten-years`` gave a first tick 0.40 s of CPU and a settlement tick 0.41 s, against 0.24-0.26 s and 0.26-0.28 s with
+the sensor freezing them (alternating with the code before, in-process).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def freeze_long_lived_objects() -> None:
     gc.set_threshold(DEFAULT_YOUNG_GENERATION_THRESHOLD, middle, oldest)
 
 
-_FROZEN_ONCE: list[bool] = []
+_frozen_once = False
 
 
 def freeze_once() -> None:
@@ -62,8 +62,9 @@ def freeze_once() -> None:
     do nothing): for a process the product does not start, once its long-lived objects exist. The collection first:
     garbage in a reference cycle that existed now would otherwise never be freed, and such garbage can hold a
     database connection in a transaction (see above). The thresholds are left as they are (the process owner's)."""
-    if _FROZEN_ONCE:
+    global _frozen_once
+    if _frozen_once:
         return
-    _FROZEN_ONCE.append(True)
+    _frozen_once = True
     gc.collect()
     gc.freeze()
