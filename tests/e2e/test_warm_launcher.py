@@ -63,7 +63,9 @@ def marked():
 @dg.asset
 def held(context: dg.AssetExecutionContext):
     hold = Path(context.run.tags["{hold_tag}"])
-    Path(f"{{hold}}.pid").write_text(str(os.getpid()))
+    # Written whole, then renamed: the test polls for the file and reads it at once.
+    Path(f"{{hold}}.pid.tmp").write_text(str(os.getpid()))
+    os.replace(f"{{hold}}.pid.tmp", f"{{hold}}.pid")
     deadline = time.monotonic() + 120
     while hold.exists() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -115,7 +116,7 @@ def _make_sqlite_transactional(engine: Engine) -> None:
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:  # sqlite3's connection (DB-API: no types)
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        _enter_wal(cursor)
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_SECONDS * 1000}")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
@@ -124,6 +125,25 @@ def _make_sqlite_transactional(engine: Engine) -> None:
     def _on_begin(conn: sa.Connection) -> None:
         # Readers (reader_for) take no write lock: in WAL mode they see a consistent snapshot without one.
         conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(READ_ONLY) else "BEGIN IMMEDIATE")
+
+
+def _enter_wal(cursor: Any) -> None:
+    """``PRAGMA journal_mode=WAL``, tried again while another connection switches the same fresh file: SQLite
+    answers "database is locked" at once there, without calling its busy handler (six processes connecting to a
+    new file at the same moment: 214 rounds of 500 had one fail). Once the file is in WAL mode the pragma is a
+    no-op, so only the first openers of a catalog ever wait here."""
+    deadline = time.monotonic() + SQLITE_BUSY_SECONDS
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "database is locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(WAL_SWITCH_RETRY_SECONDS)
+
+
+WAL_SWITCH_RETRY_SECONDS = 0.005
 
 
 def _open_checked(engine: Engine, url: str, warehouse_root: str | None = None) -> None:
