@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import queue
 import threading
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from backfill_assets.engine.model.intervals import BusinessCalendar, iso, utc_no
 from backfill_assets.engine.store import schema_version
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.schema import log_head, pointers, publish_log, reads, versions
+from tests.forkserver import forkserver_context
 
 CALENDAR = BusinessCalendar("Asia/Shanghai", date(2022, 9, 1))
 ASSET = "order_facts"
@@ -87,8 +87,9 @@ def snapshot(catalog: Catalog) -> dict[str, list[dict[str, Any]]]:
 
 
 def run_racers(target, per_process_args: list[tuple], timeout: float = 120.0) -> list[tuple]:
-    """Start one spawned process per argument tuple, sharing a barrier and a result queue."""
-    ctx = multiprocessing.get_context("spawn")
+    """Start one process per argument tuple (forked from the tests' forkserver), sharing a barrier and a result
+    queue."""
+    ctx = forkserver_context()
     barrier = ctx.Barrier(len(per_process_args))
     results = ctx.Queue()
     processes = [ctx.Process(target=target, args=(*args, barrier, results)) for args in per_process_args]

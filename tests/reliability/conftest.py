@@ -7,7 +7,6 @@ per-class counts at the end of the session (``make reliability`` renders them in
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import time
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ from typing import Iterator
 import pytest
 
 from backfill_assets.engine.store import db
+from tests.forkserver import forkserver_context, stop_forkserver
 
 from . import mode
 from .envs import CODE_VERSION, RelEnv, make_env
@@ -62,14 +62,8 @@ def trials():
 @pytest.fixture(scope="session")
 def forkserver():
     """A multiprocessing context whose children fork from a server that has already imported the code location."""
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["tests.reliability.children", "tests.reliability.table_children"])
-    yield ctx
-    from multiprocessing import forkserver as fs
-
-    stop = getattr(fs._forkserver, "_stop", None)
-    if stop is not None:
-        stop()
+    yield forkserver_context()
+    stop_forkserver()
 
 
 class EnvBuilder:
