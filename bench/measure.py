@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 import psutil
@@ -31,6 +32,8 @@ class Usage:
     peak_rss_mb: float = 0.0  # the largest sum of RSS over the contender's processes at one moment
     peak_process_rss_mb: float = 0.0  # the largest single process (e.g. one run worker)
     processes: int = 0  # distinct processes seen
+    # CPU by kind of process (``bench.suite_cpu``'s kinds, the product's CLI apart): what a figure is made of.
+    cpu_by_kind: dict[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {k: round(v, 3) if isinstance(v, float) else v for k, v in asdict(self).items()}
@@ -41,6 +44,7 @@ class _Seen:
     baseline: float  # CPU already used when the window opened (0 for a process born inside it)
     last: float
     name: str = ""
+    kind: str = ""
 
 
 @dataclass
@@ -80,6 +84,7 @@ class ProcessSampler:
             peak_rss_mb=self._peak_sum / 2**20,
             peak_process_rss_mb=self._peak_one / 2**20,
             processes=len(self._seen),
+            cpu_by_kind=_by_kind(self._seen.values()),
         )
 
     def _loop(self) -> None:
@@ -120,17 +125,36 @@ class ProcessSampler:
                     rss = proc.memory_info().rss
                     key = (proc.pid, proc.create_time())
                     name = proc.name()
+                    command = " ".join(proc.cmdline()) if (proc.pid, proc.create_time()) not in self._seen else ""
             except psutil.Error:
                 continue
             used = times.user + times.system
             seen = self._seen.get(key)
             if seen is None:
-                self._seen[key] = _Seen(baseline=used if self._opening else 0.0, last=used, name=name)
+                self._seen[key] = _Seen(baseline=used if self._opening else 0.0, last=used, name=name,
+                                        kind=kind_of_process(command))
             else:
                 seen.last = used
             total_rss += rss
             self._peak_one = max(self._peak_one, rss)
         self._peak_sum = max(self._peak_sum, total_rss)
+
+
+def kind_of_process(command: str) -> str:
+    """``bench.suite_cpu``'s kind of a command line, with the product's CLI (``backfill-assets request create``) as
+    a kind of its own: a request's figure counts the command that made it."""
+    from bench.suite_cpu import kind_of
+
+    if "backfill-assets " in f"{command} " and "backfill-assets-daemon" not in command:
+        return "backfill-assets CLI"
+    return kind_of(command)
+
+
+def _by_kind(seen: Iterable[_Seen]) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    for process in seen:
+        totals[process.kind] = totals.get(process.kind, 0.0) + process.last - process.baseline
+    return {kind: round(cpu, 3) for kind, cpu in sorted(totals.items(), key=lambda item: -item[1])}
 
 
 def _is_backend_of(cmdline: list[str], database: str) -> bool:
