@@ -15,6 +15,7 @@ from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.overrides import Override
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.plan.planning import CellFacts
+from backfill_assets.engine.plan.request_cells import RequestCells
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import PointerMove, Version
 from backfill_assets.engine.store.tries import RunTouch
@@ -93,8 +94,9 @@ class InstancePort(DagsterPort):
     ) -> Callable[[str, str], CellFacts]:
         return cell_facts_source(graph, catalog, self.instance, list(cells))
 
-    def request_run_facts(self, catalog: Catalog, request_id: str) -> RequestRunFacts:
-        return request_run_facts(self.instance, catalog, request_id)
+    def request_run_facts(self, catalog: Catalog, request_id: str, read: RequestCells | None = None
+                          ) -> RequestRunFacts:
+        return request_run_facts(self.instance, catalog, request_id, read)
 
     def cell_runs(self, graph: AssetGraph, asset: str, partition_key: str) -> list[RunTouch]:
         return runs_touching_cell(self.instance, graph, asset, partition_key)

@@ -25,6 +25,7 @@ from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.model.settings import Settings
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.plan.planning import CellFacts
+from backfill_assets.engine.plan.request_cells import RequestCells
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.daemon_lease import DaemonLease
 from backfill_assets.engine.store.wakeup import wake_daemon, wakeup_path
@@ -56,7 +57,8 @@ class SnapshotPort:
                    cells: Sequence[tuple[str, str]]) -> Callable[[str, str], CellFacts]:
         _refuse("the dry run")
 
-    def request_run_facts(self, catalog: Catalog, request_id: str) -> RequestRunFacts:
+    def request_run_facts(self, catalog: Catalog, request_id: str, read: RequestCells | None = None
+                          ) -> RequestRunFacts:
         _refuse("reconcile")
 
     def __getattr__(self, name: str) -> NoReturn:  # every other question needs Dagster's instance

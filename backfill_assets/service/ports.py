@@ -22,6 +22,7 @@ from backfill_assets.engine.model.overrides import Override
 from backfill_assets.engine.model.states import RunStatus
 from backfill_assets.engine.plan.creation import QueueLimits
 from backfill_assets.engine.plan.planning import CellFacts
+from backfill_assets.engine.plan.request_cells import RequestCells
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import PointerMove, Version
 from backfill_assets.engine.store.tries import RunTouch
@@ -84,8 +85,10 @@ class DagsterPort(Protocol):
         """``facts_of(asset, partition)`` for ``cells``: the catalog's latest versions with Dagster's runs in
         flight and failed (what the dry run decides on)."""
 
-    def request_run_facts(self, catalog: Catalog, request_id: str) -> RequestRunFacts:
-        """Dagster's facts about a request's runs and its cells' materializations (what reconcile compares)."""
+    def request_run_facts(self, catalog: Catalog, request_id: str, read: RequestCells | None = None
+                          ) -> RequestRunFacts:
+        """Dagster's facts about a request's runs and its cells' materializations (what reconcile compares);
+        ``read``: the request's cells and overrides the caller has read for the same reconcile (else read here)."""
 
     def cell_runs(self, graph: AssetGraph, asset: str, partition_key: str) -> list[RunTouch]:
         """Every Dagster run that was to write the cell, oldest first (a cell's tries)."""

@@ -13,6 +13,7 @@ from backfill_assets.engine.model.json_records import JsonRecord
 from backfill_assets.engine.model.states import IN_PROGRESS, VersionState
 from backfill_assets.engine.plan.reconcile import reconcile as reconcile_request
 from backfill_assets.engine.plan.reconcile_records import GAP_NO_MATERIALIZATION, Report
+from backfill_assets.engine.plan.request_cells import RequestCells
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.ledger import Ledger, validate_request_id
 from backfill_assets.engine.tables.records import SyncResult, TableLag
@@ -95,8 +96,9 @@ def reconcile(context: ServiceContext, request_id: str, verify_files: bool, repa
     warehouse = context.warehouse if verify_files else None
 
     def report_now() -> Report:
-        facts = dagster.request_run_facts(context.catalog, request_id)
-        return report_of(context.catalog, context.graph, request_id, facts, warehouse)
+        read = RequestCells.read(context.catalog, request_id)  # one read for Dagster's facts and the report
+        facts = dagster.request_run_facts(context.catalog, request_id, read)
+        return report_of(context.catalog, context.graph, request_id, facts, warehouse, read)
 
     report = report_now()
     assets = _request_assets(report, context)
@@ -115,13 +117,15 @@ def reconcile(context: ServiceContext, request_id: str, verify_files: bool, repa
 
 def report_of(
     catalog: Catalog, graph: AssetGraph, request_id: str, facts: RequestRunFacts, warehouse: Warehouse | None = None,
+    read: RequestCells | None = None,
 ) -> Report:
     """The request's reconcile report from the catalog and Dagster's facts; ``warehouse`` re-hashes its published
-    files. Reconcile's and the ``backfill_report`` job's alike."""
+    files; ``read``: the cells and overrides the facts were made from. Reconcile's and the ``backfill_report``
+    job's alike."""
     return reconcile_request(
         catalog, request_id, graph, run_status_of=facts.run_statuses.get,
         materialized_version_ids=set(facts.materialized_version_ids), warehouse=warehouse,
-        forced_cancels=facts.forced_cancels,
+        forced_cancels=facts.forced_cancels, read=read,
     )
 
 

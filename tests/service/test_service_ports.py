@@ -47,7 +47,7 @@ class FakeDagster(DagsterPort):
         self.calls.append(f"cell_facts {len(cells)}")
         return lambda asset, partition: CellFacts()
 
-    def request_run_facts(self, catalog, request_id: str) -> RequestRunFacts:
+    def request_run_facts(self, catalog, request_id: str, read=None) -> RequestRunFacts:
         self.calls.append(f"request_run_facts {request_id}")
         return RequestRunFacts()
 

@@ -32,6 +32,7 @@ from backfill_assets.engine.plan.reconcile_records import (
     ReportTotals,
     VersionReport,
 )
+from backfill_assets.engine.plan.request_cells import RequestCells
 from backfill_assets.engine.store.catalog import Catalog, Version
 from backfill_assets.engine.store.handoffs import Handoffs
 from backfill_assets.engine.store.ledger import Ledger
@@ -132,14 +133,16 @@ def reconcile(
     materialized_version_ids: set[str] | None = None,
     warehouse: Warehouse | None = None,
     forced_cancels: frozenset[str] = frozenset(),
+    read: RequestCells | None = None,
 ) -> Report:
     """``run_status_of(dagster_run_id)`` → SUCCESS/FAILURE/CANCELED/QUEUED/STARTED/...; ``materialized_version_ids``
     (None = unknown) enables the crash-gap check; ``warehouse`` enables re-hashing published files;
-    ``forced_cancels``: the run ids marked cancelled without their worker's confirmation (read as FORCED_CANCEL)."""
+    ``forced_cancels``: the run ids marked cancelled without their worker's confirmation (read as FORCED_CANCEL);
+    ``read``: the request's cells and overrides when the caller has read them (else read here)."""
     facts = _Facts(run_status_of, materialized_version_ids, warehouse, forced_cancels)
-    ledger = Ledger(catalog)
-    record = ledger.get(request_id)
-    cells = ledger.cells(request_id)
+    record = Ledger(catalog).get(request_id)
+    read = read if read is not None else RequestCells.read(catalog, request_id)
+    cells = read.cells
     own = catalog.versions_of_request(request_id)
     replaced_ids = [v.expected_previous_version_id for v in own if v.expected_previous_version_id]
     by_id = {v.version_id: v for v in own}
@@ -150,7 +153,7 @@ def reconcile(
     for v in own:
         per_cell.setdefault((v.asset, v.partition_key), []).append(v)
 
-    overrides = catalog.overrides_of_cells(c.key for c in cells)
+    overrides = read.overrides
     rolled_back = _purged_rolled_back(catalog, own)
     cell_reports = tuple(
         _cell_report(cell, per_cell.get(cell.key, []), by_id, overrides.get(cell.key, []), facts, rolled_back)

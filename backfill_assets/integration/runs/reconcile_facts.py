@@ -13,9 +13,9 @@ from backfill_assets.engine.model.cells import Cell
 from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.states import RunStatus
 from backfill_assets.engine.plan.reconcile_records import Report
+from backfill_assets.engine.plan.request_cells import RequestCells
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version, VersionRun
-from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.integration.keys import asset_key
 from backfill_assets.integration.runs.cancel import forced_cancels
 from backfill_assets.integration.runs.runs import run_status, runs_of_request
@@ -90,14 +90,17 @@ def materialized_version_ids(
     return known | (carried_version_ids(instance, doubtful) if doubtful else set())
 
 
-def request_run_facts(instance: dg.DagsterInstance, catalog: Catalog, request_id: str) -> RequestRunFacts:
+def request_run_facts(
+    instance: dg.DagsterInstance, catalog: Catalog, request_id: str, read: RequestCells | None = None
+) -> RequestRunFacts:
     """Dagster's facts about a request for reconcile: its runs' and its versions' runs' statuses, the version ids
-    of its published versions that Dagster holds materializations of, and the runs whose cancellation was forced."""
-    cells = Ledger(catalog).cells(request_id)
+    of its published versions that Dagster holds materializations of, and the runs whose cancellation was forced.
+    ``read``: the request's cells and overrides when the caller has read them (else read here)."""
+    read = read if read is not None else RequestCells.read(catalog, request_id)
+    cells, overrides = read.cells, read.overrides
     runs = runs_of_request(instance, request_id)
     versions = catalog.version_runs_of_request(request_id)
     statuses = run_statuses(instance, [r.run_id for r in runs] + [v.dagster_run_id for v in versions])
-    overrides = catalog.overrides_of_cells(c.key for c in cells)
     overridden = {o.version_id for of_cell in overrides.values() for o in of_cell if o.version_id}
     return RequestRunFacts(
         run_statuses=statuses,
