@@ -64,7 +64,8 @@ ORDERS_PER_DAY = 60
 HOLD_FILE = "hold"
 HOLD_TAG = "test/hold"
 HELD = "1"  # a run whose hold tag has this value is never dequeued; setting it to anything else releases it
-WAIT_TIMEOUT = "120"
+# A hang detector: `request wait` returns as soon as the request closes, so a green run never waits this long.
+WAIT_TIMEOUT = "240"
 
 REQUEST_TABLES = (schema.requests, schema.request_items, schema.claims)
 
@@ -229,7 +230,7 @@ class E2E:
             if tick.status.value in TICK_DONE
         )
 
-    def wait_driver_ticks(self, count: int, timeout: float = 60.0) -> None:
+    def wait_driver_ticks(self, count: int, timeout: float = 180.0) -> None:
         """Until the daemon's driver has ticked ``count`` times from now: what it would launch, it has launched.
         Waiting for nothing to happen is waiting for its ticks, never for a fixed time."""
         self.assert_daemon_alive()

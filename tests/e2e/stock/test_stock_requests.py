@@ -48,9 +48,9 @@ from tests.orders import MODULE as CODE_LOCATION_MODULE
 
 from ..conftest import CODE_VERSION, E2E, poll
 from ..services import dagster_env
-from .conftest import ADOPTION_TIMEOUT, DROP_ROWS, STOCK_GROUP, TIMEOUT, order_facts_versions
+from .conftest import ADOPTION_TIMEOUT, DROP_ROWS, STOCK_GROUP, STOCK_PATIENCE, TIMEOUT, order_facts_versions
 
-pytestmark = [pytest.mark.daemon, STOCK_GROUP]
+pytestmark = [pytest.mark.daemon, STOCK_GROUP, STOCK_PATIENCE]
 
 DAYS = ["2022-09-01", "2022-09-02", "2022-09-03"]
 DEFECT_DAY = "2022-09-02"

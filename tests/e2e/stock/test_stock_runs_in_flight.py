@@ -20,9 +20,17 @@ from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
 
 from ..conftest import E2E, FINISHED, HOLD_FILE, launch_held_run, poll
 from ..services import LAUNCH_BACKFILL, serving_webserver
-from .conftest import ADOPTION_TIMEOUT, DROP_ROWS, STOCK_GROUP, TIMEOUT, order_facts_versions
+from .conftest import (
+    ADOPTION_TIMEOUT,
+    DROP_ROWS,
+    PATIENCE,
+    STOCK_GROUP,
+    STOCK_PATIENCE,
+    TIMEOUT,
+    order_facts_versions,
+)
 
-pytestmark = [pytest.mark.daemon, STOCK_GROUP]
+pytestmark = [pytest.mark.daemon, STOCK_GROUP, STOCK_PATIENCE]
 
 # ---- in-flight days, pause and resume, cancel -------------------------------------------------------------------
 
@@ -40,7 +48,7 @@ def test_a_day_with_a_queued_run_is_never_run_again_and_the_request_follows_that
         follows = f"in flight (run {held.run_id[:8]}): follows its outcome"
         assert [(c["action"], c["reason"]) for c in e2e.dry_run(*args)] == [("follow", follows)] * 2
         rid = e2e.create(*args)["request_id"]
-        poll(lambda: {c["decision"] for c in e2e.show(rid)["cells"]} == {M.FOLLOWING}, 60, "both cells follow")
+        poll(lambda: {c["decision"] for c in e2e.show(rid)["cells"]} == {M.FOLLOWING}, PATIENCE, "both cells follow")
         e2e.wait_driver_ticks(1)  # a whole driver pass since: still following, nothing launched
         shown = e2e.show(rid)
         assert shown["status"] == "open" and {c["dagster_run_id"] for c in shown["cells"]} == {held.run_id}, shown
@@ -96,12 +104,12 @@ def test_a_request_paused_with_runs_in_flight_settles_them_launches_nothing_and_
     with e2e.holding_steps():
         rid = _create_one_at_a_time(e2e, PAUSE_DAYS)
         frozen = _frozen(e2e, rid)
-        in_flight = poll(lambda: _one_running_one_queued(e2e, rid), 120, "a run in its step, one queued behind it")
+        in_flight = poll(lambda: _one_running_one_queued(e2e, rid), PATIENCE, "a run in its step, one queued behind it")
         paused = e2e.cli_json("request", "pause", rid, "--reason", "warehouse maintenance", "--by", "alice")
         assert (paused["status"], paused["already_paused"], paused["in_flight"]) == (M.PAUSED, False, 2), paused
     # Released: both runs finish (the second dequeued once the first ends) and their cells settle; the runs' own
     # ends and the sensor's passes launch nothing more while the request is paused.
-    ended = poll(lambda: _finished_runs(e2e, rid), float(TIMEOUT), "the runs in flight to finish")
+    ended = poll(lambda: _finished_runs(e2e, rid), PATIENCE, "the runs in flight to finish")
     e2e.wait_driver_ticks(1)  # a whole driver pass after both ends (and after the runs' own end ticks)
     runs = [r.dagster_run for r in e2e.run_records(rid)]
     assert {r.run_id for r in runs} == {r.run_id for r in in_flight} == {r.run_id for r in ended}
@@ -124,13 +132,13 @@ def test_cancelling_a_request_with_a_run_in_its_step_stops_its_runs_and_publishe
     e2e = stock
     with e2e.holding_steps():
         rid = _create_one_at_a_time(e2e, CANCEL_DAYS)
-        in_flight = poll(lambda: _one_running_one_queued(e2e, rid), 120, "a run in its step, one queued behind it")
+        in_flight = poll(lambda: _one_running_one_queued(e2e, rid), PATIENCE, "a run in its step, one queued behind it")
         out = e2e.cli_json("request", "cancel", rid)
         assert out["status"] == "cancelled", out
         # Both runs stopped by the cancel: the queued one cancelled in the queue, the running one terminated
         # through its code server (or, had it not answered in time, marked cancelled: forced).
         assert set(out["terminated_runs"]) | set(out["forced_runs"]) == {r.run_id for r in in_flight}, out
-    ended = poll(lambda: _finished_runs(e2e, rid), 60, "the request's runs to end")
+    ended = poll(lambda: _finished_runs(e2e, rid), PATIENCE, "the request's runs to end")
     e2e.wait_driver_ticks(1)  # a whole driver pass after both ends
     assert {r.dagster_run.run_id for r in e2e.run_records(rid)} == {r.run_id for r in in_flight}
     assert all(r.status != dg.DagsterRunStatus.SUCCESS for r in ended), [(r.run_id, r.status) for r in ended]
