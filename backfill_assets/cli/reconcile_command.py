@@ -113,8 +113,10 @@ def print_report(report: Report) -> None:
         console.print(f"conf {json.dumps(request.spec.conf, sort_keys=True)}", highlight=False, markup=False)
     console.print("totals: " + ", ".join(f"{key} {t[key]}" for key in TOTALS_SHOWN), highlight=False)
     console.print(f"cells ({len(report.cells)}):", highlight=False)
-    for c in report.cells:
-        console.print("  " + "  ".join(_cell_line(c)), highlight=False, markup=False)
+    # One line per cell, written as it is (never wrapped: a line is grepped whole), in one write: rich's layout
+    # of each line took 2.5 s of a ten-year request's 10,950.
+    if report.cells:
+        click.echo("\n".join("  " + "  ".join(_cell_line(c)) for c in report.cells))
     for gap in report.gaps:
         console.print(f"[red]gap[/red] {gap.version_id} ({gap.state}): {gap.gap}")
     for s in report.stale_downstream:

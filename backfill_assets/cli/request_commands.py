@@ -11,7 +11,6 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as ProgressBar
-from rich.table import Table
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.request_input import RequestInput, parse_asset_list, parse_conf_text
@@ -144,15 +143,10 @@ def _print_plan(plan: RequestPlan, heading: str | None = None, hint: str | None 
     if heading:
         click.echo(heading)
     spec = plan.spec
-    table = Table(
-        title=f"dry run: {len(plan.cells)} cell(s), order {spec.order}, max_active {spec.effective_max_active}, "
-        f"at most {plan.concurrency.effective} run(s) at once"
-    )
-    for col in ("partition", "asset", "decision"):
-        table.add_column(col)
-    for cell in plan.cells:
-        table.add_row(cell.partition_key, cell.asset, f"{cell.action}: {cell.reason}")
-    print_table(table)
+    title = (f"dry run: {len(plan.cells)} cell(s), order {spec.order}, max_active {spec.effective_max_active}, "
+             f"at most {plan.concurrency.effective} run(s) at once")
+    rows = [(cell.partition_key, cell.asset, f"{cell.action}: {cell.reason}") for cell in plan.cells]
+    print_table(("partition", "asset", "decision"), rows, title)
     for line in plan.notes()[1:]:  # the first, runs at once, is the table's title
         click.echo(line)
     click.echo("dry run: nothing was written" + (f"; {hint}" if hint else ""))
@@ -173,17 +167,15 @@ def list_requests(app: AppContext, statuses: tuple[str, ...], as_json: bool) -> 
     summaries = app.reading_service().list(statuses)
 
     def human() -> None:
-        table = Table()
         counted = [name for name in HEADLINE_COUNTS if name != "planned"]
-        for col in ("request", "status", "source", "assets", "days", *counted):
-            table.add_column(col)
+        rows = []
         for s in summaries:
             r, c = s.request, headline_counts(s.counts)
-            table.add_row(
+            rows.append((
                 r.request_id, status_text(r.status, s.pause), r.source, ",".join(r.spec.assets),
                 str(len(r.spec.partitions)), *(str(c[name]) for name in counted),
-            )
-        print_table(table)
+            ))
+        print_table(("request", "status", "source", "assets", "days", *counted), rows)
 
     emit([s.as_dict() for s in summaries], as_json, human)
 
@@ -226,12 +218,8 @@ def _print_detail(detail: RequestDetail) -> None:
     if spec.conf:
         click.echo(f"  conf {json.dumps(spec.conf, sort_keys=True)}")
     click.echo("  " + ", ".join(f"{k} {v}" for k, v in headline_counts(detail.counts).items()))
-    table = Table()
-    for col in ("partition", "asset", "decision", "reason", "run"):
-        table.add_column(col)
-    for c in detail.cells:
-        table.add_row(c.partition_key, c.asset, c.decision, c.reason or "", c.dagster_run_id or "")
-    print_table(table)
+    rows = [(c.partition_key, c.asset, c.decision, c.reason or "", c.dagster_run_id or "") for c in detail.cells]
+    print_table(("partition", "asset", "decision", "reason", "run"), rows)
     for op in detail.operations:
         why = f": {op.reason}" if op.reason else ""
         click.echo(f"  {op.at}  {op.operation} by {op.actor} from {op.surface}{why} → {op.outcome}")

@@ -16,8 +16,8 @@ Timed, the median of ``reps`` calls each:
 - in-process, the service on the loaded code location (``backfills_for_instance``): ``show``, ``reconcile``, the
   dry run of the same request again (``plan``); ``PROFILE=reconcile`` (``show``, ``dry_run``) prints the profile of
   one call to stderr (cProfile inflates Python-heavy code several-fold: where the time goes, never figures);
-- the commands a user runs, each a fresh process on the wall clock: ``request show --json``, ``reconcile --json``,
-  ``request create --dry-run --json``, with the code location's snapshot in place (written by one ``request show``
+- the commands a user runs, each a fresh process on the wall clock: ``request show``, ``reconcile``,
+  ``request create --dry-run``, each with ``--json`` and as text (``... (text)``: its table or lines), with the code location's snapshot in place (written by one ``request show``
   that loads the code location first) and, unless ``--no-snapshot-check``, once each without it: both outputs must
   be the same bytes.
 
@@ -253,13 +253,16 @@ def in_process(fixture: dict[str, Any], reps: int) -> dict[str, Any]:
 
 
 def commands(fixture: dict[str, Any]) -> dict[str, list[str]]:
-    return {
+    """Each command with ``--json`` under its own name, and as a person reads it (its table or lines) under the
+    name with `` (text)``."""
+    json_forms = {
         "request show": ["request", "show", fixture["request_id"], "--json"],
         "reconcile": ["reconcile", fixture["request_id"], "--json"],
         "request create --dry-run": ["request", "create", "--assets", ",".join(fixture["assets"]), "--from",
                                      fixture["first"], "--to", fixture["last"], "--reprocess", "completed",
                                      "--dry-run", "--json"],
     }
+    return {**json_forms, **{f"{name} (text)": argv[:-1] for name, argv in json_forms.items()}}
 
 
 def _command(argv: list[str], env: dict[str, str], cwd: Path) -> bytes:
