@@ -47,7 +47,7 @@ UPDATE_SCREENSHOTS_ENV = "BACKFILL_UPDATE_SCREENSHOTS"
 VIEWPORT = {"width": 1440, "height": 900}
 # Generous: two cores shared with other test workers; Playwright's locators poll, these are only upper bounds.
 UI_TIMEOUT_MS = 60_000
-ADOPTION_TIMEOUT = 60.0
+ADOPTION_TIMEOUT = 300.0
 
 expect.set_options(timeout=UI_TIMEOUT_MS)
 

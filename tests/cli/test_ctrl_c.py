@@ -11,14 +11,11 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from backfill_assets.cli import cli
 from backfill_assets.cli.daemon import dagster_bin
 from backfill_assets.interrupts import EXIT_INTERRUPTED
-
-pytestmark = pytest.mark.timeout(420)
 
 
 def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:

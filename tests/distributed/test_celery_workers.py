@@ -14,7 +14,7 @@ from tests.distributed.checks import REQUEST_TIMEOUT, assert_published_exactly_o
 from tests.distributed.conftest import WORKER_NAMES
 from tests.orders import CALENDAR
 
-pytestmark = [pytest.mark.postgres, pytest.mark.daemon, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.postgres, pytest.mark.daemon]
 
 
 

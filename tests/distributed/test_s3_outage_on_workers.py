@@ -28,7 +28,7 @@ from tests.distributed.conftest import WORKER_NAMES
 from tests.e2e.conftest import poll
 from tests.reliability.publish_counts import count_publishes
 
-pytestmark = [pytest.mark.postgres, pytest.mark.daemon, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.postgres, pytest.mark.daemon]
 
 DAY = "2022-10-27"
 HELD_TIMEOUT = 120.0

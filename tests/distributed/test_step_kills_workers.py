@@ -27,7 +27,7 @@ from tests.distributed.checks import REQUEST_TIMEOUT, request_versions
 from tests.distributed.conftest import WORKER_NAMES
 from tests.e2e.conftest import poll
 
-pytestmark = [pytest.mark.postgres, pytest.mark.daemon, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.postgres, pytest.mark.daemon]
 
 DAY = "2022-10-28"  # no other test of the package requests these days
 CHUNK_DAYS = ("2022-10-29", "2022-10-30")

@@ -19,8 +19,8 @@ import pytest
 from backfill_assets.cli.daemon import dagster_bin
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 
-DAEMON_READY_TIMEOUT = 90.0
-WEBSERVER_READY_TIMEOUT = 90.0
+DAEMON_READY_TIMEOUT = 300.0
+WEBSERVER_READY_TIMEOUT = 300.0
 LOG_TAIL_LINES = 60
 
 

@@ -48,7 +48,7 @@ pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("e2e/test_cancel_unrea
 LOCATION = "backfill_assets"
 RECANCEL_DAYS = ("2022-09-05", "2022-09-06")
 STOPPED_DAYS = ("2022-09-07", "2022-09-08")
-SERVER_READY_TIMEOUT = 90.0
+SERVER_READY_TIMEOUT = 300.0
 # What the test gives the code server to answer a termination request, and what `request cancel` may take in
 # all with a server that never answers: well under the 60 s of Dagster's gRPC timeout.
 TERMINATE_TIMEOUT = "2"

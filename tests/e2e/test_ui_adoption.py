@@ -19,7 +19,7 @@ from .services import Webserver, serving_webserver
 pytestmark = pytest.mark.daemon
 
 DAYS = ["2022-09-29", "2022-09-30"]
-ADOPTION_TIMEOUT = 60.0
+ADOPTION_TIMEOUT = 300.0
 # A report run is requested by the adoption sensor's next tick (≥ 5 s), queued, started (a fresh process) and run.
 REPORT_TIMEOUT = 180.0
 

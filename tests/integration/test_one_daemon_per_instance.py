@@ -25,7 +25,7 @@ from tests.reliability.envs import make_env
 
 pytestmark = pytest.mark.daemon
 
-REFUSAL_TIMEOUT = 60.0
+REFUSAL_TIMEOUT = 300.0
 LEASE = 15  # long enough for a start to reach its check (importing Dagster takes seconds)
 
 

@@ -166,7 +166,7 @@ def _runs_of_team(prod, team: str) -> list[dg.DagsterRun]:
     return prod.instance.get_runs(dg.RunsFilter(tags={T.TEAM: team, T.LANE: T.LANE_BACKFILL}))
 
 
-def _poll(what: str, condition, timeout: float = 90):
+def _poll(what: str, condition, timeout: float = 240):
     deadline = time.monotonic() + timeout
     while not (found := condition()):
         assert time.monotonic() < deadline, what
@@ -194,7 +194,7 @@ def test_one_teams_backfills_never_take_the_whole_lane(prod):
         finance = prod.create("--assets", DAILY_REVENUE, "--from", other, "--to", other, "--reprocess", "completed")
         [started] = _poll("the finance run to start while analytics' runs wait", lambda: [
             r for r in _runs_of_team(prod, "team:finance") if r.status != dg.DagsterRunStatus.QUEUED
-        ], timeout=45)
+        ], timeout=240)
         assert started.tags[T.REQUEST_ID] == finance
         flooding = _runs_of_team(prod, "team:analytics")
         assert sum(r.status in RUNNING for r in flooding) == TEAM_LIMIT

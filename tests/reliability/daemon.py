@@ -25,7 +25,7 @@ from tests.orders import MODULE as CODE_LOCATION_MODULE
 
 from .invariants import assert_catalog_consistent
 
-READY_TIMEOUT = 90.0
+READY_TIMEOUT = 300.0
 WANTED_DAEMONS = {"SENSOR", "QUEUED_RUN_COORDINATOR"}
 
 

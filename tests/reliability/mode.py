@@ -27,6 +27,11 @@ def trials_of(slow: int, normal: int) -> int:
     return int(os.environ.get(ENV_TRIALS) or (slow if SLOW else normal))
 
 
+# The least budget of any test: each catches a hang only (pyproject.toml's pytest timeout, for the same reason).
+HANG_FLOOR_SECONDS = 900.0
+
+
 def timeout(per_trial_seconds: float, fixed_seconds: float = 60.0, trials: int | None = None) -> float:
-    """A pytest-timeout budget that grows with the trial count (TRIALS unless the class has its own)."""
-    return fixed_seconds + per_trial_seconds * (TRIALS if trials is None else trials)
+    """A pytest-timeout budget that grows with the trial count (TRIALS unless the class has its own), never below
+    the hang floor: a loaded machine is slow, not hung."""
+    return max(HANG_FLOOR_SECONDS, fixed_seconds + per_trial_seconds * (TRIALS if trials is None else trials))

@@ -39,7 +39,7 @@ from .daemon import Daemon, instance_yaml, request_runs
 DRIVERS = 2
 DAYS_PER_REQUEST = 4
 MAX_ROUNDS = 40
-START_TIMEOUT = 60.0
+START_TIMEOUT = 300.0
 
 
 def days_for(trial: int) -> list[str]:

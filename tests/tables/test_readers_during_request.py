@@ -45,8 +45,7 @@ from tests.orders import CALENDAR
 
 from .reader_checks import History, Judged, count_kinds, judge, pointers_now
 
-pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("tables/test_readers_during_request"),
-              pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("tables/test_readers_during_request")]
 
 REPO = Path(__file__).resolve().parents[2]
 READERS_SCRIPT = Path(__file__).with_name("table_readers.py")
