@@ -128,6 +128,23 @@ def test_a_dagster_partition_range_run_still_gates_each_day(env):
     }
 
 
+def test_a_range_run_of_a_depends_on_past_asset_stops_at_the_first_day_it_does_not_publish(env):
+    """Each later day would read a previous day this run did not publish: not attempted, named in the failure, and
+    production's versions keep serving them (as a chunk run stops)."""
+    assert all(r.success for r in run_partitions(env.instance, DAYS, assets=[RAW_ORDERS, ORDER_FACTS]))
+    assert all(r.success for r in run_partitions(env.instance, DAYS, assets=[CUSTOMER_SNAPSHOT]))
+    serving = {d: env.catalog.current(CUSTOMER_SNAPSHOT, d).version_id for d in DAYS}
+    bad = {DAYS[0]: {"ops": {CUSTOMER_SNAPSHOT: {"config": {"defect_days": {DAYS[1]: "duplicate_keys"}}}}}}
+    [run] = run_partitions(env.instance, [(DAYS[0], DAYS[-1])], assets=[CUSTOMER_SNAPSHOT], run_config_for=bad)
+    assert not run.success
+    assert "1 of 2 day(s) REJECTED" in run.failure and f"{DAYS[1]} (" in run.failure, run.failure
+    assert f"{DAYS[2]}..{DAYS[-1]} not attempted (previous day {DAYS[1]} not published)" in run.failure
+    states = {d: [v.state for v in env.catalog.versions_of(CUSTOMER_SNAPSHOT, d)] for d in DAYS}
+    assert states == {DAYS[0]: ["SUPERSEDED", "PUBLISHED"], DAYS[1]: ["PUBLISHED", "REJECTED"],
+                      **{d: ["PUBLISHED"] for d in DAYS[2:]}}, states
+    assert all(env.catalog.current(CUSTOMER_SNAPSHOT, d).version_id == serving[d] for d in DAYS[1:])
+
+
 def test_by_default_a_long_enough_request_is_batched_into_one_chunk_run_per_slot(env):
     days = [f"2022-09-0{d}" for d in range(1, 9)]
     rid = _create("--assets", RAW_ORDERS, "--from", days[0], "--to", days[-1], "--max-active", "2")

@@ -263,10 +263,14 @@ def _run_batch(
     """A range run: every partition still gets its own version, checks, publish and reads, one frame at a time.
 
     Check evaluations are reported per partition (``dashboard.day_events``); only published partitions get a
-    materialization; the step fails at the end naming the rejected days (so Dagster shows them Failed).
+    materialization; the step fails at the end naming the rejected days (so Dagster shows them Failed). A
+    depends-on-past asset stops at the first day it does not publish, as a chunk run does: a later day would read
+    a previous day this run did not publish.
     """
+    keys = list(context.partition_keys)  # in the calendar's order
     rejected: list[str] = []
-    for n, key in enumerate(context.partition_keys):
+    attempted, not_attempted = len(keys), ""
+    for n, key in enumerate(keys):
         outcome = gate_one(context, graph, spec, backfill, key, user_config, n == 0)
         if outcome is None:
             continue
@@ -275,10 +279,15 @@ def _run_batch(
         yield from day_events(context.instance, spec.name, key, outcome, context.run.run_id, blocking=True)
         if not outcome.published:
             rejected.append(f"{key} ({outcome.version.version_id}: {outcome.error})")
+            if spec.depends_on_past and keys[n + 1:]:
+                later, attempted = keys[n + 1:], n + 1
+                not_attempted = f"; {later[0]}..{later[-1]} not attempted (previous day {key} not published)"
+                context.log.warning(f"{spec.name} {later[0]}..{later[-1]}: not attempted — previous day {key} not "
+                                    "published (depends on past)")
+                break
     if rejected:
-        raise dg.Failure(
-            description=rejection_summary(spec.name, rejected, len(context.partition_keys)), allow_retries=False
-        )
+        summary = rejection_summary(spec.name, rejected, attempted) + not_attempted
+        raise dg.Failure(description=summary, allow_retries=False)
 
 
 def build_gated_asset(
