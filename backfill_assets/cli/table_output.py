@@ -9,6 +9,7 @@ twice (measured, then rendered): ~1 ms a row, 13.8 s for ``request show`` at ten
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from rich.cells import cell_len
@@ -22,13 +23,16 @@ UNBOUNDED = 100_000  # characters: wider than any row a table of ours holds
 TEMPLATE_ROWS = 100
 # Stands for a cell's characters in the template row: a private-use character no cell of ours holds.
 PLACEHOLDER = "\ue000"
+# A cell holding one of these is laid out by rich: a control character (a newline, a tab rich expands) has no
+# width of its own to pad by, and the placeholder would be taken for the template's.
+LAID_OUT_BY_RICH = re.compile("[\x00-\x1f\x7f" + PLACEHOLDER + "]")
 
 
 def print_table(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str | None = None,
                 console: Console | None = None) -> None:
     """``rows`` under ``columns``' headers, with ``title`` above, as rich prints such a table."""
     console = console or Console()
-    if len(rows) > TEMPLATE_ROWS and not any(PLACEHOLDER in cell or "\n" in cell for row in rows for cell in row):
+    if len(rows) > TEMPLATE_ROWS and not any(LAID_OUT_BY_RICH.search(cell) for row in rows for cell in row):
         _print_by_template(columns, rows, title, console)
     else:
         _print_laid_out(columns, rows, title, console)

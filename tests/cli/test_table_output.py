@@ -61,6 +61,20 @@ def test_any_table_prints_as_rich_lays_it_out(drawn):
                                                                              terminal)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(max_size=6), min_size=2, max_size=2), st.booleans())
+def test_a_long_table_of_any_text_prints_as_rich_lays_it_out(odd_cells, terminal):
+    """Control characters (a tab rich expands, a newline) included: such a table is laid out by rich."""
+    rows = [_cells(day) for day in range(TEMPLATE_ROWS + 1)] + [("x", "y", *odd_cells, "")]
+    printed = []
+    for print_it in (print_table, table_output._print_laid_out):
+        out = io.StringIO()
+        console = Console(file=out, width=80, force_terminal=terminal, color_system="truecolor" if terminal else None)
+        print_it(COLUMNS, rows, None, console)
+        printed.append(out.getvalue())
+    assert printed[0] == printed[1]
+
+
 def test_a_short_table_and_one_holding_the_placeholder_are_laid_out_by_rich(monkeypatch):
     templated = []
     monkeypatch.setattr(table_output, "_print_by_template", lambda *args: templated.append(args))
