@@ -34,6 +34,7 @@ from backfill_assets.integration.assets.dashboard import (
     rejection_observation,
 )
 from backfill_assets.integration.assets.partitions import daily_partitions_for
+from backfill_assets.integration.assets.previous_day import previous_day_refusal
 from backfill_assets.integration.assets.publish_guard import unless_run_stopped
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
 from backfill_assets.integration.assets.retries import retry_policy_of
@@ -152,6 +153,8 @@ def gate_one(
     decided = _decided_without_computing(context, graph, spec, backfill, key, identity)
     if decided is not None:
         return decided.outcome
+    if first_of_step and (why := previous_day_refusal(context, graph, spec, backfill.catalog(), key)):
+        raise dg.Failure(description=f"{spec.name} {key}: not attempted — {why}", allow_retries=False)
     catalog, before_publish = publishing_catalog(backfill)
     gate = Gate(
         catalog,

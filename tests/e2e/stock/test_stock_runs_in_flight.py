@@ -6,9 +6,13 @@ cancel, and a backfill launched through the UI's GraphQL mutation. Same home and
     09-09..09-11  pause with runs in flight, resume
     09-12..09-14  cancel with a run in its step
     09-15..09-16  a backfill launched through the UI's GraphQL mutation, adopted, kept to its reprocess tag
+    09-01..09-03  (after the other module's tests) a UI backfill of the depends-on-past customer_snapshot: each day
+                  computed from the version the backfill published of the day before
 """
 
 from __future__ import annotations
+
+from itertools import pairwise
 
 import dagster as dg
 import pytest
@@ -16,7 +20,7 @@ import pytest
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.store.ledger import Ledger
-from backfill_assets.examples.orders.domain import ORDER_FACTS, RAW_ORDERS
+from backfill_assets.examples.orders.domain import CUSTOMER_SNAPSHOT, ORDER_FACTS, RAW_ORDERS
 
 from ..conftest import E2E, FINISHED, HOLD_FILE, launch_held_run, poll
 from ..services import LAUNCH_BACKFILL, serving_webserver
@@ -202,3 +206,49 @@ def test_a_backfill_launched_from_the_ui_is_adopted_and_keeps_its_reprocess_tag(
     totals = report["totals"]
     assert report["complete"] is True, report
     assert (totals["published"], totals["skipped"], totals["duplicate_publishes"], totals["gaps"]) == (1, 1, 0, 0)
+
+
+# ---- a depends-on-past asset's UI backfill, unpaced by Dagster's own run queue --------------------------------------
+
+PAST_DAYS = ["2022-09-01", "2022-09-02", "2022-09-03"]  # from the calendar's first day: no earlier snapshot needed
+
+
+def _past_runs(e2e: E2E, backfill_id: str) -> dict[str, dg.DagsterRun]:
+    return {r.tags[T.DAGSTER_PARTITION]: r
+            for r in e2e.instance.get_runs(dg.RunsFilter(tags={T.DAGSTER_BACKFILL: backfill_id}))}
+
+
+def _second_day_reached_its_step(e2e: E2E, backfill_id: str) -> bool:
+    """The second day's run is in its step: waiting for the first day's run, or (had it not waited) held with its
+    version written."""
+    second = _past_runs(e2e, backfill_id).get(PAST_DAYS[1])
+    if second is None or second.status != dg.DagsterRunStatus.STARTED:
+        return False
+    waiting = any("waiting for run" in r.user_message for r in e2e.instance.all_logs(second.run_id))
+    return waiting or any(v.dagster_run_id == second.run_id for v in e2e.catalog.versions_of(CUSTOMER_SNAPSHOT,
+                                                                                               PAST_DAYS[1]))
+
+
+def test_a_ui_backfill_of_a_depends_on_past_asset_computes_each_day_from_the_one_it_published(stock, webserver):
+    """Dagster's queue runs its days at once; the first day's step held before its publish, the second day's step
+    waits for the first day's run, so every day reads the version the backfill published, never production's."""
+    e2e = stock
+    e2e.prepare(PAST_DAYS, [RAW_ORDERS, ORDER_FACTS, CUSTOMER_SNAPSHOT])  # production's versions of every day
+    production = {day: e2e.catalog.current(CUSTOMER_SNAPSHOT, day).version_id for day in PAST_DAYS}
+    with e2e.holding_steps():
+        launched = webserver.graphql(LAUNCH_BACKFILL, {"params": {
+            "assetSelection": [{"path": [CUSTOMER_SNAPSHOT]}], "partitionNames": PAST_DAYS,
+            "title": "a depends-on-past backfill on a stock instance",
+        }})["launchPartitionBackfill"]
+        assert launched["__typename"] == "LaunchBackfillSuccess", launched
+        backfill_id = launched["backfillId"]
+        poll(lambda: _second_day_reached_its_step(e2e, backfill_id), PATIENCE, "the second day's run in its step")
+    rid = f"dg-{backfill_id}"
+    poll(lambda: rid in {r["request_id"] for r in e2e.cli_json("request", "list")}, ADOPTION_TIMEOUT,
+         f"{rid} adopted")
+    assert e2e.wait(rid, timeout=TIMEOUT)["status"] == "completed"
+    current = {day: e2e.catalog.current(CUSTOMER_SNAPSHOT, day) for day in PAST_DAYS}
+    assert all(v.request_id == rid and v.version_id != production[d] for d, v in current.items()), current
+    for previous, day in pairwise(PAST_DAYS):
+        read = current[day].input_versions[f"{CUSTOMER_SNAPSHOT}/{previous}"]
+        assert read == current[previous].version_id, (day, "read", read, "not the backfill's", previous)
