@@ -180,10 +180,13 @@ class CatalogQueries:
         """(asset, partition) → (state, version id) of each cell's newest version, as ``newest_versions_of_cells``
         finds it, without the rest of its row (the dry run of a ten-year request asks it of 10,950 cells)."""
         columns = (versions.c.asset, versions.c.partition_key, versions.c.state, versions.c.version_id)
-        return {(r.asset, r.partition_key): (r.state, r.version_id) for r in self._newest_of_cells(cells, columns)}
+        # Unpacked, not read by attribute: a Row's attribute lookup costs more than the tuple it is.
+        return {(asset, key): (state, version_id)
+                for asset, key, state, version_id in self._newest_of_cells(cells, columns)}
 
     def _newest_of_cells(self, cells: Iterable[tuple[str, str]], columns: tuple[Any, ...]) -> list[sa.Row[Any]]:
-        """``columns`` of ``versions`` from the newest row of each of ``cells`` that has one."""
+        """``columns`` of ``versions`` (the cell's asset and partition among them) from the newest row of each of
+        ``cells`` that has one."""
         wanted = set(cells)
         assets = sorted({a for a, _ in wanted})
         keys = sorted({p for _, p in wanted})
@@ -191,18 +194,22 @@ class CatalogQueries:
             partition_by=(versions.c.asset, versions.c.partition_key),
             order_by=(versions.c.created_at.desc(), versions.c.version_id.desc()),
         )
+        asset_at, key_at = (next(i for i, c in enumerate(columns) if c is column)
+                            for column in (versions.c.asset, versions.c.partition_key))
         found: list[sa.Row[Any]] = []
         with self._reading() as conn:
             for start in range(0, len(keys), 500):  # bounded IN lists, as in _in_chunks
+                # Only the columns asked for go through the window: SQLite materializes what the subquery selects,
+                # and a version's JSON columns are most of its row.
                 ranked = (
-                    sa.select(versions, newest_first.label("newest_first"))
+                    sa.select(*columns, newest_first.label("newest_first"))
                     .where(versions.c.asset.in_(assets), versions.c.partition_key.in_(keys[start : start + 500]))
                     .subquery()
                 )
                 rows = conn.execute(
                     sa.select(*(ranked.c[c.name] for c in columns)).where(ranked.c.newest_first == 1)
                 ).all()
-                found.extend(r for r in rows if (r.asset, r.partition_key) in wanted)
+                found.extend(r for r in rows if (r[asset_at], r[key_at]) in wanted)
         return found
 
     def purgeable_versions(self, states: Iterable[str], created_before: str) -> list[Version]:
