@@ -64,18 +64,25 @@ def _previous_day_run(env, status: dg.DagsterRunStatus) -> dg.DagsterRun:
 def test_a_day_waits_for_its_previous_days_running_run_then_decides_on_its_outcome(env):
     serving = _published_by_production(env)
     running = _previous_day_run(env, dg.DagsterRunStatus.STARTED)
+    waiting = f"waiting for run {running.run_id[:8]} of this backfill to end"
 
-    def end_it() -> None:
-        time.sleep(2.0)
+    def end_it_once_waited_for() -> None:
+        """The previous day's run ends only once the second day's step says it waits for it: never before, however
+        slow the machine is to start the second day's run."""
+        second_day = {T.DAGSTER_BACKFILL: BACKFILL[T.DAGSTER_BACKFILL], T.DAGSTER_PARTITION: DAYS[1]}
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            runs = env.instance.get_runs(dg.RunsFilter(tags=second_day))
+            if any(waiting in _logs(env, run.run_id) for run in runs):
+                break
+            time.sleep(0.1)
         env.instance.report_run_failed(running)
 
-    ender = threading.Thread(target=end_it)
+    ender = threading.Thread(target=end_it_once_waited_for)
     ender.start()
-    began = time.monotonic()
     [second] = run_partitions(env.instance, [DAYS[1]], assets=[CUSTOMER_SNAPSHOT], tags=BACKFILL)
     ender.join()
-    assert time.monotonic() - began >= 2.0, "the step did not wait for the running previous day"
-    assert f"waiting for run {running.run_id[:8]} of this backfill to end" in _logs(env, second.run_id)
+    assert waiting in _logs(env, second.run_id)
     assert not second.success
     assert (f"previous day {DAYS[0]} not published by this backfill (run {running.run_id[:8]}: the run ended "
             "failure without writing it)") in second.failure, second.failure
