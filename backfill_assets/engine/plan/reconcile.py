@@ -7,7 +7,7 @@ materialization), so the same report is produced by the CLI, tests and the HTML 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Iterable
+from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Iterable, Sequence
 
 from backfill_assets.engine.model import request_model as M
 from backfill_assets.engine.model.cells import Cell, CellOrigin, SkipKind
@@ -34,6 +34,7 @@ from backfill_assets.engine.plan.reconcile_records import (
 )
 from backfill_assets.engine.plan.request_cells import RequestCells
 from backfill_assets.engine.store.catalog import Catalog, Version
+from backfill_assets.engine.store.catalog_records import PublishedHead
 from backfill_assets.engine.store.handoffs import Handoffs
 from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.pauses import Pauses
@@ -266,8 +267,8 @@ def _totals(
 
 def decisions_now(catalog: Catalog, request_id: str, cells: list[Cell]) -> list[Cell]:
     """The ledger's cells with each decision as it stands now (``request show`` and ``request list``)."""
-    published: dict[tuple[str, str], list[Version]] = {}
-    own = catalog.versions_of_request(request_id, published_only=True)
+    published: dict[tuple[str, str], list[PublishedHead]] = {}
+    own = catalog.published_heads_of_request(request_id)  # ids and states: a decision reads nothing else
     for v in own:
         published.setdefault((v.asset, v.partition_key), []).append(v)
     overrides = catalog.overrides_of_cells(c.key for c in cells)
@@ -290,14 +291,15 @@ def count_decisions(decisions: Iterable[str]) -> dict[str, int]:
     return counts
 
 
-def _purged_rolled_back(catalog: Catalog, published: list[Version]) -> set[str]:
+def _purged_rolled_back(catalog: Catalog, published: Sequence[Version | PublishedHead]) -> set[str]:
     """The purged versions among ``published`` that a rollback had taken off the pointer before gc purged them."""
     purged = [v.version_id for v in published if v.published_at and v.state == VersionState.PURGED.value]
     return catalog.rolled_back_ids(purged) if purged else set()
 
 
 def _decision_now(
-    cell: Cell, published: list[Version], overrides: list[Override], rolled_back: AbstractSet[str] = frozenset(),
+    cell: Cell, published: Sequence[Version | PublishedHead], overrides: list[Override],
+    rolled_back: AbstractSet[str] = frozenset(),
 ) -> tuple[str, str | None, Override | None]:
     """The ledger's decision, corrected by what the cell's published version is now and by a person's override
     (``overrides``: the cell's, oldest first); with the override that decided it. ``rolled_back``: purged

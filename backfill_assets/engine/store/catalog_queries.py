@@ -12,7 +12,13 @@ from sqlalchemy.engine import Connection, Engine
 from backfill_assets.engine.model.errors import InvalidField, NotFound, quoted
 from backfill_assets.engine.model.identity import parse_version_id, validate_asset_name, validate_partition_key
 from backfill_assets.engine.model.states import VERIFIED, VersionState
-from backfill_assets.engine.store.catalog_records import Consumer, Version, VersionOutcome, VersionRun
+from backfill_assets.engine.store.catalog_records import (
+    Consumer,
+    PublishedHead,
+    Version,
+    VersionOutcome,
+    VersionRun,
+)
 from backfill_assets.engine.store.schema import pointers, publish_log, reads, versions
 from backfill_assets.engine.store.transactions import read
 
@@ -144,6 +150,17 @@ class CatalogQueries:
             ).all()
         return [VersionRun(r.version_id, r.asset, r.partition_key, r.dagster_run_id, r.published_at is not None)
                 for r in rows]
+
+    def published_heads_of_request(self, request_id: str) -> list[PublishedHead]:
+        """Every version a request's runs published, oldest first, as ``versions_of_request(published_only=True)``
+        orders them, without the rest of each row (``request show`` of a ten-year request reads 10,950)."""
+        c = versions.c
+        with self._reading() as conn:
+            rows = conn.execute(
+                sa.select(c.version_id, c.asset, c.partition_key, c.state, c.published_at)
+                .where(c.request_id == request_id, c.published_at.is_not(None)).order_by(c.created_at)
+            ).all()
+        return [PublishedHead(*row) for row in rows]
 
     def versions_by_id(self, version_ids: Iterable[str]) -> list[Version]:
         return self._in_chunks(versions.c.version_id, version_ids)

@@ -94,6 +94,18 @@ _DECODED = frozenset(col.removesuffix("_json") for col in _JSON_COLUMNS)
 
 
 @dataclass(frozen=True)
+class PublishedHead:
+    """A version that was published at some point, as a cell's decision now reads it (``decisions_now``): its id,
+    cell, state now and when it was published, without parsing its JSON columns."""
+
+    version_id: str
+    asset: str
+    partition_key: str
+    state: str
+    published_at: str | None
+
+
+@dataclass(frozen=True)
 class VersionRun:
     """A version's day, the Dagster run that wrote it and whether it was ever published: what reconcile asks of
     Dagster about it, read without parsing the version's JSON columns."""
