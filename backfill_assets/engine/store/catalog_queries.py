@@ -211,8 +211,8 @@ class CatalogQueries:
             partition_by=(versions.c.asset, versions.c.partition_key),
             order_by=(versions.c.created_at.desc(), versions.c.version_id.desc()),
         )
-        asset_at, key_at = (next(i for i, c in enumerate(columns) if c is column)
-                            for column in (versions.c.asset, versions.c.partition_key))
+        names = [c.name for c in columns]
+        asset_at, key_at = names.index("asset"), names.index("partition_key")
         found: list[sa.Row[Any]] = []
         with self._reading() as conn:
             for start in range(0, len(keys), 500):  # bounded IN lists, as in _in_chunks

@@ -23,7 +23,7 @@ from backfill_assets.engine.model.identity import validate_partition_key
 from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.integration.assets.dashboard import day_events
-from backfill_assets.integration.assets.gated import gate_one
+from backfill_assets.integration.assets.gated import gate_one, log_not_attempted
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
 from backfill_assets.integration.assets.retries import retry_policy_of
 from backfill_assets.integration.assets.table_sync import StepTableSync
@@ -183,9 +183,7 @@ def _gate_days(
             tables.tick()
         if spec.depends_on_past and not published and days[n + 1:]:
             # Airflow's depends_on_past: a later day would read a previous day this request did not publish.
-            later = days[n + 1:]
-            context.log.warning(f"{spec.name} {later[0]}..{later[-1]}: not attempted — previous day {key} not "
-                                "published (depends on past)")
+            log_not_attempted(context, spec.name, days[n + 1:], key)
             return
 
 

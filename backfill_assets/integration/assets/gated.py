@@ -260,6 +260,12 @@ def rejection_summary(asset: str, rejected: list[str], total: int) -> str:
     )
 
 
+def log_not_attempted(context, asset: str, later: list[str], previous: str) -> None:
+    """A depends-on-past step's warning for the days it leaves after one it did not publish (chunk and range runs)."""
+    context.log.warning(f"{asset} {later[0]}..{later[-1]}: not attempted — previous day {previous} not published "
+                        "(depends on past)")
+
+
 def _run_batch(
     context, graph: AssetGraph, spec: DeclaredAsset, backfill: BackfillResource, user_config: StepConfig | None
 ):
@@ -285,8 +291,7 @@ def _run_batch(
             if spec.depends_on_past and keys[n + 1:]:
                 later, attempted = keys[n + 1:], n + 1
                 not_attempted = f"; {later[0]}..{later[-1]} not attempted (previous day {key} not published)"
-                context.log.warning(f"{spec.name} {later[0]}..{later[-1]}: not attempted — previous day {key} not "
-                                    "published (depends on past)")
+                log_not_attempted(context, spec.name, later, key)
                 break
     if rejected:
         summary = rejection_summary(spec.name, rejected, attempted) + not_attempted

@@ -49,9 +49,7 @@ def previous_day_refusal(
     previous day not published by the backfill), or None to compute; waits for a running previous day."""
     backfill_id = context.run.tags.get(T.DAGSTER_BACKFILL)
     previous = graph.calendar.previous_key(key)
-    if not spec.depends_on_past or previous is None or not backfill_id or not is_launched_from_dagster(
-        context.run.tags
-    ):
+    if not (spec.depends_on_past and previous and backfill_id and is_launched_from_dagster(context.run.tags)):
         return None
     deadline = time.monotonic() + wait_seconds
     waited = False
