@@ -85,6 +85,22 @@ def test_each_database_file_keeps_one_engine(tmp_path):
         assert len(storage._engines) == KEPT_ENGINES  # a long-lived daemon does not keep one per run forever
 
 
+def test_every_kept_connection_is_wal_and_flushes_the_disk_at_checkpoints_only(tmp_path):
+    """SQLite's default (synchronous FULL) flushes the disk at every commit: nine per gated asset-day in a run's
+    event log. Each file is WAL (Dagster makes it so when it creates it), where NORMAL keeps every commit through a
+    killed process and never corrupts the file."""
+    home = _configure(tmp_path / "home", shipped_storage())
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        run_id = hello.execute_in_process(instance=instance).run_id
+        events = instance.event_log_storage
+        connections = [events.run_connection(run_id), events.index_connection(),
+                       instance.run_storage.connect(), instance.schedule_storage.connect()]
+        for connection in connections:
+            with connection as conn:
+                assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+                assert conn.execute(text("PRAGMA synchronous")).scalar() == 1  # NORMAL
+
+
 def test_it_uses_the_directory_of_the_instance_it_belongs_to_not_dagster_home(tmp_path, monkeypatch):
     home = _configure(tmp_path / "home", shipped_storage())
     elsewhere = _configure(tmp_path / "elsewhere", shipped_storage())
