@@ -13,6 +13,7 @@ from multiprocessing.context import ForkServerContext
 
 PRELOADED = (
     "tests.engine.catalog_helpers",
+    "tests.integration.serial_days_children",
     "tests.tables.iceberg_helpers",
     "tests.tables.pg_table_helpers",
     "tests.reliability.children",

@@ -2,26 +2,23 @@
 
 
 import json
-import uuid
 import warnings
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import dagster as dg
 
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.day_order import DayOrder, declared_order, runs_serially, why_order, why_serial
-from backfill_assets.engine.model.errors import AssetOwnedElsewhere, BackfillError
-from backfill_assets.engine.model.gates import pool_for, validate_target_limits, validate_target_timing
+from backfill_assets.engine.model.errors import AssetOwnedElsewhere, BackfillError, TargetBusy
+from backfill_assets.engine.model.gates import pool_for
 from backfill_assets.engine.model.graph import AssetGraph, DeclaredAsset
 from backfill_assets.engine.model.identity import RunIdentity
 from backfill_assets.engine.store.ledger import Ledger
-from backfill_assets.engine.store.target_slots import SlotHolder, TargetSlots
 from backfill_assets.engine.wap.audit import check_names
 from backfill_assets.engine.wap.compute import compute
 from backfill_assets.engine.wap.faults import AFTER_EVENT, fault_point
 from backfill_assets.engine.wap.gate import Gate, GateOutcome, earlier_publish, serving_again
-from backfill_assets.engine.wap.target_lease import Lease, TargetQuota, write_slot
 from backfill_assets.integration.assets.admission import admission_skip, frozen_code_version, stamp_run_tags
 from backfill_assets.integration.assets.checks_only import is_checks_only, run_checks_only
 from backfill_assets.integration.assets.dashboard import (
@@ -38,6 +35,7 @@ from backfill_assets.integration.assets.previous_day import previous_day_refusal
 from backfill_assets.integration.assets.publish_guard import unless_run_stopped
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
 from backfill_assets.integration.assets.retries import retry_policy_of
+from backfill_assets.integration.assets.step_slots import lease_guard, serial_day_slot, target_write_slot
 from backfill_assets.integration.assets.table_sync import publishing_catalog, sync_tables_after_step
 from backfill_assets.integration.assets.user_config import StepConfig, step_config, with_user_fields
 from backfill_assets.integration.keys import asset_key, node_name
@@ -155,6 +153,20 @@ def gate_one(
         return decided.outcome
     if first_of_step and (why := previous_day_refusal(context, graph, spec, backfill.catalog(), key)):
         raise dg.Failure(description=f"{spec.name} {key}: not attempted — {why}", allow_retries=False)
+    try:
+        with serial_day_slot(context, spec, backfill.catalog(), key) as day_slot:
+            return _write_audit_publish(context, graph, spec, backfill, key, identity, user_config,
+                                        lease_guard(stopped, day_slot))
+    except TargetBusy as exc:  # the day slot not freed in time (a target's is turned into a failure below)
+        raise dg.Failure(description=f"{spec.name} {key}: not attempted — {exc}", allow_retries=False) from exc
+
+
+def _write_audit_publish(
+    context: StepContext, graph: AssetGraph, spec: DeclaredAsset, backfill: BackfillResource, key: str,
+    identity: RunIdentity, user_config: StepConfig | None, guard: Callable[[], str | None],
+) -> GateOutcome:
+    """The gate proper: a new version written, audited, then published or rejected (``guard``: why it may no
+    longer publish, asked again just before the CAS)."""
     catalog, before_publish = publishing_catalog(backfill)
     gate = Gate(
         catalog,
@@ -164,7 +176,7 @@ def gate_one(
         frozen_code_version=frozen_code_version(context, backfill.catalog()),
         # Read again just before the publish CAS: a run marked cancelled while it computed (its code server did
         # not answer the termination, so nothing interrupted this worker) abandons its version instead.
-        publish_guard=stopped,
+        publish_guard=guard,
         observers=lineage_observers(context, backfill),
         before_publish=before_publish,
     )
@@ -178,8 +190,8 @@ def gate_one(
             gate, graph, user_resources(context, spec), user_config.instance if user_config is not None else None
         )
         with target_write_slot(context, spec, backfill, key) as lease:
-            if lease is not None:  # a lease lost before the publish means another step now writes in its slot
-                gate.publish_guard = lambda: stopped() or lease.lost()
+            # A lease lost before the publish means another step now writes in its slot.
+            gate.publish_guard = lease_guard(guard, lease)
             checks = gate.write_and_audit(computed.frame, computed.available, computed.source_fingerprint)
             outcome = gate.conclude(checks)
     except BackfillError as exc:
@@ -195,24 +207,6 @@ def gate_one(
     else:
         context.log.error(_rejection(spec, key, outcome))
     return outcome
-
-
-def target_write_slot(
-    context, spec: DeclaredAsset, backfill: BackfillResource, key: str
-) -> AbstractContextManager[Lease | None]:
-    """A write slot of the asset's target (``gated_asset(target=...)``) for this day, or nothing to hold."""
-    if spec.target is None:
-        return nullcontext()
-    limits = validate_target_limits(backfill.target_limits, {spec.name: spec.target})
-    validate_target_timing(backfill.target_lease_seconds, backfill.target_wait_seconds)
-    quota = TargetQuota(spec.target, limits[spec.target], backfill.target_lease_seconds, backfill.target_wait_seconds)
-    try:
-        priority = int(context.run.tags.get(T.DAGSTER_PRIORITY, "0"))
-    except ValueError:  # Dagster reads a bad priority tag as 0 too
-        priority = 0
-    who = SlotHolder(uuid.uuid4().hex, priority, context.run.run_id, spec.name, key)
-    context.log.info(f"{spec.name} {key}: taking a write slot of target {spec.target} (limit {quota.limit})")
-    return write_slot(TargetSlots(backfill.catalog()), quota, who)
 
 
 def _rejection(spec: DeclaredAsset, key: str, outcome: GateOutcome) -> str:
