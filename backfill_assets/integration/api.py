@@ -22,6 +22,13 @@ from typing import Any, Callable, Iterable, Mapping
 
 import dagster as dg
 
+# Imported before any thread of a process that loads a code location runs: the code server evaluates sensors on
+# several gRPC threads and a step renews its write-slot leases on another, and the first published-table sync
+# imports ``sqlalchemy.orm`` lazily (through pyiceberg) on one of them. SQLAlchemy registers the ORM's inspection
+# hook before that import has finished, so a query built on another thread at that moment failed with "partially
+# initialized module 'sqlalchemy.orm.exc'". About 0.05 s of import where the location loads.
+import sqlalchemy.orm  # noqa: F401
+
 from backfill_assets.engine.model.access import AccessPolicy, CleanupPolicy
 from backfill_assets.engine.model.code_inputs import CodeInputs
 from backfill_assets.engine.model.errors import InvalidInput

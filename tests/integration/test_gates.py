@@ -11,7 +11,6 @@ from typing import Callable
 import dagster as dg
 import pandas as pd
 import pytest
-import sqlalchemy.orm  # noqa: F401 — see _run_in_thread
 
 from backfill_assets import (
     BackfillResource,
@@ -115,10 +114,8 @@ def _until(condition: Callable[[], bool], what: str) -> None:
 
 
 def _run_in_thread(instance, defs, day: str, tags: dict, results: dict) -> threading.Thread:
-    """One run on a thread of this process. ``sqlalchemy.orm`` is imported with this module, before any thread:
-    a run's first table sync imports it (through pyiceberg), and SQLAlchemy registers the ORM's inspection hook
-    before that module has finished loading, so a run on another thread building a query at that moment failed
-    with "partially initialized module 'sqlalchemy.orm.exc'"."""
+    """One run on a thread of this process (``sqlalchemy.orm`` was imported whole with the code location, before
+    any thread: ``tests/integration/test_thread_safe_imports.py``)."""
 
     def run() -> None:
         [results[day]] = run_partitions(instance, [day], defs=defs, tags=tags)
