@@ -22,13 +22,6 @@ from typing import Any, Callable, Iterable, Mapping
 
 import dagster as dg
 
-# Imported before any thread of a process that loads a code location runs: the code server evaluates sensors on
-# several gRPC threads and a step renews its write-slot leases on another, and the first published-table sync
-# imports ``sqlalchemy.orm`` lazily (through pyiceberg) on one of them. SQLAlchemy registers the ORM's inspection
-# hook before that import has finished, so a query built on another thread at that moment failed with "partially
-# initialized module 'sqlalchemy.orm.exc'". About 0.05 s of import where the location loads.
-import sqlalchemy.orm  # noqa: F401
-
 from backfill_assets.engine.model.access import AccessPolicy, CleanupPolicy
 from backfill_assets.engine.model.code_inputs import CodeInputs
 from backfill_assets.engine.model.errors import InvalidInput
@@ -37,6 +30,7 @@ from backfill_assets.engine.model.graph import AssetGraph
 from backfill_assets.engine.model.identity import validate_location
 from backfill_assets.engine.model.intervals import utc_now
 from backfill_assets.engine.plan.catchup import CatchupSettings
+from backfill_assets.engine.store.orm_import import import_the_orm_whole
 from backfill_assets.integration.assets.chunks import build_chunk_job
 from backfill_assets.integration.assets.gated import build_gated_asset
 from backfill_assets.integration.assets.side_effects import build_side_effect_asset
@@ -98,6 +92,7 @@ def backfill_definitions(
     ``code_inputs`` (``CodeInputs(paths=[...], distributions=[...], ignore_paths=[...], ignore_distributions=[...])``)
     adds to, or leaves out of, what the code version covers besides what is found on its own (docs/ASSETS.md).
     """
+    import_the_orm_whole()  # on the thread loading the code location, before a sensor's or a lease's thread runs
     declared = list(assets)
     graph = asset_graph(declared, _policy(access, AccessPolicy, "access"), _policy(cleanup, CleanupPolicy, "cleanup"),
                         location=validate_location(location if location is not None else _calling_module()),

@@ -1,6 +1,7 @@
 """A process that loads a code location has ``sqlalchemy.orm`` whole before any of its threads runs a query
-(``integration/api.py``): a code server evaluates sensors on several threads and the first published-table sync
-imports the ORM lazily (through pyiceberg) on one of them, while another builds a query."""
+(``engine/store/orm_import.py``, called by ``backfill_definitions``): a code server evaluates sensors on several
+threads, and the first published-table sync imports the ORM lazily (through pyiceberg) on one of them while another
+builds a query."""
 
 from __future__ import annotations
 
