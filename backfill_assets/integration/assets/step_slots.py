@@ -1,21 +1,19 @@
-"""The catalog's write slots a step holds while it writes a day: its target's (``gated_asset(target=...)``, at most
-``target_limits[target]`` steps at once) and, for an asset declared ``parallel_days=False`` in a backfill launched
-from Dagster, the backfill's one slot for the asset's days.
+"""The catalog's slots a step holds while it writes a day (``engine/store/target_slots.py``: leases, renewed while
+held, a killed holder's expiring on its own):
 
-The days of an asset declared ``parallel_days=False``, in a backfill launched from Dagster (the UI's dialog,
-`dagster job backfill`), are computed one at a time on any instance.
+- its target's, while it writes, audits and publishes, for an asset declared ``gated_asset(target=...)``: at most
+  ``target_limits[target]`` steps at once;
+- the backfill's one slot for the asset's days, while it computes too, for an asset declared
+  ``parallel_days=False`` in a backfill launched from Dagster (the UI's dialog, `dagster job backfill`). The
+  product's run coordinator queues such a backfill's runs on one slot; Dagster's own coordinator (a stock instance,
+  Dagster+) starts them as they come, and several days of the asset were computed at once. With the slot they are
+  computed one at a time on any instance, in the order the steps asked for it (a higher ``dagster/priority``
+  first). A depends-on-past asset is held by ``previous_day.py`` instead (each day after the backfill's day
+  before), and a request's days by its driver.
 
-The product's run coordinator queues such a backfill's runs on one slot; Dagster's own coordinator (a stock
-instance, Dagster+) starts them as they come, so several days of the asset were computed at once. So each day's
-step holds the backfill's one slot for the asset while it computes, writes, audits and publishes: a write slot of
-the catalog (``engine/store/target_slots.py``, limit 1), the same lease a ``target`` quota uses, taken in the
-order the steps asked for it (a higher ``dagster/priority`` first). It cannot deadlock: the holder waits for
-nothing a waiting step holds. Its Dagster pool slot was taken before its step began, and all it may wait for while
-holding the day slot is a target's write slot, whose holders never wait for a day slot (a step takes its day slot
-first).
-
-A depends-on-past asset is held by ``previous_day.py`` instead (each day after the backfill's day before), and a
-request's days by its driver.
+Neither can deadlock: a holder waits for nothing a waiting step holds. Its Dagster pool slot was taken before its
+step began, and all it may wait for while holding a day slot is its target's slot, whose holders never wait for a
+day slot (a step takes its day slot first).
 """
 
 from __future__ import annotations
@@ -57,12 +55,11 @@ def day_slot_target(backfill_id: str, asset: str) -> str:
 
 @contextmanager
 def serial_day_slot(
-    context: StepContext, spec: DeclaredAsset, catalog: Catalog, key: str, wait_seconds: float | None = None
+    context: StepContext, spec: DeclaredAsset, catalog: Catalog, key: str
 ) -> Iterator[Lease | None]:
     """Hold the backfill's one slot for ``spec``'s days while the body runs (None: nothing to hold, the asset's
-    days may run at once or something else paces them); ``TargetBusy`` after ``wait_seconds`` (default
-    ``WAIT_SECONDS``) without it."""
-    wait_seconds = WAIT_SECONDS if wait_seconds is None else wait_seconds
+    days may run at once or something else paces them); ``TargetBusy`` after ``WAIT_SECONDS`` without it."""
+    wait_seconds = WAIT_SECONDS  # read at each call: a test shortens it
     backfill_id = context.run.tags.get(T.DAGSTER_BACKFILL)
     if spec.parallel_days or spec.depends_on_past or not backfill_id or not is_launched_from_dagster(context.run.tags):
         yield None
