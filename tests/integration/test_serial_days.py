@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from itertools import pairwise
 
+import dagster as dg
 import pytest
 
 from backfill_assets.engine.model import tags as T
@@ -99,3 +101,32 @@ def test_a_day_that_waits_past_its_budget_is_not_attempted_naming_the_holder(hom
             ) in failure, failure
     assert home.spans() == []
     assert home.catalog.versions_of("sessions", DAYS[1]) == []  # nothing written
+
+
+def test_a_day_waiting_for_the_slot_stops_waiting_once_its_run_is_cancelled(home):
+    """A run marked cancelled whose worker no signal reaches (its code server did not answer) stops waiting for
+    the slot instead of holding its run slot for hours: nothing computed, nothing written."""
+    holder = SlotHolder("another-step", 0, "other-run", "sessions", DAYS[0])
+    quota = TargetQuota(step_slots.day_slot_target(BACKFILL[T.DAGSTER_BACKFILL], "sessions"), 1, 30.0, 5.0)
+    context = forkserver_context()
+    results = context.Queue()
+    second_day = {T.DAGSTER_BACKFILL: BACKFILL[T.DAGSTER_BACKFILL], T.DAGSTER_PARTITION: DAYS[1]}
+    with write_slot(TargetSlots(home.catalog), quota, holder), dg.DagsterInstance.get() as instance:
+        child = context.Process(target=_child, args=(home.env, DAYS[1], BACKFILL, results))
+        child.start()
+        deadline = time.monotonic() + CHILD_SECONDS
+        while not (waiting := [r for r in instance.get_runs(dg.RunsFilter(tags=second_day))
+                               if "its days run one at a time" in _logs(instance, r.run_id)]):
+            assert time.monotonic() < deadline and child.is_alive(), "the second day never waited for the slot"
+            time.sleep(0.1)
+        instance.report_run_canceling(waiting[0])  # marked only: no signal reaches the worker
+        result = results.get(timeout=CHILD_SECONDS)
+        child.join(timeout=CHILD_SECONDS)
+    assert not result["success"]
+    assert (f"sessions {DAYS[1]}: not attempted — run {result['run_id']} is CANCELING: it was cancelled, so it may "
+            "not publish (it was waiting for this backfill's other days of sessions)") in result["failure"], result
+    assert home.spans() == [] and home.catalog.versions_of("sessions", DAYS[1]) == []
+
+
+def _logs(instance, run_id: str) -> str:
+    return " ".join(e.user_message for e in instance.all_logs(run_id))

@@ -154,7 +154,7 @@ def gate_one(
     if first_of_step and (why := previous_day_refusal(context, graph, spec, backfill.catalog(), key)):
         raise dg.Failure(description=f"{spec.name} {key}: not attempted — {why}", allow_retries=False)
     try:
-        with serial_day_slot(context, spec, backfill.catalog(), key) as day_slot:
+        with serial_day_slot(context, spec, backfill.catalog(), key, stopped) as day_slot:
             return _write_audit_publish(context, graph, spec, backfill, key, identity, user_config,
                                         lease_guard(stopped, day_slot))
     except TargetBusy as exc:  # the day slot not freed in time (a target's is turned into a failure below)

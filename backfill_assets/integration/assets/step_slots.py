@@ -19,9 +19,12 @@ day slot (a step takes its day slot first).
 from __future__ import annotations
 
 import hashlib
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+
+import dagster as dg
 
 from backfill_assets.engine.model import tags as T
 from backfill_assets.engine.model.errors import TargetBusy
@@ -55,10 +58,11 @@ def day_slot_target(backfill_id: str, asset: str) -> str:
 
 @contextmanager
 def serial_day_slot(
-    context: StepContext, spec: DeclaredAsset, catalog: Catalog, key: str
+    context: StepContext, spec: DeclaredAsset, catalog: Catalog, key: str, stopped: Callable[[], str | None]
 ) -> Iterator[Lease | None]:
     """Hold the backfill's one slot for ``spec``'s days while the body runs (None: nothing to hold, the asset's
-    days may run at once or something else paces them); ``TargetBusy`` after ``WAIT_SECONDS`` without it."""
+    days may run at once or something else paces them); ``TargetBusy`` after ``WAIT_SECONDS`` without it. A run
+    found stopped while it waits (``stopped``: why, or None) stops waiting: cancelled, it may not compute."""
     wait_seconds = WAIT_SECONDS  # read at each call: a test shortens it
     backfill_id = context.run.tags.get(T.DAGSTER_BACKFILL)
     if spec.parallel_days or spec.depends_on_past or not backfill_id or not is_launched_from_dagster(context.run.tags):
@@ -74,13 +78,26 @@ def serial_day_slot(
         try:
             lease = stack.enter_context(
                 write_slot(slots, quota, SlotHolder(uuid.uuid4().hex, run_priority(context), context.run.run_id,
-                                                    spec.name, key))
+                                                    spec.name, key), sleep=_unless_stopped(stopped, spec.name, key))
             )
         except TargetBusy as exc:
             held = "; ".join(h.describe() for h in slots.holders(quota.target)) or "none live"
             raise TargetBusy(f"waited {wait_seconds:g} s for this backfill's other days of {spec.name} "
                              f"(parallel_days=False: one at a time), held by: {held}") from exc
         yield lease
+
+
+def _unless_stopped(stopped: Callable[[], str | None], asset: str, key: str) -> Callable[[float], None]:
+    """A waiting step's sleep, then why its run was stopped meanwhile, raised (a run marked cancelled whose worker
+    no signal reached would otherwise wait for the slot, and hold its run slot, for hours)."""
+
+    def sleep(seconds: float) -> None:
+        time.sleep(seconds)
+        if reason := stopped():
+            raise dg.Failure(description=f"{asset} {key}: not attempted — {reason} (it was waiting for this "
+                                         f"backfill's other days of {asset})", allow_retries=False)
+
+    return sleep
 
 
 def target_write_slot(
