@@ -98,3 +98,30 @@ def test_a_day_whose_previous_day_has_not_started_is_not_attempted_at_once(env):
     assert f"previous day {DAYS[0]} is not published yet: run {queued.run_id[:8]} of this backfill is not started" in (
         second.failure), second.failure
     assert [v.version_id for v in env.catalog.versions_of(CUSTOMER_SNAPSHOT, DAYS[1])] == [serving[DAYS[1]]]
+
+
+def test_a_day_waiting_for_its_previous_day_stops_once_its_own_run_is_cancelled(env):
+    """A run marked cancelled whose worker no signal reaches (its code server did not answer) stops waiting for
+    the previous day instead of holding its run slot for hours: nothing computed, nothing written."""
+    serving = _published_by_production(env)
+    running = _previous_day_run(env, dg.DagsterRunStatus.STARTED)
+    waiting = f"waiting for run {running.run_id[:8]} of this backfill to end"
+    second_day = {T.DAGSTER_BACKFILL: BACKFILL[T.DAGSTER_BACKFILL], T.DAGSTER_PARTITION: DAYS[1]}
+
+    def cancel_it_once_it_waits() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            runs = [r for r in env.instance.get_runs(dg.RunsFilter(tags=second_day)) if waiting in _logs(env, r.run_id)]
+            if runs:
+                env.instance.report_run_canceling(runs[0])  # marked only: no signal reaches the worker
+                return
+            time.sleep(0.1)
+
+    canceller = threading.Thread(target=cancel_it_once_it_waits)
+    canceller.start()
+    [second] = run_partitions(env.instance, [DAYS[1]], assets=[CUSTOMER_SNAPSHOT], tags=BACKFILL)
+    canceller.join()
+    assert not second.success
+    assert (f"run {second.run_id} is CANCELING: it was cancelled, so it may not publish (it was waiting for run "
+            f"{running.run_id[:8]} of this backfill, the previous day {DAYS[0]})") in second.failure, second.failure
+    assert [v.version_id for v in env.catalog.versions_of(CUSTOMER_SNAPSHOT, DAYS[1])] == [serving[DAYS[1]]]

@@ -151,7 +151,7 @@ def gate_one(
     decided = _decided_without_computing(context, graph, spec, backfill, key, identity)
     if decided is not None:
         return decided.outcome
-    if first_of_step and (why := previous_day_refusal(context, graph, spec, backfill.catalog(), key)):
+    if first_of_step and (why := previous_day_refusal(context, graph, spec, backfill.catalog(), key, stopped)):
         raise dg.Failure(description=f"{spec.name} {key}: not attempted — {why}", allow_retries=False)
     try:
         with serial_day_slot(context, spec, backfill.catalog(), key, stopped) as day_slot:

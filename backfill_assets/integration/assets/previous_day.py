@@ -14,12 +14,14 @@ latest run of the previous day (one that writes this asset):
   day and the run, as a request's driver skips the later days of a depends-on-past chain;
 - running, and this step holds no pool slot the other step may need: the step waits for it to end (up to
   ``WAIT_SECONDS``), then decides as above; queued, or running while this step holds a pool slot: the step refuses
-  at once, since waiting could hold what the other run needs.
+  at once, since waiting could hold what the other run needs. A step whose own run is marked cancelled while it
+  waits (its worker reached by no signal) stops waiting and refuses.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import dagster as dg
 
@@ -43,10 +45,11 @@ SERVING = frozenset({VersionState.PUBLISHED.value, VersionState.SUPERSEDED.value
 
 def previous_day_refusal(
     context: StepContext, graph: AssetGraph, spec: DeclaredAsset, catalog: Catalog, key: str,
-    wait_seconds: float = WAIT_SECONDS,
+    stopped: Callable[[], str | None], wait_seconds: float = WAIT_SECONDS,
 ) -> str | None:
     """Why this step of a Dagster-launched backfill must not compute ``key`` of a depends-on-past asset yet (its
-    previous day not published by the backfill), or None to compute; waits for a running previous day."""
+    previous day not published by the backfill), or None to compute; waits for a running previous day, unless
+    its own run is found stopped meanwhile (``stopped``: why, or None)."""
     backfill_id = context.run.tags.get(T.DAGSTER_BACKFILL)
     previous = graph.calendar.previous_key(key)
     if not (spec.depends_on_past and previous and backfill_id and is_launched_from_dagster(context.run.tags)):
@@ -70,6 +73,8 @@ def previous_day_refusal(
                              f"computes the previous day {previous} (depends on past)")
             waited = True
         time.sleep(POLL_SECONDS)
+        if reason := stopped():  # marked cancelled, its worker reached by no signal: it may not compute anyway
+            return f"{reason} (it was waiting for run {run.run_id[:8]} of this backfill, the previous day {previous})"
 
 
 def _latest_run_of(
