@@ -52,6 +52,9 @@ def run_day(day: str, asset: str, tags: dict[str, str]) -> dg.ExecuteInProcessRe
 def run_day_in_child(env: dict[str, str], day: str, tags: dict[str, str], results) -> None:
     """One run of ``sessions`` for ``day``: its id, success and step failure put on ``results``."""
     warnings.simplefilter("ignore")
+    # The forkserver keeps the environment of the test that started it: what this test did not set goes.
+    for stale in [k for k in os.environ if k.startswith(("DAGSTER_", "BACKFILL_")) and k not in env]:
+        del os.environ[stale]
     os.environ.update(env)
     result = run_day(day, "sessions", tags)
     failure = next((e.step_failure_data.error.message for e in result.all_events if e.is_step_failure), None)
