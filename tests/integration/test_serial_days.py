@@ -88,11 +88,16 @@ def test_runs_outside_a_dagster_backfill_are_not_held(home):
     assert _overlapping(home.spans()) != []
 
 
-def test_a_day_that_waits_past_its_budget_is_not_attempted_naming_the_holder(home, monkeypatch):
-    monkeypatch.setattr(step_slots, "WAIT_SECONDS", 1.0)
+def _held_by_another_step(home: Home):
+    """The backfill's day slot for ``sessions``, held as another run's step holds it while computing the first day."""
     holder = SlotHolder("another-step", 0, "other-run", "sessions", DAYS[0])
     quota = TargetQuota(step_slots.day_slot_target(BACKFILL[T.DAGSTER_BACKFILL], "sessions"), 1, 30.0, 5.0)
-    with write_slot(TargetSlots(home.catalog), quota, holder):
+    return write_slot(TargetSlots(home.catalog), quota, holder)
+
+
+def test_a_day_that_waits_past_its_budget_is_not_attempted_naming_the_holder(home, monkeypatch):
+    monkeypatch.setattr(step_slots, "WAIT_SECONDS", 1.0)
+    with _held_by_another_step(home):
         result = run_day(DAYS[1], "sessions", BACKFILL)
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure).step_failure_data.error.message
@@ -106,12 +111,10 @@ def test_a_day_that_waits_past_its_budget_is_not_attempted_naming_the_holder(hom
 def test_a_day_waiting_for_the_slot_stops_waiting_once_its_run_is_cancelled(home):
     """A run marked cancelled whose worker no signal reaches (its code server did not answer) stops waiting for
     the slot instead of holding its run slot for hours: nothing computed, nothing written."""
-    holder = SlotHolder("another-step", 0, "other-run", "sessions", DAYS[0])
-    quota = TargetQuota(step_slots.day_slot_target(BACKFILL[T.DAGSTER_BACKFILL], "sessions"), 1, 30.0, 5.0)
     context = forkserver_context()
     results = context.Queue()
     second_day = {T.DAGSTER_BACKFILL: BACKFILL[T.DAGSTER_BACKFILL], T.DAGSTER_PARTITION: DAYS[1]}
-    with write_slot(TargetSlots(home.catalog), quota, holder), dg.DagsterInstance.get() as instance:
+    with _held_by_another_step(home), dg.DagsterInstance.get() as instance:
         child = context.Process(target=_child, args=(home.env, DAYS[1], BACKFILL, results))
         child.start()
         deadline = time.monotonic() + CHILD_SECONDS
