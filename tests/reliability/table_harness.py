@@ -24,8 +24,16 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from backfill_assets.engine.store.catalog import Catalog
+from backfill_assets.engine.store.iceberg_catalog_rows import current_metadata_location, dispose_readers
 from backfill_assets.engine.store.storage import Warehouse
-from backfill_assets.engine.tables.iceberg_table import CATALOG_NAME, IcebergTables, table_seq, tables_location
+from backfill_assets.engine.tables.iceberg_position import seq_in_metadata
+from backfill_assets.engine.tables.iceberg_table import (
+    CATALOG_NAME,
+    SEQ_PROPERTY,
+    IcebergTables,
+    table_seq,
+    tables_location,
+)
 from backfill_assets.engine.tables.published_tables import PublishedTables
 from tests.tables.reader_checks import History, judge, normal_path, pointers_now
 from tests.tables.table_readers import Readers
@@ -193,6 +201,7 @@ def close_env(env: TableEnv, pg_server=None) -> None:
     if env.readers is not None:
         env.readers.stop()
     env.catalog.engine.dispose()
+    dispose_readers()
     if env.backend == "postgres":
         for url in (env.config["catalog_url"], env.config["iceberg_url"]):
             pg_server.drop_database(make_url(url).database)
@@ -206,8 +215,13 @@ def versions_in_table(env: TableEnv) -> tuple[int, dict[str, str]]:
     """The table's publish log position and, per day, the version whose file it references (planned by pyiceberg;
     a day with two files is reported as both)."""
     table = env.iceberg.load(ASSET)
+    # What ``reconcile`` and ``tables`` read without pyiceberg must be what pyiceberg loads, after every fault.
+    location = current_metadata_location(env.config["iceberg_url"], CATALOG_NAME, NAMESPACE, ASSET)
     if table is None:
+        assert location is None, f"no table for pyiceberg, but the catalog's row names {location}"
         return 0, {}
+    assert location == table.metadata_location, (location, table.metadata_location)
+    assert seq_in_metadata(location, SEQ_PROPERTY) == table_seq(table), "the position read without pyiceberg differs"
     by_path = env.history().by_path()
     days: dict[str, str] = {}
     if table.current_snapshot() is not None:

@@ -28,7 +28,9 @@ from backfill_assets.engine.model.settings import TableSettings
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.day_column import DAY_COLUMN
+from backfill_assets.engine.store.iceberg_catalog_rows import NotReadableHere, current_metadata_location
 from backfill_assets.engine.store.pointer_log import PointerChanges, pointer_changes, pointer_ids_after
+from backfill_assets.engine.tables.iceberg_position import seq_in_metadata
 from backfill_assets.engine.tables.records import SyncResult, TableLag
 from backfill_assets.engine.wap.faults import AFTER_TABLE_COMMIT, fault_point
 
@@ -124,7 +126,16 @@ class IcebergTables:
             return None
 
     def position(self, asset: str) -> int:
-        """The publish log's seq the table holds the pointers of (0: no table, or nothing applied)."""
+        """The publish log's seq the table holds the pointers of (0: no table, or nothing applied). On the SQL
+        catalog, read from its row and the metadata file it names (``iceberg_position``: no pyiceberg import);
+        pyiceberg's load where that cannot answer for certain."""
+        if not self.settings.iceberg_catalog_name:
+            try:
+                location = current_metadata_location(
+                    self.settings.iceberg_catalog_url, CATALOG_NAME, self.namespace, table_name_of(asset))
+                return 0 if location is None else seq_in_metadata(location, SEQ_PROPERTY)
+            except NotReadableHere as why:
+                log.debug("%s: position read by pyiceberg (%s)", self.identifier(asset), why)
         table = self.load(asset)
         return table_seq(table) if table is not None else 0
 
