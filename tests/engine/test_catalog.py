@@ -3,13 +3,14 @@ test_catalog_rollback.py, races: test_catalog_races.py)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, fields, replace
 
 import pytest
 
 from backfill_assets.engine.model.errors import AssetOwnedElsewhere, IllegalTransition, NotFound, PublishConflict
 from backfill_assets.engine.model.states import VersionState
 from backfill_assets.engine.store.catalog import ACTION_PUBLISH, ACTION_ROLLBACK
+from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.ledger import Ledger
 from tests.orders import GRAPH
 from tests.specs import spec_of
@@ -89,6 +90,19 @@ def test_begin_version_records_the_identity_and_the_pointer_it_saw(catalog):
     assert version.interval_start == "2022-09-30T16:00:00.000000+00:00"
     assert version.interval_end == "2022-10-01T16:00:00.000000+00:00"
     assert version.code_version == "git-abc123"
+
+
+def test_a_version_read_whole_is_the_record_its_init_builds(catalog):
+    """Whole rows are read without the frozen dataclass's ``__init__`` (``Version.from_rows``): the record is the
+    same in every way a caller can tell, and as frozen."""
+    version_id = published(catalog, identity("run-a"))
+    [read] = catalog.versions_of(ASSET, KEY)
+    built = Version(**{f.name: getattr(read, f.name) for f in fields(Version)})
+    assert read == built and repr(read) == repr(built) and read.as_dict() == built.as_dict()
+    assert read.version_id == version_id and read.checks == PASSED and read.stats == {"rows": 10}
+    assert replace(read, state="REJECTED").state == "REJECTED" and read.state == "PUBLISHED"
+    with pytest.raises(FrozenInstanceError):
+        read.state = "REJECTED"  # type: ignore[misc]
 
 
 def test_versions_cannot_skip_or_repeat_a_state(catalog):

@@ -67,13 +67,23 @@ class Version(JsonRecord):
                 if _FIELD_OF_COLUMN.get(name, name) in _FIELDS]
         pick, fields_ = itemgetter(*(n for n, _ in kept)), tuple(name for _, name in kept)
         decoded = [name for name in fields_ if name in _DECODED]
+        # Every field given by the row (a whole ``versions`` row): the record's fields set as they are, without the
+        # frozen dataclass's ``__init__``, which sets each of 30 fields through ``object.__setattr__`` (most of
+        # building a version: 16 µs of ~20 here, 0.18 s of a ten-year request's 10,950). A narrower row takes
+        # ``__init__`` and its defaults.
+        whole = len(fields_) == len(_FIELDS) and cls is Version
         versions: list[Version] = []
         for row in rows:
             data: dict[str, Any] = dict(zip(fields_, pick(row), strict=True))
             for name in decoded:
                 raw = data[name]
                 data[name] = json.loads(raw) if raw else None
-            versions.append(cls(**data))
+            if whole:
+                version = object.__new__(cls)
+                version.__dict__.update(data)
+                versions.append(version)
+            else:
+                versions.append(cls(**data))
         return versions
 
     @classmethod
