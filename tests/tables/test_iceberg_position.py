@@ -30,7 +30,9 @@ D1, D2 = "2022-10-01", "2022-10-02"
 def setup(tmp_path):
     catalog = Catalog(f"sqlite:///{tmp_path}/catalog.db")
     warehouse = Warehouse(str(tmp_path / "warehouse"))
-    iceberg_file = tmp_path / "iceberg_catalog.db"
+    # A folder name a URI would misread ("#", "%"): SQLite's read-only open takes a URI.
+    iceberg_file = tmp_path / "odd # name 100%" / "iceberg_catalog.db"
+    iceberg_file.parent.mkdir()
     tables = IcebergTables(iceberg_settings(f"sqlite:///{iceberg_file}", str(warehouse.root)))
     return catalog, warehouse, tables, iceberg_file
 

@@ -10,8 +10,10 @@ file or a table).
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
+from urllib.parse import quote
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
@@ -61,18 +63,23 @@ def _reader(url: str) -> Engine | None:
             raise NotReadableHere("an in-memory SQLite catalog is only readable by its own process")
         path = Path(parsed.database).resolve()
         # Looked at every time: a catalog created after a first look is read at the next.
-        return _engine(f"sqlite:///file:{path}?mode=ro&uri=true") if path.exists() else None
+        return _engine(url, path) if path.exists() else None
     if backend == "postgresql":
         return _engine(url)
     raise NotReadableHere(f"an Iceberg catalog on {backend}")
 
 
-def _engine(url: str) -> Engine:
+def _engine(url: str, sqlite_file: Path | None = None) -> Engine:
     with _engines_lock:
         engine = _engines.get(url)
         if engine is None:
-            engine = _engines[url] = (sa.create_engine(url) if url.startswith("sqlite") else
-                                      sa.create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=2))
+            if sqlite_file is not None:
+                # SQLite's URI form, the path percent-encoded: a folder named with "?", "#" or "%" stays a path.
+                uri = f"file:{quote(str(sqlite_file))}?mode=ro"
+                engine = sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True))
+            else:
+                engine = sa.create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=2)
+            _engines[url] = engine
         return engine
 
 
