@@ -74,7 +74,7 @@ def _engine(url: str, sqlite_file: Path | None = None) -> Engine:
         engine = _engines.get(url)
         if engine is None:
             if sqlite_file is not None:
-                # SQLite's URI form, the path percent-encoded: a folder named with "?", "#" or "%" stays a path.
+                # SQLite's URI form, the path percent-encoded: a folder named with "#" or "%" stays a path.
                 uri = f"file:{quote(str(sqlite_file))}?mode=ro"
                 engine = sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True))
             else:

@@ -49,7 +49,7 @@ def _read_local(location: str) -> dict[str, Any]:
     path = Path(unquote(parsed.path) if parsed.scheme else location)
     try:
         raw = path.read_bytes()
-        # pyiceberg compresses a metadata file when ``write.metadata.compression-codec`` is gzip.
+        # Another writer (Java's Iceberg) may gzip a metadata file (``.gz.metadata.json``); pyiceberg reads it too.
         metadata = json.loads(gzip.decompress(raw) if raw[:2] == GZIP_MAGIC else raw)
     except (OSError, ValueError) as exc:
         raise NotReadableHere(f"{location}: {type(exc).__name__}") from exc
