@@ -13,7 +13,7 @@ import click
 
 from backfill_assets.engine.model.errors import BackfillError, FieldMessage, StorageError, bounded
 from backfill_assets.engine.model.graph import AssetGraph
-from backfill_assets.engine.model.settings import ENV_DAGSTER_HOME, Settings
+from backfill_assets.engine.model.settings import ENV_DAGSTER_HOME, Settings, home_folder
 from backfill_assets.integration import instance_template
 
 from .code_location import CodeLocation, load_code_location, resolve_module_name
@@ -108,7 +108,7 @@ class AppContext:
 def ensure_home(home: Path) -> Path:
     """Create the instance folder and give it the shipped dagster.yaml (embedded SQLite default) unless it has its
     own (which the daemon checks when it starts: ``instance_template.missing_blocks``)."""
-    home = home.expanduser().resolve()
+    home = home_folder(str(home))  # refused before anything is made there
     home.mkdir(parents=True, exist_ok=True)
     instance_template.install(home)
     # Child processes (dagster-daemon, dagster dev, step workers) must see the same instance.

@@ -147,3 +147,15 @@ def test_bad_input_is_one_line_error_and_changes_nothing(env, args, message):
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.output
     assert "Traceback" not in result.output
     assert _snapshot(env) == before
+
+
+@pytest.mark.parametrize("given", ["environment", "--home"])
+def test_a_home_whose_path_holds_a_question_mark_is_refused_before_anything_is_made(tmp_path, monkeypatch, given):
+    """SQLite URLs end at a "?": a catalog or Dagster's storage made from such a folder would land beside it."""
+    home = tmp_path / "team?x" / "home"
+    monkeypatch.setenv("DAGSTER_HOME", str(home) if given == "environment" else str(tmp_path / "unused"))
+    args = ["request", "list"] if given == "environment" else ["--home", str(home), "request", "list"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: the Dagster instance folder") and "'?'" in result.output, result.output
+    assert list(tmp_path.iterdir()) == []

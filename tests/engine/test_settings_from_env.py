@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from backfill_assets.engine.model.errors import InvalidInput
 from backfill_assets.engine.model.settings import Settings
 
 
@@ -25,3 +28,8 @@ def test_the_settings_are_read_again_when_the_environment_or_the_working_directo
         monkeypatch.chdir(tmp_path / folder)
         assert Settings.from_env().dagster_home == tmp_path / folder / "relative_home"
     assert Settings.from_env({"DAGSTER_HOME": str(tmp_path / "given")}).dagster_home == tmp_path / "given"
+
+
+def test_a_home_whose_path_holds_a_question_mark_is_refused(tmp_path):
+    with pytest.raises(InvalidInput, match=r"a '\?' in its path"):
+        Settings.from_env({"DAGSTER_HOME": str(tmp_path / "a?b")})

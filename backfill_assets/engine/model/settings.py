@@ -79,7 +79,7 @@ class Settings:
         home_raw = env.get(ENV_DAGSTER_HOME)
         if not home_raw:
             raise InvalidInput(f"{ENV_DAGSTER_HOME} is not set; point it at the Dagster instance folder")
-        home = Path(home_raw).expanduser().resolve()
+        home = home_folder(home_raw)
         return cls(
             dagster_home=home,
             warehouse_root=env.get(ENV_WAREHOUSE) or str(home / "warehouse"),
@@ -87,6 +87,17 @@ class Settings:
             source_url=env.get(ENV_SOURCE_URL) or f"sqlite:///{home / 'source.db'}",
             sink_path=env.get(ENV_SINK_PATH) or str(home / "sink" / "alerts.jsonl"),
         )
+
+
+def home_folder(raw: str) -> Path:
+    """The instance folder ``raw`` names, resolved; refused when its path holds a "?": the SQLite URLs made from it
+    (the catalog's, Dagster's own storage's) end at the "?", so their files would land beside it, named after the
+    part before it."""
+    home = Path(raw).expanduser().resolve()
+    if "?" in str(home):
+        raise InvalidInput(f"the Dagster instance folder {str(home)!r}: a '?' in its path cuts the SQLite URLs made "
+                           "from it (their files would land elsewhere); choose a folder whose path has no '?'")
+    return home
 
 
 _SETTINGS_VARIABLES = (ENV_DAGSTER_HOME, ENV_WAREHOUSE, ENV_CATALOG_URL, ENV_SOURCE_URL, ENV_SINK_PATH)
