@@ -86,3 +86,20 @@ def stopped_by_ctrl_c(command: str) -> Iterator[None]:
     if interrupted:
         print(f"{command}: interrupted (Ctrl-C), stopped", file=sys.stderr, flush=True)
         sys.exit(EXIT_INTERRUPTED)
+
+
+@contextmanager
+def sigterm_kept() -> Iterator[None]:
+    """Put SIGTERM's handler back as it was once the body ends: Dagster gives SIGTERM SIGINT's handler each time it
+    puts its own handlers back after an in-process run (so a pod's SIGTERM stops a run as Ctrl-C would). A process
+    started with SIGINT ignored (a background job of a script) then ignored SIGTERM as well, and ``kill`` no longer
+    stopped it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread sets handlers (Dagster's too)
+        return
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if before is not None and signal.getsignal(signal.SIGTERM) is not before:
+            signal.signal(signal.SIGTERM, before)

@@ -11,6 +11,7 @@ from backfill_assets.engine.model import tags as T
 from backfill_assets.integration.assets.chunks import CHUNK_JOB, chunk_run_config, chunk_tags
 from backfill_assets.integration.jobs import PRODUCTION_JOB
 from backfill_assets.integration.keys import asset_key
+from backfill_assets.interrupts import sigterm_kept
 
 # The step logs stay in the instance (and the UI); the console gets only errors.
 QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
@@ -49,29 +50,38 @@ def run_partitions(
     results = []
     selection = {asset_key(a) for a in assets} if assets else None
     for key in partition_keys:
-        if isinstance(key, tuple):
-            first, last = key
-            # A range run selects no checks: the step reports them per partition itself.
-            subset = job.get_subset(asset_selection=selection or set(job.asset_layer.executable_asset_keys),
-                                    asset_check_selection=set())
-            result = subset.execute_in_process(
-                instance=instance,
-                tags={**run_tags, T.DAGSTER_RANGE_START: first, T.DAGSTER_RANGE_END: last},
-                run_config={**QUIET, **(run_config_for or {}).get(first, {})},
-                raise_on_error=False,
-            )
-            key = first
-        else:
-            result = job.execute_in_process(
-                partition_key=key,
-                instance=instance,
-                tags=run_tags,
-                run_config={**QUIET, **(run_config_for or {}).get(key, {})},
-                asset_selection=list(selection) if selection else None,
-                raise_on_error=False,
-            )
+        with sigterm_kept():
+            result, key = _run_one(job, instance, key, run_tags, selection, run_config_for)
         results.append(LocalRun(key, result.run_id, result.success, _failure_message(result)))
     return results
+
+
+def _run_one(job: Any, instance: dg.DagsterInstance, key: str | tuple[str, str], run_tags: Mapping[str, str],
+             selection: set[dg.AssetKey] | None, run_config_for: Mapping[str, Mapping[str, Any]] | None,
+             ) -> tuple[dg.ExecuteInProcessResult, str]:
+    """One partition's run (or one partition-range run), and the partition it is reported under."""
+    configs = run_config_for or {}
+    if isinstance(key, tuple):
+        first, last = key
+        # A range run selects no checks: the step reports them per partition itself.
+        subset = job.get_subset(asset_selection=selection or set(job.asset_layer.executable_asset_keys),
+                                asset_check_selection=set())
+        result = subset.execute_in_process(
+            instance=instance,
+            tags={**run_tags, T.DAGSTER_RANGE_START: first, T.DAGSTER_RANGE_END: last},
+            run_config={**QUIET, **configs.get(first, {})},
+            raise_on_error=False,
+        )
+        return result, first
+    result = job.execute_in_process(
+        partition_key=key,
+        instance=instance,
+        tags=run_tags,
+        run_config={**QUIET, **configs.get(key, {})},
+        asset_selection=list(selection) if selection else None,
+        raise_on_error=False,
+    )
+    return result, key
 
 
 def run_chunk(
@@ -84,11 +94,12 @@ def run_chunk(
 ) -> LocalRun:
     """One batched (chunk) run in-process: the given days of each batchable asset (``configs``: asset → its own
     config)."""
-    result = defs.resolve_job_def(CHUNK_JOB).execute_in_process(
-        instance=instance,
-        tags={T.LANE: T.LANE_MANUAL, **(tags or {}), **chunk_tags(days_by_asset)},
-        run_config={**QUIET, **chunk_run_config(days_by_asset, configs)},
-        raise_on_error=False,
-    )
+    with sigterm_kept():
+        result = defs.resolve_job_def(CHUNK_JOB).execute_in_process(
+            instance=instance,
+            tags={T.LANE: T.LANE_MANUAL, **(tags or {}), **chunk_tags(days_by_asset)},
+            run_config={**QUIET, **chunk_run_config(days_by_asset, configs)},
+            raise_on_error=False,
+        )
     first = min(d for days in days_by_asset.values() for d in days)
     return LocalRun(first, result.run_id, result.success, _failure_message(result))
