@@ -90,10 +90,11 @@ def stopped_by_ctrl_c(command: str) -> Iterator[None]:
 
 @contextmanager
 def sigterm_kept() -> Iterator[None]:
-    """Put SIGTERM's handler back as it was once the body ends: Dagster gives SIGTERM SIGINT's handler each time it
-    puts its own handlers back after an in-process run (so a pod's SIGTERM stops a run as Ctrl-C would). A process
-    started with SIGINT ignored (a background job of a script) then ignored SIGTERM as well, and ``kill`` no longer
-    stopped it."""
+    """Keep SIGTERM able to stop the process through the body: Dagster gives SIGTERM SIGINT's handler each time it
+    puts its own back after an in-process run, so that a pod's SIGTERM stops a run as Ctrl-C would. A process
+    started with SIGINT ignored (a script's background job: ``backfill-assets demo &``) then ignored SIGTERM too,
+    and ``kill`` no longer stopped it: there SIGTERM's handler is put back as it was. Otherwise Dagster's mapping is
+    kept (a console script's SIGTERM then stops it as Ctrl-C does, its ``finally`` blocks run)."""
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread sets handlers (Dagster's too)
         return
@@ -101,5 +102,5 @@ def sigterm_kept() -> Iterator[None]:
     try:
         yield
     finally:
-        if before is not None and signal.getsignal(signal.SIGTERM) is not before:
+        if before not in (None, signal.SIG_IGN) and signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
             signal.signal(signal.SIGTERM, before)
