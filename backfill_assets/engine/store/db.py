@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -19,13 +18,13 @@ from backfill_assets.engine.model.settings import (
     CatalogTimeouts,
 )
 from backfill_assets.engine.store import publish_pg, schema_version
+from backfill_assets.engine.store.engine_cache import EngineCache
 
 T = TypeVar("T")
 
 READ_ONLY = "backfill_read_only"
 
-_engines: dict[str, Engine] = {}
-_engines_lock = threading.Lock()
+_engines = EngineCache()
 
 
 RESTORE_HINT = "restore it from a backup (docs/OPERATIONS.md, \"A damaged catalog\")"
@@ -37,18 +36,18 @@ def engine_for(url: str, warehouse_root: str | None = None) -> Engine:
     head, a catalog at another version refused: ``CatalogSchemaMismatch``), and so are its tables: one that is not
     a catalog is refused (``CatalogDamaged``). ``warehouse_root``: the warehouse beside it; an empty or missing
     catalog is then created only while that warehouse holds no version (``CatalogEmpty``)."""
-    with _engines_lock:
-        engine = _engines.get(url)
-        if engine is None:
-            refuse_unusable_file(url, warehouse_root)
-            engine = catalog_engine(url)
-            try:
-                _open_checked(engine, url, warehouse_root)
-            except BaseException:
-                engine.dispose()  # a refused catalog keeps no pooled connection of this process
-                raise
-            _engines[url] = engine
-        return engine
+    return _engines.get(url, lambda: _opened(url, warehouse_root))
+
+
+def _opened(url: str, warehouse_root: str | None) -> Engine:
+    refuse_unusable_file(url, warehouse_root)
+    engine = catalog_engine(url)
+    try:
+        _open_checked(engine, url, warehouse_root)
+    except BaseException:
+        engine.dispose()  # a refused catalog keeps no pooled connection of this process
+        raise
+    return engine
 
 
 def reader_for(url: str) -> Engine:
@@ -57,10 +56,7 @@ def reader_for(url: str) -> Engine:
 
 
 def dispose_all() -> None:
-    with _engines_lock:
-        for engine in _engines.values():
-            engine.dispose()
-        _engines.clear()
+    _engines.dispose_all()
 
 
 def sql_engine(url: str, read_only: bool = False) -> Engine:

@@ -11,19 +11,19 @@ file or a table).
 from __future__ import annotations
 
 import sqlite3
-import threading
 from pathlib import Path
 from urllib.parse import quote
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
+from backfill_assets.engine.store.engine_cache import EngineCache
+
 TABLES = "iceberg_tables"
 # pyiceberg's ``iceberg_type`` column (schema v1): views share the table; NULL is a row written before the column.
 TABLE_TYPE = "TABLE"
 
-_engines: dict[str, Engine] = {}
-_engines_lock = threading.Lock()
+_engines = EngineCache()
 
 
 class NotReadableHere(Exception):
@@ -70,22 +70,16 @@ def _reader(url: str) -> Engine | None:
 
 
 def _engine(url: str, sqlite_file: Path | None = None) -> Engine:
-    with _engines_lock:
-        engine = _engines.get(url)
-        if engine is None:
-            if sqlite_file is not None:
-                # SQLite's URI form, the path percent-encoded: a folder named with "#" or "%" stays a path.
-                uri = f"file:{quote(str(sqlite_file))}?mode=ro"
-                engine = sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True))
-            else:
-                engine = sa.create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=2)
-            _engines[url] = engine
-        return engine
+    def make() -> Engine:
+        if sqlite_file is None:
+            return sa.create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=2)
+        # SQLite's URI form, the path percent-encoded: a folder named with "#" or "%" stays a path.
+        uri = f"file:{quote(str(sqlite_file))}?mode=ro"
+        return sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True))
+
+    return _engines.get(url, make)
 
 
 def dispose_readers() -> None:
     """Close the pooled connections of every reader (a database about to be dropped, a process's end)."""
-    with _engines_lock:
-        for engine in _engines.values():
-            engine.dispose()
-        _engines.clear()
+    _engines.dispose_all()

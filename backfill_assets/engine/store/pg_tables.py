@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -37,6 +36,7 @@ from backfill_assets.engine.model.identity import table_name_of
 from backfill_assets.engine.store.catalog_records import Version
 from backfill_assets.engine.store.day_column import DAY_COLUMN
 from backfill_assets.engine.store.db import create_engine
+from backfill_assets.engine.store.engine_cache import EngineCache
 from backfill_assets.engine.store.pg_types import MAX_IDENTIFIER_BYTES, PgTableError, csv_ready, table_columns
 
 LOADED, SERVING, SYNCED = "_loaded", "_serving", "_synced"
@@ -47,8 +47,7 @@ VERSION_TABLE_INFIX = "__v_"
 VERSION_DIGEST_CHARS = 12
 ASSET_PREFIX_CHARS = MAX_IDENTIFIER_BYTES - len(VERSION_TABLE_INFIX) - VERSION_DIGEST_CHARS
 
-_engines: dict[str, Engine] = {}
-_engines_lock = threading.Lock()
+_engines = EngineCache()
 
 
 @dataclass(frozen=True)
@@ -71,18 +70,11 @@ class DaySwitch:
 def tables_engine(url: str) -> Engine:
     """One engine per URL per process: no statement timeout (a load copies a whole version); each transaction
     sets the lock timeout it can afford (``lock_timeout``)."""
-    with _engines_lock:
-        engine = _engines.get(url)
-        if engine is None:
-            engine = _engines[url] = create_engine(url)
-        return engine
+    return _engines.get(url, lambda: create_engine(url))
 
 
 def dispose_engines() -> None:
-    with _engines_lock:
-        for engine in _engines.values():
-            engine.dispose()
-        _engines.clear()
+    _engines.dispose_all()
 
 
 def same_database(url_a: str, url_b: str) -> bool:
