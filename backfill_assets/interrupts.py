@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 # How soon an interrupt Python dropped (raised inside a garbage-collection callback) is delivered again.
@@ -31,6 +32,11 @@ RERAISE_DELAY_S = 0.05
 
 class Interrupted(BaseException):
     """SIGINT, raised where the command was (a BaseException: nothing that catches Exception keeps going)."""
+
+
+class RunInterrupted(BaseException):
+    """Ctrl-C in a step of an in-process run, raised past Dagster's retry of interrupted steps (a BaseException that
+    is not an interrupt Dagster knows: it fails the step)."""
 
 
 def _raise_interrupted(signum, frame) -> None:
@@ -104,3 +110,14 @@ def sigterm_kept() -> Iterator[None]:
     finally:
         if before not in (None, signal.SIG_IGN) and signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
             signal.signal(signal.SIGTERM, before)
+
+
+def interrupt_again() -> NoReturn:
+    """Raise an interrupt that code on the way caught and did not raise on: Dagster ends an in-process run that
+    Ctrl-C (or SIGTERM, which it maps to Ctrl-C's handler while it runs) interrupted as a failed run and returns, so
+    a loop of runs went on to its next run. Raised through the SIGINT handler in place (a console script's: one line,
+    exit 130), else as ``KeyboardInterrupt``."""
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, None)
+    raise KeyboardInterrupt

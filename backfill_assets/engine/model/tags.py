@@ -35,6 +35,10 @@ QUEUED_BY = "backfill/queued_by"
 CHUNK_FIRST = "backfill/chunk_first"
 CHUNK_LAST = "backfill/chunk_last"
 CHUNK_ASSETS = "backfill/chunk_assets"
+# A run a command runs in its own process (the demo's production days, run_partitions, run_chunk): "stop" makes
+# Ctrl-C stop its step rather than retry it (integration/assets/interrupted_steps.py).
+ON_INTERRUPT = "backfill/on_interrupt"
+ON_INTERRUPT_STOP = "stop"
 
 # Asset tag marking an asset whose step acts on the outside world.
 SIDE_EFFECT = "backfill/side_effect"

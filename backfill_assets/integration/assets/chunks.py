@@ -24,6 +24,7 @@ from backfill_assets.engine.model.states import VERIFIED, VersionState
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.integration.assets.dashboard import day_events
 from backfill_assets.integration.assets.gated import gate_one, log_not_attempted
+from backfill_assets.integration.assets.interrupted_steps import stopping_on_interrupt
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
 from backfill_assets.integration.assets.retries import retry_policy_of
 from backfill_assets.integration.assets.table_sync import StepTableSync
@@ -136,8 +137,11 @@ def build_chunk_op(
         required_resource_keys={BACKFILL_RESOURCE, *spec.resources},
     )
     def _chunk_op(context: dg.OpExecutionContext, config: op_config):  # type: ignore[valid-type]
-        backfill = getattr(context.resources, BACKFILL_RESOURCE)
         del config  # op_config, a class made here: read as the op's config, its fields typed by ChunkAssetConfig
+        yield from stopping_on_interrupt(context, _chunk_step(context))
+
+    def _chunk_step(context: dg.OpExecutionContext):
+        backfill = getattr(context.resources, BACKFILL_RESOURCE)
         user_config = step_config(context.op_config, config_class)
         try:
             days = [validate_partition_key(d) for d in (context.op_config or {}).get("partitions", [])]

@@ -30,6 +30,7 @@ from backfill_assets.integration.assets.dashboard import (
     published_metadata,
     rejection_observation,
 )
+from backfill_assets.integration.assets.interrupted_steps import stopping_on_interrupt
 from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.assets.previous_day import previous_day_refusal
 from backfill_assets.integration.assets.publish_guard import unless_run_stopped
@@ -320,12 +321,12 @@ def build_gated_asset(
 
     def _gated_with_config(context: dg.AssetExecutionContext, config: op_config):  # type: ignore[valid-type]
         del config  # read as the op's config by step_config, beside the library's own (none)
-        yield from _step(context)
+        yield from stopping_on_interrupt(context, _step(context))
 
     # No config at all rather than an empty Config class: Dagster reads an empty one through pydantic's
     # deprecated ``__fields__``, a DeprecationWarning in every run of the user's tests.
     def _gated_without_config(context: dg.AssetExecutionContext):
-        yield from _step(context)
+        yield from stopping_on_interrupt(context, _step(context))
 
     _gated = _gated_with_config if op_config.model_fields else _gated_without_config
 

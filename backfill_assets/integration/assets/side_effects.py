@@ -20,6 +20,7 @@ from backfill_assets.engine.store.ledger import Ledger
 from backfill_assets.engine.store.outbox import idempotency_key, send_once
 from backfill_assets.integration.assets.admission import stamp_run_tags
 from backfill_assets.integration.assets.gated import user_resources
+from backfill_assets.integration.assets.interrupted_steps import stopping_on_interrupt
 from backfill_assets.integration.assets.partitions import daily_partitions_for
 from backfill_assets.integration.assets.redelivery import refuse_after_lost_workers
 from backfill_assets.integration.assets.retries import retry_policy_of
@@ -101,6 +102,9 @@ def build_side_effect_asset(
         retry_policy=retry_policy_of(spec.retries),
     )
     def _side_effect(context: dg.AssetExecutionContext):
+        yield from stopping_on_interrupt(context, _side_effect_step(context))
+
+    def _side_effect_step(context: dg.AssetExecutionContext):
         catalog = getattr(context.resources, BACKFILL_RESOURCE).catalog()
         stamp_run_tags(context, graph, catalog)
         refuse_after_lost_workers(context, catalog, spec.name, [context.partition_key])
