@@ -5,6 +5,8 @@ Iceberg field ids) from a table without the name mapping."""
 
 from __future__ import annotations
 
+from datetime import date
+
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.day_column import DAY_COLUMN
 from backfill_assets.engine.store.storage import Warehouse
@@ -35,3 +37,25 @@ def test_first_syncs_racing_each_create_or_find_one_whole_readable_table(tmp_pat
         rows = table.scan().to_arrow()
         assert rows.num_rows == sum(v.rows for v in days.values())
         assert len(table.snapshots()) == 1, "one racer's commit; the others found the table in line"
+
+
+def test_a_first_published_day_without_rows_waits_for_a_day_with_rows_to_make_the_table(tmp_path):
+    """A day whose source had nothing was the first day the table was made from: an empty frame's columns have no
+    type (Arrow's null, which Iceberg refuses) or pandas' default float, so the table was never made or refused
+    every later day with rows ("Mismatch in fields")."""
+    catalog_url, iceberg_url = f"sqlite:///{tmp_path}/catalog.db", f"sqlite:///{tmp_path}/iceberg.db"
+    catalog, warehouse = Catalog(catalog_url), Warehouse(str(tmp_path / "warehouse"))
+    tables = IcebergTables(iceberg_settings(iceberg_url, str(warehouse.root)))
+    empty = published(catalog, warehouse, ASSET, "2022-10-01", "run-empty", rows=0)
+    first = tables.sync(catalog, ASSET)
+    assert (first.days, tables.load(ASSET)) == ((), None)  # nothing to type the columns by yet, and no error
+    assert tables.lag(catalog, ASSET).days_behind == (empty.partition_key,)
+    full = published(catalog, warehouse, ASSET, "2022-10-02", "run-full", rows=3)
+    second = tables.sync(catalog, ASSET)
+    assert set(second.days) == {"2022-10-01", "2022-10-02"}
+    rows = tables.load(ASSET).scan().to_arrow()
+    assert rows.num_rows == full.rows and set(rows.column(DAY_COLUMN).to_pylist()) == {date(2022, 10, 2)}
+    assert tables.lag(catalog, ASSET).in_line
+    again = published(catalog, warehouse, ASSET, "2022-10-03", "run-empty-later", rows=0)
+    assert tables.sync(catalog, ASSET).versions == (again.version_id,)  # a later empty day: no file, no type
+    assert tables.load(ASSET).scan().to_arrow().num_rows == full.rows

@@ -154,6 +154,21 @@ def test_columns_map_to_postgresql_types(pg_url, sqlite_catalog, warehouse, tabl
     assert rows[1][7:] == (None, Decimal("-3.50"), "y")
 
 
+def test_days_without_rows_take_the_types_of_the_days_with_rows(pg_url, sqlite_catalog, warehouse, tables):
+    """An empty frame's columns have no real type (pandas' float, Arrow's null): a first day without rows made the
+    table with those types, and every day with rows after was refused as a changed type."""
+    asset = "t_empty_first"
+    published(sqlite_catalog, warehouse, asset, D1, "run-empty", rows=0)
+    tables.sync(sqlite_catalog, asset)
+    published(sqlite_catalog, warehouse, asset, D2, "run-full", rows=3)
+    published(sqlite_catalog, warehouse, asset, D3, "run-empty-later", rows=0)
+    tables.sync(sqlite_catalog, asset)
+    assert days_of(pg_url, asset) == {D2: (3, "run-full")}
+    assert tables.lag(sqlite_catalog, asset).in_line
+    assert sql(pg_url, f'SELECT max(n), max(marker) FROM published."{asset}"') == [(2, "run-full")]
+    assert tables.serving(asset) == pointers_of(sqlite_catalog, asset, DAYS)
+
+
 def test_a_new_column_joins_the_table_and_a_changed_type_is_refused(pg_url, sqlite_catalog, warehouse, tables):
     asset = "t_evolve"
     published(sqlite_catalog, warehouse, asset, D1, "run-a")

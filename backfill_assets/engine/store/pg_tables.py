@@ -305,9 +305,13 @@ def _switch_day(conn: Connection, schema: str, asset: str, switch: DaySwitch, ol
 
 def _align_columns(conn: Connection, schema: str, asset: str, table_name: str) -> None:
     """Give the parent the version's new columns and the version's table the parent's other ones (NULL): ATTACH
-    wants the same columns with the same types. A column whose type changed is refused."""
+    wants the same columns with the same types. A column whose type changed is refused, unless one side holds no
+    row (``_retype_where_empty``)."""
     parent, part = _columns(conn, schema, table_name_of(asset)), _columns(conn, schema, table_name)
     changed = {n: (parent[n], t) for n, t in part.items() if n in parent and parent[n] != t}
+    if changed and _retype_where_empty(conn, schema, asset, table_name, changed):
+        parent, part = _columns(conn, schema, table_name_of(asset)), _columns(conn, schema, table_name)
+        changed = {}
     if changed:
         name, (was, now) = next(iter(changed.items()))
         raise PgTableError(
@@ -322,6 +326,27 @@ def _align_columns(conn: Connection, schema: str, asset: str, table_name: str) -
     for name, typ in parent.items():
         if name not in part:
             conn.exec_driver_sql(f"ALTER TABLE {_qualified(schema, table_name)} ADD COLUMN {_q(name)} {typ}")
+
+
+def _retype_where_empty(conn: Connection, schema: str, asset: str, table_name: str,
+                        changed: dict[str, tuple[str, str]]) -> bool:
+    """A day without rows has columns of no real type (an empty frame's are Arrow's null or pandas' float): the
+    version's table takes the parent's types when it is empty, or the parent (and its partitions) the version's when
+    no day it serves has a row. False when both hold rows: the change is refused."""
+    parent, part = _qualified(schema, table_name_of(asset)), _qualified(schema, table_name)
+    if _is_empty(conn, part):
+        target, types = part, {name: was for name, (was, _) in changed.items()}
+    elif _is_empty(conn, parent):
+        target, types = parent, {name: now for name, (_, now) in changed.items()}
+    else:
+        return False
+    for name, typ in types.items():
+        conn.exec_driver_sql(f"ALTER TABLE {target} ALTER COLUMN {_q(name)} TYPE {typ} USING NULL::{typ}")
+    return True
+
+
+def _is_empty(conn: Connection, table: str) -> bool:
+    return conn.exec_driver_sql(f"SELECT NOT EXISTS (SELECT 1 FROM {table})").scalar() is True
 
 
 def _columns(conn: Connection, schema: str, table_name: str) -> dict[str, str]:

@@ -91,12 +91,13 @@ def commit_changes(table: Table, changes: PointerChanges, summary: dict[str, str
 
 
 def _evolve_schema(tx: Transaction, footers: list[_Footer], file_schema: Any) -> None:
-    """Columns a new version adds join the table's schema (union by name); a changed type fails the sync."""
+    """Columns a new version adds join the table's schema (union by name); a changed type fails the sync. A day
+    without rows adds nothing: its file's columns may have no type (Arrow's null), and it adds no file either."""
     names = set(tx.table_metadata.schema().column_names)
     for footer in footers:
         if DAY_COLUMN not in footer.arrow_schema.names:
             file_schema(footer.version)  # raises the sync's error naming the version
-        if set(footer.arrow_schema.names) - names:
+        if footer.version.rows and set(footer.arrow_schema.names) - names:
             with tx.update_schema() as update:
                 update.union_by_name(footer.arrow_schema)
             names |= set(footer.arrow_schema.names)

@@ -156,6 +156,10 @@ class IcebergTables:
             if changes.empty:
                 return SyncResult(self.kind, self.identifier(asset), asset, before, before, (), ())
             if table is None:
+                if not any(version.rows for version in changes.days.values()):
+                    # Only days without rows yet: their files' columns have no type (an empty pandas column is
+                    # Arrow's null type, which Iceberg refuses), so the table is made with the first day that has.
+                    return SyncResult(self.kind, self.identifier(asset), asset, before, before, (), ())
                 # Plan again from the table as it is once created: another creator may have committed to it
                 # already, past this plan (applying it then would move days backwards).
                 self._create(asset, changes)
@@ -182,8 +186,7 @@ class IcebergTables:
         which carry no Iceberg field ids, without the name mapping)."""
         from pyiceberg.exceptions import CommitFailedException, TableAlreadyExistsError
 
-        first = next(iter(changes.days.values()))
-        schema = _file_schema(first)
+        schema = _file_schema(next(version for version in changes.days.values() if version.rows))
         self._ensure_namespace()
         location = f"{tables_location(self.settings.warehouse_root)}/{self.namespace}/{table_name_of(asset)}"
         try:
