@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from datetime import date
 
+import pandas as pd
+import pytest
+
 from backfill_assets.engine.store.catalog import Catalog
 from backfill_assets.engine.store.day_column import DAY_COLUMN
 from backfill_assets.engine.store.storage import Warehouse
-from backfill_assets.engine.tables.iceberg_table import NAME_MAPPING, IcebergTables
+from backfill_assets.engine.tables.iceberg_table import NAME_MAPPING, IcebergTables, TableSyncError
 from tests.engine.catalog_helpers import run_racers
 from tests.tables.iceberg_helpers import iceberg_settings, race_first_syncs
 from tests.tables.pg_table_helpers import published
@@ -59,3 +62,23 @@ def test_a_first_published_day_without_rows_waits_for_a_day_with_rows_to_make_th
     again = published(catalog, warehouse, ASSET, "2022-10-03", "run-empty-later", rows=0)
     assert tables.sync(catalog, ASSET).versions == (again.version_id,)  # a later empty day: no file, no type
     assert tables.load(ASSET).scan().to_arrow().num_rows == full.rows
+
+
+def test_a_day_whose_column_has_no_value_fails_the_sync_naming_the_column_and_the_way_out(tmp_path):
+    """A nullable column with no value in a day is Arrow's null type in that day's file: pyiceberg refused it with
+    its own words at every sync after. The sync now says which version and column, and what to do; the table keeps
+    serving what it held, and a day re-run with the column typed brings it in line."""
+    catalog_url, iceberg_url = f"sqlite:///{tmp_path}/catalog.db", f"sqlite:///{tmp_path}/iceberg.db"
+    catalog, warehouse = Catalog(catalog_url), Warehouse(str(tmp_path / "warehouse"))
+    tables = IcebergTables(iceberg_settings(iceberg_url, str(warehouse.root)))
+    published(catalog, warehouse, ASSET, "2022-10-01", "run-a", frame=pd.DataFrame({"n": [1, 2], "note": ["x", None]}))
+    tables.sync(catalog, ASSET)
+    untyped = published(catalog, warehouse, ASSET, "2022-10-02", "run-b",
+                        frame=pd.DataFrame({"n": [3, 4], "note": [None, None]}))
+    with pytest.raises(TableSyncError, match=rf"{untyped.version_id}: column 'note' has no type .*astype"):
+        tables.sync(catalog, ASSET)
+    assert tables.load(ASSET).scan().to_arrow().num_rows == 2
+    published(catalog, warehouse, ASSET, "2022-10-02", "run-c",
+              frame=pd.DataFrame({"n": [3, 4], "note": pd.Series([None, None], dtype="string")}))
+    tables.sync(catalog, ASSET)
+    assert tables.load(ASSET).scan().to_arrow().num_rows == 4 and tables.lag(catalog, ASSET).in_line

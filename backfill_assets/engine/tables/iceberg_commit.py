@@ -92,10 +92,12 @@ def commit_changes(table: Table, changes: PointerChanges, summary: dict[str, str
 
 def _evolve_schema(tx: Transaction, footers: list[_Footer], file_schema: Any) -> None:
     """Columns a new version adds join the table's schema (union by name); a changed type fails the sync. A day
-    without rows adds nothing: its file's columns may have no type (Arrow's null), and it adds no file either."""
+    without rows adds nothing: its file's columns may have no type (Arrow's null), and it adds no file either; a
+    day with rows and a column without a type fails the sync, naming it."""
     names = set(tx.table_metadata.schema().column_names)
     for footer in footers:
-        if DAY_COLUMN not in footer.arrow_schema.names:
+        untyped = footer.version.rows and any(pa.types.is_null(field.type) for field in footer.arrow_schema)
+        if DAY_COLUMN not in footer.arrow_schema.names or untyped:
             file_schema(footer.version)  # raises the sync's error naming the version
         if footer.version.rows and set(footer.arrow_schema.names) - names:
             with tx.update_schema() as update:

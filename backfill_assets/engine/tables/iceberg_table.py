@@ -271,7 +271,21 @@ def _file_schema(version: Version) -> Any:
             f"{version.version_id}: its data file has no {DAY_COLUMN} column (written before the published tables); "
             "re-run the day to publish a version the table can reference"
         )
+    untyped = untyped_columns(schema)
+    if untyped and version.rows:
+        raise TableSyncError(
+            f"{version.version_id}: column {', '.join(repr(name) for name in untyped)} has no type in its data file "
+            "(every value missing, so pandas and Arrow could not tell one), which an Iceberg table cannot hold; give "
+            "the column a dtype in the asset's code (for example .astype('string')) and run the day again"
+        )
     return schema.remove_metadata()
+
+
+def untyped_columns(schema: Any) -> list[str]:
+    """The columns of a file schema whose Arrow type is null: an object column of a frame with no value in it."""
+    import pyarrow as pa
+
+    return [field.name for field in schema if pa.types.is_null(field.type)]
 
 
 def _commit(table: Table, changes: PointerChanges, lost_commits: int) -> None:
