@@ -271,7 +271,7 @@ def _file_schema(version: Version) -> Any:
             f"{version.version_id}: its data file has no {DAY_COLUMN} column (written before the published tables); "
             "re-run the day to publish a version the table can reference"
         )
-    untyped = untyped_columns(schema)
+    untyped = _untyped_columns(schema)
     if untyped and version.rows:
         raise TableSyncError(
             f"{version.version_id}: column {', '.join(repr(name) for name in untyped)} has no type in its data file "
@@ -281,7 +281,7 @@ def _file_schema(version: Version) -> Any:
     return schema.remove_metadata()
 
 
-def untyped_columns(schema: Any) -> list[str]:
+def _untyped_columns(schema: Any) -> list[str]:
     """The columns of a file schema whose Arrow type is null: an object column of a frame with no value in it."""
     import pyarrow as pa
 
