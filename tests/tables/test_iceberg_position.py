@@ -107,3 +107,42 @@ def test_reading_a_position_imports_no_pyiceberg(setup):
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == [seq, []]
+
+
+SYNC_PROBE = (
+    "import json, sys\n"
+    "from backfill_assets.engine.store.catalog import Catalog\n"
+    "from backfill_assets.engine.tables.iceberg_table import IcebergTables\n"
+    "from tests.tables.iceberg_helpers import iceberg_settings\n"
+    "url, root, catalog_url, asset = sys.argv[1:]\n"
+    "result = IcebergTables(iceberg_settings(url, root)).sync(Catalog(catalog_url), asset)\n"
+    "print(json.dumps([result.seq, list(result.days), 'pyiceberg' in sys.modules]))\n"
+)
+
+
+def _sync_in_a_fresh_process(tables: IcebergTables, catalog_url: str, asset: str) -> tuple[int, list[str], bool]:
+    settings = tables.settings
+    done = subprocess.run(
+        [sys.executable, "-c", SYNC_PROBE, settings.iceberg_catalog_url, settings.warehouse_root, catalog_url, asset],
+        capture_output=True, text=True, check=True)
+    seq, days, imported = json.loads(done.stdout)
+    return seq, days, imported
+
+
+def test_a_sync_with_nothing_to_apply_imports_no_pyiceberg_and_one_with_days_applies_them(setup, tmp_path):
+    """The daemon's sensor syncs every table every 30 s: in line (or nothing published yet), it costs no pyiceberg
+    import in the code server; a day published since is applied as ever."""
+    catalog, warehouse, tables, iceberg_file = setup
+    catalog_url = f"sqlite:///{tmp_path}/catalog.db"
+    assert _sync_in_a_fresh_process(tables, catalog_url, ASSET) == (0, [], False)  # nothing published
+    assert not iceberg_file.exists()
+
+    published(catalog, warehouse, ASSET, D1, "run-1")
+    seq = tables.sync(catalog, ASSET).seq
+    assert _sync_in_a_fresh_process(tables, catalog_url, ASSET) == (seq, [], False)  # in line
+
+    published(catalog, warehouse, ASSET, D2, "run-1")
+    later, days, imported = _sync_in_a_fresh_process(tables, catalog_url, ASSET)
+    assert (days, imported) == ([D2], True) and later > seq
+    assert tables.position(ASSET) == by_pyiceberg(tables) == later
+    assert _sync_in_a_fresh_process(tables, catalog_url, ASSET) == (later, [], False)
