@@ -4,7 +4,11 @@ fingerprint it rests on (integration/runs/code_files.py)."""
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
+import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -145,6 +149,48 @@ def test_a_module_is_found_without_importing_it_and_an_unknown_one_cannot_be_wat
     assert code_roots(CodeTarget(module_name="no_such_team_module", working_directory=str(code))) is None
     assert code_roots(CodeTarget(module_name="my_team", working_directory=str(code),
                                  executable_path="/usr/bin/another-python")) is None
+
+
+class MappedFinder(importlib.abc.MetaPathFinder):
+    """What setuptools installs for ``pip install -e .``: a finder on ``sys.meta_path`` mapping a top-level name to
+    the project's folder, which is on no ``sys.path`` entry."""
+
+    def __init__(self, name: str, folder: Path):
+        self.name, self.folder = name, folder
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        return importlib.util.spec_from_file_location(fullname, self.folder / "__init__.py",
+                                                      submodule_search_locations=[str(self.folder)])
+
+
+def test_a_package_installed_in_editable_mode_is_watched_without_importing_it(tmp_path, monkeypatch):
+    elsewhere = tmp_path / "checkout" / "src" / "team_editable"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "__init__.py").write_text("raise SystemExit('imported')\n")
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, MappedFinder("team_editable", elsewhere)])
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.chdir(home)
+    roots = code_roots(CodeTarget(module_name="team_editable.definitions", working_directory=str(home)))
+    assert roots == sorted({home.resolve(), elsewhere.resolve()})
+    assert "team_editable" not in sys.modules
+
+
+def test_this_package_is_watched_from_a_daemon_started_in_another_folder(tmp_path):
+    """The demo's daemon runs in its home, where neither the working directory nor sys.path holds the package (an
+    editable install: a finder maps it; a wheel: site-packages): its code files are still found."""
+    probe = ("import importlib.util, json\n"
+             "from backfill_assets.integration.runs.code_files import CodeTarget, code_roots\n"
+             "roots = code_roots(CodeTarget(module_name='backfill_assets.examples.orders.definitions',\n"
+             "                              working_directory='.'))\n"
+             "where = importlib.util.find_spec('backfill_assets').submodule_search_locations[0]\n"
+             "print(json.dumps([[str(r) for r in roots or []], str(Path(where).resolve())]))\n")
+    done = subprocess.run([sys.executable, "-P", "-c", "from pathlib import Path\n" + probe], cwd=tmp_path,
+                          capture_output=True, text=True, check=True)
+    roots, package = json.loads(done.stdout)
+    assert package in roots and str(tmp_path.resolve()) in roots, (roots, package)
 
 
 @pytest.mark.parametrize("limit", [2])

@@ -3,14 +3,16 @@
 ``backfill-assets-daemon`` reloads its workspace (a new code server per location, the code imported again) only when
 this fingerprint moved, where Dagster's daemon does so every minute whatever happened (``workspace_reload.py``).
 The files are those under the location's working directory and its top-level package or file, with the
-extensions code is read from; a location whose package cannot be found from here yields no fingerprint, and the
-daemon then reloads it as Dagster does.
+extensions code is read from (a package installed in editable mode is found through its finder, as Python imports
+it); a location whose package cannot be found from here yields no fingerprint, and the daemon then reloads it as
+Dagster does.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.machinery
+import importlib.util
 import os
 import sys
 from dataclasses import dataclass
@@ -60,12 +62,23 @@ def code_roots(target: CodeTarget) -> list[Path] | None:
 def _package_root(top_level: str, working_directory: str | None) -> Path | None:
     """The folder of a top-level package (or the file of a top-level module), found without importing it."""
     search = ([working_directory] if working_directory else []) + [os.getcwd(), *sys.path]
-    spec = importlib.machinery.PathFinder.find_spec(top_level, search)
+    spec = importlib.machinery.PathFinder.find_spec(top_level, search) or _meta_path_spec(top_level)
     if spec is None:
         return None
     if spec.submodule_search_locations:
         return Path(next(iter(spec.submodule_search_locations)))
     return Path(spec.origin) if spec.origin else None
+
+
+def _meta_path_spec(top_level: str) -> importlib.machinery.ModuleSpec | None:
+    """A package only a finder on ``sys.meta_path`` knows: an editable install (``pip install -e .``), whose
+    finder maps the name to the project's folder without putting it on ``sys.path``. Without this, the package of
+    every project developed that way could not be watched, and its code server was replaced every minute. A
+    top-level name's spec is found without importing anything."""
+    try:
+        return importlib.util.find_spec(top_level)
+    except (ImportError, ValueError):  # ValueError: a module in sys.modules without a spec
+        return None
 
 
 def fingerprint(roots: list[Path]) -> str | None:
