@@ -24,7 +24,6 @@ from ..daemons import daemon_argv
 from ..dagster_home import PRODUCT_STORAGE, PRODUCT_YAML, daemons_alive, open_instance
 from ..orders import MODULE
 from ..services import service, wait_until
-from ..workspace import REPO
 from .alternating import alternate
 
 WINDOW_S = 30.0
@@ -43,7 +42,9 @@ def _one(variant: str, window_s: float = WINDOW_S) -> float:
                 config.pop(block)
         (home / "dagster.yaml").write_text(yaml.safe_dump(config))
         env = {**os.environ, "DAGSTER_HOME": str(home), "BACKFILL_CODE_VERSION": "bench"}
-        with service("daemon", daemon_argv(MODULE), env, home / "logs", cwd=REPO) as daemon:
+        # In its own folder, as a deployment's daemon runs: from the repository, the package would be found on the
+        # working directory, and the watch of a package installed in editable mode (this one) never exercised.
+        with service("daemon", daemon_argv(MODULE), env, home / "logs", cwd=home) as daemon:
             with open_instance(home) as instance:
                 wait_until(lambda: daemons_alive(instance, "SENSOR", "QUEUED_RUN_COORDINATOR"),
                            f"the daemon ({variant})", READY_TIMEOUT_S, [daemon])
