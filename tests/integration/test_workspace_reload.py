@@ -182,12 +182,13 @@ def test_this_package_is_watched_from_a_daemon_started_in_another_folder(tmp_pat
     """The demo's daemon runs in its home, where neither the working directory nor sys.path holds the package (an
     editable install: a finder maps it; a wheel: site-packages): its code files are still found."""
     probe = ("import importlib.util, json\n"
+             "from pathlib import Path\n"
              "from backfill_assets.integration.runs.code_files import CodeTarget, code_roots\n"
              "roots = code_roots(CodeTarget(module_name='backfill_assets.examples.orders.definitions',\n"
              "                              working_directory='.'))\n"
              "where = importlib.util.find_spec('backfill_assets').submodule_search_locations[0]\n"
              "print(json.dumps([[str(r) for r in roots or []], str(Path(where).resolve())]))\n")
-    done = subprocess.run([sys.executable, "-P", "-c", "from pathlib import Path\n" + probe], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-P", "-c", probe], cwd=tmp_path,
                           capture_output=True, text=True, check=True)
     roots, package = json.loads(done.stdout)
     assert package in roots and str(tmp_path.resolve()) in roots, (roots, package)
