@@ -17,7 +17,8 @@ Timed, the median of ``reps`` calls each:
   dry run of the same request again (``plan``); ``PROFILE=reconcile`` (``show``, ``dry_run``) prints the profile of
   one call to stderr (cProfile inflates Python-heavy code several-fold: where the time goes, never figures);
 - the commands a user runs, each a fresh process on the wall clock: ``request show``, ``reconcile``,
-  ``request create --dry-run``, each with ``--json`` and as text (``... (text)``: its table or lines), with the code location's snapshot in place (written by one ``request show``
+  ``request create --dry-run``, each with ``--json`` and as text (``... (text)``: its table or lines), with the
+  code location's snapshot in place (written by one ``request show``
   that loads the code location first) and, unless ``--no-snapshot-check``, once each without it: both outputs must
   be the same bytes.
 
