@@ -125,15 +125,14 @@ def _sync_in_a_fresh_process(tables: IcebergTables, catalog_url: str, asset: str
     done = subprocess.run(
         [sys.executable, "-c", SYNC_PROBE, settings.iceberg_catalog_url, settings.warehouse_root, catalog_url, asset],
         capture_output=True, text=True, check=True)
-    seq, days, imported = json.loads(done.stdout)
-    return seq, days, imported
+    return tuple(json.loads(done.stdout))
 
 
-def test_a_sync_with_nothing_to_apply_imports_no_pyiceberg_and_one_with_days_applies_them(setup, tmp_path):
+def test_a_sync_with_nothing_to_apply_imports_no_pyiceberg_and_one_with_days_applies_them(setup):
     """The daemon's sensor syncs every table every 30 s: in line (or nothing published yet), it costs no pyiceberg
     import in the code server; a day published since is applied as ever."""
     catalog, warehouse, tables, iceberg_file = setup
-    catalog_url = f"sqlite:///{tmp_path}/catalog.db"
+    catalog_url = catalog.url
     assert _sync_in_a_fresh_process(tables, catalog_url, ASSET) == (0, [], False)  # nothing published
     assert not iceberg_file.exists()
 
