@@ -17,6 +17,7 @@ a stop's exit status must be deterministic.
 from __future__ import annotations
 
 import _thread
+import logging
 import signal
 import sys
 import threading
@@ -41,6 +42,31 @@ class RunInterrupted(BaseException):
 
 def _raise_interrupted(signum, frame) -> None:
     raise Interrupted()
+
+
+class _NotTheInterrupt(logging.Filter):
+    """Drops a log record whose exception is the interrupt on its way out: a library that catches it, logs it with
+    its traceback and raises it on (SQLAlchemy's pool, returning a connection it was interrupted in: "Exception
+    during reset or similar") would otherwise print a traceback before the command's one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, (Interrupted, KeyboardInterrupt))
+
+
+@contextmanager
+def _interrupt_not_logged() -> Iterator[None]:
+    """``_NotTheInterrupt`` on the handlers a library's record reaches with logging left unconfigured (Python's
+    last resort) or configured at the root."""
+    handlers = [h for h in (logging.lastResort, *logging.getLogger().handlers) if h is not None]
+    quiet = _NotTheInterrupt()
+    for handler in handlers:
+        handler.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(quiet)
 
 
 def _reraise_soon(done: threading.Event) -> None:
@@ -80,7 +106,8 @@ def stopped_by_ctrl_c(command: str) -> Iterator[None]:
     sys.unraisablehook = unraisable
     interrupted = False
     try:
-        yield
+        with _interrupt_not_logged():
+            yield
     except (Interrupted, KeyboardInterrupt):  # ours, or Python's own before our handler was in place
         interrupted = True
     finally:

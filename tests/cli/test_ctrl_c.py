@@ -117,3 +117,40 @@ def test_an_interrupt_python_drops_inside_a_gc_callback_still_stops_the_command(
     assert done.returncode == EXIT_INTERRUPTED, done.stdout + done.stderr
     assert "ran to the end" not in done.stdout and "Traceback" not in done.stderr, done.stdout + done.stderr
     assert done.stderr.strip() == "probe: interrupted (Ctrl-C), stopped"
+
+
+# An interrupt arriving while SQLAlchemy returns a connection to its pool (its ``reset`` event, where the demo was
+# once interrupted under load): SQLAlchemy logs "Exception during reset or similar" with the traceback, then raises
+# the interrupt on.
+INTERRUPTED_IN_POOL_RESET = """
+import logging, os, signal, sys, time
+import sqlalchemy as sa
+from backfill_assets.interrupts import stopped_by_ctrl_c
+
+engine = sa.create_engine("sqlite://")
+
+@sa.event.listens_for(engine, "reset")
+def interrupted_here(dbapi_connection, record, reset_state):
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+
+with stopped_by_ctrl_c("probe"):
+    if sys.argv[1] == "error":
+        logging.getLogger("probe").error("a real error", exc_info=ValueError("kept"))
+    with engine.connect() as conn:
+        conn.execute(sa.text("select 1"))
+"""
+
+
+def test_an_interrupt_a_library_logs_on_its_way_out_prints_no_traceback():
+    def probe(mode: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", INTERRUPTED_IN_POOL_RESET, mode], capture_output=True,
+                              text=True, timeout=60, preexec_fn=_as_from_a_terminal)
+
+    quiet = probe("interrupt")
+    assert (quiet.returncode, quiet.stderr) == (EXIT_INTERRUPTED, "probe: interrupted (Ctrl-C), stopped\n")
+    # Any other record is logged as before, traceback and all.
+    loud = probe("error")
+    assert loud.returncode == EXIT_INTERRUPTED
+    assert "a real error" in loud.stderr and "ValueError: kept" in loud.stderr
+    assert "Exception during reset" not in loud.stderr
