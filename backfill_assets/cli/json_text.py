@@ -5,7 +5,8 @@ Python's ``json`` module uses its C encoder only without ``indent``; with it, ev
 ``request show`` (10,950 cells of 12 fields) went through the pure-Python encoder. Here the containers are laid out
 as ``json.dumps`` lays them out, and a dict or list that holds only plain scalars (each cell) is encoded by one call
 of the C encoder whose item separator carries the newline and the indentation. Anything else (a nested container,
-a key that is not text, a value only ``default=str`` can word) takes the same path ``json.dumps`` takes.
+a key that is not text, a value only ``default=str`` can word) takes the same path ``json.dumps`` takes. An empty
+container counts as a plain scalar: both encoders word it ``[]`` or ``{}``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 INDENT = "  "
 # Exact types only: the C and the Python encoders word these alike (a subclass, an enum, goes the general way).
 SCALARS = frozenset({str, int, float, bool, type(None)})
+CONTAINERS = frozenset({list, tuple, dict})
 _LEAF = json.JSONEncoder(sort_keys=True, default=str)
 
 
@@ -33,6 +35,14 @@ def _flat_encoder(level: int) -> json.JSONEncoder:
     return json.JSONEncoder(sort_keys=True, default=str, separators=(",\n" + INDENT * (level + 1), ": "))
 
 
+def _flat(value: Any) -> bool:
+    """Whether the C encoder words ``value`` as ``json.dumps`` with ``indent`` does wherever it sits: a plain scalar,
+    or an empty container (``[]``, ``{}`` either way; a reconcile version's ``checks``, ``overrides`` and ``params``
+    mostly are)."""
+    kind = type(value)
+    return kind in SCALARS or (kind in CONTAINERS and not value)
+
+
 def _encode(value: Any, level: int, parts: list[str]) -> None:
     if isinstance(value, (list, tuple)):
         _encode_list(value, level, parts)
@@ -47,7 +57,7 @@ def _encode_list(items: list[Any] | tuple[Any, ...], level: int, parts: list[str
         parts.append("[]")
         return
     inner, outer = "\n" + INDENT * (level + 1), "\n" + INDENT * level
-    if all(type(item) in SCALARS for item in items):
+    if all(_flat(item) for item in items):
         parts.append("[" + inner + _flat_encoder(level).encode(list(items))[1:-1] + outer + "]")
         return
     parts.append("[")
@@ -62,7 +72,7 @@ def _encode_dict(mapping: dict[Any, Any], level: int, parts: list[str]) -> None:
         parts.append("{}")
         return
     inner, outer = "\n" + INDENT * (level + 1), "\n" + INDENT * level
-    if all(type(key) is str and type(item) in SCALARS for key, item in mapping.items()):
+    if all(type(key) is str and _flat(item) for key, item in mapping.items()):
         parts.append("{" + inner + _flat_encoder(level).encode(mapping)[1:-1] + outer + "}")
         return
     parts.append("{")
@@ -83,7 +93,7 @@ def _encode_text_keyed(items: list[tuple[str, Any]], level: int, parts: list[str
     inner = "\n" + INDENT * (level + 1)
     first, run = True, {}
     for key, item in items:
-        if type(item) in SCALARS:
+        if _flat(item):
             run[key] = item
             continue
         if run:
