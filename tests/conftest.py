@@ -9,6 +9,7 @@ unreachable the PostgreSQL cases are skipped, except under ``CI=true`` where the
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import shutil
@@ -25,6 +26,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.pool import NullPool
 
 from backfill_assets.engine.store import db
+from backfill_assets.process_gc import collect_less_often, freeze_long_lived_objects
 from tests.s3 import set_environment, start_s3_server
 
 PG_URL_ENV = "BACKFILL_TEST_PG_URL"
@@ -53,6 +55,17 @@ def _take_ctrl_c_again() -> None:
 def pytest_configure(config):
     _take_ctrl_c_again()
     _use_ram_tmpdir()
+    collect_less_often()  # while the test modules, Dagster and the examples are imported
+
+
+def pytest_collection_finish(session):
+    """Once every test module is imported (in each xdist worker too), what they built is frozen out of the
+    collector's reach and its default pace comes back, as the product's own processes do after their imports
+    (backfill_assets/process_gc.py): full collections no longer walk Dagster's and the tests' modules again. The
+    engine and Launchpad tests, one process: 5.4 of 35.4 CPU-s in the collector, 3.8 with the freeze. The garbage
+    there is collected first, so none of it (a connection in a transaction) is kept for the whole run."""
+    gc.collect()
+    freeze_long_lived_objects()
 
 
 def _use_ram_tmpdir() -> None:
