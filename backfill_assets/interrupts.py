@@ -5,7 +5,9 @@ The interrupt is raised where the command happens to be (an import, a database c
 ``Interrupted``, which is not a ``KeyboardInterrupt``, so no ``except KeyboardInterrupt`` on the way swallows it
 (click's turns one into "Aborted!", exit 1); ``finally`` blocks still run (the demo stops its daemon). Python drops
 an exception raised inside a garbage-collection callback or a ``__del__`` (a SQLAlchemy weakref callback, seen under
-load: the demo then ran to its end); such a dropped interrupt is delivered again, never printed.
+load: the demo then ran to its end); such a dropped interrupt is delivered again, never printed. A library that
+catches the interrupt, logs it with its traceback and raises it on (SQLAlchemy's pool) has that record dropped: the
+one line is the whole story.
 
 Code that installs its own SIGINT handler keeps its own way of stopping: ``dagster-daemon run`` (under
 ``backfill-assets-daemon``) shuts its threads down, says so, and exits 0 as Dagster's daemon does. An earlier design
