@@ -186,15 +186,14 @@ class IcebergTables:
         )
 
     def _in_line(self, catalog: Catalog, asset: str) -> SyncResult | None:
-        """The sync of a table no pointer moved past (nothing to apply), told from its position as ``position``
-        reads it, else None. Only where pyiceberg is not imported yet: the daemon's sensor passes over every table
-        every 30 s, and a code server whose tables are in line (or that has none yet) never pays pyiceberg's import
-        (~0.6 CPU-s on a new daemon, docs/PERFORMANCE.md); where it is imported, the sync reads the table once,
-        through it."""
-        seq = self.position(asset)
-        if pointer_ids_after(catalog, asset, seq):
+        """The sync of a table no pointer moved past (nothing to apply), told from its ``lag``, else None. Only where
+        pyiceberg is not imported yet: the daemon's sensor passes over every table every 30 s, and a code server whose
+        tables are in line (or that has none yet) never pays pyiceberg's import (~0.6 CPU-s on a new daemon,
+        docs/PERFORMANCE.md); where it is imported, the sync reads the table once, through it."""
+        lag = self.lag(catalog, asset)
+        if not lag.in_line:
             return None
-        return SyncResult(self.kind, self.identifier(asset), asset, seq, seq, (), ())
+        return SyncResult(lag.kind, lag.table, asset, lag.seq, lag.seq, (), ())
 
     def _create(self, asset: str, changes: PointerChanges) -> Table:
         """The asset's table, partitioned by day and mapping the files' columns by name, created in one commit: a
