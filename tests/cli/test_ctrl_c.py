@@ -10,7 +10,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
+import psutil
 from click.testing import CliRunner
 
 from backfill_assets.cli import cli
@@ -32,9 +34,11 @@ def _as_from_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _interrupt(args: list[str], cwd: Path, env: dict[str, str], tmp_path: Path, when: str | None,
-               sig: int = signal.SIGINT, group: bool = True) -> tuple[int, str]:
-    """Start the command, send ``sig`` once ``when`` appears in its output (None: as soon as it started)."""
+def _interrupt(args: list[str], cwd: Path, env: dict[str, str], tmp_path: Path,
+               when: str | None, sig: int = signal.SIGINT, group: bool = True,
+               before_signal: Callable[[subprocess.Popen], None] = lambda proc: None) -> tuple[int, str]:
+    """Start the command, send ``sig`` once ``when`` appears in its output (None: as soon as it started), right
+    after ``before_signal(proc)``."""
     out = tmp_path / f"out-{time.monotonic_ns()}.log"
     with out.open("wb") as sink:
         proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT,
@@ -46,6 +50,7 @@ def _interrupt(args: list[str], cwd: Path, env: dict[str, str], tmp_path: Path, 
             time.sleep(0.2)
         if when is None:
             time.sleep(0.3)  # inside its imports
+        before_signal(proc)
         # What a terminal's Ctrl-C does: the signal to the whole foreground process group (the daemon's warm run
         # worker and its spare run worker included).
         os.killpg(proc.pid, sig) if group else proc.send_signal(sig)
@@ -64,13 +69,30 @@ def _assert_stopped_by_ctrl_c(code: int, output: str, command: str) -> None:
     assert output.strip().splitlines()[-1] == f"{command}: interrupted (Ctrl-C), stopped", output[-3000:]
 
 
+def _code_servers_outside_group(daemon: subprocess.Popen) -> list[psutil.Process]:
+    """The daemon's code servers, each asserted to be outside the daemon's process group. A terminal's Ctrl-C
+    reaches its whole foreground group: a code server in it stopped at once, and the sensor call the daemon made in
+    the next instant failed, logged with its traceback (``DagsterUserCodeUnreachableError``) before the daemon's
+    threads shut down. The daemon stops its code servers itself."""
+    servers = [child for child in psutil.Process(daemon.pid).children(recursive=True)
+               if "grpc" in " ".join(child.cmdline())]
+    assert servers, "the daemon started no code server"
+    assert all(os.getpgid(server.pid) != os.getpgid(daemon.pid) for server in servers)
+    return servers
+
+
 def test_ctrl_c_stops_the_daemon_cleanly_running_or_importing(tmp_path):
     folder, env = _project(tmp_path)
     daemon = [dagster_bin("backfill-assets-daemon"), "run", "-m", "shop.definitions"]
-    code, output = _interrupt(daemon, folder, env, tmp_path, when="Checking for new runs for sensor")
+    code_servers: list[psutil.Process] = []
+    code, output = _interrupt(daemon, folder, env, tmp_path, when="Checking for new runs for sensor",
+                              before_signal=lambda proc: code_servers.extend(_code_servers_outside_group(proc)))
     # Running, Dagster's daemon takes the interrupt: its threads stop, it says so, exit 0 (as dagster-daemon).
     assert code == 0 and "Traceback" not in output and "KeyboardInterrupt" not in output, output[-3000:]
     assert output.strip().splitlines()[-1].endswith("Daemon threads shut down."), output[-3000:]
+    # ... and stops the code servers the interrupt did not reach (their shutdown call), none left behind.
+    _, alive = psutil.wait_procs(code_servers, timeout=60)
+    assert not alive, alive
     code, output = _interrupt(daemon, folder, env, tmp_path, when=None)  # while it imports Dagster
     _assert_stopped_by_ctrl_c(code, output, "backfill-assets-daemon")
     code, output = _interrupt(daemon, folder, env, tmp_path, when="Checking for new runs for sensor",

@@ -166,7 +166,29 @@ def run_dagster_daemon(make_daemons, args: list[str], reload_seconds: float | No
             yield made
 
     daemon_cli.daemon_controller_from_instance = controller
+    _code_servers_in_their_own_process_group()
     daemon_cli.run_command.main(args=args, prog_name="backfill-assets-daemon run")
+
+
+def _code_servers_in_their_own_process_group() -> None:
+    """Start the code servers of this daemon process in a process group of their own, as Dagster already does on
+    Windows. A terminal's Ctrl-C goes to its whole foreground group: a code server in it stopped at once, and a
+    sensor call the daemon made in the next instant failed with ``DagsterUserCodeUnreachableError`` logged with its
+    traceback before the daemon's threads shut down. The daemon stops its code servers itself when it exits (their
+    shutdown call), and each stops on its own within 20 s of the daemon's heartbeats ending (a daemon killed)."""
+    import sys
+
+    from dagster._grpc import server as grpc_server
+
+    opened = grpc_server.open_ipc_subprocess
+    if sys.platform == "win32" or getattr(opened, "in_own_process_group", False):
+        return
+
+    def open_in_own_process_group(parts, **kwargs):
+        return opened(parts, process_group=0, **kwargs)
+
+    open_in_own_process_group.in_own_process_group = True  # type: ignore[attr-defined]
+    grpc_server.open_ipc_subprocess = open_in_own_process_group
 
 
 def active_backfill_count(instance: dg.DagsterInstance) -> int:
