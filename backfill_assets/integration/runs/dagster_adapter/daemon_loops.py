@@ -178,7 +178,7 @@ def _code_servers_in_their_own_process_group() -> None:
     shutdown call), and each stops on its own within 20 s of the daemon's heartbeats ending (a daemon killed)."""
     import sys
 
-    from dagster._grpc import server as grpc_server
+    import dagster._grpc.server as grpc_server
 
     opened = grpc_server.open_ipc_subprocess
     if sys.platform == "win32" or getattr(opened, "in_own_process_group", False):
