@@ -53,6 +53,7 @@ from .services import (  # noqa: F401 - the e2e tests import the process helpers
     dagster_env,
     free_port,
     poll,
+    start_code_server,
     start_daemon,
     stop_process,
     tail,
@@ -348,10 +349,14 @@ def home_under_dagster_daemon(tmp_path_factory: pytest.TempPathFactory, name: st
         # Inert until a test holds (E2E.holding_steps): the daemon, its code servers and their runs inherit it.
         mp.setenv(ENV_HOLD, f"{AFTER_VERIFYING}={home.parent / HOLD_FILE}")
         instance = dg.DagsterInstance.get()
-        daemon, log = start_daemon(instance, home, command=DAGSTER_DAEMON)
+        code_server, workspace = start_code_server(home)
         try:
-            yield E2E(home, instance, daemon, log)
+            daemon, log = start_daemon(instance, home, "-w", str(workspace), command=DAGSTER_DAEMON)
+            try:
+                yield E2E(home, instance, daemon, log)
+            finally:
+                stop_process(daemon)
         finally:
-            stop_process(daemon)
+            stop_process(code_server)
             instance.dispose()
             db.dispose_all()

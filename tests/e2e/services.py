@@ -113,17 +113,44 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def start_code_server(home: Path) -> tuple[subprocess.Popen, Path]:
+    """A ready ``dagster api grpc`` (in its own session) serving the orders code location on a free port of
+    127.0.0.1, as a Kubernetes or Docker deployment runs its code: the daemon and the webserver connect to it
+    through ``home/workspace.yaml`` (a ``grpc_server`` entry) instead of each starting code servers of their own,
+    which Dagster's daemon replaces every minute. Returns the process and the workspace file."""
+    port, log_path, workspace = free_port(), home / "code_server.log", home / "workspace.yaml"
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            [dagster_bin("dagster"), "api", "grpc", "-m", CODE_LOCATION_MODULE, "-h", "127.0.0.1", "-p", str(port)],
+            stdout=log, stderr=subprocess.STDOUT, env=dagster_env(), cwd=str(home), start_new_session=True,
+        )
+    deadline = time.monotonic() + DAEMON_READY_TIMEOUT
+    while "Started Dagster code server" not in log_path.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_process(proc)
+            raise RuntimeError(f"the code server did not start:\n{tail(log_path)}")
+        time.sleep(0.2)
+    workspace.write_text(
+        "load_from:\n  - grpc_server:\n"
+        f"      host: 127.0.0.1\n      port: {port}\n      location_name: {CODE_LOCATION_MODULE}\n"
+    )
+    return proc, workspace
+
+
 class Webserver:
     """A ``dagster-webserver`` (in its own session) on a free port of 127.0.0.1, serving the orders code location
-    on the home the fixture points at. Stop it with ``stop_process(server.proc)``."""
+    on the home the fixture points at (through its ``workspace.yaml`` when it has one: a code server of the home's
+    own, ``start_code_server``). Stop it with ``stop_process(server.proc)``."""
 
     def __init__(self, home: Path):
+        workspace = home / "workspace.yaml"
+        where = ["-w", str(workspace)] if workspace.exists() else ["-m", CODE_LOCATION_MODULE]
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = home / "webserver.log"
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
-                [dagster_bin("dagster-webserver"), "-m", CODE_LOCATION_MODULE, "-h", "127.0.0.1", "-p", str(self.port)],
+                [dagster_bin("dagster-webserver"), *where, "-h", "127.0.0.1", "-p", str(self.port)],
                 stdout=log, stderr=subprocess.STDOUT, env=dagster_env(), cwd=str(home), start_new_session=True,
             )
 
