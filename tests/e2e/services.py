@@ -113,7 +113,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_code_server(home: Path) -> tuple[subprocess.Popen, Path]:
+def start_code_server(home: Path, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, Path]:
     """A ready ``dagster api grpc`` (in its own session) serving the orders code location on a free port of
     127.0.0.1, as a Kubernetes or Docker deployment runs its code: the daemon and the webserver connect to it
     through ``home/workspace.yaml`` (a ``grpc_server`` entry) instead of each starting code servers of their own,
@@ -122,7 +122,7 @@ def start_code_server(home: Path) -> tuple[subprocess.Popen, Path]:
     with log_path.open("ab") as log:
         proc = subprocess.Popen(
             [dagster_bin("dagster"), "api", "grpc", "-m", CODE_LOCATION_MODULE, "-h", "127.0.0.1", "-p", str(port)],
-            stdout=log, stderr=subprocess.STDOUT, env=dagster_env(), cwd=str(home), start_new_session=True,
+            stdout=log, stderr=subprocess.STDOUT, env=env or dagster_env(), cwd=str(home), start_new_session=True,
         )
     deadline = time.monotonic() + DAEMON_READY_TIMEOUT
     while "Started Dagster code server" not in log_path.read_text(errors="replace"):

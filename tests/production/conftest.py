@@ -25,7 +25,7 @@ from backfill_assets.engine.model.settings import PACKAGE_DIR, Settings
 from backfill_assets.engine.store import db
 from backfill_assets.engine.wap.faults import AFTER_DATA_FILE, ENV_HOLD
 from backfill_assets.examples.orders.source import SourceSystem
-from tests.e2e.conftest import _wait_until_daemon_ready, stop_process, tail
+from tests.e2e.conftest import _wait_until_daemon_ready, start_code_server, stop_process, tail
 from tests.orders import CALENDAR as calendar
 from tests.orders import MODULE as CODE_LOCATION_MODULE
 
@@ -80,20 +80,27 @@ def prod(request, tmp_path_factory) -> Iterable[Prod]:
         SourceSystem(Settings.from_env().source_url).seed(calendar, SEED_FROM, SEED_TO, ORDERS_PER_DAY)
         instance = dg.DagsterInstance.get()
         log_path, hold = home / "daemon.log", home.parent / "hold-runs"
+        env = {**os.environ, ENV_HOLD: f"{AFTER_DATA_FILE}={hold}"}
+        # PostgreSQL storage under the product's daemon (its own code server); SQLite under Dagster's own, whose
+        # timers (sensors every 5 s, backfills every 30 s) are the backstop every promise must also hold on, with
+        # its code served as a deployment serves it (Dagster's daemon replaces a code server it starts every minute).
+        code_server, where = None, ["-m", CODE_LOCATION_MODULE]
+        if request.param == "sqlite":
+            code_server, workspace = start_code_server(home, env)
+            where = ["-w", str(workspace)]
         with log_path.open("ab") as log:
-            # PostgreSQL storage under the product's daemon; SQLite under Dagster's own, whose timers (sensors every
-            # 5 s, backfills every 30 s) are the backstop every promise must also hold on.
             command = "backfill-assets-daemon" if request.param == "postgres" else "dagster-daemon"
             proc = subprocess.Popen(
-                [dagster_bin(command), "run", "-m", CODE_LOCATION_MODULE],
-                stdout=log, stderr=subprocess.STDOUT, env={**os.environ, ENV_HOLD: f"{AFTER_DATA_FILE}={hold}"},
-                cwd=str(home), start_new_session=True,
+                [dagster_bin(command), "run", *where],
+                stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(home), start_new_session=True,
             )
         try:
             _wait_until_daemon_ready(instance, proc, log_path)
             yield Prod(request.param, home, instance, log_path, hold)
         finally:
             stop_process(proc)
+            if code_server is not None:
+                stop_process(code_server)
             instance.dispose()
             db.dispose_all()
             for name in created:
