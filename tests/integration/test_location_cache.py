@@ -63,9 +63,7 @@ print(json.dumps({"version": code_version(sources=location.graph.code_sources)})
 """
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """A code location of its own package in a project folder (the working directory), outside this library."""
+def _make_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     root = tmp_path / "project"
     (root / "snaploc").mkdir(parents=True)
     (root / "snaploc" / "__init__.py").write_text("")
@@ -79,6 +77,29 @@ def project(tmp_path, monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     monkeypatch.setenv("BACKFILL_CATALOG_URL", f"sqlite:///{tmp_path / 'catalog.db'}")
     return root, home
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A code location of its own package in a project folder (the working directory), outside this library."""
+    return _make_project(tmp_path, monkeypatch)
+
+
+# The tests of a command on the snapshot share one project and its request (one worker runs them): each removes the
+# snapshot, runs the command loading the code location, then again on the snapshot it left.
+CREATED = pytest.mark.xdist_group("integration/test_location_cache/created")
+
+
+@pytest.fixture(scope="module")
+def created(tmp_path_factory):
+    """``project`` with a request of 2024-01-02..03 created by ``backfill-assets request create``: (root, home,
+    request id). The commands' environment is the project's; this process's is left as it was."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        root, home = _make_project(tmp_path_factory.mktemp("created"), monkeypatch)
+        env = _env(root)
+    made, _ = _cli(root, "request", "create", "--assets", "daily_usage", "--from", "2024-01-02", "--to",
+                   "2024-01-03", "--requested-by", "ana", env=env)
+    return root, home, made["request_id"], env
 
 
 def _run(script: str, home: Path, cwd: Path) -> dict:
@@ -217,24 +238,23 @@ def test_a_distribution_reinstalled_at_the_same_version_is_another_key(tmp_path,
     assert installed_digest([str(site)]) != before
 
 
-def _cli(root: Path, *args: str) -> tuple[dict, bool]:
+def _cli(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[dict, bool]:
     """``backfill-assets ... --json`` from the project's folder: its JSON, and whether it imported Dagster (the
     interpreter's import log, set for every call alike since the key covers the environment)."""
-    env = {**_env(root), "BACKFILL_MODULE": MODULE, "PYTHONPROFILEIMPORTTIME": "1"}
+    env = {**(env or _env(root)), "BACKFILL_MODULE": MODULE, "PYTHONPROFILEIMPORTTIME": "1"}
     done = subprocess.run([str(Path(sys.executable).parent / "backfill-assets"), *args, "--json"], cwd=root, env=env,
                           capture_output=True, text=True, check=True)
     imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     return json.loads(done.stdout), "dagster" in imported
 
 
-def test_a_request_show_that_loaded_the_code_location_leaves_its_snapshot_for_the_next(project):
-    root, home = project
-    created, _ = _cli(root, "request", "create", "--assets", "daily_usage", "--from", "2024-01-02", "--to",
-                      "2024-01-02", "--requested-by", "ana")
+@CREATED
+def test_a_request_show_that_loaded_the_code_location_leaves_its_snapshot_for_the_next(created):
+    root, home, request_id, env = created
     snapshot_path(home, MODULE, root).unlink()  # as from a folder no command had loaded the code location in
-    shown, loaded = _cli(root, "request", "show", created["request_id"])
+    shown, loaded = _cli(root, "request", "show", request_id, env=env)
     assert loaded and snapshot_path(home, MODULE, root).is_file()
-    again, loaded = _cli(root, "request", "show", created["request_id"])
+    again, loaded = _cli(root, "request", "show", request_id, env=env)
     assert not loaded and again == shown
 
 
@@ -263,10 +283,10 @@ def test_first_party_files_are_named_by_their_real_paths_through_linked_folders_
     for name in ("linkpkg", "linkpkg.inner", "linkpkg.linked"):
         monkeypatch.delitem(sys.modules, name)
 
-def _cli_text(root: Path, *args: str) -> tuple[str, int, bool]:
+def _cli_text(root: Path, *args: str, env: dict[str, str]) -> tuple[str, int, bool]:
     """``backfill-assets ...`` from the project's folder: its output as printed, its exit status, and whether it
     imported the code location (its package ``snaploc``)."""
-    env = {**_env(root), "BACKFILL_MODULE": MODULE, "PYTHONPROFILEIMPORTTIME": "1"}
+    env = {**env, "BACKFILL_MODULE": MODULE, "PYTHONPROFILEIMPORTTIME": "1"}
     done = subprocess.run([str(Path(sys.executable).parent / "backfill-assets"), *args], cwd=root, env=env,
                           capture_output=True, text=True, check=False)
     assert done.returncode in (0, 1), done.stderr[-2000:]
@@ -281,18 +301,17 @@ def _cli_text(root: Path, *args: str) -> tuple[str, int, bool]:
     ("request", "create", "--assets", "daily_usage", "--from", "2024-01-02", "--to", "2024-01-04", "--reprocess",
      "completed", "--dry-run", "--json"),
 ])
-def test_reconcile_and_the_dry_run_on_the_snapshot_print_what_the_loaded_code_location_prints(project, command):
-    root, home = project
-    created, _ = _cli(root, "request", "create", "--assets", "daily_usage", "--from", "2024-01-02", "--to",
-                      "2024-01-03", "--requested-by", "ana")
-    argv = [part.format(request=created["request_id"]) for part in command]
+@CREATED
+def test_reconcile_and_the_dry_run_on_the_snapshot_print_what_the_loaded_code_location_prints(created, command):
+    root, home, request_id, env = created
+    argv = [part.format(request=request_id) for part in command]
     snapshot_path(home, MODULE, root).unlink()  # as from a folder no command had loaded the code location in
-    loaded_text, loaded_status, loaded = _cli_text(root, *argv)
+    loaded_text, loaded_status, loaded = _cli_text(root, *argv, env=env)
     assert loaded and snapshot_path(home, MODULE, root).is_file()  # the command left its snapshot
-    quick_text, quick_status, reloaded = _cli_text(root, *argv)
+    quick_text, quick_status, reloaded = _cli_text(root, *argv, env=env)
     assert not reloaded  # the facts from Dagster's instance, the graph from the snapshot
     assert (quick_text, quick_status) == (loaded_text, loaded_status)
-    assert created["request_id"] in quick_text or "2024-01-04" in quick_text  # an answer, not an empty one
+    assert request_id in quick_text or "2024-01-04" in quick_text  # an answer, not an empty one
 
 
 INSTANCE_SERVICE = """
