@@ -8,7 +8,9 @@ A snapshot is used only while nothing it was made from can have changed. Its key
 - the environment, but for a few variables a shell changes on its own (a code location may read any other);
 - the content of every first-party module the process had imported once the code location was loaded (this
   library's, the code location's, their packages': anything imported from outside the interpreter's standard
-  library and site-packages), so an edit anywhere, a new import included, is a new key;
+  library and site-packages), so an edit anywhere, a new import included, is a new key. The snapshot records each
+  file's digest with its identity on disk (inode, size, modification and change times); a file whose identity is
+  unchanged and whose last change came well before the snapshot keeps its digest unread (``_Digests``);
 - what is installed: the entries of every site-packages folder on ``sys.path`` (a distribution's folder names its
   version), and of each distribution's metadata folder (``*.dist-info``, ``*.egg-info``) and its ``RECORD`` the
   inode, size and times (stat only, no read): a package reinstalled at the same version (a local project built
@@ -28,6 +30,7 @@ import json
 import os
 import sys
 import sysconfig
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,9 @@ CACHE_DIR = ".backfill_cache"
 VOLATILE_ENV = frozenset({"_", "OLDPWD", "PWD", "SHLVL", "COLUMNS", "LINES", "TERM", "TERM_PROGRAM",
                           "TERM_PROGRAM_VERSION", "TERM_SESSION_ID", "WINDOWID", "PS1", "SSH_TTY", "SSH_CLIENT",
                           "SSH_CONNECTION", "STY", "TMUX", "TMUX_PANE"})
+# A file changed this close to a snapshot's writing is read again however its identity on disk compares: on a
+# filesystem with coarse times (FAT keeps 2 s) an edit made just after the snapshot could keep the identity recorded.
+RACY_SECONDS = 3.0
 # An installed distribution's metadata folder (wheel and legacy installs).
 METADATA_SUFFIXES = (".dist-info", ".egg-info")
 
@@ -65,8 +71,10 @@ def remember(home: Path, module: str, cwd: Path, graph: AssetGraph, limits: Queu
     """Write the snapshot of a code location this process has just loaded (``graph``) and the limits it read.
     Never fails the command: a snapshot not written is a slower next command."""
     try:
-        files = _first_party_files()
-        record = {"key": _key(home, module, cwd, files), "files": files, "graph": graph_record(graph),
+        written_at, files = time.time(), _first_party_files()
+        stamps = {path: stamp for path in files if (stamp := _stamp(path)) is not None}
+        record = {"key": _key(home, module, cwd, files, _Digests(stamps, written_at, trusted=True)), "files": files,
+                  "stamps": stamps, "written_at": written_at, "graph": graph_record(graph),
                   "code_sources": _sources_record(graph.code_sources()), "queue_limits": _limits_record(limits)}
         path = snapshot_path(home, module, cwd)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,7 +89,8 @@ def recall(home: Path, module: str, cwd: Path) -> LocationSnapshot | None:
     """The code location's snapshot if it still describes it (see the module's docstring), else None."""
     try:
         record = json.loads(snapshot_path(home, module, cwd).read_text())
-        if record["key"] != _key(home, module, cwd, record["files"]):
+        digests = _Digests(record.get("stamps", {}), record.get("written_at", 0.0))
+        if record["key"] != _key(home, module, cwd, record["files"], digests):
             return None
         graph = graph_of_record(record["graph"])
         if _sources_record(graph.code_sources()) != record["code_sources"]:
@@ -91,7 +100,7 @@ def recall(home: Path, module: str, cwd: Path) -> LocationSnapshot | None:
         return None
 
 
-def _key(home: Path, module: str, cwd: Path, files: list[str]) -> str:
+def _key(home: Path, module: str, cwd: Path, files: list[str], digests: _Digests) -> str:
     h = hashlib.sha256()
     environ = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_ENV)
     # The import path as loading the code location makes it (``cli/code_location.py`` puts the working directory
@@ -99,7 +108,7 @@ def _key(home: Path, module: str, cwd: Path, files: list[str]) -> str:
     import_path = sys.path if str(cwd) in sys.path else [str(cwd), *sys.path]
     h.update(json.dumps([module, str(cwd), sys.executable, sys.version, import_path, environ]).encode())
     for path in files:
-        h.update(path.encode() + b"\0" + _content(Path(path)) + b"\0")
+        h.update(path.encode() + b"\0" + digests(path) + b"\0")
     h.update(installed_digest(_site_folders()))
     h.update(_content(home / "dagster.yaml"))
     return h.hexdigest()
@@ -122,10 +131,47 @@ def installed_digest(folders: list[str]) -> bytes:
 def _identity(path: str) -> str:
     """A file's or folder's identity on disk: written again (a new inode, size or time), it is another."""
     try:
-        st = os.stat(path)
+        return _identity_of(os.stat(path))
     except OSError:
         return "missing"
+
+
+def _identity_of(st: os.stat_result) -> str:
+    # The change time too: no tool sets it, so a file written again with its old size and modification time back
+    # (``cp -p``, ``rsync -t``, ``touch -d``) is still another.
     return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+def _stamp(path: str) -> list[str] | None:
+    """A first-party file's [identity, content digest], read between two stats that agree; None when it changed
+    while read (its content is then read again at each use)."""
+    before = _identity(path)
+    digest = _content(Path(path))
+    return [before, digest.hex()] if before != "missing" and _identity(path) == before else None
+
+
+class _Digests:
+    """The content digest of each first-party file for the key: the one the snapshot recorded when the file's
+    identity on disk is still the recorded one and its last change came ``RACY_SECONDS`` or more before the snapshot
+    was written (git's rule for "racily clean" files); read again otherwise. So a command reads only the files
+    changed since, not every file of the project and of an editable install (several hundred in a test process)."""
+
+    def __init__(self, stamps: dict[str, list[str]], written_at: float, trusted: bool = False):
+        self._stamps, self._written_at, self._trusted = stamps, written_at, trusted
+
+    def __call__(self, path: str) -> bytes:
+        stamp = self._stamps.get(path)
+        if stamp is None:
+            return _content(Path(path))
+        if self._trusted:  # the stamps were taken just now, by this process
+            return bytes.fromhex(stamp[1])
+        try:
+            st = os.stat(path)
+        except OSError:
+            return b"missing"
+        if _identity_of(st) == stamp[0] and max(st.st_mtime, st.st_ctime) <= self._written_at - RACY_SECONDS:
+            return bytes.fromhex(stamp[1])
+        return _content(Path(path))
 
 
 def _content(path: Path) -> bytes:

@@ -5,6 +5,7 @@ load of the code location computes."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -165,6 +166,50 @@ def test_the_queue_limits_come_back_as_they_were_read(project):
             del sys.modules[name]
     assert found is not None and found.queue_limits == LIMITS
     assert found.graph.names == location.graph.names and found.graph.calendar == location.graph.calendar
+
+
+def test_a_file_unchanged_since_well_before_the_snapshot_is_not_read_and_an_edit_is_seen_whatever_its_times(
+        project, monkeypatch):
+    """The snapshot keeps each first-party file's digest with its identity on disk: a later command reads only
+    what changed since. An edit that keeps the file's size and puts its modification time back (``cp -p``,
+    ``rsync -t``) still changes its change time, so it is still seen."""
+    root, home = project
+    sys.path.insert(0, str(root))
+    try:
+        from backfill_assets.cli.code_location import load_code_location
+
+        remember(home, MODULE, root, load_code_location(MODULE, root).graph, LIMITS)
+        _recalled_reading_only_what_changed(home, root, monkeypatch)
+    finally:
+        sys.path.remove(str(root))
+        for name in [m for m in sys.modules if m.split(".")[0] == "snaploc"]:
+            del sys.modules[name]
+
+
+def _recalled_reading_only_what_changed(home: Path, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from backfill_assets.integration import location_cache
+
+    files = json.loads(snapshot_path(home, MODULE, root).read_text())["files"]
+    transform = str((root / "snaploc" / "assets.py").resolve())
+    assert transform in files and len(files) > 100  # the tests', this library's and the code location's
+    read: list[str] = []
+    content = location_cache._content
+    monkeypatch.setattr(location_cache, "_content", lambda path: read.append(str(path)) or content(path))
+    monkeypatch.setattr(location_cache, "RACY_SECONDS", 0.0)  # every file here changed before the snapshot
+    assert recall(home, MODULE, root) is not None
+    assert not set(read) & set(files)  # none of them read again
+    monkeypatch.setattr(location_cache, "RACY_SECONDS", float("inf"))  # as if all changed just before it: all read
+    read.clear()
+    assert recall(home, MODULE, root) is not None and set(files) <= set(read)
+    monkeypatch.setattr(location_cache, "RACY_SECONDS", 0.0)
+    before = os.stat(transform)
+    Path(transform).write_text(TRANSFORM.replace("1.0", "2.0"))  # the same size
+    os.utime(transform, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(transform).st_size == before.st_size and os.stat(transform).st_mtime_ns == before.st_mtime_ns
+    record = json.loads(snapshot_path(home, MODULE, root).read_text())
+    digests = location_cache._Digests(record["stamps"], record["written_at"])
+    assert location_cache._key(home, MODULE, root, record["files"], digests) != record["key"]  # the key alone
+    assert recall(home, MODULE, root) is None
 
 
 def test_the_quick_create_service_needs_a_daemon_watching_this_home(project, tmp_path):
