@@ -1,5 +1,6 @@
 """One Dagster ``dagster-daemon run`` on a home of Dagster's own classes for the package's modules (they share an
-``xdist_group``, so one worker runs them all against it). Each test takes its own days of September 2022
+``xdist_group``, so one worker runs them all against it), its code served by one standalone ``dagster api grpc``
+(a ``grpc_server`` workspace, as on Kubernetes or Docker). Each test takes its own days of September 2022
 (``test_stock_requests.py``'s docstring lists them)."""
 
 from __future__ import annotations
