@@ -151,44 +151,39 @@ def test_a_damaged_or_missing_snapshot_is_not_read(project):
     assert recall(home, MODULE, root) is None
 
 
-def test_the_queue_limits_come_back_as_they_were_read(project):
-    root, home = project
-    sys.path.insert(0, str(root))
-    try:
-        from backfill_assets.cli.code_location import load_code_location
+@pytest.fixture
+def loaded(project, monkeypatch):
+    """``project`` loaded in this process (its folder on the import path, its package forgotten afterwards): (root,
+    home, the code location). The test writes the snapshot: the environment is part of its key, and pytest names
+    the test's phase in it (``PYTEST_CURRENT_TEST``)."""
+    from backfill_assets.cli.code_location import load_code_location
 
-        location = load_code_location(MODULE, root)
-        remember(home, MODULE, root, location.graph, LIMITS)
-        found = recall(home, MODULE, root)
+    root, home = project
+    monkeypatch.syspath_prepend(str(root))
+    try:
+        yield root, home, load_code_location(MODULE, root)
     finally:
-        sys.path.remove(str(root))
         for name in [m for m in sys.modules if m.split(".")[0] == "snaploc"]:
             del sys.modules[name]
+
+
+def test_the_queue_limits_come_back_as_they_were_read(loaded):
+    root, home, location = loaded
+    remember(home, MODULE, root, location.graph, LIMITS)
+    found = recall(home, MODULE, root)
     assert found is not None and found.queue_limits == LIMITS
     assert found.graph.names == location.graph.names and found.graph.calendar == location.graph.calendar
 
 
 def test_a_file_unchanged_since_well_before_the_snapshot_is_not_read_and_an_edit_is_seen_whatever_its_times(
-        project, monkeypatch):
+        loaded, monkeypatch):
     """The snapshot keeps each first-party file's digest with its identity on disk: a later command reads only
     what changed since. An edit that keeps the file's size and puts its modification time back (``cp -p``,
     ``rsync -t``) still changes its change time, so it is still seen."""
-    root, home = project
-    sys.path.insert(0, str(root))
-    try:
-        from backfill_assets.cli.code_location import load_code_location
-
-        remember(home, MODULE, root, load_code_location(MODULE, root).graph, LIMITS)
-        _recalled_reading_only_what_changed(home, root, monkeypatch)
-    finally:
-        sys.path.remove(str(root))
-        for name in [m for m in sys.modules if m.split(".")[0] == "snaploc"]:
-            del sys.modules[name]
-
-
-def _recalled_reading_only_what_changed(home: Path, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from backfill_assets.integration import location_cache
 
+    root, home, location = loaded
+    remember(home, MODULE, root, location.graph, LIMITS)
     files = json.loads(snapshot_path(home, MODULE, root).read_text())["files"]
     transform = str((root / "snaploc" / "assets.py").resolve())
     assert transform in files and len(files) > 100  # the tests', this library's and the code location's
@@ -212,28 +207,20 @@ def _recalled_reading_only_what_changed(home: Path, root: Path, monkeypatch: pyt
     assert recall(home, MODULE, root) is None
 
 
-def test_the_quick_create_service_needs_a_daemon_watching_this_home(project, tmp_path):
-    root, home = project
-    sys.path.insert(0, str(root))
-    try:
-        from backfill_assets.cli.code_location import load_code_location
-
-        remember(home, MODULE, root, load_code_location(MODULE, root).graph, LIMITS)
-        catalog = Catalog(f"sqlite:///{tmp_path / 'catalog.db'}")
-        assert create_service(home, MODULE, root, "ana") is None  # no daemon: the command loads the location
-        elsewhere = LeaseHolder.this_process(str(tmp_path / "elsewhere"))
-        DaemonLease(catalog).acquire(elsewhere, 60)
-        create_wakeup_file(home)
-        assert create_service(home, MODULE, root, "ana") is None  # a daemon of another home
-        DaemonLease(catalog).release(elsewhere)
-        DaemonLease(catalog).acquire(LeaseHolder.this_process(str(home)), 60)
-        quick = create_service(home, MODULE, root, "ana")
-        assert quick is not None and quick.graph.names == ("daily_usage",)
-        assert quick.context.queue_limits() == LIMITS
-    finally:
-        sys.path.remove(str(root))
-        for name in [m for m in sys.modules if m.split(".")[0] == "snaploc"]:
-            del sys.modules[name]
+def test_the_quick_create_service_needs_a_daemon_watching_this_home(loaded, tmp_path):
+    root, home, location = loaded
+    remember(home, MODULE, root, location.graph, LIMITS)
+    catalog = Catalog(f"sqlite:///{tmp_path / 'catalog.db'}")
+    assert create_service(home, MODULE, root, "ana") is None  # no daemon: the command loads the location
+    elsewhere = LeaseHolder.this_process(str(tmp_path / "elsewhere"))
+    DaemonLease(catalog).acquire(elsewhere, 60)
+    create_wakeup_file(home)
+    assert create_service(home, MODULE, root, "ana") is None  # a daemon of another home
+    DaemonLease(catalog).release(elsewhere)
+    DaemonLease(catalog).acquire(LeaseHolder.this_process(str(home)), 60)
+    quick = create_service(home, MODULE, root, "ana")
+    assert quick is not None and quick.graph.names == ("daily_usage",)
+    assert quick.context.queue_limits() == LIMITS
 
 
 def test_the_snapshot_graph_keeps_every_flag_the_request_reads():
