@@ -6,7 +6,9 @@ an insert), serializing the event again for each statement. A chunk run's op pla
 has no check specs; the evaluations are reported per day, ``dashboard.day_events``), so each of its five
 evaluations per gated asset-day was serialized three times and committed to the index twice (~0.5 ms each
 serialization, ~0.2 ms each commit). Here the event is serialized once for the execution row, and both index rows
-are one transaction. The rows written are Dagster's, column for column (``tests/integration/test_sqlite_storage.py``
+are one transaction. A planned evaluation (one per selected check at every asset run's start) goes the same way:
+Dagster stores its event, then inserts its ``PLANNED`` row in a second transaction, building the insert and
+serializing the event again. The rows written are Dagster's, column for column (``tests/integration/test_sqlite_storage.py``
 compares them with Dagster's own class).
 """
 
@@ -16,6 +18,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast
 
 import dagster as dg
+from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationPlanned
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 from dagster._core.storage.event_log.schema import AssetCheckExecutionsTable
 from dagster._serdes import serialize_value
@@ -79,6 +82,21 @@ class StoresCheckEvaluationsSerializedOnce(_Base):
         if updated == 0:  # no planned row: an op job's evaluation, or a step launcher's
             updated = conn.execute(INSERT_EXECUTION, key | values).rowcount
         return updated
+
+
+    def _store_planned_check(self, conn: Any, event: dg.EventLogEntry, event_id: int | None, serialized: str) -> None:
+        """Dagster's ``_store_asset_check_evaluation_planned`` on ``conn`` (the transaction that mirrored the planned
+        event): a ``PLANNED`` row per partition planned, the event as its event-log row holds it."""
+        planned = cast(AssetCheckEvaluationPlanned, event.get_dagster_event().event_specific_data)
+        partitions = planned.partitions_subset.get_partition_keys() if planned.partitions_subset else [None]
+        timestamp = datetime.fromtimestamp(event.timestamp, timezone.utc).replace(tzinfo=None)
+        conn.execute(INSERT_EXECUTION, [
+            {"asset_key": planned.asset_key.to_string(), "check_name": planned.check_name, "partition": partition,
+             "run_id": event.run_id, "execution_status": AssetCheckExecutionRecordStatus.PLANNED.value,
+             "evaluation_event": serialized, "evaluation_event_timestamp": timestamp,
+             "evaluation_event_storage_id": event_id}
+            for partition in partitions
+        ])
 
 
 def refuse_duplicates(event: dg.EventLogEntry, updated: int) -> None:

@@ -1,11 +1,13 @@
 """How the shipped SQLite event log stores one event: Dagster's ``SqliteEventLogStorage.store_event``, its rows
-column for column, with its statements built once and a run's check evaluation mirrored in one transaction.
+column for column, with its statements built once and a run's check evaluation (or its planned evaluation)
+mirrored in one transaction.
 
 Dagster builds each event's insert anew (``insert().values(**row)``: a bound parameter per column and the
 statement's cache key computed again, ~0.08 ms against ~0.02 ms for a statement built once and given the row),
 and mirrors a run's check evaluation into the index in two transactions, its event serialized once for the event
-row and again for the ``asset_check_executions`` row (``check_evaluations.py``). A gated asset-day stores nine
-events, five of them check evaluations. ``tests/integration/test_sqlite_storage.py`` compares every row this
+row and again for the ``asset_check_executions`` row (``check_evaluations.py``); so is each planned evaluation a
+run's start stores for every selected check. A gated asset-day stores nine events, five of them check evaluations,
+and its run five planned evaluations. ``tests/integration/test_sqlite_storage.py`` compares every row this
 writes, in the run's file and in the index, with the rows Dagster's own class writes for the same events.
 """
 
@@ -61,6 +63,10 @@ class StoresEventsWithStatementsBuiltOnce(_Base):
                 event_id = _insert_event(conn, row)
                 updated = self._store_check_execution(conn, event, event_id, row["event"])
             refuse_duplicates(event, updated)
+        elif kind == DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED and self.supports_asset_checks:
+            with self.index_connection() as conn:
+                event_id = _insert_event(conn, row)
+                self._store_planned_check(conn, event, event_id, row["event"])
         elif kind in ASSET_CHECK_EVENTS:  # a planned evaluation, or a runless one: Dagster's own, as it does them
             with self.index_connection() as conn:
                 event_id = _insert_event(conn, row)
