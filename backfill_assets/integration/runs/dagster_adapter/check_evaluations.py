@@ -8,8 +8,8 @@ evaluations per gated asset-day was serialized three times and committed to the 
 serialization, ~0.2 ms each commit). Here the event is serialized once for the execution row, and both index rows
 are one transaction. A planned evaluation (one per selected check at every asset run's start) goes the same way:
 Dagster stores its event, then inserts its ``PLANNED`` row in a second transaction, building the insert and
-serializing the event again. The rows written are Dagster's, column for column (``tests/integration/test_sqlite_storage.py``
-compares them with Dagster's own class).
+serializing the event again. The rows written are Dagster's, column for column
+(``tests/integration/test_sqlite_storage.py`` compares them with Dagster's own class).
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ INSERT_EXECUTION = AssetCheckExecutionsTable.insert()
 class StoresCheckEvaluationsSerializedOnce(_Base):
     """Dagster's ``_update_asset_check_evaluation`` (update the planned row, else insert one; both in one
     transaction, as Dagster's), the event serialized once for both statements; ``_store_check_execution`` does the
-    same on a connection whose transaction is already open (the one that mirrored the event)."""
+    same on a connection whose transaction is already open (the one that mirrored the event); ``_store_planned_check``
+    stores a planned evaluation's row there too."""
 
     def _update_asset_check_evaluation(self, event: dg.EventLogEntry, event_id: int | None) -> None:
         with self.index_connection() as conn:
@@ -82,7 +83,6 @@ class StoresCheckEvaluationsSerializedOnce(_Base):
         if updated == 0:  # no planned row: an op job's evaluation, or a step launcher's
             updated = conn.execute(INSERT_EXECUTION, key | values).rowcount
         return updated
-
 
     def _store_planned_check(self, conn: Any, event: dg.EventLogEntry, event_id: int | None, serialized: str) -> None:
         """Dagster's ``_store_asset_check_evaluation_planned`` on ``conn`` (the transaction that mirrored the planned

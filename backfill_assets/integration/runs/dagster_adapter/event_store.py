@@ -5,10 +5,11 @@ mirrored in one transaction.
 Dagster builds each event's insert anew (``insert().values(**row)``: a bound parameter per column and the
 statement's cache key computed again, ~0.08 ms against ~0.02 ms for a statement built once and given the row),
 and mirrors a run's check evaluation into the index in two transactions, its event serialized once for the event
-row and again for the ``asset_check_executions`` row (``check_evaluations.py``); so is each planned evaluation a
-run's start stores for every selected check. A gated asset-day stores nine events, five of them check evaluations,
-and its run five planned evaluations. ``tests/integration/test_sqlite_storage.py`` compares every row this
-writes, in the run's file and in the index, with the rows Dagster's own class writes for the same events.
+row and again for the ``asset_check_executions`` row (``check_evaluations.py``), and so the planned evaluation a
+run stores at its start for each selected check. A gated asset-day stores nine events, five of them check
+evaluations; a one-day run of a gated asset stores five planned evaluations too.
+``tests/integration/test_sqlite_storage.py`` compares every row this writes, in the run's file and in the index,
+with the rows Dagster's own class writes for the same events.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class StoresEventsWithStatementsBuiltOnce(_Base):
             with self.index_connection() as conn:
                 event_id = _insert_event(conn, row)
                 self._store_planned_check(conn, event, event_id, row["event"])
-        elif kind in ASSET_CHECK_EVENTS:  # a planned evaluation, or a runless one: Dagster's own, as it does them
+        elif kind in ASSET_CHECK_EVENTS:  # a runless evaluation (or any, with no check table): Dagster's own
             with self.index_connection() as conn:
                 event_id = _insert_event(conn, row)
             self.store_asset_check_event(event, event_id)
