@@ -43,10 +43,12 @@ SQLITE_STORAGE = (
     "can give one free slot to two steps)",
 )
 POSTGRES_STORAGE = (
-    {"event_log_storage": "PostgresEventLogAssigningFreedSlots", "run_storage": "PostgresRunStorageAddingRunsWhole"},
+    {"event_log_storage": "PostgresEventLogAssigningFreedSlots", "run_storage": "PostgresRunStorageAddingRunsWhole",
+     "schedule_storage": "PostgresScheduleStorageRememberingSchema"},
     "deploy/postgres/dagster.yaml",
-    "a pool slot freed while a step registers for it is given to that step, and a run and its tags are added in "
-    "one transaction (a database restart between Dagster's two inserts leaves a run no tag query finds)",
+    "a pool slot freed while a step registers for it is given to that step, a run and its tags are added in "
+    "one transaction (a database restart between Dagster's two inserts leaves a run no tag query finds), and a "
+    "sensor's state is read on one connection instead of four",
 )
 
 

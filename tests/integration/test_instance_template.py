@@ -77,8 +77,9 @@ def test_a_home_of_other_classes_with_the_limits_lacks_nothing_and_is_told_what_
     assert instance_template.lacking_blocks(k8s) == []
     [launcher, coordinator, storage] = instance_template.accelerators(k8s)
     assert launcher.startswith("WarmRunLauncher") and coordinator.startswith("BackfillRunCoordinator")
-    assert storage.startswith("PostgresEventLogAssigningFreedSlots, PostgresRunStorageAddingRunsWhole (storage "
-                              "blocks of deploy/postgres/dagster.yaml)")
+    assert storage.startswith("PostgresEventLogAssigningFreedSlots, PostgresRunStorageAddingRunsWhole, "
+                              "PostgresScheduleStorageRememberingSchema (storage blocks of "
+                              "deploy/postgres/dagster.yaml)")
 
 
 def test_the_daemon_notes_the_accelerators_of_a_complete_home_of_other_classes_when_it_starts(tmp_path):
