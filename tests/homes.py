@@ -56,6 +56,20 @@ def shipped_storage() -> dict:
     return {block: shipped[block] for block in STORAGE_BLOCKS}
 
 
+DEPLOY_POSTGRES = PACKAGE_DIR.parent / "deploy" / "postgres" / "dagster.yaml"
+
+
+def deploy_postgres_instance(url: str, folder: Path, monkeypatch: pytest.MonkeyPatch, **blocks: dict
+                             ) -> dg.DagsterInstance:
+    """An instance in ``folder`` (created) on the database at ``url``, with deploy/postgres/dagster.yaml's storage
+    blocks, ``blocks`` in place of those it names."""
+    monkeypatch.setenv("DAGSTER_PG_URL", url)
+    deployed = yaml.safe_load(DEPLOY_POSTGRES.read_text())
+    folder.mkdir()
+    (folder / "dagster.yaml").write_text(yaml.safe_dump({b: blocks.get(b, deployed[b]) for b in STORAGE_BLOCKS}))
+    return dg.DagsterInstance.from_config(str(folder))
+
+
 # In-process test instances capture no step output: nothing reads it there, and Dagster's local compute log manager
 # starts a `tail -F` and a watcher interpreter for each captured stream of every step (four processes forked from the
 # test process per step) and waits for them when the step ends. The homes the daemon, webserver and browser tests

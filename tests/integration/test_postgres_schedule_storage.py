@@ -10,14 +10,13 @@ import sqlalchemy as sa
 import yaml
 from dagster._core.scheduler.instigation import InstigatorState, InstigatorStatus, InstigatorType
 
-from backfill_assets.engine.model.settings import PACKAGE_DIR
 from backfill_assets.integration.runs.dagster_adapter.postgres_schedule_storage import (
     PostgresScheduleStorageRememberingSchema,
 )
+from tests.homes import DEPLOY_POSTGRES, deploy_postgres_instance
 
 pytestmark = pytest.mark.postgres
 
-DEPLOY_POSTGRES = PACKAGE_DIR.parent / "deploy" / "postgres" / "dagster.yaml"
 DAGSTERS_OWN = {"module": "dagster_postgres.schedule_storage", "class": "PostgresScheduleStorage",
                 "config": {"postgres_url": {"env": "DAGSTER_PG_URL"}}}
 
@@ -30,13 +29,8 @@ def instance_with(pg_server, tmp_path, monkeypatch):
     def instance(schedule_storage: dict) -> dg.DagsterInstance:
         name = pg_server.create_database()
         made.append(name)
-        monkeypatch.setenv("DAGSTER_PG_URL", pg_server.url_for(name))
-        config = {k: v for k, v in yaml.safe_load(DEPLOY_POSTGRES.read_text()).items() if k.endswith("storage")}
-        config["schedule_storage"] = schedule_storage
-        folder = tmp_path / name
-        folder.mkdir()
-        (folder / "dagster.yaml").write_text(yaml.safe_dump(config))
-        instances.append(dg.DagsterInstance.from_config(str(folder)))
+        instances.append(deploy_postgres_instance(pg_server.url_for(name), tmp_path / name, monkeypatch,
+                                                  schedule_storage=schedule_storage))
         return instances[-1]
 
     yield instance

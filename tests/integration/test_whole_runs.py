@@ -10,12 +10,11 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
-from backfill_assets.engine.model.settings import PACKAGE_DIR
 from backfill_assets.integration.runs.dagster_adapter.postgres_run_storage import PostgresRunStorageAddingRunsWhole
+from tests.homes import DEPLOY_POSTGRES, deploy_postgres_instance
 
 pytestmark = pytest.mark.postgres
 
-DEPLOY_POSTGRES = PACKAGE_DIR.parent / "deploy" / "postgres" / "dagster.yaml"
 RUN_KEY = "req-20221101-0badc0de/2022-09-03/1"
 # Refuses the tags of one run key, as the server going away refused them mid-tick.
 REFUSE_TAGS = """
@@ -36,13 +35,8 @@ def home_with(pg_server, tmp_path, monkeypatch):
     def home(run_storage: dict) -> dg.DagsterInstance:
         name = pg_server.create_database()
         made.append(name)
-        monkeypatch.setenv("DAGSTER_PG_URL", pg_server.url_for(name))
-        config = {k: v for k, v in yaml.safe_load(DEPLOY_POSTGRES.read_text()).items() if k.endswith("storage")}
-        config["run_storage"] = run_storage
-        folder = tmp_path / name
-        folder.mkdir()
-        (folder / "dagster.yaml").write_text(yaml.safe_dump(config))
-        instance = dg.DagsterInstance.from_config(str(folder))
+        instance = deploy_postgres_instance(pg_server.url_for(name), tmp_path / name, monkeypatch,
+                                            run_storage=run_storage)
         with sa.create_engine(pg_server.url_for(name)).begin() as conn:
             conn.execute(sa.text(REFUSE_TAGS.replace("{key}", RUN_KEY)))
         return instance

@@ -21,3 +21,12 @@ def postgres_storage_args(config_value: Mapping[str, Any]) -> dict[str, Any]:
 
         args["token_provider"] = get_token_provider_from_config(config_value)
     return args
+
+
+class BuiltFromItsConfig:
+    """For a subclass of a dagster-postgres storage, placed before it: dagster-postgres's ``from_config_value``
+    builds its own class, not ``cls``, so the subclass a dagster.yaml names would never be the one built."""
+
+    @classmethod
+    def from_config_value(cls, inst_data, config_value):
+        return cls(inst_data=inst_data, **postgres_storage_args(config_value))

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dagster_postgres import PostgresEventLogStorage
 
 from .pool_claims import AssignsFreedPoolSlots
-from .postgres_config import postgres_storage_args
+from .postgres_config import BuiltFromItsConfig
 
 
-class PostgresEventLogAssigningFreedSlots(AssignsFreedPoolSlots, PostgresEventLogStorage):
+class PostgresEventLogAssigningFreedSlots(BuiltFromItsConfig, AssignsFreedPoolSlots, PostgresEventLogStorage):
     """``PostgresEventLogStorage`` (same configuration, same tables). dagster.yaml, beside Dagster's own
     ``run_storage`` and ``schedule_storage`` blocks for PostgreSQL::
 
@@ -20,8 +20,3 @@ class PostgresEventLogAssigningFreedSlots(AssignsFreedPoolSlots, PostgresEventLo
             postgres_url:
               env: DAGSTER_PG_URL
     """
-
-    @classmethod
-    def from_config_value(cls, inst_data, config_value):
-        # dagster-postgres builds its own class here, not ``cls``.
-        return cls(inst_data=inst_data, **postgres_storage_args(config_value))

@@ -18,10 +18,10 @@ from dagster._core.errors import DagsterRunAlreadyExists
 from dagster._core.storage.runs.schema import RunsTable, RunTagsTable
 from dagster_postgres import PostgresRunStorage
 
-from .postgres_config import postgres_storage_args
+from .postgres_config import BuiltFromItsConfig
 
 
-class PostgresRunStorageAddingRunsWhole(PostgresRunStorage):
+class PostgresRunStorageAddingRunsWhole(BuiltFromItsConfig, PostgresRunStorage):
     """``PostgresRunStorage`` (same configuration, same tables). dagster.yaml::
 
         run_storage:
@@ -31,11 +31,6 @@ class PostgresRunStorageAddingRunsWhole(PostgresRunStorage):
             postgres_url:
               env: DAGSTER_PG_URL
     """
-
-    @classmethod
-    def from_config_value(cls, inst_data, config_value):
-        # dagster-postgres builds its own class here, not ``cls``.
-        return cls(inst_data=inst_data, **postgres_storage_args(config_value))
 
     def _core_add_run(self, col_values: dict[str, Any], tags: Mapping[str, str]) -> None:
         with self.connect() as conn:

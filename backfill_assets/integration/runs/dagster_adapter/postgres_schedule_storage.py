@@ -15,10 +15,10 @@ from collections.abc import Callable
 
 from dagster_postgres import PostgresScheduleStorage
 
-from .postgres_config import postgres_storage_args
+from .postgres_config import BuiltFromItsConfig
 
 
-class PostgresScheduleStorageRememberingSchema(PostgresScheduleStorage):
+class PostgresScheduleStorageRememberingSchema(BuiltFromItsConfig, PostgresScheduleStorage):
     """``PostgresScheduleStorage`` (same configuration, same tables) answering a schema question it had a yes to
     without a connection. dagster.yaml::
 
@@ -29,11 +29,6 @@ class PostgresScheduleStorageRememberingSchema(PostgresScheduleStorage):
             postgres_url:
               env: DAGSTER_PG_URL
     """
-
-    @classmethod
-    def from_config_value(cls, inst_data, config_value):
-        # dagster-postgres builds its own class here, not ``cls``.
-        return cls(inst_data=inst_data, **postgres_storage_args(config_value))
 
     def _yes_remembered(self, question: str, ask: Callable[[], bool]) -> bool:
         known: set[str] = self.__dict__.setdefault("_schema_yes", set())
