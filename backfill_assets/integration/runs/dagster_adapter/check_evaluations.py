@@ -14,7 +14,6 @@ serializing the event again. The rows written are Dagster's, column for column
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast
 
 import dagster as dg
@@ -70,8 +69,7 @@ class StoresCheckEvaluationsSerializedOnce(_Base):
         values = {
             "execution_status": status.value,
             "evaluation_event": serialize_value(event) if serialized is None else serialized,
-            # Dagster's: UTC without a zone (PostgreSQL's column has none).
-            "evaluation_event_timestamp": datetime.fromtimestamp(event.timestamp, timezone.utc).replace(tzinfo=None),
+            "evaluation_event_timestamp": self._event_insert_timestamp(event),  # Dagster's: UTC without a zone
             "evaluation_event_storage_id": event_id,
             "materialization_event_storage_id": target.storage_id if target else None,
             "partition": partition,
@@ -89,11 +87,10 @@ class StoresCheckEvaluationsSerializedOnce(_Base):
         event): a ``PLANNED`` row per partition planned, the event as its event-log row holds it."""
         planned = cast(AssetCheckEvaluationPlanned, event.get_dagster_event().event_specific_data)
         partitions = planned.partitions_subset.get_partition_keys() if planned.partitions_subset else [None]
-        timestamp = datetime.fromtimestamp(event.timestamp, timezone.utc).replace(tzinfo=None)
         conn.execute(INSERT_EXECUTION, [
             {"asset_key": planned.asset_key.to_string(), "check_name": planned.check_name, "partition": partition,
              "run_id": event.run_id, "execution_status": AssetCheckExecutionRecordStatus.PLANNED.value,
-             "evaluation_event": serialized, "evaluation_event_timestamp": timestamp,
+             "evaluation_event": serialized, "evaluation_event_timestamp": self._event_insert_timestamp(event),
              "evaluation_event_storage_id": event_id}
             for partition in partitions
         ])

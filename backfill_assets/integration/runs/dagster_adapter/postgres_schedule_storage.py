@@ -12,6 +12,7 @@ a no is asked again (a migration may run meanwhile), as Dagster asks.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from dagster_postgres import PostgresScheduleStorage
 
@@ -46,5 +47,4 @@ class PostgresScheduleStorageRememberingSchema(BuiltFromItsConfig, PostgresSched
         return self._yes_remembered("secondary_indexes", super().has_secondary_index_table)
 
     def has_built_index(self, migration_name: str) -> bool:
-        return self._yes_remembered(f"index:{migration_name}", lambda: super(
-            PostgresScheduleStorageRememberingSchema, self).has_built_index(migration_name))
+        return self._yes_remembered(f"index:{migration_name}", partial(super().has_built_index, migration_name))
